@@ -1,0 +1,48 @@
+from django.contrib import admin, messages
+from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
+
+from portal.accounts.models import ApiKey, Membership, Organisation, User
+from portal.accounts.services import api_key_issue, api_key_revoke
+
+
+@admin.register(User)
+class UserAdmin(BaseUserAdmin):
+    fieldsets = BaseUserAdmin.fieldsets + (("Trainyard", {"fields": ("staff_role",)}),)
+    list_display = ("username", "email", "staff_role", "is_staff", "is_active")
+    list_filter = ("staff_role", "is_staff", "is_active")
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 0
+    autocomplete_fields = ("user",)
+
+
+@admin.register(Organisation)
+class OrganisationAdmin(admin.ModelAdmin):
+    list_display = ("name", "slug", "kind", "parent")
+    list_filter = ("kind",)
+    search_fields = ("name", "slug")
+    prepopulated_fields = {"slug": ("name",)}
+    inlines = [MembershipInline]
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):
+    list_display = ("name", "prefix", "organisation", "created_at", "last_used_at", "revoked_at")
+    list_filter = ("revoked_at",)
+    fields = ("organisation", "name", "prefix", "created_at", "last_used_at", "revoked_at")
+    readonly_fields = ("prefix", "created_at", "last_used_at", "revoked_at")
+    actions = ["revoke"]
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            return super().save_model(request, obj, form, change)
+        issued = api_key_issue(organisation=obj.organisation, name=obj.name, by=request.user)
+        obj.pk = issued.api_key.pk
+        messages.warning(request, f"Copy this key now, it is not shown again: {issued.plaintext}")
+
+    @admin.action(description="Revoke selected keys")
+    def revoke(self, request, queryset):
+        for key in queryset:
+            api_key_revoke(api_key=key)

@@ -1,0 +1,103 @@
+from django.conf import settings
+from django.contrib.auth.models import AbstractUser
+from django.db import models
+from django.db.models import Q
+
+
+class User(AbstractUser):
+    """A person. Staff roles belong to the hosting company; customers act through memberships."""
+
+    class StaffRole(models.TextChoices):
+        NONE = "", "None"
+        APPROVER = "approver", "Staff approver"
+        OPERATOR = "operator", "Operator"
+
+    staff_role = models.CharField(max_length=16, choices=StaffRole.choices, blank=True, default="")
+
+    @property
+    def is_approver(self) -> bool:
+        return self.is_superuser or self.staff_role == self.StaffRole.APPROVER
+
+    @property
+    def is_operator(self) -> bool:
+        return self.is_superuser or self.staff_role == self.StaffRole.OPERATOR
+
+    @property
+    def is_hosting_staff(self) -> bool:
+        return self.is_superuser or bool(self.staff_role)
+
+
+class Organisation(models.Model):
+    class Kind(models.TextChoices):
+        CUSTOMER = "customer", "Customer"
+        RESELLER = "reseller", "Reseller"
+
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(unique=True)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.CUSTOMER)
+    parent = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="children",
+        help_text="The reseller that sells to this customer organisation.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(parent__isnull=True) | Q(kind="customer"),
+                name="only_customers_have_a_reseller",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        MEMBER = "member", "Customer member"
+        RESELLER_ADMIN = "reseller_admin", "Reseller admin"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="memberships")
+    organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE,
+                                     related_name="memberships")
+    role = models.CharField(max_length=32, choices=Role.choices, default=Role.MEMBER)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "organisation"], name="one_membership_per_org")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.organisation} ({self.get_role_display()})"
+
+
+class ApiKey(models.Model):
+    """A reseller's or customer's key for /api/v1/. Only a hash of the secret is stored."""
+
+    organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE,
+                                     related_name="api_keys")
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16, unique=True, help_text="Shown to identify the key.")
+    hashed_secret = models.CharField(max_length=64)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None

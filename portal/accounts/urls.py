@@ -1,0 +1,9 @@
+from django.urls import path
+
+from portal.accounts import views
+
+app_name = "accounts"
+urlpatterns = [
+    path("<slug:slug>/", views.organisation_detail, name="organisation"),
+    path("<slug:slug>/keys/<str:prefix>/revoke", views.api_key_revoke_view, name="api-key-revoke"),
+]

@@ -1,0 +1,42 @@
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from portal.accounts.forms import ApiKeyForm
+from portal.accounts.selectors import can_manage_api_keys, organisations_for
+from portal.accounts.services import api_key_issue, api_key_revoke
+
+
+@login_required
+def organisation_detail(request, slug):
+    organisation = get_object_or_404(organisations_for(request.user), slug=slug)
+    form = ApiKeyForm(request.POST or None)
+    new_key = None
+    if request.method == "POST" and can_manage_api_keys(request.user, organisation):
+        if form.is_valid():
+            new_key = api_key_issue(organisation=organisation, name=form.cleaned_data["name"],
+                                    by=request.user).plaintext
+            form = ApiKeyForm()
+    return render(request, "accounts/organisation_detail.html", {
+        "organisation": organisation,
+        "memberships": organisation.memberships.select_related("user"),
+        "children": organisation.children.all(),
+        "api_keys": organisation.api_keys.all(),
+        "form": form,
+        "new_key": new_key,
+        "can_manage_keys": can_manage_api_keys(request.user, organisation),
+    })
+
+
+@login_required
+@require_POST
+def api_key_revoke_view(request, slug, prefix):
+    organisation = get_object_or_404(organisations_for(request.user), slug=slug)
+    key = get_object_or_404(organisation.api_keys, prefix=prefix)
+    if not can_manage_api_keys(request.user, organisation):
+        messages.error(request, "Only an admin of this organisation can revoke keys.")
+    else:
+        api_key_revoke(api_key=key)
+        messages.success(request, f"Key {key.prefix}… revoked. Requests with it now fail.")
+    return redirect("accounts:organisation", slug=slug)

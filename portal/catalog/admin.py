@@ -1,0 +1,46 @@
+from django.contrib import admin
+
+from portal.catalog.models import (
+    GPUModel,
+    NetworkOption,
+    NvmeOption,
+    ServerSKU,
+    StackOption,
+    StorageProvider,
+)
+
+
+@admin.register(GPUModel)
+class GPUModelAdmin(admin.ModelAdmin):
+    list_display = ("name", "memory_gb", "memory_bandwidth_gbps", "bf16_tflops", "fp8_tflops",
+                    "nvlink_gbps", "pcie_gen", "tdp_w")
+    search_fields = ("name", "slug")
+
+
+@admin.register(ServerSKU)
+class ServerSKUAdmin(admin.ModelAdmin):
+    list_display = ("name", "gpu", "gpu_count", "interconnect", "price_hourly", "price_monthly",
+                    "approval_policy", "is_active")
+    list_filter = ("gpu", "interconnect", "approval_policy", "is_active")
+    list_editable = ("price_hourly", "price_monthly", "is_active")
+    search_fields = ("name", "slug")
+
+
+@admin.register(NvmeOption)
+class NvmeOptionAdmin(admin.ModelAdmin):
+    list_display = ("slug", "size_tb", "drives", "raid", "price_monthly")
+
+
+@admin.register(NetworkOption)
+class NetworkOptionAdmin(admin.ModelAdmin):
+    list_display = ("name", "kind", "speed_gbps", "on_request", "is_default", "price_monthly")
+
+
+@admin.register(StorageProvider)
+class StorageProviderAdmin(admin.ModelAdmin):
+    list_display = ("name", "kind", "endpoint_url", "price_per_tb_monthly")
+
+
+@admin.register(StackOption)
+class StackOptionAdmin(admin.ModelAdmin):
+    list_display = ("name", "kind")

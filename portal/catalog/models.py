@@ -1,0 +1,146 @@
+from decimal import Decimal
+
+from django.db import models
+
+
+class GPUModel(models.Model):
+    """Datasheet figures (shared/reference/gpu_specs.json). TFLOPS are dense tensor figures."""
+
+    slug = models.SlugField(unique=True)
+    name = models.CharField(max_length=100)
+    arch = models.CharField(max_length=60)
+    form_factor = models.CharField(max_length=80)
+    memory_gb = models.DecimalField("memory (GB)", max_digits=6, decimal_places=1,
+                                    help_text="Vendor GB (10⁹ bytes).")
+    memory_type = models.CharField(max_length=20)
+    memory_bandwidth_gbps = models.PositiveIntegerField("memory bandwidth (GB/s)")
+    fp32_tflops = models.DecimalField("FP32 TFLOPS", max_digits=7, decimal_places=2)
+    bf16_tflops = models.DecimalField("BF16/FP16 dense TFLOPS", max_digits=7, decimal_places=2)
+    fp8_tflops = models.DecimalField("FP8 dense TFLOPS", max_digits=7, decimal_places=2,
+                                     null=True, blank=True)
+    nvlink_gbps = models.PositiveIntegerField("NVLink (GB/s per GPU)", null=True, blank=True)
+    pcie_gen = models.PositiveSmallIntegerField("PCIe generation")
+    tdp_w = models.PositiveIntegerField("TDP (W)")
+
+    class Meta:
+        ordering = ["-bf16_tflops", "name"]
+        verbose_name = "GPU model"
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def memory_bytes(self) -> int:
+        return int(self.memory_gb * Decimal(10**9))
+
+
+class ServerSKU(models.Model):
+    class Interconnect(models.TextChoices):
+        PCIE = "pcie", "PCIe"
+        NVLINK_BRIDGE = "nvlink-bridge", "NVLink bridge"
+        NVSWITCH = "nvswitch", "NVLink / NVSwitch"
+
+    class ApprovalPolicy(models.TextChoices):
+        MANUAL = "manual", "Staff approves every order"
+        AUTO_SMALL = "auto_small", "Automatic for small single-node orders of existing customers"
+
+    slug = models.SlugField(unique=True)
+    name = models.CharField(max_length=120)
+    gpu = models.ForeignKey(GPUModel, on_delete=models.PROTECT, related_name="skus")
+    gpu_count = models.PositiveSmallIntegerField(choices=[(n, str(n)) for n in (1, 2, 4, 8)])
+    interconnect = models.CharField(max_length=16, choices=Interconnect.choices)
+    cpu_cores = models.PositiveSmallIntegerField()
+    ram_gb = models.PositiveIntegerField("RAM (GB)")
+    price_hourly = models.DecimalField("price per hour (USD)", max_digits=8, decimal_places=2)
+    price_monthly = models.DecimalField("price per month (USD)", max_digits=10, decimal_places=2)
+    approval_policy = models.CharField(max_length=16, choices=ApprovalPolicy.choices,
+                                       default=ApprovalPolicy.MANUAL)
+    is_active = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["gpu__name", "gpu_count"]
+        verbose_name = "server SKU"
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def gpu_memory_total_gb(self) -> Decimal:
+        return self.gpu.memory_gb * self.gpu_count
+
+
+class NvmeOption(models.Model):
+    class Raid(models.TextChoices):
+        SINGLE = "single", "Single drive"
+        RAID0 = "raid0", "RAID 0 (striped)"
+        RAID10 = "raid10", "RAID 10 (striped mirrors)"
+
+    slug = models.SlugField(unique=True)
+    size_tb = models.PositiveSmallIntegerField("usable size (TB)")
+    drives = models.PositiveSmallIntegerField()
+    raid = models.CharField(max_length=8, choices=Raid.choices)
+    price_monthly = models.DecimalField(max_digits=8, decimal_places=2)
+
+    class Meta:
+        ordering = ["size_tb", "raid"]
+        verbose_name = "NVMe option"
+
+    def __str__(self) -> str:
+        return f"{self.size_tb} TB NVMe, {self.get_raid_display()}"
+
+
+class NetworkOption(models.Model):
+    class Kind(models.TextChoices):
+        ETHERNET = "ethernet", "Ethernet"
+        INFINIBAND = "infiniband", "InfiniBand"
+
+    slug = models.SlugField(unique=True)
+    name = models.CharField(max_length=60)
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    speed_gbps = models.PositiveIntegerField("speed (Gb/s)")
+    on_request = models.BooleanField(default=False, help_text="Needs a staff check of the fabric.")
+    is_default = models.BooleanField(default=False)
+    price_monthly = models.DecimalField(max_digits=8, decimal_places=2)
+
+    class Meta:
+        ordering = ["speed_gbps"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class StorageProvider(models.Model):
+    class Kind(models.TextChoices):
+        MINIO = "minio", "On-site MinIO"
+        WASABI = "wasabi", "Wasabi"
+        B2 = "b2", "Backblaze B2"
+        AWS = "aws", "AWS S3"
+        CUSTOM = "custom", "Customer's own S3 endpoint"
+
+    slug = models.SlugField(unique=True)
+    name = models.CharField(max_length=60)
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    endpoint_url = models.URLField(blank=True)
+    price_per_tb_monthly = models.DecimalField(max_digits=8, decimal_places=2)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class StackOption(models.Model):
+    class Kind(models.TextChoices):
+        STRATEGY = "strategy", "Parallel strategy"
+        TRACKER = "tracker", "Experiment tracker"
+
+    slug = models.SlugField(unique=True)
+    name = models.CharField(max_length=60)
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+
+    class Meta:
+        ordering = ["kind", "name"]
+
+    def __str__(self) -> str:
+        return self.name

@@ -1,0 +1,9 @@
+import socket
+
+from celery import shared_task
+
+
+@shared_task(name="core.health_ping")
+def health_ping() -> dict:
+    """Proves a worker picks up tasks and can answer."""
+    return {"status": "ok", "worker": socket.gethostname()}

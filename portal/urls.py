@@ -1,0 +1,20 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from portal.core import views as core_views
+
+urlpatterns = [
+    path("", core_views.home, name="home"),
+    path("healthz", core_views.healthz, name="healthz"),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("orgs/", include("portal.accounts.urls")),
+    path("catalog/", include("portal.catalog.urls")),
+    path("sizing/", include("portal.sizing.urls")),
+    path("orders/", include("portal.orders.urls")),
+    path("ops/", include("provisioning.urls")),
+    path("api/v1/", include("portal.api.v1.urls")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("admin/", admin.site.urls),
+]

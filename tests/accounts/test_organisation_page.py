@@ -1,0 +1,47 @@
+from portal.accounts.models import ApiKey, Membership
+from portal.accounts.selectors import organisations_for
+from tests.factories import MembershipFactory, OrganisationFactory, member_of, staff
+
+
+def test_member_sees_own_org_and_gets_404_for_another(login, db):
+    acme, other = OrganisationFactory(slug="acme"), OrganisationFactory(slug="other")
+    client = login(member_of(acme))
+    assert client.get("/orgs/acme/").status_code == 200
+    assert client.get("/orgs/other/").status_code == 404
+    assert client.post("/orgs/other/", {"name": "steal"}).status_code == 404
+    assert not ApiKey.objects.filter(organisation=other).exists()
+
+
+def test_reseller_admin_sees_its_customers_but_not_others(db):
+    reseller = OrganisationFactory(kind="reseller")
+    child = OrganisationFactory(parent=reseller)
+    stranger = OrganisationFactory()
+    admin = MembershipFactory(organisation=reseller, role=Membership.Role.RESELLER_ADMIN).user
+    assert set(organisations_for(admin)) == {reseller, child}
+    assert stranger not in organisations_for(admin)
+    assert set(organisations_for(staff("approver"))) == {reseller, child, stranger}
+
+
+def test_member_creates_a_key_shown_once_then_revokes_it(login, db):
+    acme = OrganisationFactory(slug="acme")
+    client = login(member_of(acme))
+    response = client.post("/orgs/acme/", {"name": "training bot"})
+    key = ApiKey.objects.get(organisation=acme)
+    assert f"ty_{key.prefix}_" in response.content.decode()
+    assert f"ty_{key.prefix}_" not in client.get("/orgs/acme/").content.decode()
+    client.post(f"/orgs/acme/keys/{key.prefix}/revoke")
+    key.refresh_from_db()
+    assert key.revoked_at is not None
+
+
+def test_blank_key_name_gets_an_inline_error(login, db):
+    acme = OrganisationFactory(slug="acme")
+    response = login(member_of(acme)).post("/orgs/acme/", {"name": ""})
+    assert "This field is required." in response.content.decode()
+    assert not ApiKey.objects.exists()
+
+
+def test_anonymous_is_sent_to_login(client, db):
+    OrganisationFactory(slug="acme")
+    response = client.get("/orgs/acme/")
+    assert response.status_code == 302 and "/accounts/login/" in response["Location"]

@@ -1,0 +1,156 @@
+"""Shared fixtures. Real services: PostgreSQL, Redis, a Celery worker process, Chromium.
+
+With CI=true a test whose service is missing fails; elsewhere it is skipped with the reason.
+"""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+IN_CI = os.environ.get("CI", "").lower() == "true"
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+
+
+def missing_service(reason: str):
+    """Fail under CI (a missing service is a broken CI), skip on a developer's machine."""
+    if IN_CI:
+        pytest.fail(f"CI=true but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def _port_open(url: str, default_port: int) -> bool:
+    parsed = urlparse(url)
+    try:
+        with socket.create_connection((parsed.hostname or "127.0.0.1",
+                                       parsed.port or default_port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def require_postgres(settings):
+    if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+        missing_service("this test needs PostgreSQL: set DATABASE_URL=postgres://…")
+
+
+@pytest.fixture
+def require_redis(settings):
+    if not settings.REDIS_URL:
+        missing_service("this test needs Redis: set REDIS_URL=redis://127.0.0.1:6379/0")
+    if not _port_open(settings.REDIS_URL, 6379):
+        missing_service(f"Redis at {settings.REDIS_URL} does not answer")
+
+
+@pytest.fixture
+def celery_worker_process(require_redis, transactional_db, settings, tmp_path):
+    """A real `celery worker` process on its own queue, sharing the test database."""
+    from django.db import connection
+
+    from portal.celery import app
+
+    queue = f"test-{uuid.uuid4().hex[:10]}"
+    env = os.environ.copy()
+    env.update(_worker_env(connection.settings_dict, settings))
+    env["CELERY_QUEUE"] = queue
+    log = tmp_path / "worker.log"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "portal", "worker", "-l", "INFO",
+         "--concurrency", "2", "-Q", queue, "-n", f"{queue}@%h", "--without-mingle",
+         "--without-gossip"],
+        cwd=REPO_ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
+    )
+    old_queue = app.conf.task_default_queue
+    app.conf.task_default_queue = queue
+    try:
+        _wait_for_worker(app, f"{queue}@", proc, log)
+        yield WorkerHandle(proc=proc, queue=queue, log=log, env=env)
+    finally:
+        app.conf.task_default_queue = old_queue
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+class WorkerHandle:
+    def __init__(self, *, proc, queue, log, env):
+        self.proc, self.queue, self.log, self.env = proc, queue, log, env
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def _worker_env(db: dict, settings) -> dict:
+    """DATABASE_URL of the *test* database, so the worker sees what the test committed."""
+    if db["ENGINE"] == "django.db.backends.postgresql":
+        user = db.get("USER") or "postgres"
+        auth = f"{user}:{db['PASSWORD']}@" if db.get("PASSWORD") else f"{user}@"
+        url = f"postgres://{auth}{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/{db['NAME']}"
+    else:
+        url = f"sqlite:///{db['NAME']}"
+    return {"DATABASE_URL": url, "REDIS_URL": settings.REDIS_URL}
+
+
+def _wait_for_worker(app, name_prefix: str, proc, log, timeout: float = 45.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"celery worker exited early:\n{log.read_text()[-3000:]}")
+        replies = app.control.ping(timeout=0.5)
+        if any(name.startswith(name_prefix) for reply in replies for name in reply):
+            return
+    pytest.fail(f"celery worker did not answer within {timeout}s:\n{log.read_text()[-3000:]}")
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not shutil.which(CHROMIUM) and not Path(CHROMIUM).exists():
+        missing_service(f"Chromium is not installed at {CHROMIUM} (apt-get install chromium)")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # Playwright's sync API runs a loop
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"],
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def login(client):
+    def _login(user):
+        client.force_login(user)
+        return client
+
+    return _login
+
+
+@pytest.fixture
+def catalog(db):
+    from portal.catalog.services import catalog_seed
+
+    catalog_seed()

@@ -1,0 +1,49 @@
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from portal.env import env_bool, env_int, env_list, env_secret, env_str
+
+
+def test_env_bool_reads_common_spellings(monkeypatch):
+    monkeypatch.setenv("FLAG", "Yes")
+    assert env_bool("FLAG") is True
+    monkeypatch.setenv("FLAG", "0")
+    assert env_bool("FLAG", default=True) is False
+
+
+def test_env_bool_rejects_garbage(monkeypatch):
+    monkeypatch.setenv("FLAG", "maybe")
+    with pytest.raises(ImproperlyConfigured, match="FLAG='maybe' is not a boolean"):
+        env_bool("FLAG")
+
+
+def test_env_int_rejects_non_integers_and_values_below_minimum(monkeypatch):
+    monkeypatch.setenv("PORT", "eighty")
+    with pytest.raises(ImproperlyConfigured, match="not an integer"):
+        env_int("PORT", 1)
+    monkeypatch.setenv("PORT", "-5")
+    with pytest.raises(ImproperlyConfigured, match="must be at least 1"):
+        env_int("PORT", 1, minimum=1)
+    monkeypatch.setenv("PORT", "8080")
+    assert env_int("PORT", 1, minimum=1) == 8080
+
+
+def test_env_str_without_default_must_be_set(monkeypatch):
+    monkeypatch.delenv("MISSING_THING", raising=False)
+    with pytest.raises(ImproperlyConfigured, match="MISSING_THING must be set"):
+        env_str("MISSING_THING")
+
+
+def test_env_secret_reads_file(monkeypatch, tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_text("s3cr3t\n")
+    monkeypatch.setenv("TOKEN_FILE", str(secret))
+    assert env_secret("TOKEN") == "s3cr3t"
+    monkeypatch.setenv("TOKEN_FILE", str(tmp_path / "nope"))
+    with pytest.raises(ImproperlyConfigured, match="cannot be read"):
+        env_secret("TOKEN")
+
+
+def test_env_list_splits_and_strips(monkeypatch):
+    monkeypatch.setenv("HOSTS", " a.example , b.example,, ")
+    assert env_list("HOSTS") == ["a.example", "b.example"]

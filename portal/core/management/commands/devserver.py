@@ -2,6 +2,7 @@
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -29,8 +30,8 @@ class Command(BaseCommand):
             "web": [python, "manage.py", "runserver", addr, "--noreload"],
         }
         procs = {name: subprocess.Popen(cmd, env=os.environ.copy()) for name, cmd in commands.items()}
-        self.stdout.write(self.style.SUCCESS(f"\nTrainyard is running at http://{addr}/  (Ctrl-C stops)\n"))
         stopping = False
+        announced = False
 
         def stop(*_):
             nonlocal stopping
@@ -44,6 +45,10 @@ class Command(BaseCommand):
                 if exited:
                     self.stderr.write(f"{', '.join(exited)} exited; stopping the others.")
                     break
+                if not announced and _answers(addr):
+                    announced = True
+                    self.stdout.write(self.style.SUCCESS(
+                        f"\nTrainyard is running at http://{addr}/  (Ctrl-C stops)\n"))
                 time.sleep(0.5)
         finally:
             for p in procs.values():
@@ -54,3 +59,12 @@ class Command(BaseCommand):
                     p.wait(timeout=15)
                 except subprocess.TimeoutExpired:
                     p.kill()
+
+
+def _answers(addr: str) -> bool:
+    host, _, port = addr.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=0.5):
+            return True
+    except OSError:
+        return False

@@ -1,0 +1,54 @@
+"""`make run`'s last step: web server + worker on the embedded broker, stopped by Ctrl-C."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+from tests.conftest import REPO_ROOT
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_devserver_serves_with_a_worker_on_the_embedded_broker_and_stops_on_ctrl_c(tmp_path):
+    env = {k: v for k, v in os.environ.items()
+           if k not in {"DATABASE_URL", "REDIS_URL", "DJANGO_ALLOW_ASYNC_UNSAFE"}}
+    env["TRAINYARD_VAR_DIR"] = str(tmp_path)
+    manage = [sys.executable, "manage.py"]
+    for step in (["migrate", "--noinput", "-v0"], ["seed_catalog"]):
+        subprocess.run(manage + step, cwd=REPO_ROOT, env=env, check=True, capture_output=True)
+    port = _free_port()
+    proc = subprocess.Popen(manage + ["devserver", "--addr", f"127.0.0.1:{port}"], cwd=REPO_ROOT,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        health = _wait_for_worker(f"http://127.0.0.1:{port}/healthz")
+        assert health == {"database": "ok", "broker": "ok", "worker": "ok (1)", "status": "ok"}
+        catalog = urllib.request.urlopen(f"http://127.0.0.1:{port}/catalog/", timeout=5).read()
+        assert b"8\xc3\x97 NVIDIA H100 SXM5 80GB" in catalog
+    finally:
+        proc.send_signal(signal.SIGINT)
+        output, _ = proc.communicate(timeout=40)
+    assert proc.returncode == 0
+    assert f"Trainyard is running at http://127.0.0.1:{port}/" in output
+    assert "Warm shutdown" in output  # the worker was stopped, not orphaned
+
+
+def _wait_for_worker(url: str, timeout: float = 60) -> dict:
+    deadline, last = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        try:
+            last = json.loads(urllib.request.urlopen(url, timeout=5).read())
+            if last["worker"].startswith("ok"):
+                return last
+        except OSError:
+            pass
+        time.sleep(1)
+    raise AssertionError(f"no worker answered /healthz within {timeout}s: {last}")

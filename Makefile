@@ -27,6 +27,7 @@ run: install
 	$(BIN)/python manage.py migrate --noinput -v0
 	$(BIN)/python manage.py seed_catalog
 	$(BIN)/python manage.py seed_demo
+	$(BIN)/python manage.py seed_nodes
 	$(BIN)/python manage.py devserver --addr $(HOST):$(PORT)
 
 test: install-dev

@@ -42,13 +42,21 @@ def env_bool(name: str, default: bool = False) -> bool:
 
 
 def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+    return _env_number(name, default, int, "an integer", minimum)
+
+
+def env_float(name: str, default: float, *, minimum: float | None = None) -> float:
+    return _env_number(name, default, float, "a number", minimum)
+
+
+def _env_number(name, default, parse, kind: str, minimum):
     raw = os.environ.get(name)
     if raw is None:
         return default
     try:
-        value = int(raw)
+        value = parse(raw)
     except ValueError as exc:
-        raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from exc
+        raise ImproperlyConfigured(f"{name}={raw!r} is not {kind}") from exc
     if minimum is not None and value < minimum:
         raise ImproperlyConfigured(f"{name}={value} must be at least {minimum}")
     return value

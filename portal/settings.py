@@ -6,12 +6,13 @@ SQLite, an embedded Celery broker. TRAINYARD_ENV=production requires every secre
 
 import base64
 import hashlib
+import os
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from portal.env import env_bool, env_int, env_list, env_secret, env_str
+from portal.env import env_bool, env_float, env_int, env_list, env_secret, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("TRAINYARD_VAR_DIR", str(BASE_DIR / "var")))
@@ -20,6 +21,8 @@ ENVIRONMENT = env_str("TRAINYARD_ENV", "development")
 if ENVIRONMENT not in {"development", "production"}:
     raise ImproperlyConfigured(f"TRAINYARD_ENV={ENVIRONMENT!r}: use development or production")
 PRODUCTION = ENVIRONMENT == "production"
+if not PRODUCTION:
+    VAR_DIR.mkdir(parents=True, exist_ok=True)  # SQLite and the embedded broker live here
 
 DEBUG = env_bool("DEBUG", default=not PRODUCTION)
 if PRODUCTION and DEBUG:
@@ -95,7 +98,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     # A file, not :memory:, so a Celery worker process started by a test shares it.
-    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
+    # Named per process so two test runs on one machine don't share it.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-{os.getpid()}.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis: cache and Celery broker -------------------------------------------------------
@@ -113,11 +117,14 @@ CELERY_BROKER_URL = REDIS_URL or "filesystem://"
 CELERY_RESULT_BACKEND = REDIS_URL or f"file://{VAR_DIR / 'celery' / 'results'}"
 if not REDIS_URL:
     # Embedded broker for `make run`: a real worker process, no server needed.
-    _queue_dir = VAR_DIR / "celery" / "queue"
+    _celery_dir = VAR_DIR / "celery"
+    for _sub in ("queue", "control", "processed", "results"):
+        (_celery_dir / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(_queue_dir),
-        "data_folder_out": str(_queue_dir),
-        "control_folder": str(VAR_DIR / "celery" / "control"),
+        "data_folder_in": str(_celery_dir / "queue"),
+        "data_folder_out": str(_celery_dir / "queue"),
+        "control_folder": str(_celery_dir / "control"),
+        "processed_folder": str(_celery_dir / "processed"),
     }
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "trainyard")
 CELERY_TASK_SERIALIZER = "json"
@@ -233,3 +240,42 @@ NODE_DRIVERS = {
     "ssh": "provisioning.drivers.ssh.SshDriver",
 }
 DEFAULT_NODE_DRIVER = env_str("DEFAULT_NODE_DRIVER", "simulated")
+NODE_DRIVER_OPTIONS: dict[str, dict] = {"simulated": {}, "ssh": {}}
+# The provisioning key the ssh driver logs in with (a mounted secret file, never in the DB).
+if _ssh_key_file := env_str("SSH_PRIVATE_KEY_FILE", ""):
+    NODE_DRIVER_OPTIONS["ssh"] |= {"private_key_file": _ssh_key_file,
+                                   "user": env_str("SSH_USER", "root")}
+
+
+# Simulated nodes: 1.0 = realistic delays (seconds to minutes), 0 = instant (tests, bench).
+SIMULATED_DRIVER_DELAY_SCALE = env_float("SIMULATED_DRIVER_DELAY_SCALE", 1.0)
+SIMULATED_DRIVER_STATE_DIR = env_str("SIMULATED_DRIVER_STATE_DIR", str(VAR_DIR / "simulated"))
+PROVISIONING_OS_IMAGE = env_str("PROVISIONING_OS_IMAGE", "ubuntu-24.04-cuda-12.8")
+# Nodes reserved at approval go back to stock if the pipeline has not started by then.
+PROVISIONING_RESERVATION_MINUTES = env_int("PROVISIONING_RESERVATION_MINUTES", 30, minimum=1)
+# A worker holds a step under a lease it renews while it works; a dead worker's lease lapses
+# and a redelivered task takes the step over.
+PROVISIONING_STEP_LEASE_S = env_int("PROVISIONING_STEP_LEASE_S", 60, minimum=2)
+PROVISIONING_STEP_MAX_ATTEMPTS = env_int("PROVISIONING_STEP_MAX_ATTEMPTS", 5, minimum=1)
+PROVISIONING_RETRY_BASE_MS = env_int("PROVISIONING_RETRY_BASE_MS", 5000, minimum=1)
+PROVISIONING_RETRY_MAX_MS = env_int("PROVISIONING_RETRY_MAX_MS", 10 * 60 * 1000, minimum=1)
+# A step still running after its deadline fails (beat task `provisioning.sweep`).
+PROVISIONING_STEP_DEADLINE_S = env_int("PROVISIONING_STEP_DEADLINE_S", 3600, minimum=1)
+PROVISIONING_STEP_DEADLINES_S = {"deploy_os": 2 * PROVISIONING_STEP_DEADLINE_S,
+                                 "wipe": 3 * PROVISIONING_STEP_DEADLINE_S}
+PROVISIONING_SWEEP_INTERVAL_S = env_int("PROVISIONING_SWEEP_INTERVAL_S", 60, minimum=1)
+PROVISIONING_HEALTH_INTERVAL_S = env_int("PROVISIONING_HEALTH_INTERVAL_S", 300, minimum=10)
+# What happens to a node's local data at termination. Only "wipe" is implemented.
+PROVISIONING_DATA_RETENTION = env_str("PROVISIONING_DATA_RETENTION", "wipe")
+
+if REDIS_URL:
+    # With acks_late, a message taken by a worker that died comes back after this many seconds.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=1)}
+
+CELERY_BEAT_SCHEDULE |= {
+    "provisioning-sweep": {"task": "provisioning.sweep",
+                           "schedule": float(PROVISIONING_SWEEP_INTERVAL_S)},
+    "provisioning-health": {"task": "provisioning.health_all",
+                            "schedule": float(PROVISIONING_HEALTH_INTERVAL_S)},
+}

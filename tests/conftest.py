@@ -15,6 +15,8 @@ from urllib.parse import urlparse
 
 import pytest
 
+pytest_plugins = ["tests.provisioning.conftest_sshd"]
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 IN_CI = os.environ.get("CI", "").lower() == "true"
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
@@ -35,6 +37,12 @@ def _port_open(url: str, default_port: int) -> bool:
             return True
     except OSError:
         return False
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hasher(settings):
+    """PBKDF2 costs ~0.3 s per user created; tests don't need it to be slow."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture
@@ -60,7 +68,7 @@ def celery_worker_process(require_redis, transactional_db, settings, tmp_path):
 
     queue = f"test-{uuid.uuid4().hex[:10]}"
     env = os.environ.copy()
-    env.update(_worker_env(connection.settings_dict, settings))
+    env.update(worker_env(connection.settings_dict, settings))
     env["CELERY_QUEUE"] = queue
     log = tmp_path / "worker.log"
     proc = subprocess.Popen(
@@ -72,7 +80,7 @@ def celery_worker_process(require_redis, transactional_db, settings, tmp_path):
     old_queue = app.conf.task_default_queue
     app.conf.task_default_queue = queue
     try:
-        _wait_for_worker(app, f"{queue}@", proc, log)
+        wait_for_worker(app, f"{queue}@", proc, log)
         yield WorkerHandle(proc=proc, queue=queue, log=log, env=env)
     finally:
         app.conf.task_default_queue = old_queue
@@ -92,7 +100,7 @@ class WorkerHandle:
         return self.log.read_text(errors="replace")
 
 
-def _worker_env(db: dict, settings) -> dict:
+def worker_env(db: dict, settings) -> dict:
     """DATABASE_URL of the *test* database, so the worker sees what the test committed."""
     if db["ENGINE"] == "django.db.backends.postgresql":
         user = db.get("USER") or "postgres"
@@ -103,7 +111,7 @@ def _worker_env(db: dict, settings) -> dict:
     return {"DATABASE_URL": url, "REDIS_URL": settings.REDIS_URL}
 
 
-def _wait_for_worker(app, name_prefix: str, proc, log, timeout: float = 45.0) -> None:
+def wait_for_worker(app, name_prefix: str, proc, log, timeout: float = 45.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:

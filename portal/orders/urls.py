@@ -1,4 +1,18 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from portal.orders import views
 
 app_name = "orders"
-urlpatterns: list = []
+urlpatterns = [
+    path("", views.order_list, name="list"),
+    path("place/<str:quote_reference>/", views.order_place, name="place"),
+    path("<int:pk>/", views.order_detail_by_id, name="detail-by-id"),
+    path("<str:reference>/", views.order_detail, name="detail"),
+    path("<str:reference>/progress/", views.order_progress_partial, name="progress"),
+    path("<str:reference>/cancel/", views.order_cancel, name="cancel"),
+    path("<str:reference>/terminate/", views.order_terminate, name="terminate"),
+    path("<str:reference>/server/", views.server_detail, name="server"),
+    path("<str:reference>/server/reboot/", views.server_action, {"action": "reboot"}, name="reboot"),
+    path("<str:reference>/server/redeploy/", views.server_action, {"action": "redeploy"},
+         name="redeploy"),
+]

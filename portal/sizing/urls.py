@@ -1,4 +1,9 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from portal.sizing import views
 
 app_name = "sizing"
-urlpatterns: list = []
+urlpatterns = [
+    path("", views.wizard, name="wizard"),
+    path("results/", views.results, name="results"),
+]

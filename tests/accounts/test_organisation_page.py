@@ -1,5 +1,6 @@
 from portal.accounts.models import ApiKey, Membership
 from portal.accounts.selectors import organisations_for
+from portal.accounts.services import api_key_issue
 from tests.factories import MembershipFactory, OrganisationFactory, member_of, staff
 
 
@@ -45,3 +46,14 @@ def test_anonymous_is_sent_to_login(client, db):
     OrganisationFactory(slug="acme")
     response = client.get("/orgs/acme/")
     assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+def test_an_outsider_gets_404_revoking_another_organisations_key(login, db):
+    acme, other = OrganisationFactory(slug="acme"), OrganisationFactory(slug="other")
+    key = api_key_issue(organisation=other, name="their bot").api_key
+    client = login(member_of(acme))
+    assert client.post(f"/orgs/other/keys/{key.prefix}/revoke").status_code == 404
+    # nor through its own organisation's URL
+    assert client.post(f"/orgs/acme/keys/{key.prefix}/revoke").status_code == 404
+    key.refresh_from_db()
+    assert key.revoked_at is None

@@ -47,3 +47,16 @@ def test_env_secret_reads_file(monkeypatch, tmp_path):
 def test_env_list_splits_and_strips(monkeypatch):
     monkeypatch.setenv("HOSTS", " a.example , b.example,, ")
     assert env_list("HOSTS") == ["a.example", "b.example"]
+
+
+def test_env_float_rejects_non_numbers_and_values_below_minimum(monkeypatch):
+    from portal.env import env_float
+
+    monkeypatch.setenv("SCALE", "fast")
+    with pytest.raises(ImproperlyConfigured, match="SCALE='fast' is not a number"):
+        env_float("SCALE", 1.0)
+    monkeypatch.setenv("SCALE", "-0.5")
+    with pytest.raises(ImproperlyConfigured, match="must be at least 0"):
+        env_float("SCALE", 1.0, minimum=0.0)
+    monkeypatch.setenv("SCALE", "0.25")
+    assert env_float("SCALE", 1.0, minimum=0.0) == 0.25

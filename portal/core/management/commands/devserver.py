@@ -18,9 +18,6 @@ class Command(BaseCommand):
         parser.add_argument("--addr", default="127.0.0.1:8000")
 
     def handle(self, *args, addr, **options):
-        (settings.VAR_DIR / "celery").mkdir(parents=True, exist_ok=True)
-        for sub in ("queue", "control", "results"):
-            (settings.VAR_DIR / "celery" / sub).mkdir(exist_ok=True)
         python = sys.executable
         commands = {
             "worker": [python, "-m", "celery", "-A", "portal", "worker", "-l", "INFO",

@@ -1,0 +1,286 @@
+"""Input and output shapes of /api/v1/ (sizing and quotes)."""
+
+import json
+
+from rest_framework import serializers
+
+from portal.catalog.models import NetworkOption, NvmeOption, ServerSKU, StackOption, StorageProvider
+from portal.orders import configurator
+from portal.orders.models import Quote
+from portal.sizing.estimator import config as est_config
+from portal.sizing.recommend import types as rec_types
+
+
+# --- Quotes -------------------------------------------------------------------------------
+class QuoteInputSerializer(serializers.Serializer):
+    sku = serializers.SlugRelatedField(slug_field="slug", queryset=ServerSKU.objects.filter(is_active=True),
+                                       help_text="Server SKU slug, e.g. `8x-h100-sxm-80gb`.")
+    node_count = serializers.IntegerField(min_value=1, max_value=configurator.MAX_NODES, default=1)
+    nvme = serializers.SlugRelatedField(slug_field="slug", queryset=NvmeOption.objects.all(),
+                                        required=False, help_text="NVMe option slug; default the smallest.")
+    network = serializers.SlugRelatedField(
+        slug_field="slug", queryset=NetworkOption.objects.all(), required=False,
+        help_text="Network option slug; default the cheapest one allowed for the node count.")
+    storage_provider = serializers.SlugRelatedField(slug_field="slug", queryset=StorageProvider.objects.all(),
+                                                    required=False, allow_null=True)
+    storage_tb = serializers.IntegerField(min_value=0, max_value=configurator.MAX_STORAGE_TB, default=0)
+    strategy = serializers.SlugRelatedField(slug_field="slug", required=False, allow_null=True,
+                                            queryset=StackOption.objects.filter(kind="strategy"))
+    tracker = serializers.SlugRelatedField(slug_field="slug", required=False, allow_null=True,
+                                           queryset=StackOption.objects.filter(kind="tracker"))
+    plan = serializers.DictField(required=False, default=dict,
+                                 help_text="A plan from POST /api/v1/recommendations, stored with the quote.")
+
+    def configuration(self) -> configurator.Configuration:
+        d = self.validated_data
+        nodes = d["node_count"]
+        nvme = d.get("nvme") or configurator.pick_nvme(NvmeOption.objects.all(),
+                                                       float(d["plan"].get("nvme_tb") or 0))
+        network = d.get("network") or configurator.pick_network(NetworkOption.objects.all(), nodes=nodes)
+        return configurator.Configuration(
+            sku=d["sku"], node_count=nodes, nvme=nvme, network=network,
+            storage_provider=d.get("storage_provider"), storage_tb=d["storage_tb"],
+            strategy=d.get("strategy"), tracker=d.get("tracker"))
+
+
+class PriceLineSerializer(serializers.Serializer):
+    label = serializers.CharField()
+    hourly = serializers.DecimalField(max_digits=12, decimal_places=2)
+    monthly = serializers.DecimalField(max_digits=12, decimal_places=2)
+
+
+class QuoteOutputSerializer(serializers.ModelSerializer):
+    organisation = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    sku = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    sku_name = serializers.CharField(source="sku.name", read_only=True)
+    nvme = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    network = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    storage_provider = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
+    strategy = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
+    tracker = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
+    price_lines = PriceLineSerializer(many=True, read_only=True)
+    plan = serializers.DictField(read_only=True)
+    is_valid = serializers.BooleanField(read_only=True)
+
+    class Meta:
+        model = Quote
+        fields = ["reference", "organisation", "sku", "sku_name", "node_count", "nvme", "network",
+                  "storage_provider", "storage_tb", "strategy", "tracker", "plan", "price_lines",
+                  "price_hourly", "price_monthly", "currency", "valid_until", "is_valid", "created_at"]
+        read_only_fields = fields
+
+
+# --- Sizing: inputs -------------------------------------------------------------------------
+class ModelInputMixin(serializers.Serializer):
+    model = serializers.CharField(required=False, help_text="A preset name, e.g. `llama-3.1-8b`.")
+    hf_config = serializers.DictField(required=False,
+                                      help_text="Or the contents of a Hugging Face config.json.")
+
+    def validate(self, attrs):
+        if bool(attrs.get("model")) == bool(attrs.get("hf_config")):
+            raise serializers.ValidationError({"model": ["Give either a preset name or an hf_config."]})
+        return attrs
+
+    def model_spec(self):
+        from portal.sizing import services
+
+        d = self.validated_data
+        try:
+            if d.get("model"):
+                return services.model_from_preset(d["model"]).spec
+            return services.model_from_config_text(_json(d["hf_config"])).spec
+        except services.ModelSourceError as exc:
+            field = "hf_config" if d.get("hf_config") else "model"
+            raise serializers.ValidationError({field: [str(exc)]}) from None
+
+
+def _json(value) -> str:
+    return json.dumps(value)
+
+
+class TrainingInputSerializer(serializers.Serializer):
+    precision = serializers.ChoiceField(choices=est_config.PRECISIONS, default="bf16-mixed")
+    optimizer = serializers.ChoiceField(choices=est_config.OPTIMIZERS, default="adamw")
+    micro_batch = serializers.IntegerField(min_value=1, default=1)
+    seq_len = serializers.IntegerField(min_value=1, default=2048)
+    grad_accum = serializers.IntegerField(min_value=1, default=1)
+    checkpointing = serializers.ChoiceField(choices=est_config.CHECKPOINTING, default="none")
+    attention = serializers.ChoiceField(choices=est_config.ATTENTION, default="sdpa")
+    finetune = serializers.ChoiceField(choices=est_config.FINETUNE, default="full")
+    lora_rank = serializers.IntegerField(min_value=1, default=16)
+
+
+class ParallelInputSerializer(serializers.Serializer):
+    dp = serializers.IntegerField(min_value=1, default=1)
+    sharding = serializers.ChoiceField(choices=est_config.SHARDING, default="none")
+    offload = serializers.ChoiceField(choices=est_config.OFFLOAD, default="none")
+    tp = serializers.IntegerField(min_value=1, default=1)
+    sp = serializers.BooleanField(default=False)
+    pp = serializers.IntegerField(min_value=1, default=1)
+    ep = serializers.IntegerField(min_value=1, default=1)
+
+
+class EstimateInputSerializer(ModelInputMixin):
+    training = TrainingInputSerializer(required=False)
+    parallel = ParallelInputSerializer(required=False)
+    gpu = serializers.CharField(required=False, help_text="Catalog GPU slug: makes the estimate timed.")
+    sku = serializers.CharField(required=False, help_text="Catalog SKU slug: sets GPU and links.")
+    network = serializers.CharField(required=False, help_text="Network option slug between nodes.")
+    train_tokens = serializers.FloatField(required=False, min_value=0)
+
+
+class GoalInputSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=rec_types.GOALS, default="fastest")
+    deadline_hours = serializers.FloatField(required=False, min_value=0)
+    budget_usd = serializers.FloatField(required=False, min_value=0)
+
+
+class SearchInputSerializer(serializers.Serializer):
+    node_counts = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False)
+    tp_sizes = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False)
+    pp_sizes = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False)
+    checkpointing = serializers.ListField(child=serializers.ChoiceField(choices=rec_types.CHECKPOINTING),
+                                         required=False)
+    strategies = serializers.ListField(child=serializers.CharField(), required=False)
+    top_n = serializers.IntegerField(min_value=1, max_value=20, default=5)
+
+
+class RecommendationInputSerializer(ModelInputMixin):
+    dataset_tokens = serializers.IntegerField(min_value=0)
+    dataset_bytes = serializers.IntegerField(min_value=0, default=0)
+    dataset_files = serializers.IntegerField(min_value=1, default=1)
+    finetune = serializers.ChoiceField(choices=rec_types.FINETUNES, default="full")
+    precision = serializers.ChoiceField(choices=rec_types.PRECISIONS, default="bf16-mixed")
+    optimizer = serializers.ChoiceField(choices=est_config.OPTIMIZERS, default="adamw")
+    seq_len = serializers.IntegerField(min_value=1, default=4096)
+    global_batch_tokens = serializers.IntegerField(min_value=1, default=4 * 2**20)
+    epochs = serializers.FloatField(min_value=0, default=1.0)
+    train_tokens = serializers.IntegerField(min_value=0, default=0)
+    lora_rank = serializers.IntegerField(min_value=1, default=16)
+    goal = GoalInputSerializer(required=False)
+    options = SearchInputSerializer(required=False)
+
+
+# --- Sizing: outputs (documentation of the pure modules' to_dict()) ------------------------
+class ParamCountsSerializer(serializers.Serializer):
+    total = serializers.IntegerField()
+    trainable = serializers.IntegerField()
+    active = serializers.IntegerField()
+
+
+class MemoryBytesSerializer(serializers.Serializer):
+    weights = serializers.IntegerField()
+    gradients = serializers.IntegerField()
+    optimizer_states = serializers.IntegerField()
+    activations = serializers.IntegerField()
+    logits_and_loss = serializers.IntegerField()
+    transient = serializers.IntegerField()
+    gathered_buffers = serializers.IntegerField()
+    framework_overhead = serializers.IntegerField()
+    total = serializers.IntegerField()
+
+
+class ComputeSerializer(serializers.Serializer):
+    model_flops_per_token = serializers.FloatField()
+    hardware_flops_per_token = serializers.FloatField()
+    tokens_per_step = serializers.IntegerField()
+    compute_seconds = serializers.FloatField()
+    comm_bytes = serializers.DictField(child=serializers.FloatField())
+    comm_seconds = serializers.DictField(child=serializers.FloatField())
+    exposed_comm_seconds = serializers.FloatField()
+    bubble_fraction = serializers.FloatField()
+    step_seconds = serializers.FloatField()
+    tokens_per_second = serializers.FloatField()
+    mfu = serializers.FloatField()
+    train_tokens = serializers.FloatField(allow_null=True)
+    time_to_train_seconds = serializers.FloatField(allow_null=True)
+
+
+class CheckpointSerializer(serializers.Serializer):
+    model_only_bytes = serializers.IntegerField()
+    full_state_bytes = serializers.IntegerField()
+
+
+class EstimateOutputSerializer(serializers.Serializer):
+    model = serializers.CharField()
+    params = ParamCountsSerializer()
+    per_gpu_bytes = MemoryBytesSerializer()
+    cpu_bytes = serializers.IntegerField()
+    fits = serializers.BooleanField(allow_null=True)
+    layout = serializers.CharField()
+    compute = ComputeSerializer(allow_null=True)
+    checkpoint = CheckpointSerializer()
+    world_size = serializers.IntegerField()
+
+
+class PlanOutputSerializer(serializers.Serializer):
+    model = serializers.CharField()
+    finetune = serializers.CharField()
+    precision = serializers.CharField()
+    sku = serializers.CharField()
+    sku_name = serializers.CharField()
+    gpu = serializers.CharField()
+    gpu_name = serializers.CharField()
+    gpus_per_node = serializers.IntegerField()
+    nodes = serializers.IntegerField()
+    gpus = serializers.IntegerField()
+    interconnect = serializers.CharField()
+    network = serializers.CharField()
+    strategy = serializers.CharField()
+    tp = serializers.IntegerField()
+    pp = serializers.IntegerField()
+    dp = serializers.IntegerField()
+    micro_batch = serializers.IntegerField()
+    grad_accum = serializers.IntegerField()
+    checkpointing = serializers.CharField()
+    per_gpu_total_bytes = serializers.IntegerField()
+    gpu_memory_bytes = serializers.IntegerField()
+    usable_memory_bytes = serializers.IntegerField()
+    memory_breakdown_bytes = serializers.DictField(child=serializers.IntegerField())
+    tokens_per_second = serializers.FloatField()
+    train_hours = serializers.FloatField()
+    price_hourly_usd = serializers.FloatField()
+    price_total_usd = serializers.FloatField()
+    nvme_option = serializers.CharField()
+    nvme_tb = serializers.FloatField()
+    raid = serializers.CharField()
+    storage_provider = serializers.CharField()
+    storage_tb = serializers.FloatField()
+    stack = serializers.CharField()
+    stack_settings = serializers.DictField()
+    warnings = serializers.ListField(child=serializers.CharField())
+
+
+class PointOutputSerializer(serializers.Serializer):
+    sku = serializers.CharField()
+    gpu = serializers.CharField()
+    nodes = serializers.IntegerField()
+    strategy = serializers.CharField()
+    train_hours = serializers.FloatField()
+    price_total_usd = serializers.FloatField()
+    per_gpu_total_bytes = serializers.IntegerField()
+    pareto = serializers.BooleanField()
+
+
+class RejectionOutputSerializer(serializers.Serializer):
+    sku = serializers.CharField()
+    nodes = serializers.IntegerField()
+    gpus = serializers.IntegerField()
+    needed_bytes = serializers.IntegerField()
+    usable_bytes = serializers.IntegerField()
+    strategy = serializers.CharField()
+    message = serializers.CharField()
+
+
+class RecommendationOutputSerializer(serializers.Serializer):
+    goal = GoalInputSerializer()
+    goal_met = serializers.BooleanField()
+    plans = PlanOutputSerializer(many=True)
+    explanations = serializers.ListField(child=serializers.CharField())
+    alternatives = serializers.ListField(child=serializers.CharField())
+    rejections = RejectionOutputSerializer(many=True)
+    points = PointOutputSerializer(many=True)
+    data = serializers.DictField(allow_null=True)
+    warnings = serializers.ListField(child=serializers.CharField())
+    candidates_evaluated = serializers.IntegerField()
+    estimator_calls = serializers.IntegerField()

@@ -1,0 +1,75 @@
+"""E-mail to the customer on every customer-visible order transition (sent after commit)."""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.core.mail import send_mail
+from django.urls import NoReverseMatch, reverse
+
+from portal.orders.models import OrderEvent
+from portal.orders.states import OrderState
+
+logger = logging.getLogger(__name__)
+
+_SENTENCES = {
+    OrderState.SUBMITTED: "We have received your order.",
+    OrderState.PENDING_APPROVAL: "Your order is waiting for approval by our staff.",
+    OrderState.APPROVED: "Your order has been approved; servers are reserved for you.",
+    OrderState.REJECTED: "Your order has been rejected.",
+    OrderState.PROVISIONING: "We are setting up your servers.",
+    OrderState.VERIFYING: "Your servers are installed and are being tested.",
+    OrderState.ACTIVE: "Your servers are ready to use.",
+    OrderState.PROVISION_FAILED: "Setting up your servers ran into a problem; our staff is on it.",
+    OrderState.TERMINATING: "Your servers are being shut down and wiped.",
+    OrderState.TERMINATED: "Your servers have been terminated and wiped.",
+    OrderState.CANCELLED: "Your order has been cancelled.",
+}
+# The customer hears about a failure in plain words; the step's technical message is for staff.
+_INTERNAL_NOTES = {OrderState.PROVISION_FAILED}
+
+
+def order_url(order) -> str:
+    for name, arg in (("orders:detail", order.reference), ("orders:detail", order.pk)):
+        try:
+            return settings.SITE_URL.rstrip("/") + reverse(name, args=[arg])
+        except NoReverseMatch:
+            continue
+    return settings.SITE_URL
+
+
+def recipients(order) -> list[str]:
+    emails = {m.user.email for m in order.organisation.memberships.select_related("user")
+              if m.user.email and m.user.is_active}
+    if order.placed_by and order.placed_by.email:
+        emails.add(order.placed_by.email)
+    return sorted(emails)
+
+
+def order_event_notify(*, event_id: int) -> int:
+    """Sends the e-mail for one order event; returns the number of messages sent (0 or 1)."""
+    event = (OrderEvent.objects.select_related("order__organisation", "order__placed_by",
+                                               "order__sku").filter(pk=event_id).first())
+    if event is None:
+        return 0
+    order = event.order
+    to = recipients(order)
+    if not to:
+        return 0
+    state_label = OrderState(event.to_state).label
+    lines = [f"Order {order.reference} ({order.node_count}× {order.sku.name}): {state_label}.", "",
+             _SENTENCES.get(event.to_state, "")]
+    if event.to_state == OrderState.REJECTED and order.rejection_reason:
+        lines += ["", f"Reason: {order.rejection_reason}"]
+    elif event.note and event.to_state not in _INTERNAL_NOTES:
+        lines += ["", event.note]
+    lines += ["", f"Details: {order_url(order)}"]
+    try:
+        return send_mail(
+            subject=f"[Trainyard] Order {order.reference}: {state_label}",
+            message="\n".join(lines), from_email=None, recipient_list=to,
+        )
+    except Exception:  # the transition is committed; a mail outage must not undo or hide it
+        logger.exception("order e-mail failed", extra={"order": order.reference, "event": event_id})
+        return 0

@@ -1,0 +1,241 @@
+"""The customer's order pages: my orders, place from a quote, detail with live progress, day 2.
+
+Views are adapters: look the order up in the user's tenant scope (outsiders get 404), call a
+service of ``portal.orders.services`` / ``provisioning.services``, render.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db import transaction
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from portal.orders import services
+from portal.orders.forms import CancelForm, TerminateForm
+from portal.orders.models import Order
+from portal.orders.quotes import quote_for_user
+from portal.orders.selectors import order_events, orders_for, plan_fit
+from portal.orders.states import ORDER_TRANSITIONS, DomainError, OrderState, QuoteAlreadyOrdered
+from provisioning import services as provisioning_services
+from provisioning.models import StepRun
+from provisioning.selectors import acceptance_report, order_last_health, order_progress
+from provisioning.states import RunKind, StepStatus
+
+
+@login_required
+@require_GET
+def order_list(request):
+    orders = orders_for(request.user).order_by("-created_at", "-pk")
+    page = Paginator(orders, 25).get_page(request.GET.get("page"))
+    organisations = {o.organisation_id for o in page}
+    return render(request, "orders/list.html", {"page": page, "show_org": len(organisations) > 1})
+
+
+@login_required
+@require_POST
+def order_place(request, quote_reference: str):
+    quote = quote_for_user(user=request.user, reference=quote_reference)
+    if quote is None:
+        raise Http404("No such quote.")
+    try:
+        with transaction.atomic():
+            order = services.order_place(quote=quote, by=request.user)
+            services.order_submit(order=order, by=request.user)
+    except QuoteAlreadyOrdered as exc:  # a second click on "Place order" must not order twice
+        messages.info(request, str(exc))
+        return redirect("orders:detail", reference=exc.order.reference)
+    except DomainError as exc:
+        messages.error(request, str(exc))
+        return redirect("configurator:quote", reference=quote.reference)
+    next_step = ("Our staff checks fit and stock before the build starts."
+                 if order.state == OrderState.PENDING_APPROVAL else "It is approved; we are setting it up.")
+    messages.success(request, f"Order {order.reference} placed. {next_step}")
+    return redirect("orders:detail", reference=order.reference)
+
+
+@login_required
+@require_GET
+def order_detail(request, reference: str):
+    order = get_object_or_404(orders_for(request.user), reference=reference)
+    return render(request, "orders/detail.html", _detail_context(request, order))
+
+
+@login_required
+@require_GET
+def order_detail_by_id(request, pk: int):
+    order = get_object_or_404(orders_for(request.user), pk=pk)
+    return redirect("orders:detail", reference=order.reference)
+
+
+@login_required
+@require_GET
+def order_progress_partial(request, reference: str):
+    """The live progress card, polled by htmx. When the order or run moved on since the page was
+    drawn, the whole page reloads (HX-Refresh) so badges, actions and access details follow."""
+    order = get_object_or_404(orders_for(request.user), reference=reference)
+    progress = order_progress(order)
+    seen = (request.GET.get("state"), request.GET.get("run"))
+    if request.htmx and seen != (order.state, progress.run_status):
+        return HttpResponse(status=204, headers={"HX-Refresh": "true"})
+    return render(request, "orders/_progress.html", {"order": order, "progress": progress,
+                                                     "is_staff": request.user.is_hosting_staff})
+
+
+@login_required
+@require_POST
+def order_cancel(request, reference: str):
+    order = get_object_or_404(orders_for(request.user), reference=reference)
+    form = CancelForm(request.POST)
+    reason = form.cleaned_data["reason"] if form.is_valid() else ""
+    try:
+        services.order_cancel(order=order, by=request.user, reason=reason)
+        messages.success(request, f"Order {order.reference} is cancelled; nothing will be built or billed.")
+    except DomainError as exc:
+        messages.error(request, str(exc))
+    return redirect("orders:detail", reference=order.reference)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def order_terminate(request, reference: str):
+    order = get_object_or_404(orders_for(request.user), reference=reference)
+    form = TerminateForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.order_request_termination(order=order, by=request.user,
+                                               note=form.cleaned_data["note"])
+        except DomainError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, f"Termination of {order.reference} started: access is revoked "
+                                      f"and the disks are wiped.")
+        return redirect("orders:detail", reference=order.reference)
+    status = 400 if form.is_bound else 200
+    return render(request, "orders/terminate.html", {
+        "order": order, "form": form, "allowed": _allowed(order, "request_termination")}, status=status)
+
+
+@login_required
+@require_GET
+def server_detail(request, reference: str):
+    order = get_object_or_404(orders_for(request.user), reference=reference)
+    if order.state != OrderState.ACTIVE:
+        messages.info(request, f"Order {order.reference} is {order.get_state_display().lower()}; "
+                               f"the server page is for active servers.")
+        return redirect("orders:detail", reference=order.reference)
+    progress = order_progress(order)
+    return render(request, "orders/server.html", {
+        "order": order, "access": order_access(order), "report": acceptance_report(order),
+        "health": order_last_health(order), "progress": progress,
+        "day2_busy": progress.run_id is not None and not progress.done,
+        "is_staff": request.user.is_hosting_staff,
+    })
+
+
+@login_required
+@require_POST
+def server_action(request, reference: str, action: str):
+    order = get_object_or_404(orders_for(request.user), reference=reference)
+    service, done = {
+        "reboot": (provisioning_services.server_reboot, "Reboot started"),
+        "redeploy": (provisioning_services.server_redeploy_stack, "Re-deploying the training stack"),
+    }[action]
+    try:
+        service(order=order, by=request.user)
+        messages.success(request, f"{done} on {order.reference}; follow it below.")
+    except DomainError as exc:
+        messages.error(request, str(exc))
+    return redirect("orders:server", reference=order.reference)
+
+
+# --- helpers (reads for the templates) ---------------------------------------------------------
+def _allowed(order: Order, transition: str) -> bool:
+    return ORDER_TRANSITIONS.get(transition).allowed_from(order.state)
+
+
+def _detail_context(request, order: Order) -> dict:
+    return {
+        "order": order,
+        "events": order_events(order),
+        "progress": order_progress(order),
+        "fit": order_fit(order),
+        "can_cancel": _allowed(order, "cancel"),
+        "can_terminate": _allowed(order, "request_termination"),
+        "cancel_form": CancelForm(),
+        "is_staff": request.user.is_hosting_staff,
+    }
+
+
+@dataclass(frozen=True)
+class OrderFit:
+    verdict: bool | None  # None: no sizing plan
+    summary: str
+    needed_bytes: int | None = None  # the plan's memory per GPU
+    available_bytes: int | None = None  # the ordered GPU's memory
+
+    @property
+    def percent(self) -> int:
+        if not self.needed_bytes or not self.available_bytes:
+            return 0
+        return min(100, round(100 * self.needed_bytes / self.available_bytes))
+
+
+def order_fit(order: Order) -> OrderFit:
+    """The backbone's plan check, plus the plan's memory per GPU against the *ordered* GPU."""
+    fit = plan_fit(order)
+    needed = (order.plan or {}).get("per_gpu_total_bytes")
+    if fit.fits is None or not needed:
+        return OrderFit(fit.fits, fit.summary)
+    available = order.sku.gpu.memory_bytes
+    if int(needed) > available:
+        return OrderFit(False, f"Needs {int(needed) / 1e9:,.1f} GB per GPU; a {order.sku.gpu.name} has "
+                               f"{available / 1e9:,.1f} GB.", int(needed), available)
+    return OrderFit(fit.fits, fit.summary, int(needed), available)
+
+
+@dataclass(frozen=True)
+class NodeAccess:
+    hostname: str
+    ssh_host: str
+    ssh_port: str
+    ssh_user: str
+
+
+@dataclass(frozen=True)
+class BucketAccess:
+    name: str
+    endpoint: str
+
+
+def order_access(order: Order) -> dict:
+    """What the handover and storage steps recorded: SSH hosts and buckets (empty when none)."""
+    steps = (StepRun.objects.filter(run__order=order, run__kind=RunKind.PROVISION,
+                                    status=StepStatus.SUCCEEDED, step__in=("handover", "storage"),
+                                    node__order=order)
+             .select_related("node").order_by("node__hostname", "-finished_at"))
+    nodes, buckets, seen = [], [], set()
+    for sr in steps:
+        result = sr.result or {}
+        if sr.step == "handover" and sr.node_id not in seen:
+            seen.add(sr.node_id)
+            host, _, port = (result.get("ssh_host") or result.get("address") or "").partition(":")
+            port = str(result.get("ssh_port") or port or "")
+            nodes.append(NodeAccess(hostname=sr.node.hostname, ssh_host=host or sr.node.hostname,
+                                    ssh_port="" if port == "22" else port,
+                                    ssh_user=result.get("ssh_user", "")))
+        for bucket in result.get("buckets", []) if sr.step == "storage" else []:
+            if isinstance(bucket, dict):
+                name = bucket.get("name") or bucket.get("bucket") or ""
+                endpoint = bucket.get("endpoint") or bucket.get("endpoint_url") or ""
+            else:
+                name, endpoint = str(bucket), ""
+            endpoint = endpoint or (order.storage_provider.endpoint_url if order.storage_provider else "")
+            if name and all(b.name != name for b in buckets):
+                buckets.append(BucketAccess(name=name, endpoint=endpoint))
+    return {"nodes": nodes, "buckets": buckets}

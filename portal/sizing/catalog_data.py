@@ -1,0 +1,102 @@
+"""Builds the recommender's pure CatalogData from the database or from the seed JSON.
+
+`catalog_from_seed()` needs no database (tests, bench); `catalog_from_db()` reads the active
+catalog with its prices (and node stock once inventory exists). Django is imported lazily so
+the seed path works without settings.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from portal.sizing.recommend.catalog import (
+    CatalogData,
+    GpuSpec,
+    NetworkOptionSpec,
+    NvmeOptionSpec,
+    SkuSpec,
+    StackOptionSpec,
+    StorageProviderSpec,
+)
+
+SEED_PATH = Path(__file__).resolve().parent.parent / "catalog" / "data" / "catalog.json"
+
+
+def _f(value: Any) -> float:
+    return float(value) if value is not None else 0.0
+
+
+def _gpu(row: dict) -> GpuSpec:
+    return GpuSpec(
+        slug=row["slug"], name=row["name"], memory_bytes=int(_f(row["memory_gb"]) * 10**9),
+        bf16_tflops=_f(row["bf16_tflops"]), fp8_tflops=_f(row["fp8_tflops"]) or None,
+        fp32_tflops=_f(row["fp32_tflops"]), memory_bandwidth_gbytes_per_s=_f(row["memory_bandwidth_gbps"]),
+        nvlink_gbytes_per_s=_f(row["nvlink_gbps"]) or None, pcie_gen=int(row["pcie_gen"]),
+    )
+
+
+def _sku(row: dict, gpu_slug: str, stock: int | None = None) -> SkuSpec:
+    return SkuSpec(
+        slug=row["slug"], name=row["name"], gpu_slug=gpu_slug, gpus_per_node=int(row["gpu_count"]),
+        interconnect=row["interconnect"], price_hourly_usd=_f(row["price_hourly"]),
+        cpu_cores=int(row.get("cpu_cores") or 0), ram_bytes=int(_f(row.get("ram_gb")) * 10**9),
+        price_monthly_usd=_f(row.get("price_monthly")), stock_nodes=stock,
+    )
+
+
+def _options(data: dict) -> dict[str, tuple]:
+    return {
+        "nvme": tuple(NvmeOptionSpec(r["slug"], _f(r["size_tb"]), int(r["drives"]), r["raid"],
+                                     _f(r["price_monthly"])) for r in data["nvme"]),
+        "networks": tuple(NetworkOptionSpec(r["slug"], r["name"], r["kind"], _f(r["speed_gbps"]),
+                                            _f(r["price_monthly"]), bool(r.get("on_request")),
+                                            bool(r.get("is_default"))) for r in data["network"]),
+        "storage": tuple(StorageProviderSpec(r["slug"], r["name"], r["kind"], _f(r["price_per_tb_monthly"]))
+                         for r in data["storage"]),
+        "stack": tuple(StackOptionSpec(r["slug"], r["name"], r["kind"]) for r in data["stack"]),
+    }
+
+
+def catalog_from_dict(data: dict) -> CatalogData:
+    """From the seed format (portal/catalog/data/catalog.json)."""
+    try:
+        gpus = tuple(_gpu(r) for r in data["gpus"])
+        skus = tuple(_sku(r, r["gpu"]) for r in data["skus"] if r.get("is_active", True))
+        return CatalogData(gpus=gpus, skus=skus, **_options(data))
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"catalog data is missing or malformed: {exc}") from exc
+
+
+def catalog_from_seed(path: Path | str = SEED_PATH) -> CatalogData:
+    with open(path, encoding="utf-8") as fh:
+        return catalog_from_dict(json.load(fh))
+
+
+def catalog_from_db() -> CatalogData:
+    """The active catalog as stored (prices as the operator set them)."""
+    from portal.catalog.models import GPUModel, NetworkOption, NvmeOption, StackOption, StorageProvider
+    from portal.catalog.selectors import sku_list
+
+    def row(obj, *fields):
+        return {f: getattr(obj, f) for f in fields}
+
+    gpus = tuple(_gpu(row(g, "slug", "name", "memory_gb", "bf16_tflops", "fp8_tflops", "fp32_tflops",
+                          "memory_bandwidth_gbps", "nvlink_gbps", "pcie_gen"))
+                 for g in GPUModel.objects.all())
+    skus = tuple(
+        _sku(row(s, "slug", "name", "gpu_count", "interconnect", "price_hourly", "cpu_cores", "ram_gb",
+                 "price_monthly"), s.gpu.slug, getattr(s, "stock", None))
+        for s in sku_list()
+    )
+    data = {
+        "nvme": [row(o, "slug", "size_tb", "drives", "raid", "price_monthly")
+                 for o in NvmeOption.objects.all()],
+        "network": [row(o, "slug", "name", "kind", "speed_gbps", "price_monthly", "on_request", "is_default")
+                    for o in NetworkOption.objects.all()],
+        "storage": [row(o, "slug", "name", "kind", "price_per_tb_monthly")
+                    for o in StorageProvider.objects.all()],
+        "stack": [row(o, "slug", "name", "kind") for o in StackOption.objects.all()],
+    }
+    return CatalogData(gpus=gpus, skus=skus, **_options(data))

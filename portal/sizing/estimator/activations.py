@@ -1,0 +1,180 @@
+"""Bytes saved for backward, derived op by op from the Hugging Face implementations.
+
+Each function returns bytes for ONE micro-batch on ONE GPU. Symbols: T = b*s tokens,
+h hidden, I MLP width, n heads, A = bytes of a compute-dtype activation (4 fp32, 2 half),
+R = bytes of the residual stream (fp32 unless the model itself is half precision).
+
+What each op saves (verified with torch.autograd.graph.saved_tensors_hooks, see
+tests/sizing/test_activations_measured.py):
+- RMSNorm (HF): its fp32 input (or fp32 upcast of a half input), rsqrt (4 B/token), the
+  normalised tensor (fp32 with an fp32 model or autocast, half with a half model).
+- LayerNorm: its input and two fp32 statistics per token.
+- Linear: its input (the weight is a parameter). Under autocast every consumer casts the
+  fp32 input to half on its own, so q/k/v each save a half copy.
+- SDPA / FlashAttention: q, k, v (k/v with the kv heads only), output and an fp32
+  log-sum-exp per head and token. Eager: q, k and v repeated to all heads, the fp32 softmax
+  (plus its half copy when computing in half) and the head-merged output.
+- SwiGLU: gate, silu(gate), up, and the product. GPT-2 gelu_new: 4 tensors of b*s*I.
+- Dropout (p > 0, CUDA): a 1-byte mask per element (and the dropped probabilities).
+- Loss: the fp32 log-softmax output over the vocabulary (BERT keeps the logits dtype).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .config import ParallelConfig, TrainingConfig
+from .models import ModelSpec
+
+LSE_BYTES = 4  # FlashAttention log-sum-exp, fp32 per head and token
+STATS_BYTES = 8  # LayerNorm mean + rstd, fp32 per token
+INDEX_BYTES = 8  # int64 token ids / labels
+DROPOUT_MASK_BYTES = 1  # CUDA native_dropout keeps a bool mask
+
+
+@dataclass(frozen=True)
+class Dt:
+    """Dtype facts of one training setup."""
+
+    act: int  # compute activations
+    residual: int  # residual stream
+    norm_out: int  # what a norm saves for its weight multiply / what feeds the next linear
+    autocast: bool  # linear inputs are cast per consumer
+    half_model: bool
+
+
+DT_FP32 = Dt(4, 4, 4, False, False)
+DT_AUTOCAST = Dt(2, 4, 4, True, False)
+DT_HALF = Dt(2, 2, 2, False, True)
+
+
+def dtype_facts(training: TrainingConfig, layout: str) -> Dt:
+    if training.precision == "fp32":
+        return DT_FP32
+    if training.precision in ("bf16-mixed", "fp16-mixed") and layout == "autocast":
+        return DT_AUTOCAST
+    return DT_HALF
+
+
+def _lin_in(dt: Dt, consumers: int) -> int:
+    """Bytes per element saved as the input of `consumers` linears reading one tensor."""
+    return 2 * consumers if dt.autocast else dt.norm_out
+
+
+def _attention_core(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int, p: float) -> dict:
+    """Saved bytes inside attention after the QKV projections (all heads, no TP split)."""
+    T, n = b * s, m.num_heads
+    if tc.attention in ("sdpa", "flash"):
+        if m.family == "llama":
+            qkvo = dt.act * T * (2 * m.q_dim + 2 * m.kv_dim)
+        else:
+            qkvo = 4 * dt.act * T * m.hidden_size
+        return {"qkvo": qkvo + LSE_BYTES * b * n * s, "scores": 0}
+    # eager: q, k and v (repeated to all heads), merged output for the out-projection
+    qkvo = 4 * dt.act * T * m.q_dim
+    if m.family == "gpt2" and b == 1:
+        qkvo += 2 * dt.act * T * m.hidden_size  # q is a view that keeps all of c_attn's output
+    if m.family == "llama" or dt.autocast:
+        probs = 4 + (2 if dt.act == 2 else 0)  # fp32 softmax (+ its half copy)
+    else:
+        probs = dt.act  # GPT-2 / BERT softmax in the model dtype
+    if p > 0:
+        probs += DROPOUT_MASK_BYTES + dt.act
+    return {"qkvo": qkvo, "scores": probs * b * n * s * s}
+
+
+def layer_terms(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> dict[str, int]:
+    """One transformer layer, split into 'replicated' (split by TP only with SP),
+    'sharded' (split by TP) and 'scores' (the s^2 attention terms, dropped by selective
+    recompute)."""
+    T, h, inter = b * s, m.hidden_size, m.intermediate_size
+    p = tc.dropout if tc.dropout is not None else m.dropout
+    core = _attention_core(m, tc, dt, b, s, p)
+    if m.family == "llama":
+        norm = (4 * h + 4 + dt.norm_out * h) * T  # fp32 input/upcast, rsqrt, normalised
+        replicated = 2 * norm + (_lin_in(dt, 3) + _lin_in(dt, 2)) * T * h
+        if m.is_moe:
+            k, e = m.experts_per_token, m.num_experts
+            routing = (4 * e + 8 * k + 4 + 4 * k + 3 * 8 * k + 4 * k) * T
+            if dt.autocast:
+                routing += 2 * T * h  # router input cast
+            mlp = dt.act * T * k * (2 * h + 4 * inter) + routing
+        else:
+            mlp = 4 * dt.act * T * inter
+    elif m.family == "gpt2":
+        ln = (dt.residual * h + STATS_BYTES) * T
+        replicated = 2 * ln + 2 * _lin_in(dt, 1) * T * h
+        # gelu_new in python ops saves 4 tensors of b*s*I; a fused gelu saves its input only
+        mlp = (5 if m.activation in ("", "gelu_new") else 2) * dt.act * T * inter
+        if p > 0:
+            replicated += 2 * DROPOUT_MASK_BYTES * T * h
+    else:  # bert (post-LN)
+        ln_in = 2 if dt.half_model else 4
+        replicated = (_lin_in(dt, 3) + _lin_in(dt, 1)) * T * h
+        replicated += 2 * (ln_in * h + STATS_BYTES) * T
+        mlp = 2 * dt.act * T * inter
+        if p > 0:
+            replicated += 2 * DROPOUT_MASK_BYTES * T * h
+    return {"replicated": replicated, "sharded": core["qkvo"] + mlp, "scores": core["scores"]}
+
+
+def checkpointed_layer_input(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> int:
+    """Full recompute keeps only each layer's input."""
+    if m.family == "bert":
+        return (2 if dt.half_model else 4) * b * s * m.hidden_size
+    return dt.residual * b * s * m.hidden_size
+
+
+def outside_layers(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> int:
+    """Embedding inputs, final norm and head input (never checkpointed by HF)."""
+    T, h = b * s, m.hidden_size
+    p = tc.dropout if tc.dropout is not None else m.dropout
+    ids = INDEX_BYTES * T
+    if m.family == "llama":
+        # cos and sin, saved by the rotary multiply (inside the layers: gone with full recompute)
+        rope = 0 if tc.checkpointing == "full" else 2 * s * m.head_dim * (2 if dt.half_model else 4)
+        return ids + rope + (4 * h + 4 + dt.norm_out * h) * T + _lin_in(dt, 1) * T * h
+    if m.family == "gpt2":
+        emb = ids + INDEX_BYTES * s + (DROPOUT_MASK_BYTES * T * h if p > 0 else 0)
+        if tc.attention == "eager" and tc.checkpointing == "full":
+            emb += dt.residual * s * s  # the additive causal mask, an input of every block
+        return emb + (dt.residual * h + STATS_BYTES) * T + _lin_in(dt, 1) * T * h
+    ln_in = 2 if dt.half_model else 4
+    emb = 2 * ids + INDEX_BYTES * m.max_position_embeddings + (ln_in * h + STATS_BYTES) * T
+    if p > 0:
+        emb += DROPOUT_MASK_BYTES * T * h
+    head = (_lin_in(dt, 1) + dt.act + (4 if dt.autocast else dt.act) + _lin_in(dt, 1)) * T * h
+    return emb + head + STATS_BYTES * T
+
+
+def logits_and_loss(m: ModelSpec, dt: Dt, b: int, s: int, tp: int) -> int:
+    """Vocabulary-sized tensors saved by the loss (fp32 log-softmax) + the int64 targets."""
+    T = b * s
+    per = 2 if (m.family == "bert" and dt.half_model) else 4
+    return per * T * m.vocab_size // tp + INDEX_BYTES * T
+
+
+def logits_backward_transient(m: ModelSpec, b: int, s: int, tp: int) -> int:
+    """At the start of backward: fp32 grad of the log-softmax output and of the logits."""
+    return 8 * b * s * m.vocab_size // tp
+
+
+def activation_bytes(
+    m: ModelSpec, tc: TrainingConfig, pc: ParallelConfig, dt: Dt, layers_per_stage: int
+) -> tuple[int, int]:
+    """(saved activations on the busiest pipeline stage, one recomputed layer for backward)."""
+    b, s, t = tc.micro_batch, tc.seq_len, pc.tp
+    terms = layer_terms(m, tc, dt, b, s)
+    replicated = terms["replicated"] // t if pc.sp else terms["replicated"]
+    full_layer = replicated + (terms["sharded"] + terms["scores"]) // t
+    if tc.checkpointing == "full":
+        per_layer = checkpointed_layer_input(m, tc, dt, b, s) // (t if pc.sp else 1)
+        recompute = full_layer
+    elif tc.checkpointing == "selective":
+        per_layer, recompute = full_layer - terms["scores"] // t, terms["scores"] // t
+    else:
+        per_layer, recompute = full_layer, 0
+    # 1F1B: the first stage holds min(pp, microbatches) micro-batches in flight.
+    in_flight = min(pc.pp, pc.pp_microbatches or tc.grad_accum) if pc.pp > 1 else 1
+    saved = per_layer * layers_per_stage * in_flight + outside_layers(m, tc, dt, b, s)
+    return saved, recompute

@@ -1,0 +1,373 @@
+"""The public entry point: estimate(model, training, parallel, gpu, interconnect, tokens)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from functools import cached_property, lru_cache
+
+from . import activations as act
+from . import checkpoint as ckpt
+from . import compute as cmp
+from . import memory as mem
+from .config import GPUSpec, Interconnect, ParallelConfig, TrainingConfig
+from .models import ModelSpec, ParamCounts, arch_scale, count_params, layer_params, param_tensors
+
+DEFAULT_LINK = Interconnect()  # estimate()'s link when none is given (8 GPUs per node)
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """Peak bytes on the busiest GPU. total is the sum of every other field."""
+
+    weights: int
+    gradients: int
+    optimizer_states: int
+    activations: int
+    logits_and_loss: int
+    transient: int
+    gathered_buffers: int
+    framework_overhead: int
+    total: int
+
+    @property
+    def total_gib(self) -> float:
+        return self.total / 2**30
+
+
+@dataclass(frozen=True)
+class ComputeEstimate:
+    model_flops_per_token: float
+    hardware_flops_per_token: float
+    tokens_per_step: int
+    compute_seconds: float
+    comm_bytes: dict
+    comm_seconds: dict
+    exposed_comm_seconds: float
+    bubble_fraction: float
+    step_seconds: float
+    tokens_per_second: float
+    mfu: float
+    train_tokens: float | None
+    time_to_train_seconds: float | None
+
+
+@dataclass(frozen=True)
+class CheckpointSize:
+    model_only_bytes: int
+    full_state_bytes: int
+
+
+@dataclass(frozen=True)
+class Estimate:
+    model: str
+    params: ParamCounts
+    per_gpu: MemoryBreakdown
+    cpu_bytes: int  # host RAM per node for offloaded state
+    fits: bool | None  # None without a GPU
+    layout: str
+    compute: ComputeEstimate | None
+    checkpoint: CheckpointSize
+    world_size: int
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["per_gpu_bytes"] = d.pop("per_gpu")
+        return d
+
+
+def _frozen(cls, **values):
+    """An instance of frozen dataclass cls with every field given, built without the generated
+    __init__ (which sets each field through object.__setattr__: a third of the cost of an
+    estimate in the recommender's inner loop). Same object as cls(**values)."""
+    obj = object.__new__(cls)
+    obj.__dict__.update(values)
+    assert len(values) == len(cls.__dataclass_fields__), (cls.__name__, sorted(values))
+    return obj
+
+
+def validate(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig) -> None:
+    tp = parallel.tp
+    if model.num_heads % tp:
+        raise ValueError(f"tp={tp} does not divide {model.num_heads} attention heads")
+    if model.num_kv_heads % tp and tp % model.num_kv_heads:
+        raise ValueError(f"tp={tp} does not divide {model.num_kv_heads} key/value heads")
+    if model.intermediate_size % tp:
+        raise ValueError(f"tp={tp} does not divide the MLP width {model.intermediate_size}")
+    if parallel.pp > model.num_layers:
+        raise ValueError(f"pp={parallel.pp} is more than the model's {model.num_layers} layers")
+    if parallel.ep > 1 and not model.is_moe:
+        raise ValueError("expert parallelism (ep > 1) needs a mixture-of-experts model")
+    if model.is_moe and model.num_experts % parallel.ep:
+        raise ValueError(f"ep={parallel.ep} does not divide {model.num_experts} experts")
+    learned = model.family in ("gpt2", "bert")
+    if learned and training.seq_len > model.max_position_embeddings:
+        raise ValueError(
+            f"seq_len={training.seq_len} exceeds the {model.max_position_embeddings} learned"
+            f" positions of {model.name}"
+        )
+    if training.finetune != "full" and training.optimizer == "adafactor":
+        pass  # allowed
+    if training.precision == "fp8" and training.finetune == "qlora":
+        raise ValueError("qlora trains in bf16 on top of NF4 weights; use bf16-mixed")
+
+
+@dataclass(frozen=True)
+class StepFacts:
+    """The GPU- and link-independent half of the compute estimate of one setup."""
+
+    model_flops_per_token: float
+    hardware_flops_per_token: float
+    tokens_per_gpu_group: int  # tokens one model-parallel group processes per optimizer step
+    tokens_per_step: int
+    model_parallel: int  # tp * pp
+    bubble_fraction: float
+    comm_bytes: dict  # bytes each GPU sends per step, by kind
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Everything that depends only on (model, training, parallel): per-GPU memory, host RAM
+    for offloaded state, parameter counts and checkpoint sizes.
+
+    It does not depend on the GPU model or the links, so one MemoryEstimate serves every GPU:
+    ``estimate_compute(memory, gpu, interconnect)`` adds the step time and
+    ``estimate_from_memory(memory, gpu, interconnect)`` the whole ``Estimate``.
+    """
+
+    model: str
+    params: ParamCounts
+    per_gpu: MemoryBreakdown
+    cpu_bytes_per_gpu: float  # offloaded state each rank keeps in host RAM
+    layout: str
+    checkpoint: CheckpointSize
+    world_size: int
+    spec: ModelSpec = field(repr=False, compare=False)
+    training: TrainingConfig = field(repr=False, compare=False)
+    parallel: ParallelConfig = field(repr=False, compare=False)
+
+    def cpu_bytes_per_node(self, gpus_per_node: int = DEFAULT_LINK.gpus_per_node) -> int:
+        """Host RAM per node for offloaded state (the ranks of one node)."""
+        return int(self.cpu_bytes_per_gpu * min(self.world_size, gpus_per_node))
+
+    def fits(self, gpu: GPUSpec) -> bool:
+        return self.per_gpu.total <= gpu.memory_bytes
+
+    @cached_property
+    def step(self) -> StepFacts:
+        """GPU-independent compute facts, worked out on first use (then kept)."""
+        return _step_facts(self.spec, self.training, self.parallel, self.layout)
+
+    def to_dict(self) -> dict:
+        return {
+            "model": self.model, "params": asdict(self.params), "per_gpu_bytes": asdict(self.per_gpu),
+            "cpu_bytes_per_gpu": int(self.cpu_bytes_per_gpu), "layout": self.layout,
+            "checkpoint": asdict(self.checkpoint), "world_size": self.world_size,
+        }
+
+
+def estimate(
+    model: ModelSpec,
+    training: TrainingConfig | None = None,
+    parallel: ParallelConfig | None = None,
+    gpu: GPUSpec | None = None,
+    interconnect: Interconnect | None = None,
+    train_tokens: float | None = None,
+) -> Estimate:
+    """Memory (estimate_memory) and, with a GPU, step time (estimate_compute) of one setup."""
+    return estimate_from_memory(estimate_memory(model, training, parallel), gpu, interconnect, train_tokens)
+
+
+def estimate_memory(
+    model: ModelSpec,
+    training: TrainingConfig | None = None,
+    parallel: ParallelConfig | None = None,
+) -> MemoryEstimate:
+    """Per-GPU memory of one setup; independent of the GPU model and the interconnect."""
+    training = training or TrainingConfig()
+    parallel = parallel or ParallelConfig()
+    validate(model, training, parallel)
+    p, weights, grads, optim, cpu_per_gpu, gathered, step_extra, params, checkpoint = _model_states(
+        model, training.precision, training.mixed_layout, training.optimizer, training.finetune,
+        training.lora_rank, training.lora_targets, parallel)
+    activations, logits, backward = _activations(model, training, parallel.tp, parallel.sp, parallel.pp,
+                                                 parallel.pp_microbatches, p.layout)
+    # activations are freed before the optimizer step: the larger moment counts
+    transient = max(backward, step_extra - activations - logits)
+    allocated = weights + grads + optim + activations + logits + transient + gathered
+    overhead = mem.framework_overhead_bytes(allocated, parallel.world_size)
+    w, g, o, a, lg, t, gb, fo = (int(weights), int(grads), int(optim), int(activations), int(logits),
+                                 int(transient), int(gathered), int(overhead))
+    per_gpu = _frozen(MemoryBreakdown, weights=w, gradients=g, optimizer_states=o, activations=a,
+                      logits_and_loss=lg, transient=t, gathered_buffers=gb, framework_overhead=fo,
+                      total=w + g + o + a + lg + t + gb + fo)
+    return _frozen(
+        MemoryEstimate,
+        model=model.name,
+        params=params,
+        per_gpu=per_gpu,
+        cpu_bytes_per_gpu=cpu_per_gpu,
+        layout=p.layout,
+        checkpoint=checkpoint,
+        world_size=parallel.world_size,
+        spec=model,
+        training=training,
+        parallel=parallel,
+    )
+
+
+@lru_cache(maxsize=8192)
+def _activations(model: ModelSpec, training: TrainingConfig, tp: int, sp: bool, pp: int,
+                 pp_microbatches: int | None, layout: str) -> tuple[int, int, int]:
+    """(saved activations, logits and loss, backward transient): they depend on the training
+    settings and on TP/SP/PP, not on data parallelism or sharding (only through the dtype
+    layout). Cached, so strategies that share a layout share them."""
+    parallel = ParallelConfig(tp=tp, sp=sp, pp=pp, pp_microbatches=pp_microbatches)
+    dt = act.dtype_facts(training, layout)
+    layers_per_stage = math.ceil(model.num_layers / pp)
+    activations, recompute = act.activation_bytes(model, training, parallel, dt, layers_per_stage)
+    logits = act.logits_and_loss(model, dt, training.micro_batch, training.seq_len, tp)
+    backward = max(recompute,
+                   act.logits_backward_transient(model, training.micro_batch, training.seq_len, tp))
+    return activations, logits, backward
+
+
+@lru_cache(maxsize=8192)
+def _model_states(model: ModelSpec, precision: str, mixed_layout: str | None, optimizer: str,
+                  finetune: str, lora_rank: int, lora_targets: tuple[str, ...], parallel: ParallelConfig):
+    """Weights, gradients, optimizer states, gathered buffers, host RAM, parameter counts and
+    checkpoint sizes: they depend on the model, the parallel layout and the training settings
+    named here, not on the micro-batch, sequence length or checkpointing. Cached (per-model
+    constants of a layout), so a search over micro-batches works each out once."""
+    training = TrainingConfig(precision=precision, mixed_layout=mixed_layout, optimizer=optimizer,
+                              finetune=finetune, lora_rank=lora_rank, lora_targets=lora_targets)
+    p = mem.placement(training, parallel)
+    weights = mem.weights_bytes(model, training, parallel, p)
+    grads = mem.gradient_bytes(model, training, parallel, p)
+    optim = mem.optimizer_bytes(model, training, parallel, p)
+    cpu_per_gpu = 0.0
+    if parallel.offload != "none":
+        cpu_per_gpu += optim
+        optim = 0.0
+        if parallel.offload == "optimizer+params":
+            cpu_per_gpu += weights + grads
+            weights = grads = 0.0
+    gathered = mem.gathered_bytes(model, training, parallel, p, layer_params(model), grads)
+    step_extra = mem.deepspeed_fp32_grad_partition_bytes(model, training, parallel, p)
+    if parallel.offload != "none":
+        step_extra = 0.0  # the fp32 partition lives in host RAM
+    checkpoint = CheckpointSize(
+        model_only_bytes=ckpt.model_only_bytes(model, training),
+        full_state_bytes=ckpt.full_state_bytes(model, training, p),
+    )
+    return (p, weights, grads, optim, cpu_per_gpu, gathered, step_extra, _param_counts(model, training),
+            checkpoint)
+
+
+def estimate_compute(
+    memory: MemoryEstimate,
+    gpu: GPUSpec,
+    interconnect: Interconnect | None = None,
+    train_tokens: float | None = None,
+    *,
+    mfu: float | None = None,
+) -> ComputeEstimate:
+    """Step time of a setup (given by its MemoryEstimate) on a GPU over a link.
+
+    mfu overrides the training's MFU (TrainingConfig.mfu or the MFU model in compute.py), so
+    one MemoryEstimate serves GPUs and strategies with different planning MFUs.
+    """
+    training, parallel = memory.training, memory.parallel
+    if mfu is None:
+        mfu = cmp.mfu(training)
+    elif not 0 < mfu <= 1:
+        raise ValueError(f"mfu must be in (0, 1], got {mfu}")
+    f = memory.step
+    compute_s = f.hardware_flops_per_token * f.tokens_per_gpu_group / f.model_parallel / (
+        gpu.peak_tflops(training.precision) * 1e12 * mfu)
+    comm_s = cmp.comm_seconds(f.comm_bytes, parallel, interconnect or DEFAULT_LINK)
+    backward_s = compute_s * 2 / 3
+    exposed = comm_s["tp"] + comm_s["pp"] + comm_s["ep"]
+    exposed += max(0.0, comm_s["dp"] - cmp.DP_OVERLAP * backward_s)
+    step = compute_s / (1 - f.bubble_fraction) + exposed
+    tps = f.tokens_per_step / step
+    return _frozen(
+        ComputeEstimate,
+        model_flops_per_token=f.model_flops_per_token,
+        hardware_flops_per_token=f.hardware_flops_per_token,
+        tokens_per_step=f.tokens_per_step,
+        compute_seconds=compute_s,
+        comm_bytes=dict(f.comm_bytes),
+        comm_seconds=comm_s,
+        exposed_comm_seconds=exposed,
+        bubble_fraction=f.bubble_fraction,
+        step_seconds=step,
+        tokens_per_second=tps,
+        mfu=mfu,
+        train_tokens=train_tokens,
+        time_to_train_seconds=(train_tokens / tps) if train_tokens else None,
+    )
+
+
+def estimate_from_memory(
+    memory: MemoryEstimate,
+    gpu: GPUSpec | None = None,
+    interconnect: Interconnect | None = None,
+    train_tokens: float | None = None,
+    *,
+    mfu: float | None = None,
+) -> Estimate:
+    """The full Estimate of a setup from its MemoryEstimate: estimate() without redoing memory."""
+    link = interconnect or DEFAULT_LINK
+    total = memory.per_gpu.total
+    return _frozen(
+        Estimate,
+        model=memory.model,
+        params=memory.params,
+        per_gpu=memory.per_gpu,
+        cpu_bytes=memory.cpu_bytes_per_node(link.gpus_per_node),
+        fits=(total <= gpu.memory_bytes) if gpu else None,
+        layout=memory.layout,
+        compute=estimate_compute(memory, gpu, link, train_tokens, mfu=mfu) if gpu else None,
+        checkpoint=memory.checkpoint,
+        world_size=memory.world_size,
+    )
+
+
+def _param_counts(model: ModelSpec, training: TrainingConfig) -> ParamCounts:
+    counts = model.params
+    if training.finetune == "full":
+        return counts
+    trainable = mem.trainable_elems(model, training)
+    return ParamCounts(total=counts.total + trainable, trainable=trainable,
+                       active=counts.active + trainable)
+
+
+def _step_facts(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig,
+                layout: str) -> StepFacts:
+    model_fpt = cmp.model_flops_per_token(model, training.seq_len)
+    hw_fpt = cmp.hardware_flops_per_token(model, training)
+    tokens_per_gpu_group = training.micro_batch * training.seq_len * training.grad_accum
+    microbatches = parallel.pp_microbatches or training.grad_accum
+    trainable_local = arch_scale(model) * mem.trainable_local_elems(model, training, parallel)
+    compute_bytes = 4 if layout == "fp32" else 2
+    return StepFacts(
+        model_flops_per_token=model_fpt,
+        hardware_flops_per_token=hw_fpt,
+        tokens_per_gpu_group=tokens_per_gpu_group,
+        tokens_per_step=tokens_per_gpu_group * parallel.dp,
+        model_parallel=parallel.tp * parallel.pp,
+        bubble_fraction=cmp.bubble_fraction(parallel.pp, microbatches),
+        comm_bytes=cmp.comm_bytes_per_step(model, training, parallel, trainable_local, compute_bytes),
+    )
+
+
+def clear_caches() -> None:
+    """Forget every cached per-model constant and layout's model states (loaded presets stay).
+
+    Results never depend on the caches; this is for measuring a cold start (and for tests)."""
+    for cached in (_model_states, _activations, ckpt._full_state_bytes, cmp.matmul_params_per_token,
+                   mem._lora_tensors, mem._trainable_sum, mem._optimizer_sum, mem._frozen_sum,
+                   mem._trainable_local, mem.linear_param_elems, mem.root_param_elems, mem._trainable_elems,
+                   param_tensors, count_params, arch_scale, layer_params):
+        cached.cache_clear()

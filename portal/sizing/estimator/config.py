@@ -1,0 +1,172 @@
+"""Inputs: training settings, parallelism, GPU and interconnect (frozen dataclasses)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16", "fp8")
+MIXED_LAYOUTS = ("autocast", "master")
+OPTIMIZERS = ("adamw", "adamw-8bit", "sgd-momentum", "adafactor", "lion")
+CHECKPOINTING = ("none", "selective", "full")
+ATTENTION = ("eager", "sdpa", "flash")
+FINETUNE = ("full", "lora", "qlora")
+SHARDING = (
+    "none", "zero1", "zero2", "zero3", "fsdp-full-shard", "fsdp-shard-grad-op", "fsdp-hybrid",
+)
+OFFLOAD = ("none", "optimizer", "optimizer+params")
+DEEPSPEED_SHARDING = ("zero1", "zero2", "zero3")
+
+
+def _choice(label: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ValueError(f"{label}={value!r} is not supported; use one of: {', '.join(allowed)}")
+
+
+def _positive(label: str, value: int) -> None:
+    if not isinstance(value, int) or value < 1:
+        raise ValueError(f"{label} must be a whole number >= 1, got {value!r}")
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """What is trained and how.
+
+    precision: ``fp32``; ``bf16-mixed`` / ``fp16-mixed`` (half compute, fp32 optimizer);
+    ``bf16`` (pure bf16: weights, grads and optimizer states in bf16, no master copy);
+    ``fp8`` (Transformer-Engine style: bf16 weights and grads, fp32 master weights and
+    optimizer states, fp8 GEMM inputs saved for backward).
+
+    mixed_layout (mixed precision only): ``autocast`` = PyTorch AMP / HF Trainer / FSDP
+    MixedPrecision: fp32 weights and grads, half copies made for compute;
+    ``master`` = DeepSpeed / Megatron: half weights and grads plus an fp32 master copy in the
+    optimizer. ``None`` picks ``master`` for DeepSpeed ZeRO sharding, else ``autocast``.
+    """
+
+    precision: str = "bf16-mixed"
+    mixed_layout: str | None = None
+    optimizer: str = "adamw"
+    micro_batch: int = 1
+    seq_len: int = 2048
+    grad_accum: int = 1
+    checkpointing: str = "none"
+    attention: str = "sdpa"
+    finetune: str = "full"
+    lora_rank: int = 16
+    lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
+    dropout: float | None = None  # None: the model's own dropout probability
+    mfu: float | None = None  # None: the MFU model in compute.py
+
+    def __post_init__(self) -> None:
+        _choice("precision", self.precision, PRECISIONS)
+        if self.mixed_layout is not None:
+            _choice("mixed_layout", self.mixed_layout, MIXED_LAYOUTS)
+        _choice("optimizer", self.optimizer, OPTIMIZERS)
+        _choice("checkpointing", self.checkpointing, CHECKPOINTING)
+        _choice("attention", self.attention, ATTENTION)
+        _choice("finetune", self.finetune, FINETUNE)
+        for label in ("micro_batch", "seq_len", "grad_accum"):
+            _positive(label, getattr(self, label))
+        if self.finetune != "full":
+            _positive("lora_rank", self.lora_rank)
+            if not self.lora_targets:
+                raise ValueError("lora_targets is empty; name the linear layers LoRA adapts")
+        if self.dropout is not None and not 0 <= self.dropout < 1:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if self.mfu is not None and not 0 < self.mfu <= 1:
+            raise ValueError(f"mfu must be in (0, 1], got {self.mfu}")
+
+
+@dataclass(frozen=True)
+class ParallelConfig:
+    """How the job is spread over GPUs. World size = dp * tp * pp (ep lives inside dp)."""
+
+    dp: int = 1
+    sharding: str = "none"
+    offload: str = "none"
+    tp: int = 1
+    sp: bool = False
+    pp: int = 1
+    pp_microbatches: int | None = None  # None: grad_accum micro-batches per step
+    ep: int = 1
+    hybrid_shard_size: int = 8  # fsdp-hybrid: shard within this many GPUs (a node)
+    ddp_bucket_view: bool = False  # DDP gradient_as_bucket_view
+
+    def __post_init__(self) -> None:
+        for label in ("dp", "tp", "pp", "ep", "hybrid_shard_size"):
+            _positive(label, getattr(self, label))
+        if self.pp_microbatches is not None:
+            _positive("pp_microbatches", self.pp_microbatches)
+        _choice("sharding", self.sharding, SHARDING)
+        _choice("offload", self.offload, OFFLOAD)
+        if self.offload != "none" and self.sharding == "none":
+            raise ValueError("CPU offload needs ZeRO or FSDP sharding; set sharding too")
+        if self.offload == "optimizer+params" and self.sharding not in ("zero3", "fsdp-full-shard"):
+            raise ValueError("offloading parameters needs zero3 or fsdp-full-shard")
+        if self.sp and self.tp == 1:
+            raise ValueError("sequence parallel (sp) needs tp > 1")
+        if self.dp % self.ep:
+            raise ValueError(f"ep={self.ep} must divide dp={self.dp} (experts shard over DP ranks)")
+
+    @property
+    def world_size(self) -> int:
+        return self.dp * self.tp * self.pp
+
+
+@dataclass(frozen=True)
+class GPUSpec:
+    """Dense (no sparsity) peak throughput; memory in bytes (vendor GB = 1e9 bytes)."""
+
+    name: str
+    memory_bytes: int
+    bf16_tflops: float
+    fp8_tflops: float | None = None
+    fp32_tflops: float = 0.0
+    memory_bandwidth_gbps: float = 0.0  # GB/s
+
+    def __post_init__(self) -> None:
+        if self.memory_bytes <= 0 or self.bf16_tflops <= 0:
+            raise ValueError(f"GPU {self.name!r} needs positive memory_bytes and bf16_tflops")
+
+    def peak_tflops(self, precision: str) -> float:
+        if precision == "fp32":
+            if not self.fp32_tflops:
+                raise ValueError(f"GPU {self.name!r} has no fp32_tflops for fp32 training")
+            return self.fp32_tflops
+        if precision == "fp8":
+            if not self.fp8_tflops:
+                raise ValueError(f"GPU {self.name!r} has no FP8 tensor cores; pick bf16-mixed")
+            return self.fp8_tflops
+        return self.bf16_tflops
+
+
+@dataclass(frozen=True)
+class Interconnect:
+    """Links between GPUs.
+
+    intra_node_gbps: GB/s per GPU per direction inside a node (NVLink 4: 450 = the
+    datasheet's 900 GB/s bidirectional / 2; PCIe Gen4 x16: 32; Gen5 x16: 64).
+    inter_node_gbit: Gb/s per GPU between nodes (InfiniBand NDR 400, HDR 200,
+    Ethernet 100/25/1); 0 means single node only.
+    """
+
+    intra_node_gbps: float = 450.0
+    inter_node_gbit: float = 400.0
+    gpus_per_node: int = 8
+    intra_kind: str = "nvlink"
+    inter_kind: str = "infiniband"
+
+    def __post_init__(self) -> None:
+        _positive("gpus_per_node", self.gpus_per_node)
+        if self.intra_node_gbps <= 0 or self.inter_node_gbit < 0:
+            raise ValueError("link bandwidths must be positive")
+
+    @classmethod
+    def nvlink(cls, bidirectional_gbps: float = 900.0, **kw) -> Interconnect:
+        return cls(intra_node_gbps=bidirectional_gbps / 2, intra_kind="nvlink", **kw)
+
+    @classmethod
+    def pcie(cls, gen: int = 4, **kw) -> Interconnect:
+        per_direction = {3: 16.0, 4: 32.0, 5: 64.0}
+        if gen not in per_direction:
+            raise ValueError(f"PCIe gen {gen} unknown; use 3, 4 or 5")
+        return cls(intra_node_gbps=per_direction[gen], intra_kind=f"pcie-gen{gen}", **kw)

@@ -1,0 +1,305 @@
+"""Model-state memory: one small function per term. Bytes per GPU unless named cpu."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .config import DEEPSPEED_SHARDING, ParallelConfig, TrainingConfig
+from .dtypes import NF4_DOUBLE_QUANT_BYTES
+from .models import ModelSpec, Tensor, arch_scale, param_tensors
+
+# Framework overhead, named and documented (docs/sizing.md "Overheads").
+CUDA_CONTEXT_BYTES = 512 * 2**20  # CUDA context + kernels (lazy loading), outside PyTorch
+CUBLAS_WORKSPACE_BYTES = 32 * 2**20  # cuBLAS workspace on Hopper, allocated by PyTorch
+ALLOCATOR_FRAGMENTATION = 0.05  # reserved minus allocated, as a share of the peak
+NCCL_BUFFER_BYTES = 256 * 2**20  # NCCL channel buffers per GPU when world size > 1
+DEEPSPEED_REDUCE_BUCKET_ELEMENTS = 500_000_000  # ZeRO-1/2 reduce_bucket_size default
+ADAM_8BIT_BLOCK = 256  # bitsandbytes blockwise quantisation, one fp32 absmax per block
+TORCH_ADAM_STEP_BYTES = 4  # torch.optim.AdamW keeps a float32 `step` tensor per parameter
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Element sizes and sharding facts of one setup."""
+
+    layout: str
+    weight_bytes: float  # trainable weights
+    grad_bytes: float
+    master_bytes: float  # fp32 master copy kept by the optimizer
+    state_bytes: float  # one optimizer state element
+    shard: int  # data-parallel shard group size
+    shard_weights: bool
+    shard_grads: bool
+    shard_optimizer: bool
+
+
+def mixed_layout(training: TrainingConfig, parallel: ParallelConfig) -> str:
+    if training.precision in ("bf16-mixed", "fp16-mixed"):
+        if training.mixed_layout:
+            return training.mixed_layout
+        return "master" if parallel.sharding in DEEPSPEED_SHARDING else "autocast"
+    if training.precision == "fp8":
+        return "master"
+    return "fp32" if training.precision == "fp32" else "pure-half"
+
+
+def placement(training: TrainingConfig, parallel: ParallelConfig) -> Placement:
+    layout = mixed_layout(training, parallel)
+    full = layout in ("fp32", "autocast")
+    weight = 4 if full else 2
+    master = 4 if layout == "master" else 0
+    shard = parallel.dp
+    if parallel.sharding == "fsdp-hybrid":
+        shard = min(parallel.dp, parallel.hybrid_shard_size)
+    s = parallel.sharding
+    return Placement(
+        layout=layout,
+        weight_bytes=weight,
+        grad_bytes=weight,
+        master_bytes=master,
+        state_bytes=2 if training.precision == "bf16" else 4,
+        shard=shard,
+        shard_weights=s in ("zero3", "fsdp-full-shard", "fsdp-hybrid"),
+        shard_grads=s not in ("none", "zero1"),
+        shard_optimizer=s != "none",
+    )
+
+
+def _is_lora_target(t: Tensor, targets: tuple[str, ...]) -> bool:
+    if t.kind != "linear" or t.group != "layer":
+        return False
+    if "all-linear" in targets:
+        return True
+    return any(t.name == x or t.name.endswith("." + x) or t.name == x.split(".")[-1]
+               for x in targets)
+
+
+def lora_tensors(model: ModelSpec, training: TrainingConfig) -> tuple[Tensor, ...]:
+    """LoRA A (r x in) and B (out x r) for every targeted linear weight."""
+    return _lora_tensors(model, training.lora_targets, training.lora_rank)
+
+
+@lru_cache(maxsize=256)
+def _lora_tensors(model: ModelSpec, lora_targets: tuple[str, ...], r: int) -> tuple[Tensor, ...]:
+    """Per-model constant (cached on the frozen ModelSpec, targets and rank)."""
+    targets = [t for t in param_tensors(model) if _is_lora_target(t, lora_targets)]
+    if not targets:
+        names = sorted({t.name for t in param_tensors(model) if t.kind == "linear"})
+        raise ValueError(
+            f"lora_targets {list(lora_targets)} match no linear layer of this model;"
+            f" its linear layers are: {', '.join(names)} (or use 'all-linear')"
+        )
+    out: list[Tensor] = []
+    for t in targets:
+        out.append(Tensor(t.name + ".lora_A", (r, t.shape[1]), t.count, "linear", "layer", t.expert))
+        out.append(Tensor(t.name + ".lora_B", (t.shape[0], r), t.count, "linear", "layer", t.expert))
+    return tuple(out)
+
+
+def local_share(t: Tensor, model: ModelSpec, parallel: ParallelConfig) -> float:
+    """Fraction of a tensor's elements held by the busiest GPU (before DP sharding)."""
+    share = 1.0 / parallel.tp
+    if t.expert:
+        share /= parallel.ep
+    if parallel.pp > 1:
+        if t.group == "layer":
+            share *= math.ceil(model.num_layers / parallel.pp) / model.num_layers
+        # embed sits on the first stage, head + final norm on the last: count both (worst)
+    return share
+
+
+def _shares(model: ModelSpec, tp: int, ep: int, pp: int):
+    """local_share() of (dense, expert) tensors (outside layers, in layers), same arithmetic."""
+    dense = 1.0 / tp
+    expert = dense / ep
+    if pp > 1:
+        frac = math.ceil(model.num_layers / pp) / model.num_layers
+        return (dense, expert), (dense * frac, expert * frac)
+    return (dense, expert), (dense, expert)
+
+
+def _sum(tensors, model, parallel, per_elem) -> float:
+    """sum(elements x local share x per-element bytes) x arch_scale (summed in tensor order)."""
+    return _sum_shares(tensors, model, parallel.tp, parallel.ep, parallel.pp, per_elem)
+
+
+def _sum_shares(tensors, model, tp, ep, pp, per_elem) -> float:
+    outside, inside = _shares(model, tp, ep, pp)
+    total = sum(t.total * (inside if t.group == "layer" else outside)[t.expert] * per_elem(t)
+                for t in tensors)
+    return total * arch_scale(model)
+
+
+# The sums below are per-model constants for a given (tensor set, TP, EP, PP, element size):
+# cached on the frozen ModelSpec so that a search over many data-parallel sizes, micro-batches
+# and GPUs sums each model's tensors once.
+
+
+def _trainable(model: ModelSpec, full: bool, targets: tuple[str, ...], rank: int) -> tuple[Tensor, ...]:
+    return param_tensors(model) if full else _lora_tensors(model, targets, rank)
+
+
+def _trainable_key(training: TrainingConfig) -> tuple[bool, tuple[str, ...], int]:
+    if training.finetune == "full":
+        return True, (), 0
+    return False, training.lora_targets, training.lora_rank
+
+
+@lru_cache(maxsize=4096)
+def _trainable_sum(model: ModelSpec, full: bool, targets: tuple[str, ...], rank: int, tp: int, ep: int,
+                   pp: int, elem_bytes: float) -> float:
+    return _sum_shares(_trainable(model, full, targets, rank), model, tp, ep, pp, lambda t: elem_bytes)
+
+
+@lru_cache(maxsize=4096)
+def _optimizer_sum(model: ModelSpec, full: bool, targets: tuple[str, ...], rank: int, tp: int, ep: int,
+                   pp: int, optimizer: str, state_bytes: float, master_bytes: float) -> float:
+    return _sum_shares(_trainable(model, full, targets, rank), model, tp, ep, pp,
+                       lambda t: _optimizer_elem(t, optimizer, state_bytes, master_bytes))
+
+
+@lru_cache(maxsize=1024)
+def _frozen_sum(model: ModelSpec, qlora: bool, half: int, tp: int, ep: int, pp: int) -> float:
+    def per(t: Tensor) -> float:
+        if qlora and t.kind == "linear" and t.group == "layer":
+            return NF4_DOUBLE_QUANT_BYTES
+        return half
+
+    return _sum_shares(param_tensors(model), model, tp, ep, pp, per)
+
+
+def trainable_sum(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig,
+                  elem_bytes: float) -> float:
+    """_sum(trainable tensors, ..., constant bytes per element), cached."""
+    return _trainable_sum(model, *_trainable_key(training), parallel.tp, parallel.ep, parallel.pp,
+                          elem_bytes)
+
+
+def trainable_local_elems(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig) -> float:
+    """sum(elements x local share) of the trainable tensors (before arch_scale and DP sharding)."""
+    return _trainable_local(model, *_trainable_key(training), parallel.tp, parallel.ep, parallel.pp)
+
+
+@lru_cache(maxsize=4096)
+def _trainable_local(model: ModelSpec, full: bool, targets: tuple[str, ...], rank: int, tp: int, ep: int,
+                     pp: int) -> float:
+    outside, inside = _shares(model, tp, ep, pp)
+    return sum(t.total * (inside if t.group == "layer" else outside)[t.expert]
+               for t in _trainable(model, full, targets, rank))
+
+
+def deepspeed_fp32_grad_partition_bytes(model, training, parallel, p: Placement) -> float:
+    """DeepSpeed ZeRO (master layout) casts its gradient partition to fp32 for the step."""
+    if p.layout != "master" or parallel.sharding not in DEEPSPEED_SHARDING:
+        return 0.0
+    total = trainable_sum(model, training, parallel, 4)
+    return total / p.shard
+
+
+def frozen_weight_bytes(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig,
+                        p: Placement) -> float:
+    """LoRA/QLoRA: the frozen base model (half, or NF4 for layer linears with QLoRA)."""
+    if training.finetune == "full":
+        return 0.0
+    half = 4 if training.precision == "fp32" else 2
+    total = _frozen_sum(model, training.finetune == "qlora", half, parallel.tp, parallel.ep, parallel.pp)
+    return total / p.shard if p.shard_weights else total
+
+
+def trainable_tensors(model: ModelSpec, training: TrainingConfig) -> tuple[Tensor, ...]:
+    return _trainable(model, *_trainable_key(training))
+
+
+def weights_bytes(model, training, parallel, p: Placement) -> float:
+    total = trainable_sum(model, training, parallel, p.weight_bytes)
+    total = total / p.shard if p.shard_weights else total
+    return total + frozen_weight_bytes(model, training, parallel, p)
+
+
+def gradient_bytes(model, training, parallel, p: Placement) -> float:
+    total = trainable_sum(model, training, parallel, p.grad_bytes)
+    return total / p.shard if p.shard_grads else total
+
+
+def optimizer_elem_bytes(t: Tensor, training: TrainingConfig, p: Placement) -> float:
+    """Optimizer bytes per element of trainable tensor t (master copy included)."""
+    return _optimizer_elem(t, training.optimizer, p.state_bytes, p.master_bytes)
+
+
+def _optimizer_elem(t: Tensor, opt: str, s: float, master_bytes: float) -> float:
+    if opt == "adamw":
+        per = 2 * s + TORCH_ADAM_STEP_BYTES / t.numel
+    elif opt == "adamw-8bit":
+        per = 2 + 2 * 4 / ADAM_8BIT_BLOCK
+    elif opt in ("sgd-momentum", "lion"):
+        per = s
+    else:  # adafactor (beta1=None): factored second moment for matrices
+        per = s * (t.shape[0] + t.shape[1]) / t.numel if len(t.shape) == 2 else s
+    return per + master_bytes
+
+
+def optimizer_bytes(model, training, parallel, p: Placement) -> float:
+    total = _optimizer_sum(model, *_trainable_key(training), parallel.tp, parallel.ep, parallel.pp,
+                           training.optimizer, p.state_bytes, p.master_bytes)
+    return total / p.shard if p.shard_optimizer else total
+
+
+@lru_cache(maxsize=512)
+def linear_param_elems(model: ModelSpec) -> int:
+    """Elements that go through a matmul (weights and their biases), incl. a tied head."""
+    n = sum(t.total for t in param_tensors(model) if t.kind in ("linear", "bias", "router"))
+    if model.tie_word_embeddings:
+        n += model.vocab_size * model.hidden_size
+    return n
+
+
+@lru_cache(maxsize=512)
+def root_param_elems(model: ModelSpec) -> int:
+    """Elements outside the transformer layers (embeddings, final norm, head)."""
+    return sum(t.total for t in param_tensors(model) if t.group != "layer")
+
+
+def trainable_elems(model: ModelSpec, training: TrainingConfig) -> int:
+    """Trainable elements (architecture count: before arch_scale)."""
+    return _trainable_elems(model, *_trainable_key(training))
+
+
+@lru_cache(maxsize=1024)
+def _trainable_elems(model: ModelSpec, full: bool, targets: tuple[str, ...], rank: int) -> int:
+    return sum(t.total for t in _trainable(model, full, targets, rank))
+
+
+def gathered_bytes(model, training, parallel, p: Placement, layer_params: int,
+                   grads_bytes: float) -> float:
+    """Compute copies of weights and communication buffers.
+
+    - ZeRO-3 / FSDP full-shard / hybrid: the root unit (embeddings, head, final norm) stays
+      gathered for the whole step, plus two gathered layers (current + prefetched) and one
+      layer of unsharded gradients before its reduce-scatter, all in the compute dtype.
+    - autocast without full sharding: PyTorch's autocast weight cache keeps a half copy of
+      every matmul weight for the forward and backward.
+    - DDP (dp > 1): gradient buckets, a second copy of all gradients unless
+      gradient_as_bucket_view=True.
+    - ZeRO-1/2: DeepSpeed's reduce bucket (reduce_bucket_size elements in half).
+    """
+    compute = 4 if p.layout == "fp32" else 2
+    out = 0.0
+    if p.shard_weights:
+        tp = parallel.tp
+        root = root_param_elems(model) / tp
+        out += root * compute + 3 * layer_params / tp * compute
+    elif p.layout == "autocast" and training.finetune == "full":
+        out += linear_param_elems(model) * 2 / parallel.tp / parallel.pp
+    if parallel.dp > 1 and parallel.sharding == "none" and not parallel.ddp_bucket_view:
+        out += grads_bytes
+    if parallel.sharding in ("zero1", "zero2") and parallel.dp > 1:
+        total = trainable_elems(model, training)
+        out += min(DEEPSPEED_REDUCE_BUCKET_ELEMENTS, total) * 2
+    return out
+
+
+def framework_overhead_bytes(allocated: float, world_size: int) -> float:
+    nccl = NCCL_BUFFER_BYTES if world_size > 1 else 0
+    return CUDA_CONTEXT_BYTES + CUBLAS_WORKSPACE_BYTES + nccl + ALLOCATOR_FRAGMENTATION * allocated

@@ -1,0 +1,261 @@
+"""ModelSpec: the architecture numbers of a transformer, and exact parameter counting.
+
+Counting follows the Hugging Face implementations tensor by tensor, so that
+``model.params.total == sum(p.numel() for p in model.parameters())`` for
+``*ForCausalLM`` (llama/mistral/qwen2/mixtral), ``GPT2LMHeadModel`` and ``BertForMaskedLM``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+FAMILIES = ("llama", "gpt2", "bert")  # llama = RMSNorm + SwiGLU + RoPE (llama/mistral/qwen2/mixtral)
+LORA_TARGETS_ALL = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """One parameter tensor of the model, ``count`` times (e.g. once per layer)."""
+
+    name: str
+    shape: tuple[int, ...]
+    count: int
+    kind: str  # "linear" (weight of a matmul), "bias", "norm", "embedding", "router"
+    group: str  # "embed", "layer", "final", "head"
+    expert: bool = False
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def total(self) -> int:
+        return self.numel * self.count
+
+
+@dataclass(frozen=True)
+class ParamCounts:
+    total: int
+    trainable: int
+    active: int  # per token (MoE: only the routed experts)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    family: str
+    vocab_size: int
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    intermediate_size: int
+    num_kv_heads: int = 0  # 0: same as num_heads
+    head_dim: int = 0  # 0: hidden_size // num_heads
+    max_position_embeddings: int = 0
+    tie_word_embeddings: bool = False
+    qkv_bias: bool = False
+    o_bias: bool = False
+    mlp_bias: bool = False
+    num_experts: int = 0  # 0: dense MLP
+    experts_per_token: int = 0
+    type_vocab_size: int = 0  # BERT token types
+    dropout: float = 0.0  # hidden/attention dropout probability used in training
+    activation: str = ""  # GPT-2: "gelu_new" (python ops, saves 4 tensors) or a fused gelu
+    params_override: int = 0  # bare parameter count given by the user (model_from_params)
+    source: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if self.family not in FAMILIES:
+            raise ValueError(f"unknown model family {self.family!r}; use one of {FAMILIES}")
+        for label, value in (
+            ("vocab_size", self.vocab_size),
+            ("hidden_size", self.hidden_size),
+            ("num_layers", self.num_layers),
+            ("num_heads", self.num_heads),
+            ("intermediate_size", self.intermediate_size),
+        ):
+            if value <= 0:
+                raise ValueError(f"{label} must be positive, got {value}")
+        if self.num_kv_heads == 0:
+            object.__setattr__(self, "num_kv_heads", self.num_heads)
+        if self.head_dim == 0:
+            if self.hidden_size % self.num_heads:
+                raise ValueError(
+                    f"hidden_size {self.hidden_size} is not divisible by {self.num_heads} heads;"
+                    " give head_dim explicitly"
+                )
+            object.__setattr__(self, "head_dim", self.hidden_size // self.num_heads)
+        if self.num_heads % self.num_kv_heads:
+            raise ValueError(
+                f"{self.num_kv_heads} key/value heads do not divide {self.num_heads} attention heads"
+            )
+        if self.num_experts and not 0 < self.experts_per_token <= self.num_experts:
+            raise ValueError(
+                f"experts_per_token must be between 1 and num_experts={self.num_experts}"
+            )
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0
+
+    @property
+    def q_dim(self) -> int:
+        return self.num_heads * self.head_dim
+
+    @property
+    def kv_dim(self) -> int:
+        return self.num_kv_heads * self.head_dim
+
+    @property
+    def params(self) -> ParamCounts:
+        return count_params(self)
+
+
+def _linear(name, out_f, in_f, count, group, bias, expert=False, kind="linear"):
+    yield Tensor(name, (out_f, in_f), count, kind, group, expert)
+    if bias:
+        yield Tensor(name + ".bias", (out_f,), count, "bias", group, expert)
+
+
+def _llama_tensors(m: ModelSpec):
+    h, L, inter = m.hidden_size, m.num_layers, m.intermediate_size
+    yield Tensor("embed_tokens", (m.vocab_size, h), 1, "embedding", "embed")
+    yield from _linear("q_proj", m.q_dim, h, L, "layer", m.qkv_bias)
+    yield from _linear("k_proj", m.kv_dim, h, L, "layer", m.qkv_bias)
+    yield from _linear("v_proj", m.kv_dim, h, L, "layer", m.qkv_bias)
+    yield from _linear("o_proj", h, m.q_dim, L, "layer", m.o_bias)
+    yield Tensor("input_layernorm", (h,), L, "norm", "layer")
+    yield Tensor("post_attention_layernorm", (h,), L, "norm", "layer")
+    if m.is_moe:
+        e = m.num_experts
+        yield Tensor("router", (e, h), L, "router", "layer")
+        yield Tensor("gate_proj", (inter, h), L * e, "linear", "layer", True)
+        yield Tensor("up_proj", (inter, h), L * e, "linear", "layer", True)
+        yield Tensor("down_proj", (h, inter), L * e, "linear", "layer", True)
+    else:
+        yield from _linear("gate_proj", inter, h, L, "layer", m.mlp_bias)
+        yield from _linear("up_proj", inter, h, L, "layer", m.mlp_bias)
+        yield from _linear("down_proj", h, inter, L, "layer", m.mlp_bias)
+    yield Tensor("norm", (h,), 1, "norm", "final")
+    if not m.tie_word_embeddings:
+        yield Tensor("lm_head", (m.vocab_size, h), 1, "linear", "head")
+
+
+def _gpt2_tensors(m: ModelSpec):
+    h, L, inter = m.hidden_size, m.num_layers, m.intermediate_size
+    yield Tensor("wte", (m.vocab_size, h), 1, "embedding", "embed")
+    yield Tensor("wpe", (m.max_position_embeddings, h), 1, "embedding", "embed")
+    for ln in ("ln_1", "ln_2"):
+        yield Tensor(ln, (h,), L, "norm", "layer")
+        yield Tensor(ln + ".bias", (h,), L, "norm", "layer")
+    yield from _linear("c_attn", 3 * h, h, L, "layer", True)
+    yield from _linear("attn.c_proj", h, h, L, "layer", True)
+    yield from _linear("c_fc", inter, h, L, "layer", True)
+    yield from _linear("mlp.c_proj", h, inter, L, "layer", True)
+    yield Tensor("ln_f", (h,), 1, "norm", "final")
+    yield Tensor("ln_f.bias", (h,), 1, "norm", "final")
+    if not m.tie_word_embeddings:
+        yield Tensor("lm_head", (m.vocab_size, h), 1, "linear", "head")
+
+
+def _bert_tensors(m: ModelSpec):
+    h, L, inter = m.hidden_size, m.num_layers, m.intermediate_size
+    yield Tensor("word_embeddings", (m.vocab_size, h), 1, "embedding", "embed")
+    yield Tensor("position_embeddings", (m.max_position_embeddings, h), 1, "embedding", "embed")
+    if m.type_vocab_size:
+        yield Tensor("token_type_embeddings", (m.type_vocab_size, h), 1, "embedding", "embed")
+    yield Tensor("embeddings.LayerNorm", (2 * h,), 1, "norm", "embed")
+    for name in ("query", "key", "value", "attention.output.dense"):
+        yield from _linear(name, h, h, L, "layer", True)
+    yield from _linear("intermediate.dense", inter, h, L, "layer", True)
+    yield from _linear("output.dense", h, inter, L, "layer", True)
+    yield Tensor("attention.output.LayerNorm", (2 * h,), L, "norm", "layer")
+    yield Tensor("output.LayerNorm", (2 * h,), L, "norm", "layer")
+    # BertForMaskedLM head: transform (dense + LayerNorm), decoder tied to word embeddings.
+    yield from _linear("cls.transform.dense", h, h, 1, "head", True)
+    yield Tensor("cls.transform.LayerNorm", (2 * h,), 1, "norm", "head")
+    yield Tensor("cls.decoder.bias", (m.vocab_size,), 1, "bias", "head")
+    if not m.tie_word_embeddings:
+        yield Tensor("cls.decoder", (m.vocab_size, h), 1, "linear", "head")
+
+
+@lru_cache(maxsize=512)
+def param_tensors(model: ModelSpec) -> tuple[Tensor, ...]:
+    """Every parameter tensor of the model (HF layout), with multiplicities."""
+    maker = {"llama": _llama_tensors, "gpt2": _gpt2_tensors, "bert": _bert_tensors}[model.family]
+    return tuple(maker(model))
+
+
+@lru_cache(maxsize=512)
+def count_params(model: ModelSpec) -> ParamCounts:
+    tensors = param_tensors(model)
+    total = sum(t.total for t in tensors)
+    active = total
+    if model.is_moe:
+        expert = sum(t.total for t in tensors if t.expert)
+        active = total - expert + expert * model.experts_per_token // model.num_experts
+    if model.params_override:
+        scale = model.params_override / total
+        total, active = model.params_override, round(active * scale)
+    return ParamCounts(total=total, trainable=total, active=active)
+
+
+@lru_cache(maxsize=512)
+def arch_scale(model: ModelSpec) -> float:
+    """params_override / architecture count (1.0 unless the count was given bare)."""
+    if not model.params_override:
+        return 1.0
+    return model.params_override / sum(t.total for t in param_tensors(model))
+
+
+@lru_cache(maxsize=512)
+def layer_params(model: ModelSpec) -> int:
+    """Parameters of one transformer layer (all experts included)."""
+    n = sum(t.total for t in param_tensors(model) if t.group == "layer") // model.num_layers
+    return round(n * arch_scale(model))
+
+
+def model_from_params(
+    params: int,
+    layers: int,
+    hidden: int,
+    heads: int,
+    vocab: int,
+    *,
+    kv_heads: int = 0,
+    intermediate: int = 0,
+    family: str = "llama",
+    tie_word_embeddings: bool = False,
+    max_position_embeddings: int = 4096,
+    name: str = "custom",
+) -> ModelSpec:
+    """A model known by its parameter count and shape.
+
+    The MLP width is solved so that the architecture has ``params`` parameters (unless
+    ``intermediate`` is given); the reported parameter count is exactly ``params``.
+    """
+    if params <= 0:
+        raise ValueError(f"params must be positive, got {params}")
+    base = ModelSpec(
+        name=name, family=family, vocab_size=vocab, hidden_size=hidden, num_layers=layers,
+        num_heads=heads, num_kv_heads=kv_heads, intermediate_size=1,
+        tie_word_embeddings=tie_word_embeddings, max_position_embeddings=max_position_embeddings,
+    )
+    if not intermediate:
+        fixed = count_params(base).total
+        per_unit = (count_params(_with_intermediate(base, 2)).total - fixed)
+        intermediate = max(1, round((params - fixed) / per_unit) + 1)
+    spec = _with_intermediate(base, intermediate)
+    return ModelSpec(**{**_fields(spec), "params_override": int(params)})
+
+
+def _fields(spec: ModelSpec) -> dict:
+    return {k: getattr(spec, k) for k in spec.__dataclass_fields__}
+
+
+def _with_intermediate(spec: ModelSpec, inter: int) -> ModelSpec:
+    return ModelSpec(**{**_fields(spec), "intermediate_size": inter})

@@ -1,0 +1,259 @@
+"""recommend(): workload + goal + catalog -> ranked plans with explanations."""
+
+from __future__ import annotations
+
+from portal.sizing.estimator import ModelSpec, ParallelConfig, TrainingConfig, estimate, get_preset
+
+from . import explain, infra
+from .catalog import CatalogData
+from .pareto import pareto_front, rank
+from .search import Candidate, Miss, Searcher, Size, make_gpu, make_link, naive_best, size_price_hourly
+from .strategies import get_strategy
+from .types import Goal, MemoryBreakdown, Plan, Point, Recommendation, Rejection, SearchOptions, Workload
+
+MAX_REJECTIONS = 6  # smaller server sizes explained
+
+
+def resolve_model(model: str | ModelSpec) -> ModelSpec:
+    return model if isinstance(model, ModelSpec) else get_preset(model)
+
+
+def _probe(model: ModelSpec, workload: Workload, catalog: CatalogData, options: SearchOptions):
+    """A few estimator calls that do not depend on the layout: the planning MFU, hardware
+    FLOPs per token for each checkpointing level, and checkpoint sizes. Also validates the
+    workload against the model (e.g. seq_len beyond learned positions)."""
+    gpus = [g for g in catalog.gpus if _supports(g, workload.precision)]
+    if not gpus:
+        raise ValueError(f"no GPU in the catalog supports precision={workload.precision!r}; pick bf16-mixed")
+    gpu = make_gpu(gpus[0])
+    flops, mfu = {}, 0.0
+    for ckpt in options.checkpointing:
+        tc = TrainingConfig(precision=workload.precision, optimizer=workload.optimizer,
+                            seq_len=workload.seq_len, checkpointing=ckpt, finetune=workload.finetune,
+                            lora_rank=workload.lora_rank or 16)
+        est = estimate(model, tc, ParallelConfig(), gpu=gpu)
+        flops[ckpt], mfu = est.compute.hardware_flops_per_token, est.compute.mfu
+    states = [estimate(model, tc, ParallelConfig(dp=2, sharding=sh)).checkpoint for sh in ("none", "zero3")]
+    full = max(c.full_state_bytes for c in states)
+    model_only = max(c.model_only_bytes for c in states)
+    return mfu, flops, full, model_only
+
+
+def _supports(gpu, precision: str) -> bool:
+    if precision == "fp8":
+        return bool(gpu.fp8_tflops)
+    if precision == "fp32":
+        return bool(gpu.fp32_tflops)
+    return True
+
+
+def build_sizes(workload: Workload, catalog: CatalogData, options: SearchOptions, nvme_monthly: float,
+                storage_monthly: float) -> list[Size]:
+    single = infra.single_node_network(catalog.networks, workload.dataset_bytes)
+    multi = infra.multi_node_networks(catalog.networks)
+    sizes = []
+    for sku in catalog.skus:
+        gpu = catalog.gpu(sku.gpu_slug)
+        if not _supports(gpu, workload.precision):
+            continue
+        est_gpu = make_gpu(gpu)
+        for nodes in sorted(set(options.node_counts)):
+            for net in ((single,) if nodes == 1 else multi):
+                price = size_price_hourly(sku, nodes, net, nvme_monthly, storage_monthly)
+                sizes.append(Size(sku, gpu, nodes, net, est_gpu, make_link(sku, gpu, nodes, net), price))
+    return sizes
+
+
+def recommend(workload: Workload, goal: Goal, catalog: CatalogData,
+              options: SearchOptions | None = None, *, exhaustive: bool = False) -> Recommendation:
+    """Search the catalog for configurations that fit, and rank them by the goal.
+
+    exhaustive=True runs the naive loop (every layout x micro-batch estimated, no pruning);
+    it exists for the benchmark and the equivalence test and gives the same plans.
+    """
+    if not isinstance(workload, Workload) or not isinstance(goal, Goal):
+        raise ValueError("recommend() takes a Workload and a Goal")
+    if not isinstance(catalog, CatalogData):
+        raise ValueError("recommend() takes the catalog as CatalogData (see portal.sizing.catalog_data)")
+    options = options or SearchOptions()
+    model = resolve_model(workload.model)
+    base_mfu, flops, full_state, model_only = _probe(model, workload, catalog, options)
+
+    nvme_need = infra.nvme_need_bytes(workload, full_state, model_only)
+    nvme, nvme_warning = infra.choose_nvme(catalog.nvme, nvme_need)
+    provider = infra.choose_storage(catalog.storage)
+    storage_tb = infra.storage_need_tb(full_state, model_only)
+    storage_monthly = storage_tb * provider.price_per_tb_monthly_usd if provider else 0.0
+    sizes = build_sizes(workload, catalog, options, nvme.price_monthly_usd if nvme else 0.0, storage_monthly)
+
+    searcher = Searcher(model, workload, options, base_mfu, flops)
+    if exhaustive:
+        states = []
+        for size in sizes:
+            st = searcher.start(size)
+            st.best = naive_best(searcher, size)
+            states.append(st)
+    else:
+        states = _search(searcher, sizes)
+    found: list[Candidate] = [st.best for st in states if st.best]
+    misses: list[tuple[Size, Miss]] = [(st.size, st.miss) for st in states if not st.best and st.miss]
+    if not found:
+        raise ValueError(_nothing_fits(model, misses))
+
+    def t(c):
+        return c.train_seconds
+
+    def c(x):
+        return x.price_total_usd
+
+    front = pareto_front(found, t, c)
+    ranked, goal_met = rank(front, goal, t, c, lambda x: x.train_hours)
+    extras = dict(nvme=nvme, nvme_warning=nvme_warning, provider=provider, storage_tb=storage_tb)
+    plans = tuple(_plan(x, workload, catalog, model, extras) for x in ranked[: options.top_n])
+    best = plans[0]
+    on_front = {id(x) for x in front}
+    points = tuple(
+        Point(x.size.sku.slug, x.size.gpu.slug, x.size.nodes, x.layout.strategy.name, x.layout.tp,
+              x.layout.pp,
+              x.micro_batch, x.layout.checkpointing, x.train_hours, x.price_total_usd,
+              x.estimate.per_gpu.total, id(x) in on_front)
+        for x in sorted(found, key=lambda x: (x.train_seconds, x.price_total_usd))
+    )
+    rejections = _rejections(misses, ranked[0])
+    data = infra.data_advice(workload, ranked[0].size.sku, ranked[0].size.nodes, ranked[0].size.network)
+    warnings = tuple(w for w in (nvme_warning, infra.network_warning(workload.dataset_bytes,
+                                                                      ranked[0].size.network)) if w)
+    return Recommendation(
+        goal=goal, goal_met=goal_met, plans=plans,
+        explanations=(explain.why(best, goal, goal_met, get_strategy(best.strategy).label),
+                      *(r.message for r in rejections)),
+        alternatives=_alternatives(front, ranked[0], workload, catalog, model, extras),
+        rejections=rejections, points=points, data=data, warnings=warnings,
+        candidates_evaluated=searcher.evaluated, estimator_calls=searcher.calls,
+        stats={"sizes": len(sizes), "feasible_sizes": len(found), "pareto": len(front)},
+    )
+
+
+def _search(searcher: Searcher, sizes: list[Size]) -> list:
+    """First a fitting configuration for every size (a feasible point each), then branch and
+    bound per size, stopped early once the size's remaining bound cannot reach the Pareto front
+    formed by the other sizes."""
+    states = [searcher.start(size) for size in sizes]
+    for st in states:
+        searcher.advance(st)
+    live = sorted((st for st in states if st.best), key=lambda st: st.best.train_seconds)
+
+    def time(x):
+        return x.train_seconds
+
+    def cost(x):
+        return x.price_total_usd
+
+    front = pareto_front([st.best for st in live], time, cost)
+    points = [(p.train_seconds, p.price_total_usd, p) for p in front]
+    for st in live:
+        own = st.best
+
+        def dominated(t: float, c: float, own=own, points=points) -> bool:
+            for pt, pc, p in points:
+                if pt <= t and pc <= c and (pt < t or pc < c) and p is not own:
+                    return True
+            return False
+
+        searcher.advance(st, dominated)
+        if st.best is not own:
+            front = pareto_front([*front, st.best], time, cost)
+            points = [(p.train_seconds, p.price_total_usd, p) for p in front]
+    return states
+
+
+def _plan(x: Candidate, workload: Workload, catalog: CatalogData, model: ModelSpec, extras: dict) -> Plan:
+    size, lay, est = x.size, x.layout, x.estimate
+    m = est.per_gpu
+    stack = infra.stack_config(lay.strategy, tp=lay.tp, pp=lay.pp, micro_batch=x.micro_batch,
+                               grad_accum=x.grad_accum, checkpointing=lay.checkpointing,
+                               precision=workload.precision, catalog=catalog)
+    warnings = []
+    if size.sku.stock_nodes is not None and size.sku.stock_nodes < size.nodes:
+        warnings.append(f"only {size.sku.stock_nodes} {size.sku.name} node(s) are ready in stock")
+    if size.network and size.network.on_request:
+        warnings.append(f"{size.network.name} is on request: staff check the fabric before approval")
+    nvme, provider = extras["nvme"], extras["provider"]
+    return Plan(
+        model=model.name, finetune=workload.finetune, precision=workload.precision,
+        sku=size.sku.slug, sku_name=size.sku.name, gpu=size.gpu.slug, gpu_name=size.gpu.name,
+        gpus_per_node=size.sku.gpus_per_node, nodes=size.nodes, interconnect=size.sku.interconnect,
+        network=size.network.slug if size.network else "", strategy=lay.strategy.name,
+        sharding=lay.strategy.sharding, offload=lay.strategy.offload, tp=lay.tp, pp=lay.pp, dp=x.dp,
+        micro_batch=x.micro_batch, grad_accum=x.grad_accum, checkpointing=lay.checkpointing,
+        memory=MemoryBreakdown(m.weights, m.gradients, m.optimizer_states, m.activations, m.logits_and_loss,
+                               m.gathered_buffers, m.framework_overhead, m.total, m.transient),
+        gpu_memory_bytes=size.gpu.memory_bytes, usable_memory_bytes=size.usable_bytes,
+        tokens_per_second=est.compute.tokens_per_second, step_seconds=est.compute.step_seconds,
+        comm_seconds=est.compute.exposed_comm_seconds, train_hours=x.train_hours,
+        price_hourly_usd=size.price_hourly_usd, price_total_usd=x.price_total_usd,
+        nvme_option=nvme.slug if nvme else "", nvme_tb=nvme.size_tb if nvme else 0,
+        raid=nvme.raid if nvme else "", storage_provider=provider.slug if provider else "",
+        storage_tb=extras["storage_tb"], stack=stack, mfu=x.mfu, cpu_bytes_per_node=est.cpu_bytes,
+        warnings=tuple(warnings),
+    )
+
+
+def _alternatives(front, chosen: Candidate, workload, catalog, model, extras) -> tuple[str, ...]:
+    ref = _plan(chosen, workload, catalog, model, extras)
+    cheaper = [x for x in front if x.price_total_usd < chosen.price_total_usd]
+    faster = [x for x in front if x.train_seconds < chosen.train_seconds]
+    out = []
+    if cheaper:
+        nxt = max(cheaper, key=lambda x: x.price_total_usd)
+        out.append(explain.alternative("Next cheaper", _plan(nxt, workload, catalog, model, extras), ref))
+    if faster:
+        nxt = max(faster, key=lambda x: x.train_seconds)
+        out.append(explain.alternative("Next faster", _plan(nxt, workload, catalog, model, extras), ref))
+    return tuple(out)
+
+
+def _rejections(misses: list[tuple[Size, Miss]], chosen: Candidate) -> tuple[Rejection, ...]:
+    """Server sizes smaller (fewer GPUs or cheaper per hour) than the chosen one that cannot run
+    the job, closest to fitting first; one line per SKU and node count."""
+    seen, out = set(), []
+    smaller = [(s, m) for s, m in misses
+               if s.world <= chosen.size.world or s.price_hourly_usd < chosen.size.price_hourly_usd]
+    smaller.sort(key=lambda sm: (sm[0].nodes, -sm[0].world * sm[0].gpu.memory_bytes, sm[0].price_hourly_usd))
+    for size, miss in smaller:
+        key = (size.sku.slug, size.nodes)
+        if key in seen:
+            continue
+        seen.add(key)
+        message = _rejection_text(size, miss)
+        out.append(Rejection(size.sku.slug, size.nodes, size.world, size.gpu.name, miss.needed_bytes,
+                             size.usable_bytes, miss.strategy.name, message))
+        if len(out) == MAX_REJECTIONS:
+            break
+    return tuple(out)
+
+
+def _label(miss: Miss) -> str:
+    label = miss.strategy.label
+    if miss.tp > 1:
+        label += f", TP {miss.tp}"
+    if miss.pp > 1:
+        label += f", PP {miss.pp}"
+    return label
+
+
+def _rejection_text(size: Size, miss: Miss) -> str:
+    return explain.rejection(
+        size.sku.gpus_per_node, size.gpu.name, size.gpu.memory_bytes, size.nodes, miss.needed_bytes,
+        size.usable_bytes, _label(miss), miss.offload_cpu_bytes,
+        miss.offload_strategy.label if miss.offload_strategy else "", size.host_ram_bytes)
+
+
+def _nothing_fits(model: ModelSpec, misses: list[tuple[Size, Miss]]) -> str:
+    if not misses:
+        return (f"no configuration in the catalog can train {model.name}: check the global batch"
+                " (it must split over the data-parallel ranks) and the sequence length")
+    size, miss = min(misses, key=lambda sm: sm[1].needed_bytes / sm[0].usable_bytes)
+    return (f"no server in the catalog fits {model.name} with these settings; closest: "
+            + _rejection_text(size, miss)
+            + ". Try LoRA/QLoRA, a shorter sequence or more nodes")

@@ -1,0 +1,332 @@
+"""Inputs (workload, goal, search options) and outputs (plans, recommendation)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from portal.sizing.estimator.models import ModelSpec
+
+GOALS = ("fastest", "cheapest", "deadline", "budget")
+FINETUNES = ("full", "lora", "qlora")
+PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16", "fp8")
+CHECKPOINTING = ("none", "selective", "full")
+
+# Search space (documented in docs/sizing.md). Node counts are powers of two so that the
+# global batch splits evenly; micro-batches are sequences per GPU per forward pass.
+NODE_COUNTS = (1, 2, 4, 8, 16, 32)
+MICRO_BATCHES = (1, 2, 4, 8, 16, 32, 64)
+TP_SIZES = (1, 2, 4, 8)
+PP_SIZES = (1, 2, 4, 8, 16)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What the customer wants to train.
+
+    model: a preset name (``llama-3.1-8b``) or an estimator ``ModelSpec``.
+    train_tokens: tokens to train on; when 0, ``epochs * dataset_tokens``.
+    """
+
+    model: str | ModelSpec
+    dataset_tokens: int
+    dataset_bytes: int = 0
+    dataset_files: int = 1
+    finetune: str = "full"
+    precision: str = "bf16-mixed"
+    optimizer: str = "adamw"
+    seq_len: int = 4096
+    global_batch_tokens: int = 4 * 2**20
+    epochs: float = 1.0
+    train_tokens: int = 0
+    lora_rank: int = 16
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.model, str | ModelSpec) or not self.model:
+            raise ValueError("model must be a preset name (e.g. 'llama-3.1-8b') or a ModelSpec")
+        if self.finetune not in FINETUNES:
+            raise ValueError(f"finetune={self.finetune!r} is not supported;"
+                             f" use one of {', '.join(FINETUNES)}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision={self.precision!r} is not supported;"
+                             f" use one of {', '.join(PRECISIONS)}")
+        for label in ("seq_len", "global_batch_tokens", "dataset_files"):
+            value = getattr(self, label)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{label} must be a whole number >= 1, got {value!r}")
+        for label in ("dataset_tokens", "dataset_bytes", "train_tokens", "lora_rank"):
+            value = getattr(self, label)
+            if not isinstance(value, int) or value < 0:
+                raise ValueError(f"{label} must be a whole number >= 0, got {value!r}")
+        if self.global_batch_tokens % self.seq_len:
+            raise ValueError(
+                f"global_batch_tokens={self.global_batch_tokens} is not a multiple of seq_len={self.seq_len};"
+                f" use e.g. {self.seq_len * max(1, round(self.global_batch_tokens / self.seq_len))}"
+            )
+        if not (isinstance(self.epochs, int | float) and math.isfinite(self.epochs) and self.epochs >= 0):
+            raise ValueError(f"epochs must be a number >= 0, got {self.epochs!r}")
+        if self.tokens_to_train <= 0:
+            raise ValueError("nothing to train: give dataset_tokens with epochs > 0, or train_tokens")
+
+    @property
+    def tokens_to_train(self) -> int:
+        return self.train_tokens or int(self.epochs * self.dataset_tokens)
+
+    @property
+    def global_batch_sequences(self) -> int:
+        return self.global_batch_tokens // self.seq_len
+
+    @property
+    def model_name(self) -> str:
+        return self.model if isinstance(self.model, str) else self.model.name
+
+
+@dataclass(frozen=True)
+class Goal:
+    """fastest | cheapest | deadline (least cost within deadline_hours) | budget (fastest within
+    budget_usd)."""
+
+    kind: str = "fastest"
+    deadline_hours: float | None = None
+    budget_usd: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in GOALS:
+            raise ValueError(f"goal={self.kind!r} is not supported; use one of {', '.join(GOALS)}")
+        if self.kind == "deadline" and not (self.deadline_hours and self.deadline_hours > 0):
+            raise ValueError("the 'deadline' goal needs deadline_hours > 0 (finish within how many hours?)")
+        if self.kind == "budget" and not (self.budget_usd and self.budget_usd > 0):
+            raise ValueError("the 'budget' goal needs budget_usd > 0 (how much may the job cost?)")
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    node_counts: tuple[int, ...] = NODE_COUNTS
+    micro_batches: tuple[int, ...] = MICRO_BATCHES
+    tp_sizes: tuple[int, ...] = TP_SIZES
+    pp_sizes: tuple[int, ...] = PP_SIZES
+    checkpointing: tuple[str, ...] = CHECKPOINTING
+    strategies: tuple[str, ...] = ()  # () = every strategy in search.STRATEGIES
+    top_n: int = 5
+
+    def __post_init__(self) -> None:
+        for label in ("node_counts", "micro_batches", "tp_sizes", "pp_sizes"):
+            values = getattr(self, label)
+            if not values or any(not isinstance(v, int) or v < 1 for v in values):
+                raise ValueError(f"{label} must be a non-empty tuple of whole numbers >= 1")
+        bad = [c for c in self.checkpointing if c not in CHECKPOINTING]
+        if bad or not self.checkpointing:
+            raise ValueError(f"checkpointing must be chosen from {CHECKPOINTING}")
+        if self.top_n < 1:
+            raise ValueError("top_n must be >= 1")
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    weights: int
+    gradients: int
+    optimizer_states: int
+    activations: int
+    logits_and_loss: int
+    gathered_buffers: int
+    framework_overhead: int
+    total: int
+    transient: int = 0  # peak temporaries (recompute, logits backward), part of total
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "weights": self.weights, "gradients": self.gradients,
+            "optimizer_states": self.optimizer_states, "activations": self.activations,
+            "logits_and_loss": self.logits_and_loss, "gathered_buffers": self.gathered_buffers,
+            "framework_overhead": self.framework_overhead, "transient": self.transient,
+        }
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    slug: str  # stack option slug: ddp | fsdp | deepspeed
+    name: str
+    settings: tuple[tuple[str, Any], ...]  # key config values, in order
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"slug": self.slug, "name": self.name, "settings": dict(self.settings)}
+
+
+@dataclass(frozen=True)
+class Plan:
+    model: str
+    finetune: str
+    precision: str
+    sku: str
+    sku_name: str
+    gpu: str
+    gpu_name: str
+    gpus_per_node: int
+    nodes: int
+    interconnect: str
+    network: str
+    strategy: str
+    sharding: str  # estimator sharding value
+    offload: str
+    tp: int
+    pp: int
+    dp: int
+    micro_batch: int
+    grad_accum: int
+    checkpointing: str
+    memory: MemoryBreakdown
+    gpu_memory_bytes: int
+    usable_memory_bytes: int
+    tokens_per_second: float
+    step_seconds: float
+    comm_seconds: float
+    train_hours: float
+    price_hourly_usd: float
+    price_total_usd: float
+    nvme_option: str
+    nvme_tb: float
+    raid: str
+    storage_provider: str
+    storage_tb: float
+    stack: StackConfig
+    mfu: float = 0.0
+    cpu_bytes_per_node: int = 0  # host RAM for offloaded state
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def gpus(self) -> int:
+        return self.gpus_per_node * self.nodes
+
+    @property
+    def headroom_bytes(self) -> int:
+        return self.usable_memory_bytes - self.memory.total
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model, "finetune": self.finetune, "precision": self.precision,
+            "sku": self.sku, "sku_name": self.sku_name, "gpu": self.gpu, "gpu_name": self.gpu_name,
+            "gpus_per_node": self.gpus_per_node, "nodes": self.nodes, "gpus": self.gpus,
+            "interconnect": self.interconnect, "network": self.network,
+            "strategy": self.strategy, "sharding": self.sharding, "offload": self.offload,
+            "tp": self.tp, "pp": self.pp, "dp": self.dp,
+            "micro_batch": self.micro_batch, "grad_accum": self.grad_accum,
+            "checkpointing": self.checkpointing,
+            "per_gpu_total_bytes": self.memory.total,
+            "gpu_memory_bytes": self.gpu_memory_bytes,
+            "usable_memory_bytes": self.usable_memory_bytes,
+            "headroom_bytes": self.headroom_bytes,
+            "memory_breakdown_bytes": self.memory.to_dict(),
+            "tokens_per_second": round(self.tokens_per_second, 1),
+            "step_seconds": round(self.step_seconds, 4),
+            "comm_seconds": round(self.comm_seconds, 4),
+            "cpu_bytes_per_node": self.cpu_bytes_per_node,
+            "mfu": round(self.mfu, 4),
+            "train_hours": round(self.train_hours, 3),
+            "price_hourly_usd": round(self.price_hourly_usd, 2),
+            "price_total_usd": round(self.price_total_usd, 2),
+            "nvme_option": self.nvme_option, "nvme_tb": self.nvme_tb, "raid": self.raid,
+            "storage_provider": self.storage_provider, "storage_tb": self.storage_tb,
+            "stack": self.stack.slug, "stack_settings": dict(self.stack.settings),
+            "warnings": list(self.warnings),
+        }
+
+
+@dataclass(frozen=True)
+class Point:
+    """One feasible configuration, for the cost-vs-time chart."""
+
+    sku: str
+    gpu: str
+    nodes: int
+    strategy: str
+    tp: int
+    pp: int
+    micro_batch: int
+    checkpointing: str
+    train_hours: float
+    price_total_usd: float
+    per_gpu_total_bytes: int
+    pareto: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "sku": self.sku, "gpu": self.gpu, "nodes": self.nodes, "strategy": self.strategy,
+            "tp": self.tp, "pp": self.pp, "micro_batch": self.micro_batch,
+            "checkpointing": self.checkpointing, "train_hours": round(self.train_hours, 3),
+            "price_total_usd": round(self.price_total_usd, 2),
+            "per_gpu_total_bytes": self.per_gpu_total_bytes, "pareto": self.pareto,
+        }
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A server size that cannot run the job: its best (smallest-memory) attempt."""
+
+    sku: str
+    nodes: int
+    gpus: int
+    gpu_name: str
+    needed_bytes: int
+    usable_bytes: int
+    strategy: str
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "sku": self.sku, "nodes": self.nodes, "gpus": self.gpus, "needed_bytes": self.needed_bytes,
+            "usable_bytes": self.usable_bytes, "strategy": self.strategy, "message": self.message,
+        }
+
+
+@dataclass(frozen=True)
+class DataAdvice:
+    format: str  # "as-is" | "webdataset"
+    shard_count: int
+    shard_bytes: int
+    dataloader_workers: int
+    dataset_arrival_hours: float
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": self.format, "shard_count": self.shard_count, "shard_bytes": self.shard_bytes,
+            "dataloader_workers": self.dataloader_workers,
+            "dataset_arrival_hours": round(self.dataset_arrival_hours, 2), "message": self.message,
+        }
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    goal: Goal
+    goal_met: bool
+    plans: tuple[Plan, ...]
+    explanations: tuple[str, ...]
+    alternatives: tuple[str, ...]
+    rejections: tuple[Rejection, ...]
+    points: tuple[Point, ...]
+    data: DataAdvice | None
+    warnings: tuple[str, ...] = ()
+    candidates_evaluated: int = 0
+    estimator_calls: int = 0
+    stats: dict[str, int] = field(default_factory=dict, compare=False)
+
+    @property
+    def best(self) -> Plan | None:
+        return self.plans[0] if self.plans else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "goal": {"kind": self.goal.kind, "deadline_hours": self.goal.deadline_hours,
+                     "budget_usd": self.goal.budget_usd},
+            "goal_met": self.goal_met,
+            "plans": [p.to_dict() for p in self.plans],
+            "explanations": list(self.explanations),
+            "alternatives": list(self.alternatives),
+            "rejections": [r.to_dict() for r in self.rejections],
+            "points": [p.to_dict() for p in self.points],
+            "data": self.data.to_dict() if self.data else None,
+            "warnings": list(self.warnings),
+            "candidates_evaluated": self.candidates_evaluated,
+            "estimator_calls": self.estimator_calls,
+        }

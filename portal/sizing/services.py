@@ -1,0 +1,290 @@
+"""Glue between the web (wizard, API) and the pure estimator and recommender.
+
+Models come from a preset, an uploaded config.json or a Hugging Face model id; workload and
+goal are built from plain values; the catalog is read from the database.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from dataclasses import dataclass
+from urllib.parse import urlparse
+
+from django.core import signing
+from django.core.cache import cache
+
+from portal.sizing.catalog_data import catalog_from_db
+from portal.sizing.estimator import (
+    Estimate,
+    ModelSpec,
+    ParallelConfig,
+    TrainingConfig,
+    estimate,
+    get_preset,
+    list_presets,
+    model_from_hf_config,
+)
+from portal.sizing.recommend import (
+    Goal,
+    Plan,
+    Recommendation,
+    SearchOptions,
+    Workload,
+    get_strategy,
+    recommend,
+)
+from portal.sizing.recommend.search import make_gpu, make_link
+
+MAX_CONFIG_BYTES = 256 * 1024
+HF_TIMEOUT_S = 5.0
+HF_CACHE_S = 24 * 3600
+CONFIG_SALT = "trainyard.sizing.config"
+
+
+class ModelSourceError(ValueError):
+    """A model could not be loaded; the message says what to do instead."""
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    spec: ModelSpec
+    label: str
+    config: dict | None = None  # the config.json it came from (uploads, Hugging Face)
+
+
+# --- Models -------------------------------------------------------------------------------
+def preset_names() -> list[str]:
+    return list_presets()
+
+
+def model_from_preset(name: str) -> LoadedModel:
+    name = (name or "").strip()
+    if name not in list_presets():
+        raise ModelSourceError(f"Unknown model {name!r}. Pick one of the presets, e.g. llama-3.1-8b, "
+                               "or upload its config.json.")
+    return LoadedModel(spec=get_preset(name), label=name)
+
+
+def model_from_config_text(text: bytes | str, *, name: str = "") -> LoadedModel:
+    """A model from the text of a Hugging Face config.json (uploaded or carried in a form)."""
+    if isinstance(text, bytes):
+        if len(text) > MAX_CONFIG_BYTES:
+            raise ModelSourceError("That file is too large for a config.json (over 256 KB).")
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ModelSourceError("That file is not text; upload the model's config.json.") from None
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ModelSourceError(
+            f"That config.json is not valid JSON (line {exc.lineno}: {exc.msg}).") from None
+    if not isinstance(config, dict):
+        raise ModelSourceError("A config.json holds a JSON object ({…}); this one does not.")
+    try:
+        spec = model_from_hf_config(config, name=name)
+    except (ValueError, TypeError) as exc:
+        raise ModelSourceError(f"Cannot read this config.json: {exc}.") from None
+    return LoadedModel(spec=spec, label=name or spec.name, config=config)
+
+
+def config_token(loaded: LoadedModel) -> str:
+    """An uploaded config.json, carried between wizard steps in a hidden field."""
+    return signing.dumps({"name": loaded.label, "config": loaded.config}, salt=CONFIG_SALT, compress=True)
+
+
+def model_from_config_token(token: str) -> LoadedModel:
+    try:
+        data = signing.loads(token, salt=CONFIG_SALT)
+    except signing.BadSignature:
+        raise ModelSourceError("The uploaded config.json was lost on the way; upload it again.") from None
+    return model_from_config_text(json.dumps(data["config"]), name=data["name"])
+
+
+def model_from_hf(repo_id: str) -> LoadedModel:
+    """Fetch config.json from the Hugging Face Hub (cached); a clear message when offline."""
+    repo_id = (repo_id or "").strip()
+    if not repo_id or repo_id.count("/") != 1 or " " in repo_id:
+        raise ModelSourceError("A Hugging Face model id looks like organisation/name, "
+                               "e.g. mistralai/Mistral-7B-v0.1.")
+    key = f"sizing:hf-config:{repo_id}"
+    text = cache.get(key)
+    if text is None:
+        text = _hf_download(repo_id)
+        cache.set(key, text, HF_CACHE_S)
+    return model_from_config_text(text, name=repo_id)
+
+
+def _hf_download(repo_id: str) -> str:
+    from huggingface_hub import constants, hf_hub_download
+    from huggingface_hub.errors import (
+        EntryNotFoundError,
+        GatedRepoError,
+        HfHubHTTPError,
+        RepositoryNotFoundError,
+    )
+
+    offline = ModelSourceError(
+        "Hugging Face cannot be reached from this server (it is offline). "
+        "Upload the model's config.json instead, or pick a preset.")
+    try:  # the local cache first: no network needed for a model fetched before
+        path = hf_hub_download(repo_id, "config.json", local_files_only=True)
+    except Exception:  # noqa: BLE001 - not cached, or any cache problem: go online
+        path = None
+    if path is None:
+        if constants.HF_HUB_OFFLINE or not _reachable(constants.ENDPOINT):
+            raise offline
+        try:
+            path = hf_hub_download(repo_id, "config.json", etag_timeout=HF_TIMEOUT_S)
+        except GatedRepoError:
+            raise ModelSourceError(
+                f"{repo_id} is gated on Hugging Face; upload its config.json instead.") from None
+        except RepositoryNotFoundError:
+            raise ModelSourceError(f"Hugging Face has no model {repo_id!r}; check the spelling.") from None
+        except EntryNotFoundError:
+            raise ModelSourceError(f"{repo_id} has no config.json; upload one instead.") from None
+        except (HfHubHTTPError, OSError):
+            raise offline from None
+    with open(path, encoding="utf-8") as fh:
+        return fh.read()
+
+
+def _reachable(endpoint: str) -> bool:
+    url = urlparse(endpoint)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        with socket.create_connection((url.hostname, port), timeout=HF_TIMEOUT_S / 2):
+            return True
+    except OSError:
+        return False
+
+
+# --- Recommendation -----------------------------------------------------------------------
+def catalog():
+    return catalog_from_db()
+
+
+def recommendation_run(*, workload: Workload, goal: Goal, options: SearchOptions | None = None,
+                       catalog_data=None) -> Recommendation:
+    """Raises ValueError (with a message for the user) when nothing fits or inputs clash."""
+    return recommend(workload, goal, catalog_data or catalog(), options)
+
+
+def recommendation_from_values(*, model: ModelSpec, workload: dict, goal: dict,
+                               options: dict) -> Recommendation:
+    """From plain values (the API): lists become tuples; the dataclasses check the rest."""
+    options = {k: tuple(v) if isinstance(v, list) else v for k, v in options.items()}
+    return recommendation_run(workload=Workload(**(workload | {"model": model})), goal=Goal(**goal),
+                              options=SearchOptions(**options))
+
+
+def strategy_label(name: str) -> str:
+    try:
+        return get_strategy(name).label
+    except ValueError:
+        return name
+
+
+INTERCONNECT_LABELS = {"pcie": "PCIe", "nvlink-bridge": "NVLink bridge", "nvswitch": "NVLink / NVSwitch"}
+RAID_LABELS = {"single": "single drive", "raid0": "RAID 0 (striped)", "raid10": "RAID 10 (striped mirrors)"}
+
+
+def plan_payload(plan: Plan | dict, *, workload: dict | None = None, catalog_data=None) -> dict:
+    """The plan as stored with a quote: the recommender's JSON plus labels and the workload."""
+    out = dict(plan if isinstance(plan, dict) else plan.to_dict())
+    out["strategy_label"] = strategy_label(out.get("strategy", ""))
+    out["interconnect_label"] = INTERCONNECT_LABELS.get(out.get("interconnect"), out.get("interconnect", ""))
+    out["raid_label"] = RAID_LABELS.get(out.get("raid"), out.get("raid", ""))
+    if catalog_data is not None:
+        names = {o.slug: o.name for o in (*catalog_data.networks, *catalog_data.storage, *catalog_data.stack)}
+        out["network_name"] = names.get(out.get("network"), out.get("network", ""))
+        out["storage_provider_name"] = names.get(out.get("storage_provider"), "")
+        out["stack_name"] = names.get(out.get("stack"), out.get("stack", ""))
+    if workload:
+        out["workload"] = workload
+    return out
+
+
+# --- Estimate (API) -----------------------------------------------------------------------
+def estimate_run(*, model: ModelSpec, training: dict, parallel: dict, gpu_slug: str | None = None,
+                 sku_slug: str | None = None, network_slug: str | None = None,
+                 train_tokens: float | None = None) -> Estimate:
+    """One estimator call. A catalog GPU makes it timed; a SKU also sets the links, like the
+    recommender does (NVLink or PCIe inside a node, the network option between nodes)."""
+    gpu, link = None, None
+    if sku_slug or gpu_slug:
+        data = catalog()
+        sku = data.sku(sku_slug) if sku_slug else None
+        spec = data.gpu(sku.gpu_slug if sku else gpu_slug)
+        gpu = make_gpu(spec)
+        if sku:
+            parallel_config = ParallelConfig(**parallel)
+            nodes = max(1, -(-parallel_config.world_size // sku.gpus_per_node))
+            network = data.network(network_slug) if network_slug else None
+            link = make_link(sku, spec, nodes, network)
+    return estimate(model, TrainingConfig(**training), ParallelConfig(**parallel), gpu=gpu,
+                    interconnect=link, train_tokens=train_tokens)
+
+
+# --- Wizard -------------------------------------------------------------------------------
+def wizard_context(form, step: str) -> dict:
+    """Everything the wizard templates show for `step`; results only when the inputs are valid."""
+    from portal.orders.quotes import plan_sign
+    from portal.sizing import charts
+    from portal.sizing.forms import STEPS
+
+    names = [s[0] for s in STEPS]
+    context = {
+        "form": form, "step": step, "step_index": names.index(step),
+        "steps": [{"name": n, "label": label, "done": i < names.index(step), "current": n == step}
+                  for i, (n, label, _f) in enumerate(STEPS)],
+        "presets": [(name, get_preset(name).params.total) for name in preset_names()],
+        "step_fields": {n: fields for n, _l, fields in STEPS},
+        "recommendation": None, "error": None,
+    }
+    if step != "results" or not form.is_bound or not form.is_valid():
+        return context
+    try:
+        data = catalog()
+        rec = recommendation_run(workload=form.workload(), goal=form.goal_spec(),
+                                 options=form.search_options(), catalog_data=data)
+    except ValueError as exc:
+        context["error"] = str(exc)
+        return context
+    summary = form.summary()
+    plans = [plan_payload(p, workload=summary, catalog_data=data) for p in rec.plans]
+    for i, plan in enumerate(plans):
+        plan["rank"] = i + 1
+        plan["label"] = charts.plan_label(plan)
+        plan["token"] = plan_sign(plan)
+        plan["parts"] = charts.memory_parts(plan)
+    points = [p.to_dict() for p in rec.points]
+    context.update({
+        "recommendation": rec, "plans": plans, "best": plans[0], "model": form.loaded,
+        "memory_chart": charts.memory_chart(plans), "memory_legend": charts.memory_legend(plans),
+        "cost_chart": charts.cost_time_chart(points, plans), "point_count": len(points),
+        "pareto_count": sum(1 for p in points if p["pareto"]),
+    })
+    return context
+
+
+def wizard_url(workload: dict | None) -> str:
+    """A link back to the wizard's results for the inputs stored with a plan (presets only)."""
+    from urllib.parse import urlencode
+
+    from django.urls import reverse
+
+    base = reverse("sizing:wizard")
+    if not workload or workload.get("model_source") != "preset":
+        return base
+    params = {"preset": workload.get("model")}
+    for key in ("finetune", "precision", "seq_len", "dataset_tokens", "dataset_files", "epochs", "goal",
+                "deadline_hours", "budget_usd"):
+        if workload.get(key) not in (None, ""):
+            params[key] = workload[key]
+    if workload.get("train_tokens"):
+        params["train_tokens"] = workload["train_tokens"]
+    if workload.get("global_batch_tokens") and workload.get("seq_len"):
+        params["global_batch_seqs"] = workload["global_batch_tokens"] // workload["seq_len"]
+    return f"{base}?{urlencode(params)}"

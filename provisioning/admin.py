@@ -1,0 +1,100 @@
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+
+from portal.orders.states import DomainError
+from provisioning import services
+from provisioning.models import HealthCheck, Node, NodeEvent, ProvisioningRun, StepRun
+
+
+class NodeEventInline(admin.TabularInline):
+    model = NodeEvent
+    extra = 0
+    can_delete = False
+    readonly_fields = ("at", "actor", "transition", "from_state", "to_state", "order", "note")
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Node)
+class NodeAdmin(admin.ModelAdmin):
+    list_display = ("hostname", "sku", "state", "fabric_group", "driver", "order",
+                    "management_address")
+    list_filter = ("state", "sku", "fabric_group", "driver")
+    search_fields = ("hostname", "management_address", "notes")
+    readonly_fields = ("state", "state_changed_at", "order", "reserved_until", "created_at")
+    inlines = [NodeEventInline]
+    actions = ["accept", "maintenance", "return_to_service", "health_check"]
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        try:
+            node = services.node_enrol(
+                by=request.user, sku=obj.sku, hostname=obj.hostname,
+                management_address=obj.management_address, driver=obj.driver,
+                fabric_group=obj.fabric_group, nvme_devices=obj.nvme_devices,
+                driver_options=obj.driver_options, notes=obj.notes)
+        except DomainError as exc:
+            self.message_user(request, str(exc), messages.ERROR)
+            return
+        obj.pk = node.pk
+
+    def _each(self, request, queryset, fn, done: str):
+        ok = 0
+        for node in queryset:
+            try:
+                fn(node=node, by=request.user)
+                ok += 1
+            except (DomainError, PermissionDenied) as exc:
+                self.message_user(request, f"{node.hostname}: {exc}", messages.ERROR)
+        if ok:
+            self.message_user(request, f"{ok} node(s) {done}.")
+
+    @admin.action(description="Accept into stock (enrolled → ready)")
+    def accept(self, request, queryset):
+        self._each(request, queryset, services.node_accept, "accepted into stock")
+
+    @admin.action(description="Put into maintenance")
+    def maintenance(self, request, queryset):
+        self._each(request, queryset, services.node_set_maintenance, "put into maintenance")
+
+    @admin.action(description="Return to service (maintenance → ready)")
+    def return_to_service(self, request, queryset):
+        self._each(request, queryset, services.node_return_to_service, "returned to service")
+
+    @admin.action(description="Run a health check now")
+    def health_check(self, request, queryset):
+        for node in queryset:
+            check = services.node_health_check(node=node)
+            self.message_user(request, f"{node.hostname}: {'ok' if check.ok else '; '.join(check.problems)}")
+
+
+class StepRunInline(admin.TabularInline):
+    model = StepRun
+    extra = 0
+    can_delete = False
+    fields = ("node", "step", "status", "attempts", "started_at", "finished_at", "error")
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(ProvisioningRun)
+class ProvisioningRunAdmin(admin.ModelAdmin):
+    list_display = ("pk", "order", "kind", "status", "created_at", "finished_at")
+    list_filter = ("kind", "status")
+    search_fields = ("order__reference",)
+    readonly_fields = ("order", "kind", "status", "created_by", "created_at", "started_at",
+                       "finished_at", "error")
+    inlines = [StepRunInline]
+
+
+@admin.register(HealthCheck)
+class HealthCheckAdmin(admin.ModelAdmin):
+    list_display = ("node", "at", "ok", "gpu_count", "expected_gpu_count", "max_temperature_c",
+                    "ecc_errors")
+    list_filter = ("ok",)
+    search_fields = ("node__hostname",)

@@ -1,0 +1,67 @@
+"""Node drivers, chosen by name through ``settings.NODE_DRIVERS`` (dotted paths, imported lazily)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.module_loading import import_string
+
+from provisioning.drivers.base import (
+    DriverError,
+    GpuReading,
+    HealthReport,
+    NodeDriver,
+    NodeTarget,
+    RunResult,
+)
+
+__all__ = ["DriverError", "GpuReading", "HealthReport", "NodeDriver", "NodeTarget", "RunResult",
+           "driver_class", "driver_for", "driver_names", "secret_option_paths"]
+
+# Option names that hold secrets. They come from settings (secret files), never from the
+# plain-text ``Node.driver_options`` column.
+SECRET_OPTION_KEYS = frozenset({"private_key", "private_key_passphrase", "passphrase", "password",
+                                "secret_key"})
+
+
+def secret_option_paths(options, prefix: str = "") -> list[str]:
+    """Where ``options`` (a node's driver_options) holds a secret, e.g. ``["ipmi.password"]``."""
+    found = []
+    for key, value in (options.items() if isinstance(options, dict) else ()):
+        path = f"{prefix}{key}"
+        if str(key).lower() in SECRET_OPTION_KEYS:
+            found.append(path)
+        elif isinstance(value, dict):
+            found += secret_option_paths(value, prefix=f"{path}.")
+    return found
+
+
+def driver_names() -> list[str]:
+    return list(settings.NODE_DRIVERS)
+
+
+def driver_class(name: str) -> type[NodeDriver]:
+    try:
+        path = settings.NODE_DRIVERS[name]
+    except KeyError:
+        raise ImproperlyConfigured(
+            f"unknown node driver {name!r}; NODE_DRIVERS has {', '.join(settings.NODE_DRIVERS)}"
+        ) from None
+    try:
+        return import_string(path)
+    except ImportError as exc:
+        raise ImproperlyConfigured(f"node driver {name!r} ({path}) cannot be imported: {exc}") from exc
+
+
+def driver_for(node) -> NodeDriver:
+    """A driver instance for a ``provisioning.Node``: settings options overlaid by the node's."""
+    options = dict(getattr(settings, "NODE_DRIVER_OPTIONS", {}).get(node.driver, {}))
+    options.update(node.driver_options or {})
+    target = NodeTarget(
+        hostname=node.hostname,
+        address=node.management_address,
+        gpu_count=node.sku.gpu_count,
+        gpu_name=node.sku.gpu.name,
+        options=options,
+    )
+    return driver_class(node.driver)(target)

@@ -1,0 +1,118 @@
+"""The contract every node driver implements. Drivers do the I/O; the pipeline decides.
+
+A driver is built for one node: ``DriverClass(target: NodeTarget)``. ``target.options`` is
+``settings.NODE_DRIVER_OPTIONS[name]`` overlaid with the node's own ``driver_options`` JSON
+(e.g. ssh port, user, pinned host key; for the simulated driver delays and failure injection).
+
+Errors: raise :class:`DriverError` with ``permanent=True`` when retrying cannot help (bad
+credentials, host key mismatch, unknown image) and ``permanent=False`` for what may pass
+(connection refused, timeout, node busy). A script that ran and exited non-zero is not a
+driver error: ``run`` returns its exit status and the pipeline decides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+LineCallback = Callable[[str], None]
+PowerAction = Literal["on", "off", "reboot"]
+POWER_ACTIONS: tuple[str, ...] = ("on", "off", "reboot")
+
+
+class DriverError(Exception):
+    """A driver could not do what was asked. ``permanent`` says whether a retry can help."""
+
+    def __init__(self, message: str, *, permanent: bool = False):
+        super().__init__(message)
+        self.message = message
+        self.permanent = permanent
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclass(frozen=True)
+class NodeTarget:
+    """What a driver needs to know about the node it acts on."""
+
+    hostname: str
+    address: str  # management address: "host" or "host:port"
+    gpu_count: int = 0  # what the SKU promises; health() reports what is there
+    gpu_name: str = ""
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+RETRY_EXIT_STATUS = 75  # sysexits.h EX_TEMPFAIL: a script asks to be run again later
+
+
+@dataclass(frozen=True)
+class RunResult:
+    exit_status: int
+    output_tail: tuple[str, ...] = ()  # the last lines, for an error message
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_status == 0
+
+    @property
+    def asks_retry(self) -> bool:
+        return self.exit_status == RETRY_EXIT_STATUS
+
+
+@dataclass(frozen=True)
+class GpuReading:
+    index: int
+    name: str
+    temperature_c: float
+    ecc_errors: int  # uncorrected ECC errors (volatile)
+    memory_total_mib: int | None = None
+
+
+@dataclass(frozen=True)
+class HealthReport:
+    gpus: tuple[GpuReading, ...]
+    raw: str = ""  # the tool's own output (nvidia-smi CSV), for operators
+
+    @property
+    def gpu_count(self) -> int:
+        return len(self.gpus)
+
+    @property
+    def max_temperature_c(self) -> float | None:
+        return max((g.temperature_c for g in self.gpus), default=None)
+
+    @property
+    def ecc_errors(self) -> int:
+        return sum(g.ecc_errors for g in self.gpus)
+
+
+@runtime_checkable
+class NodeDriver(Protocol):
+    """One node's hands. Every method may raise DriverError."""
+
+    name: str  # "simulated", "ssh", …
+
+    def __init__(self, target: NodeTarget) -> None: ...
+
+    def deploy_os(self, *, image: str, on_line: LineCallback) -> None:
+        """(Re)installs the operating system image; streams progress lines to ``on_line``."""
+        ...
+
+    def run(self, script: str, *, name: str, on_line: LineCallback,
+            env: Mapping[str, str] | None = None, timeout_s: float = 1800) -> RunResult:
+        """Runs a shell script on the node, streaming each output line to ``on_line``.
+
+        ``name`` labels the script in logs and lets test drivers inject faults by step.
+        A non-zero exit is returned, not raised; a timeout raises DriverError (transient).
+        """
+        ...
+
+    def power(self, action: PowerAction) -> None:
+        """on, off or reboot; returns when the node has acknowledged."""
+        ...
+
+    def health(self) -> HealthReport:
+        """GPU count, temperature and ECC errors, e.g. from ``nvidia-smi --query-gpu``."""
+        ...

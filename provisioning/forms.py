@@ -1,0 +1,88 @@
+"""Staff forms: approve / reject in the queue, swap a node, enrol a node, maintenance notes."""
+
+from django import forms
+
+from portal.catalog.models import ServerSKU
+from provisioning.drivers import driver_names
+from provisioning.models import Node
+
+
+class NodeChoices(forms.ModelMultipleChoiceField):
+    def label_from_instance(self, node):
+        group = f" · fabric {node.fabric_group}" if node.fabric_group else ""
+        return f"{node.hostname}{group}"
+
+
+class ApproveForm(forms.Form):
+    """Any node may be posted; the service says why a node of another SKU or state is wrong."""
+
+    nodes = NodeChoices(queryset=Node.objects.select_related("sku"), required=False,
+                        widget=forms.CheckboxSelectMultiple, label="Nodes",
+                        help_text="The suggested nodes are ticked. Leave all unticked to take the "
+                                  "suggestion as it stands when you approve.")
+    note = forms.CharField(label="Note (optional)", required=False, max_length=500)
+
+    def __init__(self, *args, order, eligible=(), **kwargs):
+        super().__init__(*args, prefix=f"approve-{order.pk}", **kwargs)
+        self.order = order
+        self.eligible = list(eligible)  # the ready nodes of the SKU, shown as checkboxes
+
+
+class RejectForm(forms.Form):
+    reason = forms.CharField(
+        label="Reason the customer reads", max_length=2000, widget=forms.Textarea(attrs={"rows": 3}),
+        error_messages={"required": "Give the customer a reason for the rejection."},
+        help_text="e.g. “No H100 nodes free until next week; a 4× A100 80GB fits this job.”")
+
+    def __init__(self, *args, order, **kwargs):
+        super().__init__(*args, prefix=f"reject-{order.pk}", **kwargs)
+        self.order = order
+
+
+class SwapForm(forms.Form):
+    node = forms.ModelChoiceField(queryset=Node.objects.all(), widget=forms.HiddenInput)
+    replacement = forms.ModelChoiceField(
+        queryset=Node.objects.select_related("sku"), required=False, label="Replacement",
+        empty_label="Pick automatically (same SKU and fabric)")
+    note = forms.CharField(label="Note (optional)", required=False, max_length=500)
+
+
+class NodeEnrolForm(forms.Form):
+    hostname = forms.CharField(max_length=120, help_text="Unique, e.g. gpu-h100-a07.")
+    sku = forms.ModelChoiceField(queryset=ServerSKU.objects.filter(is_active=True).select_related("gpu"),
+                                 label="Server SKU", empty_label=None)
+    management_address = forms.CharField(max_length=255, label="Management address",
+                                         help_text="host or host:port the driver connects to.")
+    driver = forms.ChoiceField(choices=(), initial="simulated",
+                               help_text="How we reach the node: simulated (demo, tests) or ssh.")
+    fabric_group = forms.CharField(max_length=60, required=False, label="Fabric group",
+                                   help_text="Nodes of one cluster order share a fabric group "
+                                             "(e.g. the InfiniBand leaf). Empty for stand-alone nodes.")
+    nvme_devices = forms.CharField(required=False, label="NVMe data devices",
+                                   help_text="Comma or space separated, e.g. /dev/nvme1n1 /dev/nvme2n1.")
+    notes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    ready = forms.BooleanField(required=False, initial=True, label="Accept into stock now",
+                               help_text="Leave unticked to keep it enrolled until it has been checked.")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["driver"].choices = [(name, name) for name in driver_names()]
+        self.fields["sku"].label_from_instance = lambda s: f"{s.name}"
+
+    def clean_hostname(self):
+        hostname = self.cleaned_data["hostname"].strip()
+        if Node.objects.filter(hostname__iexact=hostname).exists():
+            raise forms.ValidationError(f"A node named {hostname} is already enrolled; hostnames "
+                                        f"are unique.")
+        return hostname
+
+    def clean_nvme_devices(self):
+        raw = self.cleaned_data["nvme_devices"].replace(",", " ").split()
+        bad = [d for d in raw if not d.startswith("/dev/")]
+        if bad:
+            raise forms.ValidationError(f"Device paths start with /dev/: {', '.join(bad)}.")
+        return raw
+
+
+class NodeNoteForm(forms.Form):
+    note = forms.CharField(label="Note (optional)", required=False, max_length=500)

@@ -1,0 +1,153 @@
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+
+from provisioning.states import NodeState, RunKind, RunStatus, StepStatus
+
+
+def _default_driver() -> str:
+    return settings.DEFAULT_NODE_DRIVER
+
+
+class Node(models.Model):
+    """A bare-metal server in inventory. Its state changes only through provisioning.services."""
+
+    hostname = models.CharField(max_length=120, unique=True)
+    sku = models.ForeignKey("catalog.ServerSKU", on_delete=models.PROTECT, related_name="nodes")
+    management_address = models.CharField(max_length=255,
+                                          help_text="host or host:port the driver connects to")
+    driver = models.CharField(max_length=32, default=_default_driver,
+                              help_text="A key of settings.NODE_DRIVERS: simulated, ssh, …")
+    driver_options = models.JSONField(default=dict, blank=True,
+                                      help_text="Per-node driver options (no secrets).")
+    fabric_group = models.CharField(max_length=60, blank=True, db_index=True,
+                                    help_text="Nodes of one cluster order share a fabric group.")
+    nvme_devices = models.JSONField(default=list, blank=True,
+                                    help_text='e.g. ["/dev/nvme0n1", "/dev/nvme1n1"]')
+    notes = models.TextField(blank=True)
+    state = models.CharField(max_length=20, choices=NodeState.choices, default=NodeState.ENROLLED,
+                             db_index=True)
+    state_changed_at = models.DateTimeField(auto_now_add=True)
+    order = models.ForeignKey("orders.Order", null=True, blank=True, on_delete=models.SET_NULL,
+                              related_name="nodes", help_text="The order this node serves.")
+    reserved_until = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["hostname"]
+        indexes = [models.Index(fields=["sku", "state"])]
+
+    def __str__(self) -> str:
+        return self.hostname
+
+    def clean(self) -> None:
+        from provisioning.drivers import secret_option_paths
+
+        if secrets := secret_option_paths(self.driver_options):
+            raise ValidationError({"driver_options": (
+                f"{', '.join(secrets)}: secrets are not stored in driver options (a plain-text "
+                f"column); give the driver its key through SSH_PRIVATE_KEY_FILE.")})
+
+
+class NodeEvent(models.Model):
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="events")
+    at = models.DateTimeField(auto_now_add=True)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                              on_delete=models.SET_NULL, related_name="+")
+    transition = models.CharField(max_length=40)
+    from_state = models.CharField(max_length=20, choices=NodeState.choices)
+    to_state = models.CharField(max_length=20, choices=NodeState.choices)
+    order = models.ForeignKey("orders.Order", null=True, blank=True, on_delete=models.SET_NULL,
+                              related_name="+")
+    note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["at", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.node}: {self.from_state} → {self.to_state}"
+
+
+class ProvisioningRun(models.Model):
+    """One piece of background work on an order's nodes: provision, terminate, reboot, …"""
+
+    order = models.ForeignKey("orders.Order", on_delete=models.CASCADE, related_name="runs")
+    kind = models.CharField(max_length=20, choices=RunKind.choices)
+    status = models.CharField(max_length=12, choices=RunStatus.choices, default=RunStatus.PENDING,
+                              db_index=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} #{self.pk} of {self.order}"
+
+
+class StepRun(models.Model):
+    """One step of a run on one node. The (run, node, step) key makes each step happen once."""
+
+    run = models.ForeignKey(ProvisioningRun, on_delete=models.CASCADE, related_name="steps")
+    node = models.ForeignKey(Node, on_delete=models.PROTECT, related_name="step_runs")
+    step = models.CharField(max_length=32)
+    position = models.PositiveSmallIntegerField()
+    status = models.CharField(max_length=12, choices=StepStatus.choices,
+                              default=StepStatus.PENDING, db_index=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    claimed_by = models.CharField(max_length=64, blank=True,
+                                  help_text="Token of the task execution holding the step.")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    retry_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True, help_text="Why the last attempt failed, for staff.")
+    result = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["run", "node", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "node", "step"], name="one_steprun_per_run_node_step"),
+        ]
+        indexes = [models.Index(fields=["status", "lease_expires_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.step} on {self.node_id} ({self.status})"
+
+
+class StepLogLine(models.Model):
+    """Output of a step, line by line, as the driver streamed it."""
+
+    step_run = models.ForeignKey(StepRun, on_delete=models.CASCADE, related_name="log_lines")
+    at = models.DateTimeField()
+    attempt = models.PositiveSmallIntegerField(default=1)
+    text = models.TextField()
+
+    class Meta:
+        ordering = ["pk"]
+
+    def __str__(self) -> str:
+        return self.text[:80]
+
+
+class HealthCheck(models.Model):
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="health_checks")
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    ok = models.BooleanField()
+    gpu_count = models.PositiveSmallIntegerField(null=True, blank=True)
+    expected_gpu_count = models.PositiveSmallIntegerField()
+    max_temperature_c = models.DecimalField(max_digits=5, decimal_places=1, null=True, blank=True)
+    ecc_errors = models.PositiveIntegerField(null=True, blank=True)
+    problems = models.JSONField(default=list, blank=True, help_text="Readable findings.")
+    raw = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-at", "-pk"]
+        get_latest_by = "at"
+
+    def __str__(self) -> str:
+        return f"{self.node} {'ok' if self.ok else 'unhealthy'} at {self.at:%Y-%m-%d %H:%M}"

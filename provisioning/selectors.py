@@ -1,0 +1,139 @@
+"""Reads for pages and the API: progress of an order, suggested nodes, stock, health."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db.models import Count, Prefetch, Q, QuerySet
+
+from provisioning import allocation
+from provisioning.models import HealthCheck, Node, NodeEvent, ProvisioningRun, StepLogLine, StepRun
+from provisioning.states import STEPS, NodeState, RunStatus, StepStatus, step_spec
+
+
+def nodes_suggested_for(order) -> allocation.Pick:
+    """The nodes approval would take (``.nodes``) or why there are none (``.problem``)."""
+    return allocation.nodes_suggest(order=order)
+
+
+def stock_by_sku() -> dict[int, int]:
+    rows = Node.objects.filter(state=NodeState.READY).values("sku_id").annotate(n=Count("pk"))
+    return {r["sku_id"]: r["n"] for r in rows}
+
+
+def nodes_for_operator(*, state: str | None = None, sku=None) -> QuerySet[Node]:
+    nodes = Node.objects.select_related("sku__gpu", "order").annotate(
+        health_problems=Count("health_checks", filter=Q(health_checks__ok=False)))
+    if state:
+        nodes = nodes.filter(state=state)
+    if sku is not None:
+        nodes = nodes.filter(sku=sku)
+    return nodes
+
+
+def node_history(node: Node) -> QuerySet[NodeEvent]:
+    return node.events.select_related("actor", "order").order_by("at", "pk")
+
+
+def node_last_health(node: Node) -> HealthCheck | None:
+    return node.health_checks.order_by("-at", "-pk").first()
+
+
+def eligible_nodes_for(order) -> QuerySet[Node]:
+    """Ready nodes staff may pick by hand for ``order``."""
+    return Node.objects.filter(sku=order.sku, state=NodeState.READY).order_by("fabric_group",
+                                                                              "hostname")
+
+
+@dataclass(frozen=True)
+class StepView:
+    id: int
+    name: str
+    label: str
+    status: str
+    status_label: str
+    attempts: int
+    started_at: datetime | None
+    finished_at: datetime | None
+    error: str
+    log_lines: tuple[str, ...]
+    result: dict
+
+
+@dataclass(frozen=True)
+class NodeProgress:
+    node_id: int
+    hostname: str
+    state: str
+    state_label: str
+    steps: tuple[StepView, ...]
+
+
+@dataclass(frozen=True)
+class OrderProgress:
+    run_id: int | None
+    kind: str
+    run_status: str
+    percent: int
+    current: str  # "Deploy OS on gpu-a01", "" when idle
+    error: str
+    nodes: tuple[NodeProgress, ...] = field(default_factory=tuple)
+
+    @property
+    def done(self) -> bool:
+        return self.run_status in (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED)
+
+
+def order_runs(order) -> QuerySet[ProvisioningRun]:
+    return order.runs.order_by("-created_at", "-pk")
+
+
+def order_progress(order, *, run: ProvisioningRun | None = None, log_lines: int = 30) -> OrderProgress:
+    """The latest run of ``order`` (or ``run``): per node, each step with status and log tail."""
+    run = run or order_runs(order).first()
+    if run is None:
+        return OrderProgress(run_id=None, kind="", run_status="", percent=0, current="", error="")
+    swapped_out = run.steps.filter(status=StepStatus.SKIPPED).values("node_id")
+    steps = list(run.steps.exclude(node_id__in=swapped_out).select_related("node")
+                 .prefetch_related(Prefetch("log_lines", queryset=StepLogLine.objects.order_by("pk")))
+                 .order_by("node__hostname", "position"))
+    by_node: dict[int, list[StepRun]] = {}
+    for sr in steps:
+        by_node.setdefault(sr.node_id, []).append(sr)
+    nodes, current = [], ""
+    for srs in by_node.values():
+        node = srs[0].node
+        views = []
+        for sr in srs:
+            spec = step_spec(run.kind, sr.step)
+            lines = [line.text for line in sr.log_lines.all()][-log_lines:]
+            views.append(StepView(id=sr.pk, name=sr.step, label=spec.label, status=sr.status,
+                                  status_label=StepStatus(sr.status).label, attempts=sr.attempts,
+                                  started_at=sr.started_at, finished_at=sr.finished_at,
+                                  error=sr.error, log_lines=tuple(lines), result=sr.result))
+            if sr.status in (StepStatus.RUNNING, StepStatus.RETRYING) and not current:
+                current = f"{spec.label} on {node.hostname}"
+        nodes.append(NodeProgress(node_id=node.pk, hostname=node.hostname, state=node.state,
+                                  state_label=NodeState(node.state).label, steps=tuple(views)))
+    total = len(steps) or len(STEPS[run.kind])
+    succeeded = sum(1 for sr in steps if sr.status == StepStatus.SUCCEEDED)
+    return OrderProgress(run_id=run.pk, kind=run.kind, run_status=run.status,
+                         percent=round(100 * succeeded / total), current=current, error=run.error,
+                         nodes=tuple(nodes))
+
+
+def acceptance_report(order) -> dict | None:
+    sr = (StepRun.objects.filter(run__order=order, step="acceptance", status=StepStatus.SUCCEEDED)
+          .order_by("-finished_at").first())
+    return (sr.result or {}).get("report") if sr else None
+
+
+def order_last_health(order) -> list[HealthCheck]:
+    """The latest health check of each node of ``order``."""
+    checks = []
+    for node in Node.objects.filter(order=order).order_by("hostname"):
+        last = node_last_health(node)
+        if last is not None:
+            checks.append(last)
+    return checks

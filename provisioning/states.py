@@ -1,0 +1,130 @@
+"""Node state machine, run and step statuses, and the pipeline's step list. No I/O here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import models
+
+from portal.orders.states import Transition, TransitionTable
+
+
+class NodeState(models.TextChoices):
+    ENROLLED = "enrolled", "Enrolled"
+    READY = "ready", "Ready"
+    RESERVED = "reserved", "Reserved"
+    DEPLOYING = "deploying", "Deploying OS"
+    CONFIGURING = "configuring", "Configuring"
+    VALIDATING = "validating", "Validating"
+    ACTIVE = "active", "Active"
+    RELEASING = "releasing", "Releasing"
+    WIPING = "wiping", "Wiping"
+    MAINTENANCE = "maintenance", "Maintenance"
+    FAILED_DEPLOY = "failed_deploy", "Failed: deploy"
+    FAILED_VALIDATION = "failed_validation", "Failed: validation"
+    FAILED_WIPE = "failed_wipe", "Failed: wipe"
+
+
+N = NodeState
+NODE_FAILED = frozenset({N.FAILED_DEPLOY, N.FAILED_VALIDATION, N.FAILED_WIPE})
+# States in which a node belongs to an order.
+NODE_ASSIGNED = frozenset({N.RESERVED, N.DEPLOYING, N.CONFIGURING, N.VALIDATING, N.ACTIVE,
+                           N.RELEASING, N.WIPING, *NODE_FAILED})
+
+NODE_TRANSITIONS = TransitionTable("node", [
+    Transition("accept", frozenset({N.ENROLLED}), N.READY, "Accepted into stock"),
+    Transition("reserve", frozenset({N.READY}), N.RESERVED, "Reserved"),
+    Transition("unreserve", frozenset({N.RESERVED}), N.READY, "Reservation released"),
+    Transition("deploy", frozenset({N.RESERVED, N.FAILED_DEPLOY}), N.DEPLOYING,
+               "OS deployment started"),
+    Transition("configure", frozenset({N.DEPLOYING, N.FAILED_DEPLOY, N.ACTIVE}), N.CONFIGURING,
+               "Configuration started"),
+    Transition("validate", frozenset({N.CONFIGURING, N.FAILED_VALIDATION}), N.VALIDATING,
+               "Validation started"),
+    Transition("activate", frozenset({N.VALIDATING}), N.ACTIVE, "Handed over"),
+    Transition("fail_deploy", frozenset({N.DEPLOYING, N.CONFIGURING}), N.FAILED_DEPLOY,
+               "Deployment failed"),
+    Transition("fail_validation", frozenset({N.VALIDATING}), N.FAILED_VALIDATION,
+               "Validation failed"),
+    Transition("release", frozenset({N.RESERVED, N.DEPLOYING, N.CONFIGURING, N.VALIDATING,
+                                     N.ACTIVE, *NODE_FAILED}), N.RELEASING, "Release started"),
+    Transition("wipe", frozenset({N.RELEASING, N.FAILED_WIPE}), N.WIPING, "Wipe started"),
+    Transition("return_to_stock", frozenset({N.WIPING}), N.READY, "Wiped and back in stock"),
+    Transition("fail_wipe", frozenset({N.RELEASING, N.WIPING}), N.FAILED_WIPE, "Wipe failed"),
+    Transition("enter_maintenance", frozenset({N.ENROLLED, N.READY, *NODE_FAILED}),
+               N.MAINTENANCE, "Put into maintenance"),
+    Transition("return_to_service", frozenset({N.MAINTENANCE}), N.READY, "Returned to service"),
+], labels=dict(NodeState.choices))
+
+
+class RunKind(models.TextChoices):
+    PROVISION = "provision", "Provisioning"
+    TERMINATE = "terminate", "Termination"
+    REBOOT = "reboot", "Reboot"
+    REDEPLOY_STACK = "redeploy_stack", "Re-deploy training stack"
+
+
+class RunStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+class StepStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    RUNNING = "running", "Running"
+    RETRYING = "retrying", "Waiting to retry"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+    SKIPPED = "skipped", "Skipped (node swapped)"
+
+
+STEP_CLAIMABLE = frozenset({StepStatus.PENDING, StepStatus.RETRYING})
+STEP_DONE = frozenset({StepStatus.SUCCEEDED, StepStatus.SKIPPED})
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    name: str
+    label: str
+    enter: str | None = None  # node transition applied when the step starts
+    on_success: str | None = None  # node transition applied when it succeeds
+    on_failure: str | None = None  # node transition applied when it fails for good
+
+
+_PROVISION = (
+    StepSpec("reserve", "Reserve node"),
+    StepSpec("deploy_os", "Deploy OS", enter="deploy", on_failure="fail_deploy"),
+    StepSpec("configure", "Configure", enter="configure", on_failure="fail_deploy"),
+    StepSpec("storage", "Object storage", enter="configure", on_failure="fail_deploy"),
+    StepSpec("stack", "Training stack", enter="configure", on_failure="fail_deploy"),
+    StepSpec("acceptance", "Acceptance test", enter="validate", on_failure="fail_validation"),
+    StepSpec("handover", "Handover", enter="validate", on_success="activate",
+             on_failure="fail_validation"),
+)
+_TERMINATE = (
+    StepSpec("revoke_credentials", "Revoke credentials", enter="release", on_failure="fail_wipe"),
+    StepSpec("retain_data", "Retain data", enter="release", on_failure="fail_wipe"),
+    StepSpec("wipe", "Wipe disks", enter="wipe", on_failure="fail_wipe"),
+    StepSpec("ready", "Back in stock", enter="wipe", on_success="return_to_stock",
+             on_failure="fail_wipe"),
+)
+# Day 2 runs work on an active server and leave the order active; failures show on run and node.
+_REBOOT = (StepSpec("reboot", "Reboot"),)
+_REDEPLOY_STACK = tuple(s for s in _PROVISION if s.name in ("stack", "acceptance", "handover"))
+
+STEPS: dict[str, tuple[StepSpec, ...]] = {
+    RunKind.PROVISION: _PROVISION,
+    RunKind.TERMINATE: _TERMINATE,
+    RunKind.REBOOT: _REBOOT,
+    RunKind.REDEPLOY_STACK: _REDEPLOY_STACK,
+}
+
+
+def step_spec(kind: str, name: str) -> StepSpec:
+    for spec in STEPS[kind]:
+        if spec.name == name:
+            return spec
+    raise ValueError(f"a {kind} run has no step {name!r}")

@@ -1,0 +1,55 @@
+"""Thin Celery tasks: take ids, call a service, queue what comes next. Safe to deliver twice."""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+
+from provisioning import pipeline, services
+from provisioning.models import Node
+from provisioning.states import NodeState
+
+logger = logging.getLogger(__name__)
+
+
+def enqueue_steps(keys) -> None:
+    for run_id, node_id, step in keys:
+        step_task.delay(run_id, node_id, step)
+
+
+@shared_task(name="provisioning.run_start", acks_late=True)
+def run_start_task(run_id: int) -> int:
+    keys = services.run_start(run_id=run_id)
+    enqueue_steps(keys)
+    return len(keys)
+
+
+@shared_task(bind=True, name="provisioning.step", acks_late=True, max_retries=None)
+def step_task(self, run_id: int, node_id: int, step: str) -> str:
+    outcome = pipeline.step_execute(run_id=run_id, node_id=node_id, step=step)
+    enqueue_steps(outcome.next_steps)
+    if outcome.retry_in_s is not None:
+        raise self.retry(countdown=outcome.retry_in_s)
+    return outcome.status
+
+
+@shared_task(name="provisioning.sweep", acks_late=True)
+def sweep_task() -> dict:
+    return services.sweep()
+
+
+@shared_task(name="provisioning.health_all")
+def health_all_task() -> int:
+    ids = list(Node.objects.filter(state=NodeState.ACTIVE).values_list("pk", flat=True))
+    for node_id in ids:
+        health_check_task.delay(node_id)
+    return len(ids)
+
+
+@shared_task(name="provisioning.health_check", acks_late=True)
+def health_check_task(node_id: int) -> bool | None:
+    node = Node.objects.filter(pk=node_id).first()
+    if node is None:
+        return None
+    return services.node_health_check(node=node).ok

@@ -1,0 +1,287 @@
+"""Staff pages under /ops/: the approval queue, a run's step log, the node inventory.
+
+Anyone who is not staff gets 404 (nothing about the pages leaks). Views call the services of
+``portal.orders.services`` and ``provisioning.services`` and turn their DomainError into an
+inline form error or a message.
+"""
+
+from __future__ import annotations
+
+from functools import wraps
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from portal.catalog.models import ServerSKU
+from portal.orders import services as order_services
+from portal.orders.models import Order
+from portal.orders.selectors import approval_queue
+from portal.orders.states import DomainError, OrderState, TransitionNotAllowed
+from portal.orders.views import order_fit
+from provisioning import selectors, services
+from provisioning.forms import ApproveForm, NodeEnrolForm, NodeNoteForm, RejectForm, SwapForm
+from provisioning.models import Node, ProvisioningRun, StepRun
+from provisioning.states import NODE_FAILED, NODE_TRANSITIONS, NodeState, RunKind, RunStatus
+
+
+def staff_only(check):
+    """Logged in and ``check(user)``, else 404: customers must not learn these pages exist."""
+    def decorator(view):
+        @wraps(view)
+        @login_required
+        def wrapped(request, *args, **kwargs):
+            if not check(request.user):
+                raise Http404("No such page.")
+            return view(request, *args, **kwargs)
+        return wrapped
+    return decorator
+
+
+approver_only = staff_only(lambda u: u.is_approver)
+staff_required = staff_only(lambda u: u.is_approver or u.is_operator)
+operator_only = staff_only(lambda u: u.is_operator)
+
+
+# --- approval queue ---------------------------------------------------------------------------
+@approver_only
+@require_GET
+def approvals(request):
+    return _render_queue(request)
+
+
+@approver_only
+@require_POST
+def approve(request, reference: str):
+    order = get_object_or_404(Order.objects.select_related("sku__gpu"), reference=reference)
+    form = ApproveForm(request.POST, order=order, eligible=selectors.eligible_nodes_for(order))
+    if form.is_valid():
+        node_ids = [n.pk for n in form.cleaned_data["nodes"]] or None
+        try:
+            order_services.order_approve(order=order, by=request.user, node_ids=node_ids,
+                                         note=form.cleaned_data["note"])
+        except TransitionNotAllowed as exc:  # someone else decided first
+            messages.warning(request, str(exc))
+            return redirect("provisioning:approvals")
+        except DomainError as exc:  # wrong SKU, wrong count, node taken, out of stock
+            form.add_error("nodes", str(exc))
+        else:
+            messages.success(request, f"Order {order.reference} approved; provisioning starts now.")
+            return redirect("provisioning:approvals")
+    return _render_queue(request, bound=form, status=400)
+
+
+@approver_only
+@require_POST
+def reject(request, reference: str):
+    order = get_object_or_404(Order, reference=reference)
+    form = RejectForm(request.POST, order=order)
+    if form.is_valid():
+        try:
+            order_services.order_reject(order=order, by=request.user, reason=form.cleaned_data["reason"])
+        except TransitionNotAllowed as exc:
+            messages.warning(request, str(exc))
+            return redirect("provisioning:approvals")
+        except DomainError as exc:
+            form.add_error("reason", str(exc))
+        else:
+            messages.success(request, f"Order {order.reference} rejected; the customer has been told why.")
+            return redirect("provisioning:approvals")
+    return _render_queue(request, bound=form, status=400)
+
+
+def _render_queue(request, *, bound=None, status=200):
+    entries = []
+    for item in approval_queue():
+        eligible = list(selectors.eligible_nodes_for(item.order))
+        approve_form = reject_form = None
+        if bound is not None and bound.order.pk == item.order.pk:
+            approve_form = bound if isinstance(bound, ApproveForm) else None
+            reject_form = bound if isinstance(bound, RejectForm) else None
+        form = approve_form or ApproveForm(
+            order=item.order, eligible=eligible, initial={"nodes": [n.pk for n in item.suggested]})
+        entries.append({
+            "item": item, "order": item.order, "fit": order_fit(item.order), "eligible": eligible,
+            "approve_form": form, "selected": _picked(form),
+            "reject_form": reject_form or RejectForm(order=item.order),
+            "open_reject": reject_form is not None,
+        })
+    return render(request, "provisioning/approvals.html", {
+        "entries": entries, "attention": runs_needing_attention()}, status=status)
+
+
+def _picked(form) -> set[int]:
+    values = [getattr(v, "pk", v) for v in (form["nodes"].value() or [])]
+    return {int(v) for v in values if str(v).isdigit()}
+
+
+def runs_needing_attention():
+    """Failed provisioning runs whose order waits for staff (retry or swap)."""
+    return (ProvisioningRun.objects.filter(status=RunStatus.FAILED, kind=RunKind.PROVISION,
+                                           order__state=OrderState.PROVISION_FAILED)
+            .select_related("order__organisation", "order__sku__gpu").order_by("finished_at"))
+
+
+# --- runs -------------------------------------------------------------------------------------
+@staff_required
+@require_GET
+def run_detail(request, pk: int):
+    return _render_run(request, _run(pk))
+
+
+@staff_required
+@require_GET
+def run_steps_partial(request, pk: int):
+    run = _run(pk)
+    return render(request, "provisioning/_run_steps.html", _run_context(request, run))
+
+
+@staff_required
+@require_POST
+def run_retry(request, pk: int):
+    run = _run(pk)
+    step_id = request.POST.get("step", "")
+    step_run = get_object_or_404(StepRun, pk=step_id, run=run) if step_id.isdigit() else None
+    try:
+        services.run_retry_step(run=run, by=request.user, step_run=step_run)
+        messages.success(request, "Retrying: the failed step runs again.")
+    except DomainError as exc:
+        messages.error(request, str(exc))
+    return redirect("provisioning:run", pk=run.pk)
+
+
+@staff_required
+@require_POST
+def run_swap(request, pk: int):
+    run = _run(pk)
+    form = SwapForm(request.POST)
+    if form.is_valid():
+        try:
+            new = services.run_swap_node(run=run, node=form.cleaned_data["node"], by=request.user,
+                                         replacement=form.cleaned_data["replacement"],
+                                         note=form.cleaned_data["note"])
+        except DomainError as exc:
+            form.add_error("replacement", str(exc))
+        else:
+            messages.success(request, f"{form.cleaned_data['node'].hostname} swapped for {new.hostname}; "
+                                      f"its steps run now.")
+            return redirect("provisioning:run", pk=run.pk)
+    return _render_run(request, run, swap_form=form, status=400)
+
+
+def _run(pk: int) -> ProvisioningRun:
+    return get_object_or_404(ProvisioningRun.objects.select_related(
+        "order__organisation", "order__sku__gpu", "created_by"), pk=pk)
+
+
+def _run_context(request, run, swap_form=None) -> dict:
+    progress = selectors.order_progress(run.order, run=run, log_lines=500)
+    failed_nodes = [n for n in progress.nodes if n.state in NODE_FAILED
+                    or any(s.status == "failed" for s in n.steps)]
+    swappable = run.kind == RunKind.PROVISION and run.status == RunStatus.FAILED
+    eligible = list(selectors.eligible_nodes_for(run.order)) if swappable else []
+    return {"run": run, "order": run.order, "progress": progress, "failed_nodes": failed_nodes,
+            "swappable": swappable, "swap_form": swap_form,
+            "swap_choices": [("", "Pick automatically (same SKU and fabric)")] + [
+                (n.pk, n.hostname + (f" · fabric {n.fabric_group}" if n.fabric_group else ""))
+                for n in eligible],
+            "other_runs": selectors.order_runs(run.order).exclude(pk=run.pk)}
+
+
+def _render_run(request, run, *, swap_form=None, status=200):
+    return render(request, "provisioning/run.html", _run_context(request, run, swap_form), status=status)
+
+
+# --- inventory --------------------------------------------------------------------------------
+@staff_required
+@require_GET
+def node_list(request):
+    state, sku_slug = request.GET.get("state") or None, request.GET.get("sku") or None
+    sku = ServerSKU.objects.filter(slug=sku_slug).first() if sku_slug else None
+    nodes = selectors.nodes_for_operator(state=state if state in NodeState.values else None, sku=sku)
+    return render(request, "provisioning/nodes.html", {
+        "nodes": nodes, "summary": inventory_summary(), "states": NodeState.choices,
+        "skus": ServerSKU.objects.filter(nodes__isnull=False).distinct().select_related("gpu"),
+        "state": state, "sku": sku, "can_edit": request.user.is_operator,
+    })
+
+
+@operator_only
+@require_http_methods(["GET", "POST"])
+def node_enrol(request):
+    form = NodeEnrolForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            node = services.node_enrol(
+                by=request.user, sku=data["sku"], hostname=data["hostname"],
+                management_address=data["management_address"], driver=data["driver"],
+                fabric_group=data["fabric_group"], nvme_devices=data["nvme_devices"],
+                notes=data["notes"], ready=data["ready"])
+        except DomainError as exc:
+            form.add_error("hostname" if "named" in str(exc) else None, str(exc))
+        else:
+            messages.success(request, f"{node.hostname} enrolled ({node.get_state_display().lower()}).")
+            return redirect("provisioning:node", pk=node.pk)
+    return render(request, "provisioning/node_enrol.html", {"form": form},
+                  status=400 if form.is_bound else 200)
+
+
+@staff_required
+@require_GET
+def node_detail(request, pk: int):
+    node = get_object_or_404(Node.objects.select_related("sku__gpu", "order"), pk=pk)
+    return render(request, "provisioning/node.html", {
+        "node": node, "events": selectors.node_history(node), "health": selectors.node_last_health(node),
+        "steps": node.step_runs.select_related("run__order").order_by("-pk")[:15],
+        "actions": _node_actions(node) if request.user.is_operator else [], "note_form": NodeNoteForm(),
+    })
+
+
+NODE_ACTIONS = {  # transition → (service, button, message)
+    "accept": (services.node_accept, "Accept into stock", "is ready for orders"),
+    "enter_maintenance": (services.node_set_maintenance, "Put into maintenance", "is in maintenance"),
+    "return_to_service": (services.node_return_to_service, "Return to service", "is back in stock"),
+}
+
+
+@operator_only
+@require_POST
+def node_action(request, pk: int, action: str):
+    node = get_object_or_404(Node, pk=pk)
+    if action not in NODE_ACTIONS:
+        raise Http404("No such action.")
+    service, _, done = NODE_ACTIONS[action]
+    form = NodeNoteForm(request.POST)
+    try:
+        service(node=node, by=request.user, note=form.cleaned_data["note"] if form.is_valid() else "")
+        messages.success(request, f"{node.hostname} {done}.")
+    except DomainError as exc:
+        messages.error(request, str(exc))
+    return redirect("provisioning:node", pk=node.pk)
+
+
+def _node_actions(node: Node) -> list[dict]:
+    return [{"action": name, "label": label, "danger": name == "enter_maintenance"}
+            for name, (_, label, _) in NODE_ACTIONS.items()
+            if NODE_TRANSITIONS.get(name).allowed_from(node.state)]
+
+
+def inventory_summary() -> list[dict]:
+    """Per SKU: how many nodes are in stock, serving orders, in maintenance or failed."""
+    rows = Node.objects.values("sku_id", "sku__name", "sku__slug", "state").annotate(n=Count("pk"))
+    by_sku: dict[int, dict] = {}
+    for row in rows:
+        entry = by_sku.setdefault(row["sku_id"], {"name": row["sku__name"], "slug": row["sku__slug"],
+                                                  "ready": 0, "busy": 0, "maintenance": 0, "failed": 0,
+                                                  "enrolled": 0, "total": 0})
+        state = row["state"]
+        bucket = ("ready" if state == NodeState.READY else "maintenance" if state == NodeState.MAINTENANCE
+                  else "failed" if state in NODE_FAILED else "enrolled" if state == NodeState.ENROLLED
+                  else "busy")
+        entry[bucket] += row["n"]
+        entry["total"] += row["n"]
+    return sorted(by_sku.values(), key=lambda e: e["name"])

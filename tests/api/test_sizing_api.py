@@ -1,0 +1,86 @@
+"""POST /api/v1/estimates and /api/v1/recommendations answer the pure modules' JSON."""
+
+import pytest
+from rest_framework.test import APIClient
+
+from portal.accounts.services import api_key_issue
+from portal.sizing.catalog_data import catalog_from_db
+from portal.sizing.estimator import ParallelConfig, TrainingConfig, estimate, get_preset
+from portal.sizing.recommend import Goal, Workload, recommend
+from tests.factories import OrganisationFactory
+
+
+@pytest.fixture
+def api(catalog):
+    client = APIClient()
+    key = api_key_issue(organisation=OrganisationFactory(), name="t").plaintext
+    client.credentials(HTTP_AUTHORIZATION=f"Api-Key {key}")
+    return client
+
+
+def test_estimate_matches_the_estimator(api):
+    body = {"model": "llama-3.1-8b", "training": {"seq_len": 4096, "micro_batch": 2},
+            "parallel": {"dp": 8, "sharding": "zero3"}}
+    response = api.post("/api/v1/estimates", body, format="json")
+    assert response.status_code == 200, response.content
+    expected = estimate(get_preset("llama-3.1-8b"), TrainingConfig(seq_len=4096, micro_batch=2),
+                        ParallelConfig(dp=8, sharding="zero3")).to_dict()
+    assert response.json()["per_gpu_bytes"] == expected["per_gpu_bytes"]
+    assert response.json()["compute"] is None
+
+
+def test_estimate_with_a_sku_is_timed(api):
+    response = api.post("/api/v1/estimates", {"model": "llama-3.1-8b", "sku": "8x-h100-sxm-80gb",
+                                              "parallel": {"dp": 8, "sharding": "fsdp-full-shard"},
+                                              "train_tokens": 1e9}, format="json")
+    body = response.json()
+    assert body["fits"] is True and body["compute"]["time_to_train_seconds"] > 0
+
+
+def test_estimate_from_an_hf_config(api):
+    config = {"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12, "vocab_size": 50257,
+              "n_positions": 1024}
+    response = api.post("/api/v1/estimates", {"hf_config": config, "training": {"seq_len": 1024}},
+                        format="json")
+    assert response.status_code == 200
+    assert response.json()["params"]["total"] == 124_439_808
+
+
+@pytest.mark.parametrize(("body", "field", "text"), [
+    ({"model": "gpt-17"}, "model", "Unknown model"),
+    ({}, "model", "either a preset name or an hf_config"),
+    ({"hf_config": {"model_type": "llama"}}, "hf_config", "config.json has no vocab_size"),
+    ({"model": "llama-3.1-8b", "parallel": {"tp": 3}}, "non_field_errors", "tp=3 does not divide"),
+    ({"model": "llama-3.1-8b", "sku": "nope"}, "non_field_errors", "unknown SKU"),
+])
+def test_estimate_bad_input_is_a_400_that_says_why(api, body, field, text):
+    response = api.post("/api/v1/estimates", body, format="json")
+    assert response.status_code == 400
+    assert text in str(response.json()[field])
+
+
+def test_recommendation_matches_the_recommender(api):
+    body = {"model": "llama-3.1-8b", "dataset_tokens": 200_000_000, "goal": {"kind": "cheapest"},
+            "options": {"top_n": 3}}
+    response = api.post("/api/v1/recommendations", body, format="json")
+    assert response.status_code == 200, response.content
+    from portal.sizing.recommend import SearchOptions
+
+    expected = recommend(Workload(model="llama-3.1-8b", dataset_tokens=200_000_000), Goal("cheapest"),
+                         catalog_from_db(), SearchOptions(top_n=3)).to_dict()
+    got = response.json()
+    assert [p["sku"] for p in got["plans"]] == [p["sku"] for p in expected["plans"]]
+    assert got["plans"][0] == expected["plans"][0]
+    assert len(got["plans"]) == 3 and got["points"]
+
+
+def test_recommendation_bad_goal_says_what_is_missing(api):
+    response = api.post("/api/v1/recommendations", {"model": "llama-3.1-8b", "dataset_tokens": 10**9,
+                                                    "goal": {"kind": "deadline"}}, format="json")
+    assert response.status_code == 400
+    assert "deadline_hours" in str(response.json())
+
+
+def test_sizing_endpoints_need_a_key(catalog):
+    response = APIClient().post("/api/v1/estimates", {"model": "llama-3.1-8b"}, format="json")
+    assert response.status_code in (401, 403)

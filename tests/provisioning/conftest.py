@@ -1,0 +1,1 @@
+from tests.orders.conftest import People, drain, people, sim_dir  # noqa: F401

@@ -1,0 +1,150 @@
+"""One contract, every node driver: what the pipeline may rely on, whoever does the I/O.
+
+Each driver comes as a "case" that knows how to build it for a healthy node, a node that
+cannot be reached right now (transient) and a node that refuses our credentials (permanent).
+The ssh case runs against a real OpenSSH sshd on loopback (tests/provisioning/sshd.py).
+"""
+
+import pytest
+from django.conf import settings
+
+from provisioning.drivers import driver_class, driver_names
+from provisioning.drivers.base import DriverError, HealthReport, NodeDriver, NodeTarget, RunResult
+from tests.provisioning.sshd import free_port, generate_ed25519
+
+
+class SimulatedCase:
+    name = "simulated"
+
+    def __init__(self, request, tmp_path):
+        self.state_dir = tmp_path / "simulated"
+
+    def driver(self, hostname: str = "sim-node", **options) -> NodeDriver:
+        base = {"delay_scale": 0, "state_dir": str(self.state_dir), **options}
+        return driver_class("simulated")(NodeTarget(hostname=hostname, address="10.0.0.1",
+                                                    gpu_count=8, gpu_name="H100", options=base))
+
+    def failing(self, name: str, exit_status: int) -> NodeDriver:
+        return self.driver(exit_status={name: exit_status})
+
+    def unreachable(self) -> NodeDriver:
+        return self.driver(fail={"run": {"transient": 1}, "health": {"transient": 1}})
+
+    def refusing(self) -> NodeDriver:
+        return self.driver(fail={"run": {"permanent": "authentication refused"},
+                                 "health": {"permanent": "authentication refused"}})
+
+
+class SshCase:
+    name = "ssh"
+
+    def __init__(self, request, tmp_path):
+        self.build = request.getfixturevalue("ssh_driver_for")
+
+    def driver(self, **options) -> NodeDriver:
+        return self.build(**options)
+
+    def failing(self, name: str, exit_status: int) -> NodeDriver:
+        return self.build()  # the script itself exits non-zero
+
+    def unreachable(self) -> NodeDriver:
+        return self.build(address=f"127.0.0.1:{free_port()}")  # nothing listens: refused
+
+    def refusing(self) -> NodeDriver:
+        return self.build(private_key=generate_ed25519()[0])  # a key the node does not know
+
+
+CASES = {"simulated": SimulatedCase, "ssh": SshCase}
+
+
+@pytest.fixture(params=sorted(CASES))
+def case(request, tmp_path):
+    return CASES[request.param](request, tmp_path)
+
+
+def test_every_configured_driver_has_a_contract_case():
+    assert set(driver_names()) == set(CASES), "add a case for the new driver to this contract"
+    assert set(settings.NODE_DRIVERS) == set(CASES)
+
+
+def test_it_implements_the_protocol(case):
+    driver = case.driver()
+    assert isinstance(driver, NodeDriver)
+    assert driver.name == case.name
+
+
+def test_run_streams_its_lines_in_order(case):
+    lines: list[str] = []
+    script = "echo step one\necho step two\necho \"hello $WHO\"\n"
+    result = case.driver().run(script, name="contract", on_line=lines.append,
+                               env={"WHO": "trainyard"})
+    assert isinstance(result, RunResult)
+    assert result.ok and result.exit_status == 0
+    assert [line for line in lines if not line.endswith("%")] == [
+        "step one", "step two", "hello trainyard"]
+    assert result.output_tail[-1] == "hello trainyard"
+
+
+def test_a_failing_script_returns_its_exit_status(case):
+    lines: list[str] = []
+    result = case.failing("acceptance", 3).run("echo checking\nexit 3\n", name="acceptance",
+                                               on_line=lines.append)
+    assert not result.ok
+    assert result.exit_status == 3
+    assert "checking" in lines
+
+
+def test_an_unreachable_node_raises_a_transient_error(case):
+    driver = case.unreachable()
+    with pytest.raises(DriverError) as info:
+        driver.run("echo hi\n", name="configure", on_line=lambda line: None)
+    assert info.value.permanent is False
+    assert str(info.value)
+
+
+def test_refused_credentials_raise_a_permanent_error(case):
+    with pytest.raises(DriverError) as info:
+        case.refusing().run("echo hi\n", name="configure", on_line=lambda line: None)
+    assert info.value.permanent is True
+
+
+def test_health_returns_a_report(case):
+    report = case.driver().health()
+    assert isinstance(report, HealthReport)
+    assert report.gpu_count == len(report.gpus)
+    assert isinstance(report.raw, str)
+
+
+def test_an_unknown_power_action_is_refused_permanently(case):
+    with pytest.raises(DriverError) as info:
+        case.driver().power("explode")
+    assert info.value.permanent is True
+
+
+# Host identity exists only for drivers that talk to a real host.
+@pytest.fixture(params=["ssh"])
+def networked_case(request, tmp_path):
+    return CASES[request.param](request, tmp_path)
+
+
+def test_an_unknown_host_key_is_refused(networked_case):
+    with pytest.raises(DriverError) as info:
+        networked_case.driver(host_key=None).run("echo hi\n", name="x", on_line=lambda line: None)
+    assert info.value.permanent is True
+    assert "no pinned host key" in str(info.value)
+
+
+def test_a_changed_host_key_is_refused(networked_case):
+    other_host_key = generate_ed25519()[1]
+    with pytest.raises(DriverError) as info:
+        networked_case.driver(host_key=other_host_key).run("echo hi\n", name="x",
+                                                           on_line=lambda line: None)
+    assert info.value.permanent is True
+    assert "HOST KEY MISMATCH" in str(info.value)
+
+
+def test_a_wrong_client_key_is_refused(networked_case):
+    with pytest.raises(DriverError) as info:
+        networked_case.refusing().run("echo hi\n", name="x", on_line=lambda line: None)
+    assert info.value.permanent is True
+    assert "refused our key" in str(info.value)

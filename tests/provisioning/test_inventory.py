@@ -1,0 +1,88 @@
+"""Enrolment, maintenance and health checks of nodes."""
+
+import pytest
+from django.core.exceptions import PermissionDenied, ValidationError
+
+from portal.catalog.models import ServerSKU
+from portal.orders.states import DomainError, TransitionNotAllowed
+from provisioning.models import HealthCheck, Node
+from provisioning.selectors import node_history, node_last_health, stock_by_sku
+from provisioning.services import (
+    node_enrol,
+    node_health_check,
+    node_return_to_service,
+    node_set_maintenance,
+)
+from tests.orders.factories import H100_SKU
+from tests.provisioning.factories import make_node
+
+
+def test_an_operator_enrols_a_node_into_stock(catalog, people, sim_dir):
+    sku = ServerSKU.objects.get(slug=H100_SKU)
+    node = node_enrol(by=people.olga, sku=sku, hostname="gpu-h100-01",
+                      management_address="10.1.0.1", fabric_group="ib-a",
+                      nvme_devices=["/dev/nvme0n1"], ready=True)
+    assert (node.state, node.driver) == ("ready", "simulated")
+    assert [e.transition for e in node_history(node)] == ["enrol", "accept"]
+    assert stock_by_sku()[sku.pk] == 1
+    with pytest.raises(DomainError, match="already enrolled"):
+        node_enrol(by=people.olga, sku=sku, hostname="gpu-h100-01", management_address="x")
+    with pytest.raises(DomainError, match="Unknown driver 'maas'"):
+        node_enrol(by=people.olga, sku=sku, hostname="n2", management_address="x", driver="maas")
+
+
+def test_only_operators_change_inventory(catalog, people, sim_dir):
+    sku = ServerSKU.objects.get(slug=H100_SKU)
+    for user in (people.alice, people.sam):
+        with pytest.raises(PermissionDenied):
+            node_enrol(by=user, sku=sku, hostname="n1", management_address="10.0.0.9")
+
+
+def test_maintenance_takes_a_node_out_of_stock_and_back(catalog, people, sim_dir):
+    node = make_node(sku=H100_SKU, state_dir=sim_dir)
+    node_set_maintenance(node=node, by=people.olga, note="replace a fan")
+    assert node.state == "maintenance"
+    assert stock_by_sku() == {}
+    node_return_to_service(node=node, by=people.olga)
+    assert node.state == "ready"
+    reserved = make_node(sku=H100_SKU, state_dir=sim_dir, state="deploying")
+    with pytest.raises(TransitionNotAllowed, match="Cannot enter maintenance node"):
+        node_set_maintenance(node=reserved, by=people.olga)
+
+
+def test_a_health_check_records_gpus_temperature_and_ecc(catalog, sim_dir):
+    healthy = make_node(sku=H100_SKU, state_dir=sim_dir, state="active")
+    check = node_health_check(node=healthy)
+    assert (check.ok, check.gpu_count, check.expected_gpu_count, check.ecc_errors) == (
+        True, 8, 8, 0)
+    assert check.max_temperature_c is not None and check.problems == []
+    sick = make_node(sku=H100_SKU, state_dir=sim_dir, state="active", gpu_count=7,
+                     temperature_c=91, ecc_errors=3)
+    check = node_health_check(node=sick)
+    assert not check.ok
+    assert check.problems == ["7 of 8 GPUs visible", "GPU temperature 93 °C (limit 85 °C)",
+                              "3 uncorrected ECC error(s)"]
+    gone = make_node(sku=H100_SKU, state_dir=sim_dir, state="active",
+                     fail={"health": {"permanent": "host unreachable"}})
+    check = node_health_check(node=gone)
+    assert (check.ok, check.problems) == (False, ["health check failed: health: host unreachable"])
+    assert node_last_health(gone) == check
+    assert HealthCheck.objects.count() == 3
+
+
+@pytest.mark.parametrize("options,where", [
+    ({"host_key": "ssh-ed25519 AAAA", "private_key": "-----BEGIN OPENSSH PRIVATE KEY-----"},
+     "private_key"),
+    ({"ipmi": {"address": "10.9.0.1", "user": "admin", "password": "calvin"}}, "ipmi.password"),
+])
+def test_secrets_are_refused_in_plain_text_driver_options(catalog, people, options, where):
+    # Rule 6: secrets are encrypted at rest; driver_options is a plain JSON column.
+    sku = ServerSKU.objects.get(slug=H100_SKU)
+    with pytest.raises(DomainError, match=where):
+        node_enrol(by=people.olga, sku=sku, hostname="gpu-ssh-01", management_address="10.1.0.9",
+                   driver="ssh", driver_options=options)
+    assert not Node.objects.filter(hostname="gpu-ssh-01").exists()
+    node = make_node(sku=H100_SKU, state_dir="/nonexistent")  # the admin's change form path
+    node.driver_options = options
+    with pytest.raises(ValidationError, match=where):
+        node.full_clean()

@@ -1,0 +1,259 @@
+"""The provisioning pipeline with the ssh driver against a real sshd test host on loopback.
+
+An order is quoted, placed, submitted and approved through the order services; the pipeline's
+rendered scripts then run for real over SSH on this machine (a plain Debian host, no GPUs).
+What is a stand-in, and why:
+
+- The OS image the pipeline asks for is this host's own release (``debian-12``): the ssh
+  driver verifies a pre-installed host, it does not install one.
+- ``TRAINYARD_ROOT`` (set for every session through sshd's ``SetEnv``) points the stack
+  bootstrap at a temp dir, so the test writes ``<tmp>/etc/trainyard/env.sh`` and not this
+  machine's ``/etc``. The rendered scripts honour ``TRAINYARD_ROOT`` for exactly this.
+- A fake ``nvidia-smi`` on the session's PATH (recorded output format, N rows for the SKU's
+  N GPUs) stands in for the GPUs, which cannot exist here. Without it, the acceptance test
+  fails the way a host without a GPU driver must, which the last test checks.
+"""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from portal.catalog.models import NetworkOption, NvmeOption, ServerSKU
+from portal.orders.configurator import Configuration
+from portal.orders.models import Order
+from portal.orders.quotes import quote_create
+from portal.orders.services import order_approve, order_place, order_submit
+from portal.orders.states import OrderState
+from provisioning import pipeline
+from provisioning import services as provisioning_services
+from provisioning.models import ProvisioningRun, StepLogLine, StepRun
+from provisioning.services import node_enrol
+from provisioning.states import STEPS, NodeState, RunKind, RunStatus, StepStatus
+from tests.conftest import missing_service
+from tests.factories import OrganisationFactory, member_of, staff
+from tests.provisioning.sshd import SshdUnavailable, start_sshd
+
+SKU = "2x-l4-24gb"
+FAKE_NVIDIA_SMI = """#!/bin/sh
+# Stand-in for nvidia-smi on a host without GPUs: {count} GPU(s), as an L4 host answers.
+case "$*" in
+  *--query-gpu=name,*|*--query-gpu=index*)
+    i=0; while [ $i -lt {count} ]; do echo "$i, NVIDIA L4, 4$i, 0, 23034"; i=$((i+1)); done ;;
+  *--query-gpu=name*)
+    i=0; while [ $i -lt {count} ]; do echo "NVIDIA L4"; i=$((i+1)); done ;;
+  *--query-gpu=driver_version*) echo "550.54.15" ;;
+  *) echo "NVIDIA-SMI 550.54.15  Driver Version: 550.54.15  CUDA Version: 12.4" ;;
+esac
+"""
+
+
+def _os_image() -> str:
+    pairs = (line.split("=", 1) for line in Path("/etc/os-release").read_text().splitlines()
+             if "=" in line)
+    release = {k: v.strip('"') for k, v in pairs}
+    return f"{release.get('ID', 'unknown')}-{release.get('VERSION_ID', '0')}"
+
+
+@pytest.fixture(scope="module")
+def gpu_host(tmp_path_factory):
+    """An sshd whose sessions see a PATH with a (removable) fake nvidia-smi and TRAINYARD_ROOT."""
+    base = tmp_path_factory.mktemp("gpu-host")
+    (base / "bin").mkdir()
+    (base / "root").mkdir()
+    path = f"{base / 'bin'}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    try:
+        host = start_sshd(base / "sshd", env={"PATH": path, "TRAINYARD_ROOT": str(base / "root")})
+    except SshdUnavailable as exc:
+        missing_service(f"this test needs a real sshd test host: {exc}")
+    key_file = base / "id_ed25519"
+    key_file.write_text(host.client_key_pem)
+    key_file.chmod(0o600)
+    host.key_file = key_file
+    host.bin_dir = base / "bin"
+    host.trainyard_root = base / "root"
+    try:
+        yield host
+    finally:
+        host.stop()
+
+
+@pytest.fixture
+def gpus(gpu_host):
+    """Puts the fake nvidia-smi on the test host's PATH for one test."""
+
+    def install(count: int) -> None:
+        smi = gpu_host.bin_dir / "nvidia-smi"
+        smi.write_text(FAKE_NVIDIA_SMI.format(count=count))
+        smi.chmod(0o755)
+
+    yield install
+    (gpu_host.bin_dir / "nvidia-smi").unlink(missing_ok=True)
+    shutil.rmtree(gpu_host.trainyard_root / "etc", ignore_errors=True)
+
+
+@pytest.fixture
+def ssh_node(catalog, gpu_host):
+    operator = staff("operator")
+    sku = ServerSKU.objects.get(slug=SKU)
+    # Public facts only in driver_options: the pinned host key and where the key file is.
+    # The private key itself is read from that file by the worker (see the driver's docstring).
+    return node_enrol(by=operator, sku=sku, hostname="l4-ssh-01",
+                      management_address=f"{gpu_host.host}:{gpu_host.port}", driver="ssh",
+                      driver_options={"host_key": gpu_host.host_public_key,
+                                      "private_key_file": str(gpu_host.key_file),
+                                      "apt_packages": ["bash", "coreutils"],
+                                      "connect_timeout_s": 5},
+                      ready=True)
+
+
+def approved_order(node) -> Order:
+    org = OrganisationFactory(slug="acme", name="Acme AI")
+    customer = member_of(org)
+    config = Configuration(sku=node.sku, nvme=NvmeOption.objects.order_by("size_tb").first(),
+                           network=NetworkOption.objects.get(slug="eth-1g"))
+    order = order_place(quote=quote_create(organisation=org, by=customer, configuration=config),
+                        by=customer)
+    order_submit(order=order, by=customer)
+    order.refresh_from_db()
+    if order.state == OrderState.PENDING_APPROVAL:
+        order_approve(order=order, by=staff("approver"), node_ids=[node.pk])
+    order.refresh_from_db()
+    assert order.state == OrderState.APPROVED
+    return order
+
+
+def drive(run: ProvisioningRun) -> list[str]:
+    """Runs the pipeline in this process the way the tasks do: start, then each queued step."""
+    queue = list(provisioning_services.run_start(run_id=run.pk))
+    outcomes = []
+    while queue:
+        run_id, node_id, step = queue.pop(0)
+        outcome = pipeline.step_execute(run_id=run_id, node_id=node_id, step=step)
+        outcomes.append(f"{step}:{outcome.status}")
+        queue += outcome.next_steps
+    return outcomes
+
+
+def log_of(run, step) -> list[str]:
+    return list(StepLogLine.objects.filter(step_run__run=run, step_run__step=step)
+                .values_list("text", flat=True))
+
+
+@pytest.mark.django_db
+def test_an_order_goes_active_with_the_ssh_driver(ssh_node, gpus, gpu_host, settings):
+    settings.PROVISIONING_OS_IMAGE = _os_image()
+    gpus(ssh_node.sku.gpu_count)
+    order = approved_order(ssh_node)
+    run = ProvisioningRun.objects.get(order=order, kind=RunKind.PROVISION)
+
+    outcomes = drive(run)
+
+    assert outcomes == [f"{spec.name}:succeeded" for spec in STEPS[RunKind.PROVISION]]
+    order.refresh_from_db()
+    ssh_node.refresh_from_db()
+    run.refresh_from_db()
+    assert order.state == OrderState.ACTIVE
+    assert ssh_node.state == NodeState.ACTIVE
+    assert run.status == RunStatus.SUCCEEDED
+    # Each step's output came from the host, line by line.
+    assert f"os-release: {_pretty_name()}" in log_of(run, "deploy_os")
+    assert "prerequisites present: bash coreutils" in log_of(run, "deploy_os")
+    assert "configure done" in log_of(run, "configure")
+    assert "no object storage ordered; nothing to do" in log_of(run, "storage")
+    env_sh = gpu_host.trainyard_root / "etc/trainyard/env.sh"
+    assert f"wrote {env_sh}" in log_of(run, "stack")
+    assert "export NNODES=1" in env_sh.read_text()
+    assert "export NPROC_PER_NODE=2" in env_sh.read_text()
+    assert "acceptance passed" in log_of(run, "acceptance")
+    report = StepRun.objects.get(run=run, step="acceptance").result["report"]
+    assert report["passed"] and report["gpu_count"] == 2
+
+
+@pytest.mark.django_db
+def test_day_two_health_check_over_ssh(ssh_node, gpus):
+    gpus(ssh_node.sku.gpu_count)
+    check = provisioning_services.node_health_check(node=ssh_node)
+    assert check.ok, check.problems
+    assert check.gpu_count == 2
+    assert "NVIDIA L4" in check.raw
+
+
+@pytest.mark.django_db
+def test_a_host_without_gpus_fails_acceptance_and_says_why(ssh_node, gpu_host, settings):
+    settings.PROVISIONING_OS_IMAGE = _os_image()
+    order = approved_order(ssh_node)  # no fake nvidia-smi: a plain host
+    run = ProvisioningRun.objects.get(order=order, kind=RunKind.PROVISION)
+
+    outcomes = drive(run)
+
+    assert outcomes[-1] == "acceptance:failed"
+    order.refresh_from_db()
+    ssh_node.refresh_from_db()
+    assert order.state == OrderState.PROVISION_FAILED
+    assert ssh_node.state == NodeState.FAILED_VALIDATION
+    step = StepRun.objects.get(run=run, step="acceptance")
+    assert step.status == StepStatus.FAILED
+    assert "GPUs visible (0 of 2)" in step.error
+    assert "nvidia-smi not found: no GPU driver" in log_of(run, "acceptance")
+
+
+@pytest.mark.django_db
+def test_a_host_with_another_os_fails_deploy_permanently(ssh_node, settings):
+    settings.PROVISIONING_OS_IMAGE = "ubuntu-24.04-cuda-12.8"
+    if _os_image() == "ubuntu-24.04":
+        pytest.skip("the test host runs the default image")
+    order = approved_order(ssh_node)
+    run = ProvisioningRun.objects.get(order=order, kind=RunKind.PROVISION)
+
+    outcomes = drive(run)
+
+    assert outcomes[-1] == "deploy_os:failed"
+    step = StepRun.objects.get(run=run, step="deploy_os")
+    assert step.attempts == 1  # permanent: not retried
+    assert "does not run ubuntu-24.04-cuda-12.8" in step.error
+    ssh_node.refresh_from_db()
+    assert ssh_node.state == NodeState.FAILED_DEPLOY
+
+
+@pytest.mark.celery_worker
+@pytest.mark.django_db(transaction=True)  # the catalog fixture asks for `db`: commit for real
+def test_an_order_goes_active_through_a_real_worker(request, monkeypatch, ssh_node, gpus, gpu_host):
+    # The worker is another process: it reads the image from its environment.
+    monkeypatch.setenv("PROVISIONING_OS_IMAGE", _os_image())
+    worker = request.getfixturevalue("celery_worker_process")
+    gpus(ssh_node.sku.gpu_count)
+    from django.db import transaction
+
+    with transaction.atomic():
+        order = approved_order(ssh_node)  # provisioning is queued when this commits
+
+    _wait_for(lambda: Order.objects.get(pk=order.pk).state in (
+        OrderState.ACTIVE, OrderState.PROVISION_FAILED), worker)
+    order.refresh_from_db()
+    run = ProvisioningRun.objects.get(order=order, kind=RunKind.PROVISION)
+    assert order.state == OrderState.ACTIVE, (order.failure_reason, worker.output()[-3000:])
+    assert "acceptance passed" in log_of(run, "acceptance")
+    assert os.path.exists(gpu_host.trainyard_root / "etc/trainyard/env.sh")
+
+
+def _wait_for(condition, worker, timeout: float = 120.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        if worker.proc.poll() is not None:
+            pytest.fail(f"worker exited:\n{worker.output()[-3000:]}")
+        time.sleep(0.2)
+    pytest.fail(f"the pipeline did not finish within {timeout:.0f}s:\n{worker.output()[-3000:]}")
+
+
+def _pretty_name() -> str:
+    for line in Path("/etc/os-release").read_text().splitlines():
+        if line.startswith("PRETTY_NAME="):
+            return line.split("=", 1)[1].strip('"')
+    return ""
+

@@ -1,0 +1,56 @@
+"""python manage.py estimate"""
+
+import json
+from decimal import Decimal
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+FLAGS = ["--model", "llama-3.1-8b", "--precision", "bf16-mixed", "--optimizer", "adamw",
+         "--micro-batch", "1", "--seq-len", "8192", "--sharding", "fsdp-full-shard", "--dp", "8"]
+
+
+def _run(*args) -> str:
+    out = StringIO()
+    call_command("estimate", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_json_has_the_documented_keys():
+    data = json.loads(_run(*FLAGS, "--json"))
+    assert set(data["per_gpu_bytes"]) >= {"weights", "gradients", "optimizer_states",
+                                          "activations", "logits_and_loss", "gathered_buffers",
+                                          "framework_overhead", "total"}
+    assert data["params"]["total"] == 8030261248
+    assert data["per_gpu_bytes"]["total"] == sum(
+        v for k, v in data["per_gpu_bytes"].items() if k != "total")
+
+
+def test_table_output_and_model_list():
+    assert "optimizer_states" in _run(*FLAGS)
+    assert "mixtral-8x7b" in _run("--list-models")
+
+
+def test_bad_input_is_a_command_error():
+    with pytest.raises(CommandError, match="tp=3 does not divide 32 attention heads"):
+        _run("--model", "llama-2-7b", "--tp", "3")
+    with pytest.raises(CommandError, match="unknown model preset"):
+        _run("--model", "nope")
+
+
+@pytest.mark.django_db
+def test_gpu_from_the_catalog_adds_compute():
+    from portal.catalog.models import GPUModel
+
+    GPUModel.objects.update_or_create(slug="h100-test-80gb", defaults=dict(
+        name="H100 test", arch="Hopper", form_factor="SXM5", memory_gb=Decimal("80"),
+        memory_type="HBM3", memory_bandwidth_gbps=3350, fp32_tflops=Decimal("67"),
+        bf16_tflops=Decimal("989.4"), fp8_tflops=Decimal("1979"), nvlink_gbps=900, pcie_gen=5,
+        tdp_w=700))
+    data = json.loads(_run(*FLAGS, "--gpu", "h100-test-80gb", "--train-tokens", "1e11", "--json"))
+    assert data["fits"] in (True, False)
+    assert data["compute"]["step_seconds"] > 0
+    assert data["compute"]["time_to_train_seconds"] > 0
+    with pytest.raises(CommandError, match="unknown GPU"):
+        _run(*FLAGS, "--gpu", "no-such-gpu")

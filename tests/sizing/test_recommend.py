@@ -1,0 +1,263 @@
+"""Recommender on the real seeded catalog (from the seed JSON, no database)."""
+
+import re
+from dataclasses import replace
+
+import pytest
+
+from portal.sizing.catalog_data import catalog_from_seed
+from portal.sizing.estimator import ParallelConfig, TrainingConfig, estimate, get_preset
+from portal.sizing.recommend import (
+    MEMORY_RESERVE_FRACTION,
+    CatalogData,
+    Goal,
+    SearchOptions,
+    Workload,
+    recommend,
+)
+from portal.sizing.recommend.engine import build_sizes
+
+PLAN_KEYS = {
+    "model", "finetune", "precision", "sku", "gpu", "gpu_name", "gpus_per_node", "nodes", "interconnect",
+    "network", "strategy", "tp", "pp", "micro_batch", "grad_accum", "checkpointing", "per_gpu_total_bytes",
+    "gpu_memory_bytes", "memory_breakdown_bytes", "tokens_per_second", "train_hours", "price_hourly_usd",
+    "price_total_usd", "nvme_tb", "raid", "storage_tb", "stack",
+}
+BREAKDOWN_KEYS = {"weights", "gradients", "optimizer_states", "activations", "logits_and_loss",
+                  "gathered_buffers", "framework_overhead"}
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return catalog_from_seed()
+
+
+def full_7b(**kw):
+    return Workload(model="mistral-7b", finetune="full", precision="bf16-mixed", optimizer="adamw",
+                    seq_len=4096, global_batch_tokens=4096 * 256, dataset_tokens=1_000_000_000,
+                    dataset_bytes=4 * 10**9, dataset_files=1000, **kw)
+
+
+@pytest.fixture(scope="module")
+def rec_7b_cheapest(catalog):
+    return recommend(full_7b(), Goal("cheapest"), catalog, SearchOptions(top_n=20))
+
+
+@pytest.fixture(scope="module")
+def rec_7b_fastest(catalog):
+    return recommend(full_7b(), Goal("fastest"), catalog, SearchOptions(top_n=20))
+
+
+def estimator_total(plan) -> int:
+    model = get_preset("mistral-7b")
+    sharding, offload = plan.sharding, plan.offload
+    est = estimate(
+        model,
+        TrainingConfig(precision=plan.precision, optimizer="adamw", micro_batch=plan.micro_batch,
+                       seq_len=4096,
+                       grad_accum=plan.grad_accum, checkpointing=plan.checkpointing, finetune=plan.finetune),
+        ParallelConfig(dp=plan.dp, sharding=sharding, offload=offload, tp=plan.tp, pp=plan.pp),
+    )
+    return est.per_gpu.total
+
+
+def test_7b_full_finetune_never_recommends_what_the_estimator_says_does_not_fit(rec_7b_cheapest,
+                                                                                rec_7b_fastest):
+    for rec in (rec_7b_cheapest, rec_7b_fastest):
+        assert rec.plans
+        for plan in rec.plans:
+            total = estimator_total(plan)
+            assert total == plan.memory.total
+            assert total <= plan.gpu_memory_bytes * (1 - MEMORY_RESERVE_FRACTION)
+            assert plan.headroom_bytes >= 0
+            assert plan.dp * plan.tp * plan.pp == plan.gpus
+            assert plan.micro_batch * plan.grad_accum * plan.dp * 4096 == 4096 * 256
+        for point in rec.points:
+            assert point.per_gpu_total_bytes <= 180e9 * (1 - MEMORY_RESERVE_FRACTION)
+
+
+def test_every_feasible_point_fits_its_gpu(catalog, rec_7b_cheapest):
+    memory = {g.slug: g.memory_bytes for g in catalog.gpus}
+    assert len(rec_7b_cheapest.points) > 50
+    for p in rec_7b_cheapest.points:
+        assert p.per_gpu_total_bytes <= memory[p.gpu] * (1 - MEMORY_RESERVE_FRACTION)
+    assert sum(p.pareto for p in rec_7b_cheapest.points) >= 2
+
+
+def test_one_gbit_never_appears_in_a_multi_node_plan(catalog, rec_7b_fastest):
+    networks = {n.slug: n for n in catalog.networks}
+    multi = [p for p in rec_7b_fastest.plans if p.nodes > 1]
+    assert multi
+    for plan in multi:
+        assert networks[plan.network].kind == "infiniband"
+        assert plan.network != "eth-1g"
+    for size in build_sizes(full_7b(), catalog, SearchOptions(), 0.0, 0.0):
+        if size.nodes > 1:
+            assert size.network.speed_gbit_per_s > 1 and size.network.kind == "infiniband"
+
+
+def test_cheapest_and_fastest_differ(rec_7b_cheapest, rec_7b_fastest):
+    cheap, fast = rec_7b_cheapest.best, rec_7b_fastest.best
+    assert (cheap.sku, cheap.nodes) != (fast.sku, fast.nodes)
+    assert cheap.price_total_usd < fast.price_total_usd
+    assert fast.train_hours < cheap.train_hours
+
+
+def test_plans_are_the_pareto_front_ranked_by_goal(rec_7b_cheapest, rec_7b_fastest):
+    costs = [p.price_total_usd for p in rec_7b_cheapest.plans]
+    assert costs == sorted(costs)
+    hours = [p.train_hours for p in rec_7b_fastest.plans]
+    assert hours == sorted(hours)
+    for plan in rec_7b_cheapest.plans:  # nobody beats a front plan on both
+        assert not any(p.train_hours < plan.train_hours and p.price_total_usd < plan.price_total_usd
+                       for p in rec_7b_cheapest.points)
+
+
+def test_deadline_and_budget_goals(catalog, rec_7b_cheapest, rec_7b_fastest):
+    cheap = rec_7b_cheapest.best
+    deadline = cheap.train_hours / 2
+    rec = recommend(full_7b(), Goal("deadline", deadline_hours=deadline), catalog)
+    assert rec.goal_met and rec.best.train_hours <= deadline
+    budget = rec_7b_fastest.best.price_total_usd * 0.99
+    rec = recommend(full_7b(), Goal("budget", budget_usd=budget), catalog)
+    assert rec.goal_met and rec.best.price_total_usd <= budget
+    rec = recommend(full_7b(), Goal("deadline", deadline_hours=0.001), catalog)
+    assert not rec.goal_met and "no configuration finishes within the deadline" in rec.explanations[0]
+
+
+def test_70b_pretraining_goes_multi_node_with_infiniband(catalog):
+    work = Workload(model="llama-3.1-70b", finetune="full", seq_len=4096, global_batch_tokens=4096 * 1024,
+                    dataset_tokens=200_000_000_000, dataset_bytes=800 * 10**9, dataset_files=400_000)
+    rec = recommend(work, Goal("deadline", deadline_hours=24 * 30), catalog)
+    plan = rec.best
+    assert rec.goal_met
+    assert plan.nodes > 1
+    assert plan.network.startswith("ib-")
+    assert plan.stack.slug in ("fsdp", "deepspeed", "ddp")
+    assert plan.train_hours <= 24 * 30
+
+
+def test_rejected_smaller_configuration_is_explained(catalog, rec_7b_cheapest):
+    assert rec_7b_cheapest.rejections
+    text = "\n".join(rec_7b_cheapest.explanations)
+    assert re.search(r"\d+× [\w .-]+ \d+ GB: needs \d+\.\d GB per GPU with [\w +(),-]+"
+                     r" \(\d+\.\d GB usable\)", text)
+    for r in rec_7b_cheapest.rejections:
+        assert r.needed_bytes > r.usable_bytes or "host RAM" in r.message
+        assert r.message in rec_7b_cheapest.explanations
+
+
+def test_explanations_name_the_plan_and_alternatives(rec_7b_cheapest):
+    why = rec_7b_cheapest.explanations[0]
+    assert "cheapest" in why and "tokens/s" in why and "GB" in why and "$" in why
+    assert any(a.startswith("Next faster") for a in rec_7b_cheapest.alternatives)
+
+
+def test_plan_json_contract(rec_7b_cheapest):
+    d = rec_7b_cheapest.best.to_dict()
+    assert PLAN_KEYS <= set(d)
+    assert BREAKDOWN_KEYS <= set(d["memory_breakdown_bytes"])
+    assert sum(d["memory_breakdown_bytes"].values()) == d["per_gpu_total_bytes"]
+    assert d["stack"] in ("ddp", "fsdp", "deepspeed")
+    assert d["raid"] in ("single", "raid0", "raid10") and d["nvme_tb"] >= 1 and d["storage_tb"] >= 1
+    full = rec_7b_cheapest.to_dict()
+    assert full["plans"][0] == d and full["points"] and full["data"]["dataloader_workers"] >= 2
+
+
+def test_nvme_holds_dataset_and_checkpoints(rec_7b_cheapest):
+    plan = rec_7b_cheapest.best
+    # mistral-7b: ~7.2B params, full state >= 12 B/param, two kept locally, plus the dataset.
+    assert plan.nvme_tb * 1e12 >= 2 * 12 * 7.2e9 + 4e9
+
+
+def test_pruned_search_finds_the_same_front_as_the_exhaustive_loop(catalog):
+    small = CatalogData(gpus=catalog.gpus, skus=tuple(s for s in catalog.skus if s.slug in (
+        "4x-l40s-48gb", "8x-h100-sxm-80gb", "2x-h100-nvl-94gb", "1x-a100-pcie-80gb")),
+        nvme=catalog.nvme, networks=catalog.networks, storage=catalog.storage, stack=catalog.stack)
+    work = replace(full_7b(), model="llama-2-7b")
+    options = SearchOptions(node_counts=(1, 2, 4))
+    fast = recommend(work, Goal("cheapest"), small, options)
+    slow = recommend(work, Goal("cheapest"), small, options, exhaustive=True)
+    assert [(p.sku, p.nodes) for p in fast.plans] == [(p.sku, p.nodes) for p in slow.plans]
+    for a, b in zip(fast.plans, slow.plans, strict=True):
+        assert a.train_hours == pytest.approx(b.train_hours, rel=1e-9)
+        assert a.price_total_usd == pytest.approx(b.price_total_usd, rel=1e-9)
+    assert fast.estimator_calls < slow.estimator_calls
+
+
+def test_lora_needs_less_than_full(catalog):
+    lora = recommend(replace(full_7b(), finetune="lora"), Goal("cheapest"), catalog)
+    full = recommend(full_7b(), Goal("cheapest"), catalog)
+    assert lora.best.price_total_usd < full.best.price_total_usd
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"model": "llama-9000"}, "unknown model preset"),
+    ({"finetune": "prefix"}, "finetune="),
+    ({"precision": "int4"}, "precision="),
+    ({"global_batch_tokens": 5000}, "not a multiple of seq_len"),
+    ({"dataset_tokens": 0}, "nothing to train"),
+    ({"seq_len": 0}, "seq_len must be"),
+])
+def test_bad_workload_input_errors(catalog, kwargs, message):
+    base = {"model": "mistral-7b", "dataset_tokens": 10**9, "seq_len": 4096, "global_batch_tokens": 4096 * 64}
+    with pytest.raises(ValueError, match=message):
+        recommend(Workload(**{**base, **kwargs}), Goal("cheapest"), catalog)
+
+
+def test_bad_goal_and_catalog_errors(catalog):
+    with pytest.raises(ValueError, match="deadline_hours"):
+        Goal("deadline")
+    with pytest.raises(ValueError, match="budget_usd"):
+        Goal("budget", budget_usd=-1)
+    with pytest.raises(ValueError, match="goal="):
+        Goal("cheap")
+    with pytest.raises(ValueError, match="no active server SKUs"):
+        CatalogData(gpus=catalog.gpus, skus=())
+    with pytest.raises(ValueError, match="CatalogData"):
+        recommend(full_7b(), Goal("cheapest"), {"skus": []})
+
+
+def test_nothing_fits_says_what_was_closest(catalog):
+    l4 = tuple(s for s in catalog.skus if s.slug == "1x-l4-24gb")
+    tiny = CatalogData(gpus=catalog.gpus, skus=l4, nvme=catalog.nvme, networks=catalog.networks,
+                       storage=catalog.storage, stack=catalog.stack)
+    work = Workload(model="llama-3.1-70b", dataset_tokens=10**9, seq_len=4096, global_batch_tokens=4096 * 64)
+    with pytest.raises(ValueError, match=r"no server in the catalog fits llama-3.1-70b.*needs|host RAM"):
+        recommend(work, Goal("cheapest"), tiny, SearchOptions(node_counts=(1,)))
+
+
+SHARED_GPU_SKUS = ("1x-a100-pcie-80gb", "4x-a100-pcie-80gb", "8x-a100-pcie-80gb", "4x-rtx-4090-24gb",
+                   "8x-rtx-4090-24gb", "2x-h100-nvl-94gb", "8x-h100-sxm-80gb")
+
+
+@pytest.mark.parametrize("work", [
+    replace(full_7b(), model="llama-3.1-8b", finetune="lora"),
+    replace(full_7b(), model="gpt2-1.5b", seq_len=1024, global_batch_tokens=1024 * 512),
+    replace(full_7b(), model="llama-3.1-70b", finetune="qlora", global_batch_tokens=4096 * 128),
+], ids=["8b-lora", "gpt2-full", "70b-qlora"])
+def test_pruned_search_matches_exhaustive_with_sizes_sharing_memory(catalog, work):
+    """Sizes with the same GPU memory, world size and host RAM share their memory decisions
+    (one SKU over every network; several SKUs with the same GPU): still the exhaustive result."""
+    small = CatalogData(gpus=catalog.gpus, skus=tuple(s for s in catalog.skus if s.slug in SHARED_GPU_SKUS),
+                        nvme=catalog.nvme, networks=catalog.networks, storage=catalog.storage,
+                        stack=catalog.stack)
+    options = SearchOptions(node_counts=(1, 2, 4), top_n=10)
+    for goal in (Goal("cheapest"), Goal("fastest")):
+        fast = recommend(work, goal, small, options)
+        slow = recommend(work, goal, small, options, exhaustive=True)
+        assert [(p.sku, p.nodes, p.network) for p in fast.plans] == [
+            (p.sku, p.nodes, p.network) for p in slow.plans]
+        for a, b in zip(fast.plans, slow.plans, strict=True):  # ties may differ in micro-batch
+            assert a.train_hours == pytest.approx(b.train_hours, rel=1e-9)
+            assert a.price_total_usd == pytest.approx(b.price_total_usd, rel=1e-9)
+        assert fast.estimator_calls < slow.estimator_calls / 20
+
+
+def test_recommendation_does_not_depend_on_estimator_caches(catalog):
+    from portal.sizing.estimator import clear_caches
+
+    work = replace(full_7b(), finetune="qlora", model="llama-3.1-70b")
+    warm = recommend(work, Goal("cheapest"), catalog).to_dict()
+    clear_caches()
+    assert recommend(work, Goal("cheapest"), catalog).to_dict() == warm

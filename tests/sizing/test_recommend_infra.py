@@ -1,0 +1,95 @@
+"""NVMe, network, storage, data format and stack advice; the catalog adapters."""
+
+from dataclasses import replace
+
+import pytest
+
+from portal.sizing.catalog_data import catalog_from_db, catalog_from_dict, catalog_from_seed
+from portal.sizing.recommend import Workload, get_strategy, infra
+from portal.sizing.recommend.catalog import NetworkOptionSpec
+
+
+@pytest.fixture(scope="module")
+def seed():
+    return catalog_from_seed()
+
+
+def work(**kw):
+    return Workload(model="mistral-7b", dataset_tokens=10**9, **kw)
+
+
+def test_nvme_picks_cheapest_option_that_holds_the_need_and_prefers_raid0(seed):
+    opt, warning = infra.choose_nvme(seed.nvme, int(1.5e12))
+    assert (opt.size_tb, opt.raid, warning) == (2, "raid0", "")
+    opt, warning = infra.choose_nvme(seed.nvme, int(50e12))
+    assert opt.size_tb == 10 and "stream the dataset" in warning
+
+
+def test_single_node_network_is_the_default_unless_the_dataset_takes_hours(seed):
+    assert infra.single_node_network(seed.networks, 10 * 10**9).slug == "eth-1g"
+    upgraded = infra.single_node_network(seed.networks, 2 * 10**12)
+    assert upgraded.speed_gbit_per_s >= 10 and not upgraded.on_request
+    assert infra.network_warning(2 * 10**12, seed.network("eth-1g")).startswith("the 2.00 TB dataset takes")
+    assert infra.network_warning(10**9, seed.network("eth-1g")) == ""
+
+
+def test_multi_node_networks_are_infiniband_or_fast_ethernet(seed):
+    assert {n.kind for n in infra.multi_node_networks(seed.networks)} == {"infiniband"}
+    eth = tuple(n for n in seed.networks if n.kind == "ethernet")
+    assert [n.slug for n in infra.multi_node_networks(eth)] == ["eth-100g"]
+    assert infra.multi_node_networks((NetworkOptionSpec("eth-1g", "1G", "ethernet", 1, 0.0),)) == ()
+
+
+def test_storage_sizes_archived_checkpoints(seed):
+    assert infra.storage_need_tb(100 * 10**9, 14 * 10**9) == 1
+    assert infra.storage_need_tb(1000 * 10**9, 140 * 10**9) == 4  # 70B: ~1 TB per full state
+    assert infra.choose_storage(seed.storage).kind == "minio"
+
+
+def test_many_small_files_become_webdataset_shards(seed):
+    sku = seed.sku("8x-h100-sxm-80gb")
+    advice = infra.data_advice(work(dataset_bytes=200 * 10**9, dataset_files=2_000_000), sku, 2, None)
+    assert advice.format == "webdataset"
+    assert 0.5e9 <= advice.shard_bytes <= 1e9 and advice.shard_count >= 200
+    assert "WebDataset" in advice.message and 2 <= advice.dataloader_workers <= 8
+    few = infra.data_advice(work(dataset_bytes=200 * 10**9, dataset_files=2000), sku, 1, None)
+    assert few.format == "as-is"
+
+
+def test_stack_config_has_the_key_values(seed):
+    z3 = infra.stack_config(get_strategy("zero3-offload"), tp=1, pp=1, micro_batch=2, grad_accum=8,
+                            checkpointing="full", precision="bf16-mixed", catalog=seed)
+    settings = dict(z3.settings)
+    assert z3.slug == "deepspeed" and settings["zero_optimization.stage"] == 3
+    assert settings["zero_optimization.offload_optimizer.device"] == "cpu"
+    assert settings["train_micro_batch_size_per_gpu"] == 2 and settings["gradient_accumulation_steps"] == 8
+    fsdp = infra.stack_config(get_strategy("fsdp"), tp=2, pp=1, micro_batch=1, grad_accum=4,
+                              checkpointing="none", precision="bf16-mixed", catalog=seed)
+    assert fsdp.slug == "fsdp" and dict(fsdp.settings)["fsdp_sharding_strategy"] == "FULL_SHARD"
+    assert dict(fsdp.settings)["tensor_parallel_size"] == 2
+    assert infra.stack_config(get_strategy("ddp"), tp=1, pp=1, micro_batch=4, grad_accum=1,
+                              checkpointing="none", precision="bf16-mixed", catalog=seed).slug == "ddp"
+
+
+def test_seed_catalog_converts_units(seed):
+    h100 = seed.gpu("h100-sxm-80gb")
+    assert h100.memory_bytes == 80 * 10**9 and h100.nvlink_gbytes_per_s == 900
+    assert seed.gpu("l40s-48gb").nvlink_gbytes_per_s is None
+    sku = seed.sku("8x-h100-sxm-80gb")
+    assert (sku.gpus_per_node, sku.interconnect, sku.price_hourly_usd) == (8, "nvswitch", 23.6)
+    assert len(seed.skus) == 30
+
+
+def test_malformed_catalog_data_is_a_value_error():
+    with pytest.raises(ValueError, match="missing or malformed"):
+        catalog_from_dict({"gpus": []})
+
+
+@pytest.mark.django_db
+def test_db_adapter_matches_the_seed(catalog, seed):
+    db = catalog_from_db()
+    assert {g.slug: g for g in db.gpus} == {g.slug: g for g in seed.gpus}
+    assert {s.slug: replace(s, stock_nodes=None) for s in db.skus} == {s.slug: s for s in seed.skus}
+    assert {s.stock_nodes for s in db.skus} <= {None, 0}  # no nodes enrolled in this test
+    assert {n.slug for n in db.networks} == {n.slug for n in seed.networks}
+    assert {o.slug: o for o in db.nvme} == {o.slug: o for o in seed.nvme}

@@ -19,14 +19,23 @@ def env_str(name: str, default: str | None = None) -> str:
 
 def env_secret(name: str, default: str | None = None) -> str:
     """Reads NAME, or the file named by NAME_FILE (container secrets)."""
-    path = os.environ.get(f"{name}_FILE")
-    if path:
-        try:
-            with open(path, encoding="utf-8") as fh:
-                return fh.read().strip()
-        except OSError as exc:
-            raise ImproperlyConfigured(f"{name}_FILE={path!r} cannot be read: {exc}") from exc
+    value = env_file(f"{name}_FILE")
+    if value is not None:
+        return value
     return env_str(name, default)
+
+
+def env_file(name: str) -> str | None:
+    """The contents (stripped) of the file NAME points to, e.g. a mounted secret; None when NAME
+    is unset or empty. The contents never go into an error message."""
+    path = os.environ.get(name)
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read().strip()
+    except OSError as exc:
+        raise ImproperlyConfigured(f"{name}={path!r} cannot be read: {exc}") from exc
 
 
 def env_bool(name: str, default: bool = False) -> bool:

@@ -12,7 +12,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from portal.env import env_bool, env_float, env_int, env_list, env_secret, env_str
+from portal.env import env_bool, env_file, env_float, env_int, env_list, env_secret, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("TRAINYARD_VAR_DIR", str(BASE_DIR / "var")))
@@ -245,6 +245,12 @@ NODE_DRIVER_OPTIONS: dict[str, dict] = {"simulated": {}, "ssh": {}}
 if _ssh_key_file := env_str("SSH_PRIVATE_KEY_FILE", ""):
     NODE_DRIVER_OPTIONS["ssh"] |= {"private_key_file": _ssh_key_file,
                                    "user": env_str("SSH_USER", "root")}
+# The BMC password for the ssh driver's IPMI power control, from a mounted secret file: never
+# in the database (a node's driver_options.ipmi gives only address and user) and never logged.
+if (_ipmi_password := env_file("IPMI_PASSWORD_FILE")) is not None:
+    if not _ipmi_password:
+        raise ImproperlyConfigured("IPMI_PASSWORD_FILE names an empty file")
+    NODE_DRIVER_OPTIONS["ssh"]["ipmi"] = {"password": _ipmi_password}
 
 
 # Simulated nodes: 1.0 = realistic delays (seconds to minutes), 0 = instant (tests, bench).
@@ -270,8 +276,10 @@ PROVISIONING_DATA_RETENTION = env_str("PROVISIONING_DATA_RETENTION", "wipe")
 
 if REDIS_URL:
     # With acks_late, a message taken by a worker that died comes back after this many seconds.
+    # Default: longer than the longest step may run, so a running step is not delivered twice.
+    _longest_step_s = max(PROVISIONING_STEP_DEADLINE_S, *PROVISIONING_STEP_DEADLINES_S.values())
     CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=1)}
+        "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", _longest_step_s + 600, minimum=1)}
 
 CELERY_BEAT_SCHEDULE |= {
     "provisioning-sweep": {"task": "provisioning.sweep",

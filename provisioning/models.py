@@ -1,6 +1,7 @@
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.db.models.functions import Lower
 
 from provisioning.states import NodeState, RunKind, RunStatus, StepStatus
 
@@ -36,6 +37,10 @@ class Node(models.Model):
     class Meta:
         ordering = ["hostname"]
         indexes = [models.Index(fields=["sku", "state"])]
+        constraints = [
+            # DNS names are case-insensitive: gpu-a01 and GPU-A01 are one machine.
+            models.UniqueConstraint(Lower("hostname"), name="node_hostname_unique_ci"),
+        ]
 
     def __str__(self) -> str:
         return self.hostname
@@ -46,7 +51,8 @@ class Node(models.Model):
         if secrets := secret_option_paths(self.driver_options):
             raise ValidationError({"driver_options": (
                 f"{', '.join(secrets)}: secrets are not stored in driver options (a plain-text "
-                f"column); give the driver its key through SSH_PRIVATE_KEY_FILE.")})
+                f"column); give the driver its key through SSH_PRIVATE_KEY_FILE and the BMC "
+                f"password through IPMI_PASSWORD_FILE.")})
 
 
 class NodeEvent(models.Model):

@@ -1,10 +1,11 @@
 """The provisioning pipeline: what each step does, and how a step is claimed, run and recorded.
 
 A step is one ``StepRun`` row keyed by (run, node, step). A worker claims it with a conditional
-UPDATE (only from pending / waiting-to-retry / running-with-a-lapsed-lease), holds it under a
-lease it renews while it works, and records the outcome with another conditional UPDATE on its
-own claim token. So a succeeded step is never executed again, a redelivered task returns early,
-and a step whose worker died is taken over once the lease lapses.
+UPDATE (only from pending / waiting-to-retry once its ``retry_at`` has come / running with a
+lapsed lease), holds it under a lease it renews while it works, and records the outcome with
+another conditional UPDATE on its own claim token. So a succeeded step is never executed
+again, a redelivered task returns early (or waits for the retry time), and a step whose worker
+died is taken over once the lease lapses.
 
 State changes (node, order, run) happen in the same transaction as the step's outcome; driver
 I/O happens outside any transaction.
@@ -39,7 +40,6 @@ from provisioning.drivers.base import RunResult
 from provisioning.models import Node, ProvisioningRun, StepLogLine, StepRun
 from provisioning.services import node_transition
 from provisioning.states import (
-    STEP_CLAIMABLE,
     STEP_DONE,
     NodeState,
     RunKind,
@@ -60,6 +60,10 @@ STORAGE_REVOKE = "provisioning.storage.step.storage_revoke"  # (ctx) -> dict
 STACK_RENDER = "provisioning.stack.render.render_bootstrap"  # (*, order, node, nodes) -> str
 
 
+# What the step log (shown to the customer) says about a crash; the details go to staff.
+INTERNAL_ERROR_LINE = "internal error; our staff has been told"
+
+
 class StepFailed(Exception):
     """A step failed for a reason retrying cannot fix. The message is for staff."""
 
@@ -73,7 +77,8 @@ class StepFailed(Exception):
 class StepOutcome:
     """What happened to one task delivery. ``next_steps`` are to be queued by the caller."""
 
-    status: str  # succeeded | failed | retry | busy | already_done | blocked | stopped | lost | missing
+    # succeeded | failed | retry | busy | waiting | already_done | blocked | stopped | lost | missing
+    status: str
     next_steps: tuple[StepKey, ...] = ()
     retry_in_s: float | None = None
     message: str = ""
@@ -196,9 +201,15 @@ def step_execute(*, run_id: int, node_id: int, step: str, token: str | None = No
     if sr.status == StepStatus.RUNNING and sr.lease_expires_at and sr.lease_expires_at > now:
         # Held: by a live worker (a duplicate delivery), or by a dead one whose lease runs out.
         return StepOutcome("busy", retry_in_s=(sr.lease_expires_at - now).total_seconds() + 1)
+    if sr.status == StepStatus.RETRYING and sr.retry_at and sr.retry_at > now:
+        # A duplicate delivery of a step that waits out its backoff: not yet.
+        return StepOutcome("waiting", retry_in_s=(sr.retry_at - now).total_seconds() + 1)
     lease = timedelta(seconds=settings.PROVISIONING_STEP_LEASE_S)
     claimed = StepRun.objects.filter(pk=sr.pk).filter(
-        Q(status__in=STEP_CLAIMABLE) | Q(status=StepStatus.RUNNING, lease_expires_at__lt=now)
+        Q(status=StepStatus.PENDING)
+        | Q(status=StepStatus.RETRYING, retry_at__isnull=True)
+        | Q(status=StepStatus.RETRYING, retry_at__lte=now)
+        | Q(status=StepStatus.RUNNING, lease_expires_at__lt=now)
     ).update(status=StepStatus.RUNNING, claimed_by=token, attempts=F("attempts") + 1,
              started_at=Coalesce(F("started_at"), now), lease_expires_at=now + lease,
              retry_at=None)
@@ -236,7 +247,7 @@ def _run_claimed(sr: StepRun, token: str) -> StepOutcome:
         outcome = ("transient", f"{spec.label} hit the task time limit")
     except Exception as exc:
         logger.exception("step crashed", extra={"step": sr.step, "node": node.hostname})
-        outcome = ("permanent", f"internal error in {sr.step}: {type(exc).__name__}: {exc}")
+        outcome = ("internal", f"internal error in {sr.step}: {type(exc).__name__}: {exc}")
     else:
         outcome = ("ok", result)
     finally:
@@ -247,7 +258,10 @@ def _run_claimed(sr: StepRun, token: str) -> StepOutcome:
         return _succeed(sr, spec, value or {}, token=token)
     if kind == "transient":
         return _transient(sr, value, token=token, log=log)
-    return _fail(sr, value, token=token, log=log, result=ctx.result)
+    # An internal error's details (exception, message) are for staff: the step error and the
+    # run page have them; the log, which the customer's progress card shows, says less.
+    return _fail(sr, value, token=token, log=log, result=ctx.result,
+                 public_message=INTERNAL_ERROR_LINE if kind == "internal" else None)
 
 
 def _on_start(ctx: StepContext, spec: StepSpec) -> None:
@@ -277,8 +291,12 @@ def _succeed(sr: StepRun, spec: StepSpec, result: dict, *, token: str) -> StepOu
             lease_expires_at=None, error="")
         if done != 1:
             return StepOutcome("lost", message="another worker took the step over")
+        if run.status == RunStatus.CANCELLED:
+            # Cancelled while this step ran (e.g. the order was cancelled or is terminating):
+            # the node and the order belong to whatever came next; leave them alone.
+            return StepOutcome("stopped", message="the run was cancelled meanwhile")
         node = Node.objects.get(pk=sr.node_id)
-        if spec.on_success:
+        if spec.on_success and (run.status == RunStatus.RUNNING or _still_ours(node, run, spec.on_success)):
             node_transition(node=node, name=spec.on_success, event_order=run.order,
                             note=f"{spec.label}, run #{run.pk}",
                             **({"order_id": None} if spec.on_success == "return_to_stock" else {}))
@@ -289,6 +307,14 @@ def _succeed(sr: StepRun, spec: StepSpec, result: dict, *, token: str) -> StepOu
     following = (StepRun.objects.filter(run_id=sr.run_id, node_id=sr.node_id,
                                         position=sr.position + 1).values_list("step", flat=True).first())
     return StepOutcome("succeeded", next_steps=((sr.run_id, sr.node_id, following),) if following else ())
+
+
+def _still_ours(node: Node, run: ProvisioningRun, transition: str) -> bool:
+    """Whether a stopped run's late step may still move ``node`` (e.g. a cluster node finishing
+    after another node failed the run): only while the node serves the order and the move fits."""
+    from provisioning.states import NODE_TRANSITIONS
+
+    return node.order_id == run.order_id and NODE_TRANSITIONS.get(transition).allowed_from(node.state)
 
 
 def _run_complete(run: ProvisioningRun) -> None:
@@ -329,7 +355,10 @@ def backoff_s(attempt: int) -> float:
 
 
 def _fail(sr: StepRun, message: str, *, token: str | None, log: _LogWriter | None = None,
-          result: dict | None = None, claim: Q | None = None) -> StepOutcome:
+          result: dict | None = None, claim: Q | None = None,
+          public_message: str | None = None) -> StepOutcome:
+    """Records a permanent failure. ``message`` is for staff (step error, run error, order
+    failure reason); the step log, which the customer sees, gets ``public_message`` if given."""
     claim = claim if claim is not None else Q(status=StepStatus.RUNNING, claimed_by=token)
     with transaction.atomic():
         run = ProvisioningRun.objects.select_for_update().select_related("order").get(pk=sr.run_id)
@@ -339,31 +368,39 @@ def _fail(sr: StepRun, message: str, *, token: str | None, log: _LogWriter | Non
             fields["result"] = result
         if StepRun.objects.filter(claim, pk=sr.pk).update(**fields) != 1:
             return StepOutcome("lost", message="another worker took the step over")
-        spec = step_spec(run.kind, sr.step)
-        node = Node.objects.get(pk=sr.node_id)
-        # A node that went to maintenance or now serves another order is not this run's to fail.
-        if spec.on_failure and node.state != NodeState.MAINTENANCE and node.order_id == run.order_id:
-            from provisioning.states import NODE_TRANSITIONS
-
-            if NODE_TRANSITIONS.get(spec.on_failure).allowed_from(node.state):
-                node_transition(node=node, name=spec.on_failure, event_order=run.order,
-                                note=f"{spec.label}: {message}")
-        summary = f"{spec.label} failed on {node.hostname}: {message}"
-        if run.status == RunStatus.RUNNING:
-            run.status = RunStatus.FAILED
-            run.error = summary
-            run.finished_at = timezone.now()
-            run.save(update_fields=["status", "error", "finished_at"])
-        order = Order.objects.select_for_update().get(pk=run.order_id)
-        if run.kind == RunKind.PROVISION and order.state in (OrderState.PROVISIONING,
-                                                             OrderState.VERIFYING):
-            order_transition(order=order, name="fail", note=summary, failure_reason=summary)
-        else:
-            Order.objects.filter(pk=order.pk).update(failure_reason=summary)
+        # Cancelled while this step ran: node and order are not this run's any more (see _succeed).
+        cancelled = run.status == RunStatus.CANCELLED
+        if not cancelled:
+            _fail_run(run, sr, message)
     if log is not None:
-        log(f"FAILED: {message}")
+        log(f"FAILED: {public_message or message}")
         log.flush()
-    return StepOutcome("failed", message=message)
+    return StepOutcome("stopped" if cancelled else "failed", message=message)
+
+
+def _fail_run(run: ProvisioningRun, sr: StepRun, message: str) -> None:
+    """A step of ``run`` failed for good: node, run and order move to their failed states."""
+    spec = step_spec(run.kind, sr.step)
+    node = Node.objects.get(pk=sr.node_id)
+    # A node that went to maintenance or now serves another order is not this run's to fail.
+    if spec.on_failure and node.state != NodeState.MAINTENANCE and node.order_id == run.order_id:
+        from provisioning.states import NODE_TRANSITIONS
+
+        if NODE_TRANSITIONS.get(spec.on_failure).allowed_from(node.state):
+            node_transition(node=node, name=spec.on_failure, event_order=run.order,
+                            note=f"{spec.label}: {message}")
+    summary = f"{spec.label} failed on {node.hostname}: {message}"
+    if run.status == RunStatus.RUNNING:
+        run.status = RunStatus.FAILED
+        run.error = summary
+        run.finished_at = timezone.now()
+        run.save(update_fields=["status", "error", "finished_at"])
+    order = Order.objects.select_for_update().get(pk=run.order_id)
+    if run.kind == RunKind.PROVISION and order.state in (OrderState.PROVISIONING,
+                                                         OrderState.VERIFYING):
+        order_transition(order=order, name="fail", note=summary, failure_reason=summary)
+    else:
+        Order.objects.filter(pk=order.pk).update(failure_reason=summary)
 
 
 def step_fail_stuck(*, step_run: StepRun, message: str) -> bool:

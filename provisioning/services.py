@@ -11,7 +11,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from portal.accounts.selectors import organisations_for
@@ -86,18 +86,26 @@ def node_enrol(*, by, sku, hostname: str, management_address: str, driver: str |
     driver = driver or settings.DEFAULT_NODE_DRIVER
     if driver not in driver_names():
         raise DomainError(f"Unknown driver {driver!r}; choose one of {', '.join(driver_names())}.")
-    if Node.objects.filter(hostname=hostname).exists():
-        raise DomainError(f"A node named {hostname} is already enrolled.")
+    already = DomainError(f"A node named {hostname} is already enrolled (hostnames are "
+                          f"case-insensitive).")
+    if Node.objects.filter(hostname__iexact=hostname).exists():
+        raise already
     if secrets := secret_option_paths(driver_options or {}):
         raise DomainError(f"{', '.join(secrets)}: secrets are not stored in driver options (a "
                           f"plain-text column); give the driver its key through "
-                          f"SSH_PRIVATE_KEY_FILE.")
+                          f"SSH_PRIVATE_KEY_FILE and the BMC password through IPMI_PASSWORD_FILE.")
     with transaction.atomic():
-        node = Node.objects.create(
-            hostname=hostname, sku=sku, management_address=management_address.strip(),
-            driver=driver, fabric_group=fabric_group.strip(), nvme_devices=list(nvme_devices),
-            driver_options=driver_options or {}, notes=notes, state=NodeState.ENROLLED,
-        )
+        try:
+            with transaction.atomic():  # an enrolment racing this one may take the name first
+                node = Node.objects.create(
+                    hostname=hostname, sku=sku, management_address=management_address.strip(),
+                    driver=driver, fabric_group=fabric_group.strip(), nvme_devices=list(nvme_devices),
+                    driver_options=driver_options or {}, notes=notes, state=NodeState.ENROLLED,
+                )
+        except IntegrityError:
+            if Node.objects.filter(hostname__iexact=hostname).exists():
+                raise already from None
+            raise
         NodeEvent.objects.create(node=node, actor=by if getattr(by, "pk", None) else None,
                                  transition="enrol", from_state=NodeState.ENROLLED,
                                  to_state=NodeState.ENROLLED, note="enrolled")
@@ -181,16 +189,18 @@ def run_frontier(run: ProvisioningRun) -> list[tuple[int, int, str]]:
 
 def run_start(*, run_id: int) -> list[tuple[int, int, str]]:
     """Starts a pending run (the order moves on); returns the steps to queue. Idempotent."""
+    order_id = ProvisioningRun.objects.filter(pk=run_id).values_list("order_id", flat=True).first()
+    if order_id is None:
+        return []
     with transaction.atomic():
-        run = ProvisioningRun.objects.select_for_update().select_related("order").filter(
-            pk=run_id).first()
-        if run is None:
-            return []
+        # Order first, then run: the order services (cancel, termination) and the reservation
+        # sweeper lock in that order too, so two of them never wait on each other.
+        order = Order.objects.select_for_update().get(pk=order_id)
+        run = ProvisioningRun.objects.select_for_update().get(pk=run_id)
         if run.status == RunStatus.RUNNING:
             return run_frontier(run)  # a redelivered start: queue again, claims stay single
         if run.status != RunStatus.PENDING:
             return []
-        order = Order.objects.select_for_update().get(pk=run.order_id)
         if run.kind == RunKind.PROVISION:
             if order.state != OrderState.APPROVED:
                 _run_close(run, RunStatus.CANCELLED, f"order is {order.get_state_display().lower()}")
@@ -314,8 +324,20 @@ def run_swap_node(*, run: ProvisioningRun, node: Node, by, replacement: Node | N
 
 
 # --- termination and day 2 --------------------------------------------------------------------
+# What the customer reads when a day-2 run blocks termination.
+DAY2_BUSY = {RunKind.REBOOT: "A reboot", RunKind.REDEPLOY_STACK: "A re-deploy of the training stack"}
+
+
 def termination_start(*, order: Order, by=None) -> ProvisioningRun | None:
-    """Called inside the order's termination transition: a terminate run over its nodes."""
+    """Called inside the order's termination transition: a terminate run over its nodes.
+
+    Refused while a reboot or re-deploy runs: a worker may still be running one of its steps on
+    the node, and termination would pull the node from under it."""
+    Order.objects.select_for_update().get(pk=order.pk)  # held until the caller commits
+    busy = ProvisioningRun.objects.filter(order=order, kind__in=list(DAY2_BUSY),
+                                          status=RunStatus.RUNNING).first()
+    if busy is not None:
+        raise DomainError(f"{DAY2_BUSY[busy.kind]} is in progress; terminate once it has finished.")
     ProvisioningRun.objects.filter(order=order, status__in=[RunStatus.PENDING, RunStatus.RUNNING]
                                    ).update(status=RunStatus.CANCELLED, finished_at=timezone.now(),
                                             error="order termination requested")

@@ -81,7 +81,6 @@ class StepStatus(models.TextChoices):
     SKIPPED = "skipped", "Skipped (node swapped)"
 
 
-STEP_CLAIMABLE = frozenset({StepStatus.PENDING, StepStatus.RETRYING})
 STEP_DONE = frozenset({StepStatus.SUCCEEDED, StepStatus.SKIPPED})
 
 

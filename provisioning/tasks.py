@@ -13,9 +13,22 @@ from provisioning.states import NodeState
 logger = logging.getLogger(__name__)
 
 
+# Room for a step that hit its soft limit to record the transient outcome before the hard kill.
+STEP_HARD_LIMIT_MARGIN_S = 300
+
+
+def step_time_limits(step: str) -> dict[str, int]:
+    """Celery time limits for one delivery of ``step``: the soft limit is the step's deadline
+    (settings PROVISIONING_STEP_DEADLINE_S / PROVISIONING_STEP_DEADLINES_S), so a long step
+    (deploy_os, wipe) is not cut off by the global CELERY_TASK_SOFT_TIME_LIMIT. A retry
+    (``self.retry``) carries the limits of the delivery it retries."""
+    deadline = services.step_deadline_s(step)
+    return {"soft_time_limit": deadline, "time_limit": deadline + STEP_HARD_LIMIT_MARGIN_S}
+
+
 def enqueue_steps(keys) -> None:
     for run_id, node_id, step in keys:
-        step_task.delay(run_id, node_id, step)
+        step_task.apply_async((run_id, node_id, step), **step_time_limits(step))
 
 
 @shared_task(name="provisioning.run_start", acks_late=True)

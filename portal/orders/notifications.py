@@ -26,8 +26,14 @@ _SENTENCES = {
     OrderState.TERMINATED: "Your servers have been terminated and wiped.",
     OrderState.CANCELLED: "Your order has been cancelled.",
 }
-# The customer hears about a failure in plain words; the step's technical message is for staff.
-_INTERNAL_NOTES = {OrderState.PROVISION_FAILED}
+# Where the state alone does not say what happened (keyed by transition).
+_TRANSITION_SENTENCES = {
+    "expire_reservation": "The servers reserved for you went back to stock because setup did not "
+                          "start in time; our staff will look at your order again.",
+}
+# An event's note is for staff (approval notes with node hostnames, step errors, the reservation
+# sweeper's note, …) and never goes into an e-mail. The customer reads the sentence for the new
+# state and, on rejection, the reason, which staff write for the customer.
 
 
 def order_url(order) -> str:
@@ -59,11 +65,9 @@ def order_event_notify(*, event_id: int) -> int:
         return 0
     state_label = OrderState(event.to_state).label
     lines = [f"Order {order.reference} ({order.node_count}× {order.sku.name}): {state_label}.", "",
-             _SENTENCES.get(event.to_state, "")]
+             _TRANSITION_SENTENCES.get(event.transition) or _SENTENCES.get(event.to_state, "")]
     if event.to_state == OrderState.REJECTED and order.rejection_reason:
         lines += ["", f"Reason: {order.rejection_reason}"]
-    elif event.note and event.to_state not in _INTERNAL_NOTES:
-        lines += ["", event.note]
     lines += ["", f"Details: {order_url(order)}"]
     try:
         return send_mail(

@@ -56,7 +56,11 @@ def driver_class(name: str) -> type[NodeDriver]:
 def driver_for(node) -> NodeDriver:
     """A driver instance for a ``provisioning.Node``: settings options overlaid by the node's."""
     options = dict(getattr(settings, "NODE_DRIVER_OPTIONS", {}).get(node.driver, {}))
-    options.update(node.driver_options or {})
+    for key, value in (node.driver_options or {}).items():
+        # One level deep, so a node's ipmi {address, user} keeps the settings' ipmi password.
+        if isinstance(value, dict) and isinstance(options.get(key), dict):
+            value = {**options[key], **value}
+        options[key] = value
     target = NodeTarget(
         hostname=node.hostname,
         address=node.management_address,

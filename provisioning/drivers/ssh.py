@@ -24,6 +24,8 @@ Built for one node: ``SshDriver(target)``. ``target.address`` is ``"host"`` or `
 - ``nvidia_smi``: the path of ``nvidia-smi`` on the node, if it is not on ``PATH``.
 - ``ipmi``: ``{"address", "user", "password", "interface": "lanplus"}``: with it, ``power``
   drives the BMC with the local ``ipmitool`` (password through ``IPMI_PASSWORD``, not argv).
+  The password comes from settings (``IPMI_PASSWORD_FILE``), merged under the node's ``ipmi``;
+  a node's driver_options may not hold it.
 
 Scripts travel over the SSH channel's stdin into a private temp file (``mktemp``, mode 0600)
 and run with ``bash FILE </dev/null``, so a command in the script that reads stdin cannot eat

@@ -57,3 +57,19 @@ def test_an_outsider_gets_404_revoking_another_organisations_key(login, db):
     assert client.post(f"/orgs/acme/keys/{key.prefix}/revoke").status_code == 404
     key.refresh_from_db()
     assert key.revoked_at is None
+
+
+def test_a_member_who_cannot_manage_keys_is_told_so_and_gets_no_key(login, db):
+    reseller = OrganisationFactory(slug="resale", kind="reseller")
+    member = MembershipFactory(organisation=reseller, role=Membership.Role.MEMBER).user
+    response = login(member).post("/orgs/resale/", {"name": "sneaky bot"})
+    assert response.status_code == 403
+    assert "Only an admin of this organisation can create API keys" in response.content.decode()
+    assert not ApiKey.objects.filter(organisation=reseller).exists()
+
+
+def test_the_page_that_shows_a_new_key_is_never_cached(login, db):
+    acme = OrganisationFactory(slug="acme")
+    client = login(member_of(acme))
+    for response in (client.get("/orgs/acme/"), client.post("/orgs/acme/", {"name": "bot"})):
+        assert "no-store" in response["Cache-Control"] and "private" in response["Cache-Control"]

@@ -60,3 +60,19 @@ def test_env_float_rejects_non_numbers_and_values_below_minimum(monkeypatch):
         env_float("SCALE", 1.0, minimum=0.0)
     monkeypatch.setenv("SCALE", "0.25")
     assert env_float("SCALE", 1.0, minimum=0.0) == 0.25
+
+
+def test_env_file_reads_the_named_file_or_gives_none(monkeypatch, tmp_path):
+    from portal.env import env_file
+
+    monkeypatch.delenv("SOME_SECRET_FILE", raising=False)
+    assert env_file("SOME_SECRET_FILE") is None
+    monkeypatch.setenv("SOME_SECRET_FILE", "")
+    assert env_file("SOME_SECRET_FILE") is None
+    secret = tmp_path / "secret"
+    secret.write_text("s3cret\n")
+    monkeypatch.setenv("SOME_SECRET_FILE", str(secret))
+    assert env_file("SOME_SECRET_FILE") == "s3cret"
+    monkeypatch.setenv("SOME_SECRET_FILE", str(tmp_path / "missing"))
+    with pytest.raises(ImproperlyConfigured, match="SOME_SECRET_FILE=.* cannot be read"):
+        env_file("SOME_SECRET_FILE")

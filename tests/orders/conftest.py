@@ -49,8 +49,12 @@ def sim_dir(tmp_path):
 def drain(run_id: int, *, limit: int = 500) -> list:
     """Runs a started run's steps in this process, as workers would, until nothing is left.
 
-    A step waiting to retry is run again at once (the backoff belongs to the Celery task)."""
+    A step waiting to retry is run again at once: its backoff is taken as elapsed (``retry_at``
+    moved to now, as if the Celery task's countdown had run out)."""
+    from django.utils import timezone
+
     from provisioning import pipeline, services
+    from provisioning.models import StepRun
 
     queue = list(services.run_start(run_id=run_id))
     outcomes = []
@@ -62,5 +66,7 @@ def drain(run_id: int, *, limit: int = 500) -> list:
         outcomes.append((key, outcome))
         queue.extend(outcome.next_steps)
         if outcome.status == "retry":
+            StepRun.objects.filter(run_id=key[0], node_id=key[1], step=key[2]).update(
+                retry_at=timezone.now())
             queue.append(key)
     return outcomes

@@ -1,14 +1,16 @@
 """Races on PostgreSQL with real threads, each on its own database connection."""
 
 import threading
+import time
 import uuid
 
 import pytest
-from django.db import connection
+from django.db import DatabaseError, connection, transaction
 
 from portal.orders.models import Order
 from portal.orders.services import order_approve, order_place, order_submit
 from portal.orders.states import DomainError, OrderState, TransitionNotAllowed
+from provisioning import services
 from provisioning.allocation import OutOfStock
 from provisioning.models import Node, ProvisioningRun
 from tests.orders.factories import H100_SKU, make_quote
@@ -114,3 +116,71 @@ def test_clusters_racing_for_one_fabric_group_never_share_or_split_it(
     assert isinstance([r for r in results if isinstance(r, Exception)][0], OutOfStock)
     taken = Node.objects.filter(pk__in=[n.pk for n in group], state="reserved")
     assert taken.count() == 2 and {n.order_id for n in taken} == {winners[0].pk}
+
+
+def _wait_until_blocked(pid: int, what: str) -> None:
+    """Polls PostgreSQL until backend ``pid`` waits for a row lock (no timing is asserted)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [pid])
+            row = cursor.fetchone()
+        if row and row[0] == "Lock":
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"{what} never waited for a lock")
+
+
+def test_run_start_locks_the_order_before_the_run(transactional_db, catalog, people, sim_dir,
+                                                  discard_queue):
+    """order_cancel and reservations_expire lock the order, then the run: run_start must take
+    them in the same order, or the two deadlock."""
+    make_node(sku=H100_SKU, state_dir=sim_dir)
+    order = order_approve(order=_pending(people), by=people.sam)
+    run = order.runs.get()
+    order_locked, release, started = threading.Event(), threading.Event(), threading.Event()
+    backend: dict = {}
+    result: dict = {}
+
+    def hold_the_order():  # what order_cancel / reservations_expire do first
+        try:
+            with transaction.atomic():
+                Order.objects.select_for_update().get(pk=order.pk)
+                order_locked.set()
+                release.wait(30)
+        finally:
+            connection.close()
+
+    def start_the_run():
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_backend_pid()")
+                backend["pid"] = cursor.fetchone()[0]
+            started.set()
+            result["keys"] = services.run_start(run_id=run.pk)
+        except Exception as exc:
+            result["error"] = exc
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold_the_order)
+    holder.start()
+    assert order_locked.wait(30)
+    starter = threading.Thread(target=start_the_run)
+    starter.start()
+    try:
+        assert started.wait(30)
+        _wait_until_blocked(backend["pid"], "run_start")
+        try:  # the next move of order_cancel: the run's row. It must not be held by run_start.
+            with transaction.atomic():
+                ProvisioningRun.objects.select_for_update(nowait=True).get(pk=run.pk)
+            run_free = True
+        except DatabaseError:
+            run_free = False
+    finally:
+        release.set()
+        holder.join(30)
+        starter.join(30)
+    assert run_free, "run_start held the run while it waited for the order"
+    assert "error" not in result, result
+    assert result["keys"] and ProvisioningRun.objects.get(pk=run.pk).status == "running"

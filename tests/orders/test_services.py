@@ -253,6 +253,44 @@ class TestReservationExpiry:
         order_approve(order=order, by=people.sam)
 
 
+
+class TestCustomerEmails:
+    """Order e-mails go to the customer: no node hostnames, no staff notes (review 4)."""
+
+    def test_the_approval_mail_names_no_node_and_no_staff_note(
+            self, catalog, people, sim_dir, mailoutbox, django_capture_on_commit_callbacks):
+        make_node(sku=H100_SKU, state_dir=sim_dir, hostname="gpu-rack7-u12")
+        order = _submitted(people)
+        with django_capture_on_commit_callbacks(execute=True):
+            order_approve(order=order, by=people.sam, note="new customer, watch the first invoice")
+        approved = [m for m in mailoutbox if m.subject.endswith(": Approved")]
+        assert len(approved) == 1
+        body = approved[0].body
+        assert "servers are reserved for you" in body
+        assert "gpu-rack7-u12" not in body and "watch the first invoice" not in body
+        assert "gpu-rack7-u12" in order.events.get(to_state="approved").note  # staff still see it
+
+    def test_the_reservation_expiry_mail_says_it_in_customer_words(
+            self, catalog, people, sim_dir, mailoutbox, django_capture_on_commit_callbacks):
+        make_node(sku=H100_SKU, state_dir=sim_dir, hostname="gpu-rack7-u13")
+        order = order_approve(order=_submitted(people), by=people.sam)
+        mailoutbox.clear()
+        with django_capture_on_commit_callbacks(execute=True):
+            assert reservations_expire(now=timezone.now() + timedelta(hours=2)) == [order.reference]
+        assert len(mailoutbox) == 1
+        body = mailoutbox[0].body
+        assert "went back to stock because setup did not start in time" in body
+        assert "approve again" not in body and "gpu-rack7-u13" not in body
+        assert order.events.get(transition="expire_reservation").note.endswith("approve again.")
+
+    def test_the_rejection_reason_is_for_the_customer(
+            self, catalog, people, mailoutbox, django_capture_on_commit_callbacks):
+        order = _submitted(people)
+        with django_capture_on_commit_callbacks(execute=True):
+            order_reject(order=order, by=people.sam, reason="No InfiniBand capacity until March.")
+        assert "Reason: No InfiniBand capacity until March." in mailoutbox[-1].body
+
+
 class TestTenancy:
     def test_orders_for_scopes_by_organisation(self, catalog, people):
         mine = make_order(people.acme)

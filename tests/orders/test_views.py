@@ -8,7 +8,7 @@ from portal.orders import services
 from portal.orders.models import Order
 from portal.orders.states import OrderState
 from provisioning import services as provisioning_services
-from provisioning.models import ProvisioningRun
+from provisioning.models import Node, ProvisioningRun
 from provisioning.states import RunKind
 from tests.orders.conftest import drain
 from tests.orders.factories import H100_SKU, make_quote
@@ -262,3 +262,29 @@ def test_day2_actions_start_a_run(login, people, active, action, kind):
 def test_urls_reverse():
     assert reverse("orders:detail", args=["O-ABCD1234"]) == "/orders/O-ABCD1234/"
     assert reverse("orders:place", args=["Q-1"]) == "/orders/place/Q-1/"
+
+
+# --- review: termination during a reboot; internal errors -----------------------------------------
+def test_termination_during_a_reboot_is_refused_with_a_message(login, people, active):
+    reboot = provisioning_services.server_reboot(order=active, by=people.alice)
+    provisioning_services.run_start(run_id=reboot.pk)
+    response = login(people.alice).post(f"/orders/{active.reference}/terminate/", {"confirm": "on"},
+                                        follow=True)
+    assert "A reboot is in progress; terminate once it has finished." in response.content.decode()
+    active.refresh_from_db()
+    assert active.state == OrderState.ACTIVE
+    assert not ProvisioningRun.objects.filter(order=active, kind=RunKind.TERMINATE).exists()
+    assert ProvisioningRun.objects.get(pk=reboot.pk).status == "running"
+
+
+def test_a_crashed_step_shows_no_internals_to_the_customer(login, people, catalog, sim_dir, placed):
+    node = make_node(sku=H100_SKU, state_dir=sim_dir)
+    Node.objects.filter(pk=node.pk).update(nvme_devices=7)  # a bad inventory row: configure crashes
+    services.order_approve(order=placed, by=people.sam)
+    run = placed.runs.get()
+    drain(run.pk)
+    _, customer = page(login(people.alice), f"/orders/{placed.reference}/")
+    assert "internal error; our staff has been told" in customer
+    assert "TypeError" not in customer and "internal error in configure" not in customer
+    _, staff = page(login(people.sam), f"/ops/runs/{run.pk}/")
+    assert "internal error in configure: TypeError" in staff

@@ -1,7 +1,11 @@
 """Enrolment, maintenance and health checks of nodes."""
 
+import threading
+import time
+
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import IntegrityError, connection, transaction
 
 from portal.catalog.models import ServerSKU
 from portal.orders.states import DomainError, TransitionNotAllowed
@@ -86,3 +90,76 @@ def test_secrets_are_refused_in_plain_text_driver_options(catalog, people, optio
     node.driver_options = options
     with pytest.raises(ValidationError, match=where):
         node.full_clean()
+
+
+# --- review 6: hostnames are unique regardless of case, also when two enrolments race ----------
+def test_a_hostname_differing_only_in_case_is_refused(catalog, people, sim_dir):
+    sku = ServerSKU.objects.get(slug=H100_SKU)
+    node_enrol(by=people.olga, sku=sku, hostname="gpu-h100-07", management_address="10.1.0.7")
+    with pytest.raises(DomainError, match="A node named GPU-H100-07 is already enrolled"):
+        node_enrol(by=people.olga, sku=sku, hostname="GPU-H100-07", management_address="10.1.0.8")
+    with pytest.raises(IntegrityError), transaction.atomic():  # the database says it too
+        Node.objects.create(hostname="Gpu-H100-07", sku=sku, management_address="10.1.0.9")
+    assert Node.objects.filter(hostname__iexact="gpu-h100-07").count() == 1
+
+
+def test_two_enrolments_racing_for_one_hostname_one_gets_a_clear_message(
+        require_postgres, transactional_db, catalog, people, sim_dir):
+    """The other enrolment passed the form's check before this one committed: the database
+    constraint decides, and the loser gets a DomainError, not a 500."""
+    sku = ServerSKU.objects.get(slug=H100_SKU)
+    inserted, commit = threading.Event(), threading.Event()
+    backend: dict = {}
+    result: dict = {}
+
+    def first_enrolment():  # inserted, not yet committed
+        try:
+            with transaction.atomic():
+                Node.objects.create(hostname="gpu-race-01", sku=sku, management_address="10.9.0.1")
+                inserted.set()
+                commit.wait(30)
+        finally:
+            connection.close()
+
+    def second_enrolment():
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_backend_pid()")
+                backend["pid"] = cursor.fetchone()[0]
+            result["node"] = node_enrol(by=people.olga, sku=sku, hostname="GPU-RACE-01",
+                                        management_address="10.9.0.2")
+        except Exception as exc:
+            result["error"] = exc
+        finally:
+            connection.close()
+
+    first = threading.Thread(target=first_enrolment)
+    first.start()
+    assert inserted.wait(30)
+    second = threading.Thread(target=second_enrolment)
+    second.start()
+    try:
+        _wait_until_blocked(lambda: backend.get("pid"))
+    finally:
+        commit.set()
+        first.join(30)
+        second.join(30)
+    assert isinstance(result.get("error"), DomainError), result
+    assert str(result["error"]).startswith("A node named GPU-RACE-01 is already enrolled")
+    assert list(Node.objects.filter(hostname__iexact="gpu-race-01").values_list("hostname", flat=True)) == [
+        "gpu-race-01"]
+
+
+def _wait_until_blocked(pid_of) -> None:
+    """Polls PostgreSQL until the backend waits for a lock (here: the unique index entry)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        pid = pid_of()
+        if pid is not None:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [pid])
+                row = cursor.fetchone()
+            if row and row[0] == "Lock":
+                return
+        time.sleep(0.02)
+    raise AssertionError("the second enrolment never waited for the first one")

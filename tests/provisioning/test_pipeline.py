@@ -3,6 +3,7 @@
 from datetime import timedelta
 
 import pytest
+from django.core.exceptions import PermissionDenied
 from django.utils import timezone
 
 from portal.orders.services import order_approve, order_place, order_request_termination, order_submit
@@ -155,7 +156,7 @@ def test_staff_retry_a_failed_step_after_the_cause_is_fixed(catalog, people, sim
         "stack script exited with status 1: stack: simulated failure, exit status 1"
     Node.objects.filter(pk=node.pk).update(driver_options={"delay_scale": 0,
                                                            "state_dir": str(sim_dir)})
-    with pytest.raises(Exception, match="Only staff"):
+    with pytest.raises(PermissionDenied, match="Only staff"):
         services.run_retry_step(run=run, by=people.alice)
     services.run_retry_step(run=run, by=people.sam)
     order.refresh_from_db()
@@ -240,10 +241,10 @@ def test_day_two_reboot_and_redeploy(catalog, people, sim_dir):
     node = make_node(sku=H100_SKU, state_dir=sim_dir)
     order = _approved(people)
     drain(order.runs.get().pk)
-    with pytest.raises(Exception, match="cannot act"):
+    with pytest.raises(PermissionDenied, match="cannot act"):
         services.server_reboot(order=order, by=people.charlie)
     reboot = services.server_reboot(order=order, by=people.alice)
-    with pytest.raises(Exception, match="already in progress"):
+    with pytest.raises(DomainError, match="already in progress"):
         services.server_redeploy_stack(order=order, by=people.alice)
     drain(reboot.pk)
     redeploy = services.server_redeploy_stack(order=order, by=people.alice)
@@ -353,3 +354,121 @@ def test_swapping_a_node_of_a_terminating_order_is_refused(catalog, people, sim_
         services.run_swap_node(run=run, node=bad, by=people.sam)
     spare.refresh_from_db()
     assert (spare.state, spare.order) == (NodeState.READY, None)  # no reservation leaked
+
+
+# --- review 2: termination during a day-2 run ----------------------------------------------------
+def _active(people, sim_dir, **node_options):
+    node = make_node(sku=H100_SKU, state_dir=sim_dir, **node_options)
+    order = _approved(people)
+    drain(order.runs.get().pk)
+    order.refresh_from_db()
+    assert order.state == OrderState.ACTIVE
+    return node, order
+
+
+def test_termination_is_refused_while_a_reboot_runs(catalog, people, sim_dir):
+    node, order = _active(people, sim_dir)
+    reboot = services.server_reboot(order=order, by=people.alice)
+    services.run_start(run_id=reboot.pk)  # a worker may now run the reboot step on the node
+    with pytest.raises(DomainError, match=r"^A reboot is in progress; terminate once it has finished\.$"):
+        order_request_termination(order=order, by=people.alice)
+    order.refresh_from_db()
+    reboot.refresh_from_db()
+    node.refresh_from_db()
+    assert (order.state, reboot.status, node.state) == ("active", "running", "active")
+    assert not order.runs.filter(kind="terminate").exists()
+    drain(reboot.pk)  # once it has finished, termination goes ahead
+    order_request_termination(order=order, by=people.alice)
+    assert order.state == OrderState.TERMINATING
+
+
+def _redeploy_at_handover(people, sim_dir):
+    """A re-deploy whose handover step a worker holds (token "tok"), then the run is cancelled
+    and the node released under it (what termination did before it refused)."""
+    node, order = _active(people, sim_dir)
+    run = services.server_redeploy_stack(order=order, by=people.alice)
+    services.run_start(run_id=run.pk)
+    for step in ("stack", "acceptance"):
+        assert pipeline.step_execute(run_id=run.pk, node_id=node.pk, step=step).status == "succeeded"
+    StepRun.objects.filter(run=run, step="handover").update(
+        status=StepStatus.RUNNING, claimed_by="tok", attempts=1, started_at=timezone.now(),
+        lease_expires_at=timezone.now() + timedelta(seconds=30))
+    ProvisioningRun.objects.filter(pk=run.pk).update(status=RunStatus.CANCELLED)
+    services.node_transition(node=node, name="release", note="termination")
+    return node, order, run, StepRun.objects.get(run=run, step="handover")
+
+
+def test_a_late_success_of_a_cancelled_run_changes_nothing(catalog, people, sim_dir):
+    node, order, run, handover = _redeploy_at_handover(people, sim_dir)
+    events = (node.events.count(), order.events.count())
+    outcome = pipeline._succeed(handover, pipeline.step_spec("redeploy_stack", "handover"), {},
+                                token="tok")
+    assert (outcome.status, outcome.next_steps) == ("stopped", ())
+    node.refresh_from_db()
+    order.refresh_from_db()
+    run.refresh_from_db()
+    assert (node.state, order.state, run.status) == ("releasing", "active", "cancelled")
+    assert (node.events.count(), order.events.count()) == events
+
+
+def test_a_late_failure_of_a_cancelled_run_changes_nothing(catalog, people, sim_dir):
+    node, order, run, handover = _redeploy_at_handover(people, sim_dir)
+    events = (node.events.count(), order.events.count())
+    outcome = pipeline._fail(handover, "handover: node unreachable", token="tok")
+    assert outcome.status == "stopped"
+    node.refresh_from_db()
+    order.refresh_from_db()
+    run.refresh_from_db()
+    assert (node.state, order.state, order.failure_reason) == ("releasing", "active", "")
+    assert (run.status, run.error) == ("cancelled", "")
+    assert (node.events.count(), order.events.count()) == events
+
+
+
+def test_a_late_success_of_a_failed_run_leaves_a_node_that_moved_on_alone(catalog, people, sim_dir):
+    """E.g. another node of a cluster failed the run, the order is being terminated, and this
+    node's handover finishes late: no crash, the releasing node stays releasing."""
+    node, order, run, handover = _redeploy_at_handover(people, sim_dir)
+    ProvisioningRun.objects.filter(pk=run.pk).update(status=RunStatus.FAILED)
+    outcome = pipeline._succeed(handover, pipeline.step_spec("redeploy_stack", "handover"), {},
+                                token="tok")
+    assert outcome.status == "succeeded"
+    node.refresh_from_db()
+    assert node.state == "releasing"
+
+# --- review 4: internal errors are for staff -------------------------------------------------------
+def test_an_internal_error_shows_details_to_staff_only(catalog, people, sim_dir):
+    node = make_node(sku=H100_SKU, state_dir=sim_dir)
+    Node.objects.filter(pk=node.pk).update(nvme_devices=7)  # a bad inventory row: configure crashes
+    order = _approved(people)
+    drain(order.runs.get().pk)
+    step = StepRun.objects.get(step="configure")
+    assert step.status == "failed"
+    assert step.error.startswith("internal error in configure: TypeError: ")  # for staff
+    log = [line.text for line in step.log_lines.all()]
+    assert log[-1] == "FAILED: internal error; our staff has been told"
+    assert not any("TypeError" in line for line in log)
+    order.refresh_from_db()
+    assert order.state == OrderState.PROVISION_FAILED and "TypeError" in order.failure_reason
+
+
+# --- review 5: a retry waits for its time ----------------------------------------------------------
+def test_a_duplicate_delivery_does_not_run_a_retry_early(catalog, people, sim_dir):
+    node = make_node(sku=H100_SKU, state_dir=sim_dir, fail={"configure": {"transient": 1}})
+    run = _approved(people).runs.get()
+    services.run_start(run_id=run.pk)
+    for step in ("reserve", "deploy_os"):
+        pipeline.step_execute(run_id=run.pk, node_id=node.pk, step=step)
+    first = pipeline.step_execute(run_id=run.pk, node_id=node.pk, step="configure")
+    assert first.status == "retry"
+    step = StepRun.objects.get(step="configure")
+    StepRun.objects.filter(pk=step.pk).update(retry_at=timezone.now() + timedelta(seconds=60))
+    early = pipeline.step_execute(run_id=run.pk, node_id=node.pk, step="configure")
+    assert early.status == "waiting" and 55 < early.retry_in_s <= 62
+    step.refresh_from_db()
+    assert (step.status, step.attempts) == (StepStatus.RETRYING, 1)
+    assert _journal_ok(node, sim_dir).count("configure") == 0
+    StepRun.objects.filter(pk=step.pk).update(retry_at=timezone.now() - timedelta(seconds=1))
+    assert pipeline.step_execute(run_id=run.pk, node_id=node.pk, step="configure").status == "succeeded"
+    step.refresh_from_db()
+    assert step.attempts == 2

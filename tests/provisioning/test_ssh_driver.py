@@ -351,3 +351,28 @@ def test_it_is_what_settings_name_ssh():
     from provisioning.drivers import driver_class
 
     assert driver_class("ssh") is SshDriver
+
+
+def test_the_bmc_password_comes_from_settings_under_the_nodes_ipmi_options(
+        db, catalog, settings, tmp_path, monkeypatch, caplog):
+    """Review 9: a node's driver_options may not hold ipmi.password; settings do (from
+    IPMI_PASSWORD_FILE), and the node's ipmi address and user are merged over them."""
+    from portal.catalog.models import ServerSKU
+    from provisioning.drivers import driver_for
+    from provisioning.models import Node
+    from tests.orders.factories import H100_SKU
+
+    settings.NODE_DRIVER_OPTIONS = {"simulated": {}, "ssh": {"ipmi": {"password": "bmc-from-file"}}}
+    node = Node.objects.create(
+        hostname="gpu-bmc-01", sku=ServerSKU.objects.get(slug=H100_SKU), driver="ssh",
+        management_address="10.1.0.7", driver_options={
+            "host_key": generate_ed25519()[1], "ipmi": {"address": "10.9.0.7", "user": "ops"}})
+    calls = tmp_path / "calls"
+    fake_tool(tmp_path, "ipmitool", f'echo "$* | $IPMI_PASSWORD" >> {calls}\n')
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    with caplog.at_level(logging.DEBUG):
+        driver_for(node).power("on")
+    assert calls.read_text().splitlines() == [
+        "-I lanplus -H 10.9.0.7 -U ops -E chassis power on | bmc-from-file"]
+    assert "bmc-from-file" not in caplog.text
+    assert settings.NODE_DRIVER_OPTIONS["ssh"] == {"ipmi": {"password": "bmc-from-file"}}  # untouched

@@ -84,3 +84,21 @@ def test_recommendation_bad_goal_says_what_is_missing(api):
 def test_sizing_endpoints_need_a_key(catalog):
     response = APIClient().post("/api/v1/estimates", {"model": "llama-3.1-8b"}, format="json")
     assert response.status_code in (401, 403)
+
+
+def test_the_api_answers_the_same_plan_as_the_wizard_page(api, client):
+    from portal.orders.quotes import plan_unsign
+    from tests.sizing.test_views_wizard import _first_token, inputs
+
+    page_plan = plan_unsign(_first_token(client.post("/sizing/", inputs(go="results")).content.decode()))
+    workload = page_plan["workload"]
+    body = {key: workload[key] for key in ("model", "finetune", "precision", "seq_len",
+                                           "global_batch_tokens", "dataset_tokens", "dataset_files",
+                                           "epochs", "train_tokens")}
+    response = api.post("/api/v1/recommendations", body | {"goal": {"kind": workload["goal"]}},
+                        format="json")
+    assert response.status_code == 200, response.content
+    api_plan = response.json()["plans"][0]
+    for key in ("sku", "nodes", "network", "strategy", "tp", "pp", "micro_batch", "grad_accum",
+                "checkpointing", "per_gpu_total_bytes", "train_hours", "price_total_usd"):
+        assert api_plan[key] == page_plan[key], key

@@ -1,14 +1,28 @@
 from django.http import JsonResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.cache import never_cache
 
+from portal.accounts.selectors import organisations_for
 from portal.core.health import health_report
+from portal.orders.quotes import quotes_visible
+from portal.orders.selectors import orders_for
+from portal.orders.states import ORDER_FINAL
+
+DASHBOARD_ROWS = 5
 
 
 def home(request):
     if not request.user.is_authenticated:
         return redirect("catalog:list")
-    return render(request, "home.html")
+    live_orders = orders_for(request.user).exclude(state__in=ORDER_FINAL)
+    open_quotes = (quotes_visible(organisations=organisations_for(request.user))
+                   .filter(valid_until__gt=timezone.now())
+                   .exclude(orders__in=live_orders))
+    return render(request, "home.html", {
+        "orders": live_orders.order_by("-created_at")[:DASHBOARD_ROWS],
+        "quotes": open_quotes.order_by("-created_at")[:DASHBOARD_ROWS],
+    })
 
 
 @never_cache

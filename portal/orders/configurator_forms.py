@@ -126,6 +126,8 @@ def _network_for(value, nodes: int):
     if isinstance(value, dict):
         slug = value.get("slug")
         kind, speed = value.get("kind"), value.get("speed_gbps")
+        if isinstance(speed, bool) or not isinstance(speed, int | float):
+            speed = None  # a plan from the API may say anything here
     else:
         slug, kind, speed = value, None, None
     if slug:

@@ -53,9 +53,13 @@ def plan_check(plan: dict | None) -> dict:
     """A copy of ``plan`` that pages can compute with; ValueError saying what is wrong."""
     plan = dict(plan or {})
     try:
-        json.dumps(plan)
+        text = json.dumps(plan, allow_nan=False)
     except (TypeError, ValueError):
-        raise ValueError("The sizing plan must be plain JSON data.") from None
+        raise ValueError("The sizing plan must be plain JSON data (finite numbers only).") from None
+    if "\\u0000" in text.replace("\\\\", ""):  # PostgreSQL's jsonb cannot store NUL characters
+        raise ValueError("The sizing plan must not contain NUL characters.")
+    if plan.get("workload") is not None and not isinstance(plan["workload"], dict):
+        raise ValueError("In the sizing plan, workload must be an object of the job's inputs.")
     bad = [key for key in PLAN_NUMBERS if plan.get(key) is not None and not _is_number(plan[key])]
     breakdown = plan.get("memory_breakdown_bytes")
     if breakdown is not None and not (isinstance(breakdown, dict)

@@ -7,7 +7,7 @@ from django import forms
 
 from portal.sizing import services
 from portal.sizing.recommend import Goal, SearchOptions, Workload
-from portal.sizing.recommend.types import CHECKPOINTING, NODE_COUNTS, PP_SIZES, TP_SIZES
+from portal.sizing.recommend.types import CHECKPOINTING, MAX_TOKENS, NODE_COUNTS, PP_SIZES, TP_SIZES
 
 STEPS = (
     ("model", "Model", ("model_source", "preset", "config_file", "hf_model_id", "model_config")),
@@ -42,8 +42,8 @@ def parse_count(text: str) -> int:
 class CountField(forms.CharField):
     """Token counts written the way people say them: 500M, 2B, 1.5T."""
 
-    def __init__(self, *, minimum: int = 0, **kwargs):
-        self.minimum = minimum
+    def __init__(self, *, minimum: int = 0, maximum: int = MAX_TOKENS, **kwargs):
+        self.minimum, self.maximum = minimum, maximum
         super().__init__(**kwargs)
 
     def to_python(self, value):
@@ -56,6 +56,8 @@ class CountField(forms.CharField):
             raise forms.ValidationError("Enter a number of tokens such as 500M, 2B or 1.5T.") from None
         if count < self.minimum:
             raise forms.ValidationError(f"Enter at least {self.minimum:,}.")
+        if count > self.maximum:
+            raise forms.ValidationError(f"Enter at most {self.maximum:.0e} tokens.")
         return count
 
 
@@ -106,6 +108,7 @@ class WizardForm(forms.Form):
     dataset_tokens = CountField(label="Dataset size (tokens)", initial="500M", minimum=1,
                                 help_text="e.g. 500M or 2B.")
     dataset_gb = forms.FloatField(label="Dataset on disk (GB)", required=False, min_value=0,
+                                  max_value=MAX_TOKENS / 1e9,
                                   help_text="Leave empty to assume about 4 bytes per token.")
     dataset_files = forms.IntegerField(label="Number of files", initial=1000, min_value=1,
                                        help_text="Many small files? We suggest sharding them.")
@@ -148,6 +151,10 @@ class WizardForm(forms.Form):
             self.add_error("budget_usd", "Give the budget in USD.")
         if data.get("epochs") == 0 and not data.get("train_tokens"):
             self.add_error("epochs", "Train for more than 0 epochs, or give a number of tokens.")
+        elif (not data.get("train_tokens") and data.get("epochs") and data.get("dataset_tokens")
+              and data["epochs"] * data["dataset_tokens"] > MAX_TOKENS):
+            self.add_error("epochs", f"That is more than {MAX_TOKENS:.0e} tokens to train; "
+                                     "fewer epochs, or give a number of tokens.")
         return data
 
     def _clean_model(self, data):

@@ -276,8 +276,8 @@ def wizard_url(workload: dict | None) -> str:
     from django.urls import reverse
 
     base = reverse("sizing:wizard")
-    if not workload or workload.get("model_source") != "preset":
-        return base
+    if not isinstance(workload, dict) or workload.get("model_source") != "preset":
+        return base  # plans from the API carry what the reseller sent
     params = {"preset": workload.get("model")}
     for key in ("finetune", "precision", "seq_len", "dataset_tokens", "dataset_files", "epochs", "goal",
                 "deadline_hours", "budget_usd"):
@@ -285,6 +285,7 @@ def wizard_url(workload: dict | None) -> str:
             params[key] = workload[key]
     if workload.get("train_tokens"):
         params["train_tokens"] = workload["train_tokens"]
-    if workload.get("global_batch_tokens") and workload.get("seq_len"):
-        params["global_batch_seqs"] = workload["global_batch_tokens"] // workload["seq_len"]
+    batch, seq_len = workload.get("global_batch_tokens"), workload.get("seq_len")
+    if isinstance(batch, int) and isinstance(seq_len, int) and seq_len > 0:
+        params["global_batch_seqs"] = batch // seq_len
     return f"{base}?{urlencode(params)}"

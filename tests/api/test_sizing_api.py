@@ -52,6 +52,11 @@ def test_estimate_from_an_hf_config(api):
     ({"hf_config": {"model_type": "llama"}}, "hf_config", "config.json has no vocab_size"),
     ({"model": "llama-3.1-8b", "parallel": {"tp": 3}}, "non_field_errors", "tp=3 does not divide"),
     ({"model": "llama-3.1-8b", "sku": "nope"}, "non_field_errors", "unknown SKU"),
+    ({"hf_config": {"model_type": "llama", "vocab_size": 32000, "hidden_size": 2048, "num_hidden_layers": 2,
+                    "num_attention_heads": 16, "intermediate_size": 5632, "head_dim": "x"}},
+     "hf_config", "head_dim must be a whole number"),
+    ({"hf_config": {"model_type": "gpt2", "n_embd": 768, "n_layer": 2, "n_head": 12, "vocab_size": 100,
+                    "n_positions": "1024"}}, "hf_config", "max_position_embeddings must be a whole number"),
 ])
 def test_estimate_bad_input_is_a_400_that_says_why(api, body, field, text):
     response = api.post("/api/v1/estimates", body, format="json")
@@ -81,6 +86,21 @@ def test_recommendation_bad_goal_says_what_is_missing(api):
     assert "deadline_hours" in str(response.json())
 
 
+@pytest.mark.parametrize(("body", "text"), [
+    ({"dataset_tokens": 10**400}, "dataset_tokens must be at most"),  # was an OverflowError
+    ({"dataset_tokens": 10**10, "epochs": 1e300}, "tokens to train"),  # int(inf): OverflowError
+    ({"dataset_tokens": 10**9, "options": {"strategies": ["zero4"]}}, "unknown strategy 'zero4'"),
+    ({"hf_config": {"model_type": "gpt2", "n_embd": 768, "n_layer": 2, "n_head": 12, "vocab_size": 100,
+                    "n_positions": 1024, "activation_function": ["gelu"]}, "dataset_tokens": 10**9,
+      "seq_len": 1024, "global_batch_tokens": 1024 * 64}, "activation must be text"),  # unhashable
+])
+def test_recommendation_bad_input_is_a_400_that_says_why(api, body, text):
+    body = {"model": "llama-3.1-8b"} | body if "hf_config" not in body else body
+    response = api.post("/api/v1/recommendations", body, format="json")
+    assert response.status_code == 400, response.content
+    assert text in str(response.json())
+
+
 def test_sizing_endpoints_need_a_key(catalog):
     response = APIClient().post("/api/v1/estimates", {"model": "llama-3.1-8b"}, format="json")
     assert response.status_code in (401, 403)
@@ -102,3 +122,11 @@ def test_the_api_answers_the_same_plan_as_the_wizard_page(api, client):
     for key in ("sku", "nodes", "network", "strategy", "tp", "pp", "micro_batch", "grad_accum",
                 "checkpointing", "per_gpu_total_bytes", "train_hours", "price_total_usd"):
         assert api_plan[key] == page_plan[key], key
+
+
+def test_search_options_are_bounded(api):
+    body = {"model": "llama-3.1-8b", "dataset_tokens": 10**8,
+            "options": {"node_counts": list(range(1, 200))}}
+    response = api.post("/api/v1/recommendations", body, format="json")
+    assert response.status_code == 400
+    assert "node_counts" in response.json()["options"]

@@ -146,3 +146,15 @@ def test_a_reseller_admin_picks_the_organisation(client, catalog):
     assert Quote.objects.get().organisation == child
     response = client.post("/configure/", GOOD | {"organisation": "someone-else"})
     assert response.status_code == 400
+
+
+@pytest.mark.parametrize("plan", [
+    {"workload": "llama"},  # stored before plan_check refused it, or by an older release
+    {"workload": {"model_source": "preset", "model": "mistral-7b", "global_batch_tokens": "a", "seq_len": 4}},
+    {"network": {"slug": "fabric", "speed_gbps": "fast"}},
+])
+def test_a_stored_plan_with_odd_values_still_renders(client, catalog, plan):
+    # "Change the configuration" on a quote page signs whatever plan the quote holds.
+    response = client.get("/configure/", {"plan": plan_sign(plan)})
+    assert response.status_code == 200
+    assert "Configure your server" in response.content.decode()

@@ -43,6 +43,48 @@ def test_package_imports_only_the_standard_library():
             assert roots <= allowed_roots, (path.name, roots)
 
 
+def test_recommender_imports_only_the_standard_library_and_the_estimator():
+    allowed_roots = {"__future__", "collections", "dataclasses", "functools", "math", "typing"}
+    for path in (PACKAGE.parent / "recommend").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                modules = {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                modules = {node.module}
+            else:
+                continue
+            for module in modules:
+                assert module.split(".")[0] in allowed_roots or module.startswith(
+                    "portal.sizing.estimator"), (path.name, module)
+
+
+LLAMA_TINY = {"model_type": "llama", "vocab_size": 32000, "hidden_size": 2048, "num_hidden_layers": 2,
+              "num_attention_heads": 16, "num_key_value_heads": 8, "intermediate_size": 5632}
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"head_dim": "x"}, "head_dim must be a whole number"),  # was a TypeError deep in memory.py
+    ({"hidden_size": 2048.5}, "hidden_size must be a whole number"),
+    ({"num_hidden_layers": True}, "num_layers must be a whole number"),
+    ({"num_key_value_heads": -8}, "num_kv_heads must be a whole number >= 0"),  # -8 "divided" 16 heads
+    ({"model_type": "mixtral", "num_local_experts": -1, "num_experts_per_tok": 2},
+     "num_experts must be a whole number >= 0"),
+    ({"model_type": "gpt2", "n_embd": 768, "n_layer": 2, "n_head": 12, "n_positions": "1024"},
+     "max_position_embeddings must be a whole number"),
+    ({"model_type": "gpt2", "n_embd": 768, "n_layer": 2, "n_head": 12, "n_positions": 1024,
+      "activation_function": ["gelu"]}, "activation must be text"),  # was unhashable in the caches
+    ({"attention_dropout": 1.5}, "dropout must be a probability"),
+])
+def test_config_values_of_the_wrong_type_raise_value_error(change, message):
+    with pytest.raises(ValueError, match=message):
+        estimate(model_from_hf_config(LLAMA_TINY | change))
+
+
+def test_integral_floats_in_a_config_are_whole_numbers():
+    as_floats = LLAMA_TINY | {"hidden_size": 2048.0, "num_hidden_layers": 2.0}
+    assert model_from_hf_config(as_floats).params == model_from_hf_config(LLAMA_TINY).params
+
+
 def test_presets_are_listed_and_named_in_lower_case():
     names = list_presets()
     for required in ("gpt2-124m", "gpt2-1.5b", "llama-2-7b", "llama-3.1-405b", "mixtral-8x7b",

@@ -54,3 +54,11 @@ def test_gpu_from_the_catalog_adds_compute():
     assert data["compute"]["time_to_train_seconds"] > 0
     with pytest.raises(CommandError, match="unknown GPU"):
         _run(*FLAGS, "--gpu", "no-such-gpu")
+
+
+def test_a_parameter_count_too_large_is_a_clear_error():
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match="too large"):
+        call_command("estimate", "--params", "1e400", "--layers", "2", "--hidden", "64",
+                     "--heads", "4", "--vocab", "100")

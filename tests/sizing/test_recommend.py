@@ -198,11 +198,18 @@ def test_lora_needs_less_than_full(catalog):
     ({"global_batch_tokens": 5000}, "not a multiple of seq_len"),
     ({"dataset_tokens": 0}, "nothing to train"),
     ({"seq_len": 0}, "seq_len must be"),
+    ({"dataset_tokens": 10**400}, "dataset_tokens must be at most"),  # float(int): OverflowError
+    ({"epochs": 1e300}, "tokens to train"),  # int(inf): OverflowError
 ])
 def test_bad_workload_input_errors(catalog, kwargs, message):
     base = {"model": "mistral-7b", "dataset_tokens": 10**9, "seq_len": 4096, "global_batch_tokens": 4096 * 64}
     with pytest.raises(ValueError, match=message):
         recommend(Workload(**{**base, **kwargs}), Goal("cheapest"), catalog)
+
+
+def test_an_unknown_strategy_is_named_not_reported_as_nothing_fitting():
+    with pytest.raises(ValueError, match="unknown strategy 'zero4'"):
+        SearchOptions(strategies=("zero4",))
 
 
 def test_bad_goal_and_catalog_errors(catalog):

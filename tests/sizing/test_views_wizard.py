@@ -159,6 +159,9 @@ def test_a_sequence_beyond_learned_positions_is_an_inline_error(client, catalog)
     ({"goal": "deadline", "deadline_hours": ""}, "Give the deadline in hours."),
     ({"goal": "budget", "budget_usd": ""}, "Give the budget in USD."),
     ({"epochs": "0"}, "Train for more than 0 epochs"),
+    ({"dataset_gb": "1e300"}, "Ensure this value is less than or equal to"),  # was int(inf): a 500
+    ({"dataset_tokens": "1E308", "epochs": "2"}, "Enter at most 1e+18 tokens."),  # a 500 too
+    ({"dataset_tokens": "1E18", "epochs": "1000"}, "more than 1e+18 tokens to train"),
 ])
 def test_bad_numbers_are_inline_errors(client, catalog, overrides, text):
     response = client.post("/sizing/", inputs(go="results", **overrides))

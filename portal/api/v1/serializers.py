@@ -7,6 +7,7 @@ from rest_framework import serializers
 from portal.catalog.models import NetworkOption, NvmeOption, ServerSKU, StackOption, StorageProvider
 from portal.orders import configurator
 from portal.orders.models import Quote
+from portal.orders.quotes import plan_check
 from portal.sizing.estimator import config as est_config
 from portal.sizing.recommend import types as rec_types
 
@@ -30,6 +31,12 @@ class QuoteInputSerializer(serializers.Serializer):
                                            queryset=StackOption.objects.filter(kind="tracker"))
     plan = serializers.DictField(required=False, default=dict,
                                  help_text="A plan from POST /api/v1/recommendations, stored with the quote.")
+
+    def validate_plan(self, value):
+        try:
+            return plan_check(value)
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc)) from None
 
     def configuration(self) -> configurator.Configuration:
         d = self.validated_data
@@ -136,12 +143,16 @@ class GoalInputSerializer(serializers.Serializer):
 
 
 class SearchInputSerializer(serializers.Serializer):
-    node_counts = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False)
-    tp_sizes = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False)
-    pp_sizes = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False)
+    # Bounded so one request cannot make the search arbitrarily slow.
+    node_counts = serializers.ListField(child=serializers.IntegerField(min_value=1, max_value=32),
+                                        max_length=6, required=False)
+    tp_sizes = serializers.ListField(child=serializers.IntegerField(min_value=1, max_value=8),
+                                     max_length=4, required=False)
+    pp_sizes = serializers.ListField(child=serializers.IntegerField(min_value=1, max_value=16),
+                                     max_length=5, required=False)
     checkpointing = serializers.ListField(child=serializers.ChoiceField(choices=rec_types.CHECKPOINTING),
                                          required=False)
-    strategies = serializers.ListField(child=serializers.CharField(), required=False)
+    strategies = serializers.ListField(child=serializers.CharField(), max_length=20, required=False)
     top_n = serializers.IntegerField(min_value=1, max_value=20, default=5)
 
 

@@ -21,7 +21,7 @@ def model_from_hf_config(cfg: dict[str, Any], name: str = "") -> ModelSpec:
     if not isinstance(cfg, dict):
         raise ValueError("config must be a JSON object (the contents of config.json)")
     model_type = cfg.get("model_type")
-    name = name or cfg.get("_name_or_path") or str(model_type)
+    name = str(name or cfg.get("_name_or_path") or model_type)
     if model_type in LLAMA_TYPES:
         return ModelSpec(
             name=name,
@@ -33,7 +33,7 @@ def model_from_hf_config(cfg: dict[str, Any], name: str = "") -> ModelSpec:
             num_kv_heads=cfg.get("num_key_value_heads") or 0,
             head_dim=cfg.get("head_dim") or 0,
             intermediate_size=_need(cfg, "intermediate_size"),
-            max_position_embeddings=cfg.get("max_position_embeddings", 0),
+            max_position_embeddings=cfg.get("max_position_embeddings") or 0,
             tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
             # Qwen2 always has q/k/v biases; Llama has them only with attention_bias.
             qkv_bias=model_type == "qwen2" or bool(cfg.get("attention_bias", False)),

@@ -11,6 +11,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 FAMILIES = ("llama", "gpt2", "bert")  # llama = RMSNorm + SwiGLU + RoPE (llama/mistral/qwen2/mixtral)
+INT_FIELDS = ("vocab_size", "hidden_size", "num_layers", "num_heads", "intermediate_size", "num_kv_heads",
+              "head_dim", "max_position_embeddings", "num_experts", "experts_per_token", "type_vocab_size",
+              "params_override")
+BOOL_FIELDS = ("tie_word_embeddings", "qkv_bias", "o_bias", "mlp_bias")
 LORA_TARGETS_ALL = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
@@ -71,6 +75,7 @@ class ModelSpec:
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
             raise ValueError(f"unknown model family {self.family!r}; use one of {FAMILIES}")
+        self._check_types()
         for label, value in (
             ("vocab_size", self.vocab_size),
             ("hidden_size", self.hidden_size),
@@ -97,6 +102,27 @@ class ModelSpec:
             raise ValueError(
                 f"experts_per_token must be between 1 and num_experts={self.num_experts}"
             )
+
+    def _check_types(self) -> None:
+        """Shapes are whole numbers (an integral float such as 4096.0 is taken as 4096), flags
+        booleans, names strings: a config.json with other values gets a ValueError, not a
+        TypeError deep inside the arithmetic."""
+        for label in INT_FIELDS:
+            value = getattr(self, label)
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+                object.__setattr__(self, label, value)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{label} must be a whole number >= 0, got {value!r}")
+        for label in BOOL_FIELDS:
+            if not isinstance(getattr(self, label), bool):
+                raise ValueError(f"{label} must be true or false, got {getattr(self, label)!r}")
+        for label in ("name", "activation"):
+            if not isinstance(getattr(self, label), str):
+                raise ValueError(f"{label} must be text, got {getattr(self, label)!r}")
+        d = self.dropout
+        if isinstance(d, bool) or not isinstance(d, int | float) or not 0 <= d < 1:
+            raise ValueError(f"dropout must be a probability in [0, 1), got {d!r}")
 
     @property
     def is_moe(self) -> bool:

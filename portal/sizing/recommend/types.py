@@ -8,6 +8,8 @@ from typing import Any
 
 from portal.sizing.estimator.models import ModelSpec
 
+from .strategies import get_strategy
+
 GOALS = ("fastest", "cheapest", "deadline", "budget")
 FINETUNES = ("full", "lora", "qlora")
 PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16", "fp8")
@@ -19,6 +21,8 @@ NODE_COUNTS = (1, 2, 4, 8, 16, 32)
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32, 64)
 TP_SIZES = (1, 2, 4, 8)
 PP_SIZES = (1, 2, 4, 8, 16)
+# Far beyond any training run (Llama 3: 15e12 tokens); above it the arithmetic leaves floats.
+MAX_TOKENS = 10**18
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,12 @@ class Workload:
             )
         if not (isinstance(self.epochs, int | float) and math.isfinite(self.epochs) and self.epochs >= 0):
             raise ValueError(f"epochs must be a number >= 0, got {self.epochs!r}")
+        for label in ("dataset_tokens", "dataset_bytes", "train_tokens"):
+            if getattr(self, label) > MAX_TOKENS:
+                raise ValueError(f"{label} must be at most {MAX_TOKENS:.0e}, got {getattr(self, label)!r}")
+        if not self.train_tokens and self.epochs * self.dataset_tokens > MAX_TOKENS:
+            raise ValueError(f"epochs x dataset_tokens is more than {MAX_TOKENS:.0e} tokens to train;"
+                             " check the epochs and the dataset size")
         if self.tokens_to_train <= 0:
             raise ValueError("nothing to train: give dataset_tokens with epochs > 0, or train_tokens")
 
@@ -120,6 +130,8 @@ class SearchOptions:
             raise ValueError(f"checkpointing must be chosen from {CHECKPOINTING}")
         if self.top_n < 1:
             raise ValueError("top_n must be >= 1")
+        for name in self.strategies:
+            get_strategy(name)  # ValueError naming the known strategies
 
 
 @dataclass(frozen=True)

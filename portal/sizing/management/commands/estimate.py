@@ -102,6 +102,8 @@ class Command(BaseCommand):
             return
         try:
             result = self._estimate(o)
+        except OverflowError as exc:
+            raise CommandError(f"a number is too large to size: {exc}") from exc
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         if o["json"]:

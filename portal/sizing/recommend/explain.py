@@ -10,11 +10,12 @@ def gb(n: float) -> str:
 
 
 def hours(h: float) -> str:
+    """12.4 → "12.4 h"; 130 → "5.4 days"; 0.3 → "18 min" (never "0 min")."""
     if h < 1:
-        return f"{h * 60:.0f} min"
+        return f"{max(1, round(h * 60))} min"
     if h < 48:
-        return f"{h:.1f} h"
-    return f"{h / 24:.1f} days"
+        return f"{h:,.1f} h"
+    return f"{h / 24:,.1f} days"
 
 
 def usd(x: float) -> str:

@@ -6,14 +6,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from portal.sizing.estimator.config import CHECKPOINTING, FINETUNE, PRECISIONS  # noqa: F401  (re-exported)
 from portal.sizing.estimator.models import ModelSpec
 
 from .strategies import get_strategy
 
 GOALS = ("fastest", "cheapest", "deadline", "budget")
-FINETUNES = ("full", "lora", "qlora")
-PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16", "fp8")
-CHECKPOINTING = ("none", "selective", "full")
+FINETUNES = FINETUNE
 
 # Search space (documented in docs/sizing.md). Node counts are powers of two so that the
 # global batch splits evenly; micro-batches are sequences per GPU per forward pass.

@@ -2,6 +2,8 @@
 
 from django import template
 
+from portal.sizing.recommend import explain
+
 register = template.Library()
 
 
@@ -10,12 +12,7 @@ def hours(value) -> str:
     """12.4 → "12.4 h"; 130 → "5.4 days"; 0.3 → "18 min"."""
     if value in (None, ""):
         return "—"
-    value = float(value)
-    if value < 1:
-        return f"{max(1, round(value * 60))} min"
-    if value < 48:
-        return f"{value:,.1f} h"
-    return f"{value / 24:,.1f} days"
+    return explain.hours(float(value))
 
 
 @register.filter

@@ -1,7 +1,6 @@
 """Races on PostgreSQL with real threads, each on its own database connection."""
 
 import threading
-import time
 import uuid
 
 import pytest
@@ -14,6 +13,7 @@ from provisioning import services
 from provisioning.allocation import OutOfStock
 from provisioning.models import Node, ProvisioningRun
 from tests.orders.factories import H100_SKU, make_quote
+from tests.pg import wait_until_blocked
 from tests.provisioning.factories import make_node
 
 pytestmark = pytest.mark.usefixtures("require_postgres")
@@ -118,17 +118,6 @@ def test_clusters_racing_for_one_fabric_group_never_share_or_split_it(
     assert taken.count() == 2 and {n.order_id for n in taken} == {winners[0].pk}
 
 
-def _wait_until_blocked(pid: int, what: str) -> None:
-    """Polls PostgreSQL until backend ``pid`` waits for a row lock (no timing is asserted)."""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [pid])
-            row = cursor.fetchone()
-        if row and row[0] == "Lock":
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"{what} never waited for a lock")
 
 
 def test_run_start_locks_the_order_before_the_run(transactional_db, catalog, people, sim_dir,
@@ -170,7 +159,7 @@ def test_run_start_locks_the_order_before_the_run(transactional_db, catalog, peo
     starter.start()
     try:
         assert started.wait(30)
-        _wait_until_blocked(backend["pid"], "run_start")
+        wait_until_blocked(lambda: backend["pid"], "run_start")
         try:  # the next move of order_cancel: the run's row. It must not be held by run_start.
             with transaction.atomic():
                 ProvisioningRun.objects.select_for_update(nowait=True).get(pk=run.pk)

@@ -1,7 +1,6 @@
 """Enrolment, maintenance and health checks of nodes."""
 
 import threading
-import time
 
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -18,6 +17,7 @@ from provisioning.services import (
     node_set_maintenance,
 )
 from tests.orders.factories import H100_SKU
+from tests.pg import wait_until_blocked
 from tests.provisioning.factories import make_node
 
 
@@ -139,7 +139,7 @@ def test_two_enrolments_racing_for_one_hostname_one_gets_a_clear_message(
     second = threading.Thread(target=second_enrolment)
     second.start()
     try:
-        _wait_until_blocked(lambda: backend.get("pid"))
+        wait_until_blocked(lambda: backend.get("pid"), "the second enrolment")
     finally:
         commit.set()
         first.join(30)
@@ -148,18 +148,3 @@ def test_two_enrolments_racing_for_one_hostname_one_gets_a_clear_message(
     assert str(result["error"]).startswith("A node named GPU-RACE-01 is already enrolled")
     assert list(Node.objects.filter(hostname__iexact="gpu-race-01").values_list("hostname", flat=True)) == [
         "gpu-race-01"]
-
-
-def _wait_until_blocked(pid_of) -> None:
-    """Polls PostgreSQL until the backend waits for a lock (here: the unique index entry)."""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        pid = pid_of()
-        if pid is not None:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [pid])
-                row = cursor.fetchone()
-            if row and row[0] == "Lock":
-                return
-        time.sleep(0.02)
-    raise AssertionError("the second enrolment never waited for the first one")

@@ -17,11 +17,6 @@ def nodes_suggested_for(order) -> allocation.Pick:
     return allocation.nodes_suggest(order=order)
 
 
-def stock_by_sku() -> dict[int, int]:
-    rows = Node.objects.filter(state=NodeState.READY).values("sku_id").annotate(n=Count("pk"))
-    return {r["sku_id"]: r["n"] for r in rows}
-
-
 def nodes_for_operator(*, state: str | None = None, sku=None) -> QuerySet[Node]:
     nodes = Node.objects.select_related("sku__gpu", "order").annotate(
         health_problems=Count("health_checks", filter=Q(health_checks__ok=False)))

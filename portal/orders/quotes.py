@@ -25,11 +25,11 @@ class ConfigurationError(ValueError):
 
 
 def sku_stock(sku) -> int | None:
-    """Ready nodes of this SKU, or None while there is no inventory to count."""
+    """Ready nodes of this SKU (None for a SKU no longer sold)."""
     if hasattr(sku, "stock"):
         return sku.stock
     row = sku_list().filter(pk=sku.pk).first()
-    return getattr(row, "stock", None) if row is not None else None
+    return row.stock if row is not None else None
 
 
 def configuration_evaluate(configuration: configurator.Configuration, *,

@@ -15,3 +15,13 @@ def test_wrong_key_gives_a_clear_error(settings):
     settings.FIELD_ENCRYPTION_KEY = Fernet.generate_key().decode()
     with pytest.raises(ValueError, match="FIELD_ENCRYPTION_KEY does not match"):
         decrypt(token)
+
+
+def test_encrypted_field_stores_ciphertext_and_reads_plaintext():
+    from portal.core.crypto import EncryptedTextField
+
+    field = EncryptedTextField()
+    stored = field.get_prep_value("s3-secret-key")
+    assert "s3-secret-key" not in stored
+    assert field.from_db_value(stored, None, None) == "s3-secret-key"
+    assert field.get_prep_value(None) is None and field.from_db_value(None, None, None) is None

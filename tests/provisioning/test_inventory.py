@@ -7,9 +7,10 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, connection, transaction
 
 from portal.catalog.models import ServerSKU
+from portal.catalog.selectors import sku_list
 from portal.orders.states import DomainError, TransitionNotAllowed
 from provisioning.models import HealthCheck, Node
-from provisioning.selectors import node_history, node_last_health, stock_by_sku
+from provisioning.selectors import node_history, node_last_health
 from provisioning.services import (
     node_enrol,
     node_health_check,
@@ -28,7 +29,7 @@ def test_an_operator_enrols_a_node_into_stock(catalog, people, sim_dir):
                       nvme_devices=["/dev/nvme0n1"], ready=True)
     assert (node.state, node.driver) == ("ready", "simulated")
     assert [e.transition for e in node_history(node)] == ["enrol", "accept"]
-    assert stock_by_sku()[sku.pk] == 1
+    assert sku_list().get(pk=sku.pk).stock == 1
     with pytest.raises(DomainError, match="already enrolled"):
         node_enrol(by=people.olga, sku=sku, hostname="gpu-h100-01", management_address="x")
     with pytest.raises(DomainError, match="Unknown driver 'maas'"):
@@ -46,7 +47,7 @@ def test_maintenance_takes_a_node_out_of_stock_and_back(catalog, people, sim_dir
     node = make_node(sku=H100_SKU, state_dir=sim_dir)
     node_set_maintenance(node=node, by=people.olga, note="replace a fan")
     assert node.state == "maintenance"
-    assert stock_by_sku() == {}
+    assert sku_list().get(slug=H100_SKU).stock == 0
     node_return_to_service(node=node, by=people.olga)
     assert node.state == "ready"
     reserved = make_node(sku=H100_SKU, state_dir=sim_dir, state="deploying")

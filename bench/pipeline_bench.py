@@ -100,9 +100,10 @@ def _seed(n: int):
     from portal.accounts.models import Membership, Organisation, User
     from portal.catalog.models import NetworkOption, NvmeOption, ServerSKU
     from portal.catalog.services import catalog_seed
-    from portal.orders.configurator import Configuration
-    from portal.orders.quotes import quote_create
-    from portal.orders.services import order_place, order_submit
+    from portal.orders.services import order_place
+    from portal.quotes.configuration import Configuration
+    from portal.quotes.services import quote_create
+    from provisioning.fulfilment import order_submit
     from provisioning.services import node_enrol
 
     catalog_seed()
@@ -149,8 +150,8 @@ def _pipeline(approver, orders, timeout: float) -> tuple[float, dict]:
     from django.db.models import Count
 
     from portal.orders.models import Order
-    from portal.orders.services import order_approve
     from portal.orders.states import OrderState
+    from provisioning.approvals import order_approve
 
     ids = [o.pk for o in orders]
     started = time.monotonic()

@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "portal.accounts",
     "portal.catalog",
     "portal.sizing",
+    "portal.quotes",
     "portal.orders",
     "provisioning",
 ]
@@ -273,6 +274,15 @@ PROVISIONING_SWEEP_INTERVAL_S = env_int("PROVISIONING_SWEEP_INTERVAL_S", 60, min
 PROVISIONING_HEALTH_INTERVAL_S = env_int("PROVISIONING_HEALTH_INTERVAL_S", 300, minimum=10)
 # What happens to a node's local data at termination. Only "wipe" is implemented.
 PROVISIONING_DATA_RETENTION = env_str("PROVISIONING_DATA_RETENTION", "wipe")
+# The pipeline's plug-ins, by dotted path (like NODE_DRIVERS). Storage backend: a class with
+# provision(ctx) and revoke(ctx) (empty: none; ordering storage then fails the step with a
+# reason staff can act on). Stack renderer: (*, order, node, nodes) -> the stack script.
+PROVISIONING_STORAGE_BACKEND = env_str("PROVISIONING_STORAGE_BACKEND", "")
+PROVISIONING_STACK_RENDERER = env_str("PROVISIONING_STACK_RENDERER",
+                                      "provisioning.stack.scripts.render_bootstrap")
+# The account customers log in with on a handed-over server (a node's driver_options.login_user
+# wins); shown on the server page.
+PROVISIONING_LOGIN_USER = env_str("PROVISIONING_LOGIN_USER", "ubuntu")
 
 if REDIS_URL:
     # With acks_late, a message taken by a worker that died comes back after this many seconds.
@@ -287,3 +297,50 @@ CELERY_BEAT_SCHEDULE |= {
     "provisioning-health": {"task": "provisioning.health_all",
                             "schedule": float(PROVISIONING_HEALTH_INTERVAL_S)},
 }
+
+# --- Object storage (provisioning.storage; docs/storage.md) --------------------------------
+# An adapter per provider kind (dotted path); a provider's STORAGE_<SLUG>_ADAPTER overrides it.
+STORAGE_PROVIDER_ADAPTERS = {
+    "minio": "provisioning.storage.minio.MinioProvider",
+    "aws": "provisioning.storage.iam.IamProvider",
+    "wasabi": "provisioning.storage.iam.IamProvider",
+    "b2": "provisioning.storage.b2.B2Provider",
+    "custom": "provisioning.storage.custom.CustomProvider",
+}
+# Admin credentials per catalog provider slug: from the environment or NAME_FILE secrets, never
+# from the catalog seed. An empty key means "not configured": the storage step then fails with
+# a reason staff can act on. endpoint_url overrides the catalog's (internal address the workers
+# use); public_endpoint_url is what customers are shown (blank: the same).
+STORAGE_PROVIDERS = {
+    "minio": {
+        "adapter": env_str("STORAGE_MINIO_ADAPTER", ""),
+        "endpoint_url": env_str("STORAGE_MINIO_ENDPOINT_URL", ""),
+        "public_endpoint_url": env_str("STORAGE_MINIO_PUBLIC_ENDPOINT_URL", ""),
+        "access_key": env_secret("STORAGE_MINIO_ACCESS_KEY", ""),
+        "secret_key": env_secret("STORAGE_MINIO_SECRET_KEY", ""),
+    },
+    "wasabi": {
+        "access_key": env_secret("STORAGE_WASABI_ACCESS_KEY", ""),
+        "secret_key": env_secret("STORAGE_WASABI_SECRET_KEY", ""),
+    },
+    "b2": {
+        "access_key": env_secret("STORAGE_B2_KEY_ID", ""),
+        "secret_key": env_secret("STORAGE_B2_APPLICATION_KEY", ""),
+    },
+    "aws-s3": {
+        "access_key": env_secret("STORAGE_AWS_ACCESS_KEY", ""),
+        "secret_key": env_secret("STORAGE_AWS_SECRET_KEY", ""),
+    },
+    "custom-s3": {},
+}
+# Bucket names are <prefix>-<order reference>: pick a prefix unique to this deployment (AWS,
+# Wasabi and B2 bucket names are global).
+STORAGE_BUCKET_PREFIX = env_str("STORAGE_BUCKET_PREFIX", "trainyard")
+# Lifecycle: keep the newest N noncurrent versions of each checkpoint, expire older noncurrent
+# versions after D days (incomplete multipart uploads are always aborted after 7 days).
+STORAGE_KEEP_VERSIONS = env_int("STORAGE_KEEP_VERSIONS", 3, minimum=1)
+STORAGE_NONCURRENT_DAYS = env_int("STORAGE_NONCURRENT_DAYS", 30, minimum=1)
+# Days a terminated order's bucket is kept before it is deleted (per-order default).
+STORAGE_RETENTION_DAYS = env_int("STORAGE_RETENTION_DAYS", 30, minimum=0)
+# How long to wait for a newly issued key to work (IAM is eventually consistent), seconds.
+STORAGE_CREDENTIAL_PROPAGATION_S = env_float("STORAGE_CREDENTIAL_PROPAGATION_S", 30.0, minimum=0)

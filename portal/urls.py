@@ -12,7 +12,7 @@ urlpatterns = [
     path("catalog/", include("portal.catalog.urls")),
     path("sizing/", include("portal.sizing.urls")),
     path("orders/", include("portal.orders.urls")),
-    path("configure/", include("portal.orders.configurator_urls")),
+    path("configure/", include("portal.quotes.urls")),
     path("ops/", include("provisioning.urls")),
     path("api/v1/", include("portal.api.v1.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -1,9 +1,10 @@
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 
-from portal.orders.states import DomainError
+from portal.core.states import DomainError
 from provisioning import services
-from provisioning.models import HealthCheck, Node, NodeEvent, ProvisioningRun, StepRun
+from provisioning.health import node_health_check
+from provisioning.models import HealthCheck, Node, NodeEvent, ProvisioningRun, RunEvent, StepRun
 
 
 class NodeEventInline(admin.TabularInline):
@@ -67,7 +68,7 @@ class NodeAdmin(admin.ModelAdmin):
     @admin.action(description="Run a health check now")
     def health_check(self, request, queryset):
         for node in queryset:
-            check = services.node_health_check(node=node)
+            check = node_health_check(node=node)
             self.message_user(request, f"{node.hostname}: {'ok' if check.ok else '; '.join(check.problems)}")
 
 
@@ -82,6 +83,16 @@ class StepRunInline(admin.TabularInline):
         return False
 
 
+class RunEventInline(admin.TabularInline):
+    model = RunEvent
+    extra = 0
+    can_delete = False
+    readonly_fields = ("at", "actor", "transition", "from_state", "to_state", "note")
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(ProvisioningRun)
 class ProvisioningRunAdmin(admin.ModelAdmin):
     list_display = ("pk", "order", "kind", "status", "created_at", "finished_at")
@@ -89,7 +100,7 @@ class ProvisioningRunAdmin(admin.ModelAdmin):
     search_fields = ("order__reference",)
     readonly_fields = ("order", "kind", "status", "created_by", "created_at", "started_at",
                        "finished_at", "error")
-    inlines = [StepRunInline]
+    inlines = [RunEventInline, StepRunInline]
 
 
 @admin.register(HealthCheck)

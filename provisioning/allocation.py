@@ -11,9 +11,14 @@ from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from portal.orders.states import DomainError
+from portal.core.states import DomainError
+from portal.orders.models import Order
+from portal.orders.states import OrderState
+from portal.orders.transitions import order_transition
 from provisioning.models import Node
+from provisioning.runs import runs_cancel
 from provisioning.states import NodeState
+from provisioning.transitions import node_transition
 
 
 class OutOfStock(DomainError):
@@ -132,8 +137,6 @@ def nodes_reserve(*, order, by=None, node_ids=None, count: int | None = None,
                   fabric_group: str | None = None) -> list[Node]:
     """Reserves ``count`` (default: the order's node count) ready nodes for ``order``: all in one
     fabric group, all in this transaction, or none (OutOfStock / DomainError)."""
-    from provisioning.services import node_transition
-
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("nodes_reserve must run inside transaction.atomic()")
     count = count or order.node_count
@@ -151,13 +154,6 @@ def nodes_reserve(*, order, by=None, node_ids=None, count: int | None = None,
 
 def reservations_expire(*, now=None) -> list[str]:
     """Gives back nodes reserved for orders that did not move on; returns the order references."""
-    from portal.orders.models import Order
-    from portal.orders.states import OrderState
-    from portal.orders.transitions import order_transition
-    from provisioning.models import ProvisioningRun
-    from provisioning.services import node_transition
-    from provisioning.states import RunStatus
-
     now = now or timezone.now()
     expired = []
     stale = (Node.objects.filter(state=NodeState.RESERVED, reserved_until__lt=now)
@@ -172,9 +168,7 @@ def reservations_expire(*, now=None) -> list[str]:
                                 reserved_until=None,
                                 note="reservation expired: provisioning did not start in time")
             if order is not None and order.state == OrderState.APPROVED:
-                ProvisioningRun.objects.filter(order=order, status=RunStatus.PENDING).update(
-                    status=RunStatus.CANCELLED, finished_at=now,
-                    error="reservation expired before provisioning started")
+                runs_cancel(order=order, reason="reservation expired before provisioning started")
                 order_transition(order=order, name="expire_reservation",
                                  note="The reserved nodes went back to stock because provisioning "
                                       "did not start in time; approve again.")

@@ -3,6 +3,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models.functions import Lower
 
+from portal.core.models import TransitionEvent
+from provisioning.drivers import secret_option_paths
 from provisioning.states import NodeState, RunKind, RunStatus, StepStatus
 
 
@@ -11,7 +13,8 @@ def _default_driver() -> str:
 
 
 class Node(models.Model):
-    """A bare-metal server in inventory. Its state changes only through provisioning.services."""
+    """A bare-metal server in inventory. Its state changes only through
+    ``provisioning.transitions.node_transition`` (one table: ``provisioning.states``)."""
 
     hostname = models.CharField(max_length=120, unique=True)
     sku = models.ForeignKey("catalog.ServerSKU", on_delete=models.PROTECT, related_name="nodes")
@@ -46,8 +49,6 @@ class Node(models.Model):
         return self.hostname
 
     def clean(self) -> None:
-        from provisioning.drivers import secret_option_paths
-
         if secrets := secret_option_paths(self.driver_options):
             raise ValidationError({"driver_options": (
                 f"{', '.join(secrets)}: secrets are not stored in driver options (a plain-text "
@@ -55,27 +56,20 @@ class Node(models.Model):
                 f"password through IPMI_PASSWORD_FILE.")})
 
 
-class NodeEvent(models.Model):
+class NodeEvent(TransitionEvent):
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="events")
-    at = models.DateTimeField(auto_now_add=True)
-    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                              on_delete=models.SET_NULL, related_name="+")
-    transition = models.CharField(max_length=40)
     from_state = models.CharField(max_length=20, choices=NodeState.choices)
     to_state = models.CharField(max_length=20, choices=NodeState.choices)
     order = models.ForeignKey("orders.Order", null=True, blank=True, on_delete=models.SET_NULL,
                               related_name="+")
-    note = models.TextField(blank=True)
-
-    class Meta:
-        ordering = ["at", "pk"]
 
     def __str__(self) -> str:
         return f"{self.node}: {self.from_state} → {self.to_state}"
 
 
 class ProvisioningRun(models.Model):
-    """One piece of background work on an order's nodes: provision, terminate, reboot, …"""
+    """One piece of background work on an order's nodes: provision, terminate, reboot, …
+    Its status changes only through ``provisioning.transitions.run_transition``."""
 
     order = models.ForeignKey("orders.Order", on_delete=models.CASCADE, related_name="runs")
     kind = models.CharField(max_length=20, choices=RunKind.choices)
@@ -93,6 +87,17 @@ class ProvisioningRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} #{self.pk} of {self.order}"
+
+
+class RunEvent(TransitionEvent):
+    """The audit trail of a run: who moved it from which status to which, when, and why."""
+
+    run = models.ForeignKey(ProvisioningRun, on_delete=models.CASCADE, related_name="events")
+    from_state = models.CharField(max_length=12, choices=RunStatus.choices)
+    to_state = models.CharField(max_length=12, choices=RunStatus.choices)
+
+    def __str__(self) -> str:
+        return f"run {self.run_id}: {self.from_state} → {self.to_state}"
 
 
 class StepRun(models.Model):
@@ -157,3 +162,5 @@ class HealthCheck(models.Model):
 
     def __str__(self) -> str:
         return f"{self.node} {'ok' if self.ok else 'unhealthy'} at {self.at:%Y-%m-%d %H:%M}"
+
+from provisioning.storage.models import Bucket, BucketEvent, Credential  # noqa: E402,F401

@@ -1,4 +1,5 @@
-"""Reads for pages and the API: progress of an order, suggested nodes, stock, health."""
+"""Reads for pages and the API: progress of an order, access details and the acceptance report
+(typed step results), runs needing staff, stock and health."""
 
 from __future__ import annotations
 
@@ -7,14 +8,21 @@ from datetime import datetime
 
 from django.db.models import Count, Prefetch, Q, QuerySet
 
-from provisioning import allocation
+from portal.orders.states import OrderState
 from provisioning.models import HealthCheck, Node, NodeEvent, ProvisioningRun, StepLogLine, StepRun
-from provisioning.states import STEPS, NodeState, RunStatus, StepStatus, step_spec
-
-
-def nodes_suggested_for(order) -> allocation.Pick:
-    """The nodes approval would take (``.nodes``) or why there are none (``.problem``)."""
-    return allocation.nodes_suggest(order=order)
+from provisioning.pipeline.steps.acceptance import AcceptanceReport, AcceptanceResult
+from provisioning.pipeline.steps.handover import HandoverResult
+from provisioning.pipeline.steps.storage import BucketAccess, StorageResult
+from provisioning.states import (
+    NODE_FAILED,
+    RUN_DONE,
+    STEPS,
+    NodeState,
+    RunKind,
+    RunStatus,
+    StepStatus,
+    step_spec,
+)
 
 
 def nodes_for_operator(*, state: str | None = None, sku=None) -> QuerySet[Node]:
@@ -77,7 +85,7 @@ class OrderProgress:
 
     @property
     def done(self) -> bool:
-        return self.run_status in (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED)
+        return self.run_status in RUN_DONE
 
 
 def order_runs(order) -> QuerySet[ProvisioningRun]:
@@ -118,10 +126,81 @@ def order_progress(order, *, run: ProvisioningRun | None = None, log_lines: int 
                          nodes=tuple(nodes))
 
 
-def acceptance_report(order) -> dict | None:
+def acceptance_report(order) -> AcceptanceReport | None:
+    """The report of the latest acceptance test that passed on ``order``."""
     sr = (StepRun.objects.filter(run__order=order, step="acceptance", status=StepStatus.SUCCEEDED)
           .order_by("-finished_at").first())
-    return (sr.result or {}).get("report") if sr else None
+    if sr is None or not (sr.result or {}).get("report"):
+        return None
+    return AcceptanceResult.from_dict(sr.result).report
+
+
+@dataclass(frozen=True)
+class NodeAccess:
+    hostname: str
+    rank: int  # the node's rank in a cluster (hostname order, as the pipeline numbers them)
+    handover: HandoverResult
+
+    @property
+    def simulated(self) -> bool:
+        return self.handover.simulated
+
+    @property
+    def ssh_command(self) -> str:
+        return self.handover.ssh_command
+
+
+@dataclass(frozen=True)
+class OrderAccess:
+    nodes: tuple[NodeAccess, ...] = ()
+    buckets: tuple[BucketAccess, ...] = ()
+
+
+def order_access(order) -> OrderAccess:
+    """How the customer reaches the servers and buckets of ``order``: what the handover and
+    storage steps of its provisioning runs recorded (empty before handover)."""
+    steps = (StepRun.objects.filter(run__order=order, run__kind=RunKind.PROVISION,
+                                    status=StepStatus.SUCCEEDED, step__in=("handover", "storage"),
+                                    node__order=order)
+             .select_related("node").order_by("node__hostname", "-finished_at"))
+    handovers: dict[int, tuple[str, HandoverResult]] = {}
+    buckets: list[BucketAccess] = []
+    fallback_endpoint = order.storage_provider.endpoint_url if order.storage_provider else ""
+    for sr in steps:
+        if sr.step == "handover":
+            handovers.setdefault(sr.node_id, (sr.node.hostname, HandoverResult.from_dict(sr.result)))
+            continue
+        for bucket in StorageResult.from_dict(sr.result).buckets:
+            if all(b.name != bucket.name for b in buckets):
+                buckets.append(BucketAccess(name=bucket.name,
+                                            endpoint=bucket.endpoint or fallback_endpoint))
+    nodes = tuple(NodeAccess(hostname=hostname, rank=rank, handover=result)
+                  for rank, (hostname, result) in enumerate(handovers.values()))
+    return OrderAccess(nodes=nodes, buckets=tuple(buckets))
+
+
+def runs_needing_attention() -> QuerySet[ProvisioningRun]:
+    """Failed provisioning runs whose order waits for staff (retry or swap)."""
+    return (ProvisioningRun.objects.filter(status=RunStatus.FAILED, kind=RunKind.PROVISION,
+                                           order__state=OrderState.PROVISION_FAILED)
+            .select_related("order__organisation", "order__sku__gpu").order_by("finished_at"))
+
+
+def inventory_summary() -> list[dict]:
+    """Per SKU: how many nodes are in stock, serving orders, in maintenance or failed."""
+    rows = Node.objects.values("sku_id", "sku__name", "sku__slug", "state").annotate(n=Count("pk"))
+    by_sku: dict[int, dict] = {}
+    for row in rows:
+        entry = by_sku.setdefault(row["sku_id"], {"name": row["sku__name"], "slug": row["sku__slug"],
+                                                  "ready": 0, "busy": 0, "maintenance": 0, "failed": 0,
+                                                  "enrolled": 0, "total": 0})
+        state = row["state"]
+        bucket = ("ready" if state == NodeState.READY else "maintenance" if state == NodeState.MAINTENANCE
+                  else "failed" if state in NODE_FAILED else "enrolled" if state == NodeState.ENROLLED
+                  else "busy")
+        entry[bucket] += row["n"]
+        entry["total"] += row["n"]
+    return sorted(by_sku.values(), key=lambda e: e["name"])
 
 
 def order_last_health(order) -> list[HealthCheck]:

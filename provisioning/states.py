@@ -1,4 +1,4 @@
-"""Node state machine, run and step statuses, and the pipeline's step list. No I/O here."""
+"""The node and run state machines, step statuses, and the pipeline's step list. No I/O here."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from django.db import models
 
-from portal.orders.states import Transition, TransitionTable
+from portal.core.states import Transition, TransitionTable
 
 
 class NodeState(models.TextChoices):
@@ -27,9 +27,6 @@ class NodeState(models.TextChoices):
 
 N = NodeState
 NODE_FAILED = frozenset({N.FAILED_DEPLOY, N.FAILED_VALIDATION, N.FAILED_WIPE})
-# States in which a node belongs to an order.
-NODE_ASSIGNED = frozenset({N.RESERVED, N.DEPLOYING, N.CONFIGURING, N.VALIDATING, N.ACTIVE,
-                           N.RELEASING, N.WIPING, *NODE_FAILED})
 
 NODE_TRANSITIONS = TransitionTable("node", [
     Transition("accept", frozenset({N.ENROLLED}), N.READY, "Accepted into stock"),
@@ -70,6 +67,19 @@ class RunStatus(models.TextChoices):
     SUCCEEDED = "succeeded", "Succeeded"
     FAILED = "failed", "Failed"
     CANCELLED = "cancelled", "Cancelled"
+
+
+R = RunStatus
+RUN_TRANSITIONS = TransitionTable("run", [
+    Transition("start", frozenset({R.PENDING}), R.RUNNING, "Started"),
+    Transition("succeed", frozenset({R.RUNNING}), R.SUCCEEDED, "Succeeded"),
+    Transition("fail", frozenset({R.RUNNING}), R.FAILED, "Failed"),
+    # Staff retried a failed step or swapped a failed node: the run works again.
+    Transition("resume", frozenset({R.FAILED}), R.RUNNING, "Resumed"),
+    Transition("cancel", frozenset({R.PENDING, R.RUNNING}), R.CANCELLED, "Cancelled"),
+], labels=dict(RunStatus.choices))
+RUN_OPEN = frozenset({R.PENDING, R.RUNNING})
+RUN_DONE = frozenset({R.SUCCEEDED, R.FAILED, R.CANCELLED})
 
 
 class StepStatus(models.TextChoices):

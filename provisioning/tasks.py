@@ -1,4 +1,6 @@
-"""Thin Celery tasks: take ids, call a service, queue what comes next. Safe to deliver twice."""
+"""Thin Celery tasks: take ids, call a service, queue what comes next. Safe to deliver twice.
+
+Services queue work through ``provisioning.enqueue`` (after commit); nothing here imports it."""
 
 from __future__ import annotations
 
@@ -6,9 +8,12 @@ import logging
 
 from celery import shared_task
 
-from provisioning import pipeline, services
+from provisioning.health import node_health_check
 from provisioning.models import Node
+from provisioning.pipeline.engine import step_deadline_s, step_execute
+from provisioning.runs import run_start
 from provisioning.states import NodeState
+from provisioning.sweeper import sweep
 
 logger = logging.getLogger(__name__)
 
@@ -22,25 +27,26 @@ def step_time_limits(step: str) -> dict[str, int]:
     (settings PROVISIONING_STEP_DEADLINE_S / PROVISIONING_STEP_DEADLINES_S), so a long step
     (deploy_os, wipe) is not cut off by the global CELERY_TASK_SOFT_TIME_LIMIT. A retry
     (``self.retry``) carries the limits of the delivery it retries."""
-    deadline = services.step_deadline_s(step)
+    deadline = step_deadline_s(step)
     return {"soft_time_limit": deadline, "time_limit": deadline + STEP_HARD_LIMIT_MARGIN_S}
 
 
 def enqueue_steps(keys) -> None:
+    """Sends one step task per (run_id, node_id, step) key, now."""
     for run_id, node_id, step in keys:
         step_task.apply_async((run_id, node_id, step), **step_time_limits(step))
 
 
 @shared_task(name="provisioning.run_start", acks_late=True)
 def run_start_task(run_id: int) -> int:
-    keys = services.run_start(run_id=run_id)
+    keys = run_start(run_id=run_id)
     enqueue_steps(keys)
     return len(keys)
 
 
 @shared_task(bind=True, name="provisioning.step", acks_late=True, max_retries=None)
 def step_task(self, run_id: int, node_id: int, step: str) -> str:
-    outcome = pipeline.step_execute(run_id=run_id, node_id=node_id, step=step)
+    outcome = step_execute(run_id=run_id, node_id=node_id, step=step)
     enqueue_steps(outcome.next_steps)
     if outcome.retry_in_s is not None:
         raise self.retry(countdown=outcome.retry_in_s)
@@ -49,7 +55,11 @@ def step_task(self, run_id: int, node_id: int, step: str) -> str:
 
 @shared_task(name="provisioning.sweep", acks_late=True)
 def sweep_task() -> dict:
-    return services.sweep()
+    result = sweep()
+    enqueue_steps(result.requeue)
+    for run_id in result.unstarted:
+        run_start_task.delay(run_id)
+    return result.summary()
 
 
 @shared_task(name="provisioning.health_all")
@@ -65,4 +75,4 @@ def health_check_task(node_id: int) -> bool | None:
     node = Node.objects.filter(pk=node_id).first()
     if node is None:
         return None
-    return services.node_health_check(node=node).ok
+    return node_health_check(node=node).ok

@@ -1,8 +1,8 @@
 """Staff pages under /ops/: the approval queue, a run's step log, the node inventory.
 
 Anyone who is not staff gets 404 (nothing about the pages leaks). Views call the services of
-``portal.orders.services`` and ``provisioning.services`` and turn their DomainError into an
-inline form error or a message.
+``provisioning.approvals`` and ``provisioning.services``, read through ``provisioning.selectors``
+and turn a DomainError into an inline form error or a message.
 """
 
 from __future__ import annotations
@@ -11,17 +11,14 @@ from functools import wraps
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from portal.catalog.models import ServerSKU
-from portal.orders import services as order_services
+from portal.core.states import DomainError, TransitionNotAllowed
 from portal.orders.models import Order
-from portal.orders.selectors import approval_queue
-from portal.orders.states import DomainError, OrderState, TransitionNotAllowed
-from portal.orders.views import order_fit
+from provisioning import approvals as approval_services
 from provisioning import selectors, services
 from provisioning.forms import ApproveForm, NodeEnrolForm, NodeNoteForm, RejectForm, SwapForm
 from provisioning.models import Node, ProvisioningRun, StepRun
@@ -61,7 +58,7 @@ def approve(request, reference: str):
     if form.is_valid():
         node_ids = [n.pk for n in form.cleaned_data["nodes"]] or None
         try:
-            order_services.order_approve(order=order, by=request.user, node_ids=node_ids,
+            approval_services.order_approve(order=order, by=request.user, node_ids=node_ids,
                                          note=form.cleaned_data["note"])
         except TransitionNotAllowed as exc:  # someone else decided first
             messages.warning(request, str(exc))
@@ -81,7 +78,7 @@ def reject(request, reference: str):
     form = RejectForm(request.POST, order=order)
     if form.is_valid():
         try:
-            order_services.order_reject(order=order, by=request.user, reason=form.cleaned_data["reason"])
+            approval_services.order_reject(order=order, by=request.user, reason=form.cleaned_data["reason"])
         except TransitionNotAllowed as exc:
             messages.warning(request, str(exc))
             return redirect("provisioning:approvals")
@@ -95,7 +92,7 @@ def reject(request, reference: str):
 
 def _render_queue(request, *, bound=None, status=200):
     entries = []
-    for item in approval_queue():
+    for item in approval_services.approval_queue():
         eligible = list(selectors.eligible_nodes_for(item.order))
         approve_form = reject_form = None
         if bound is not None and bound.order.pk == item.order.pk:
@@ -104,25 +101,18 @@ def _render_queue(request, *, bound=None, status=200):
         form = approve_form or ApproveForm(
             order=item.order, eligible=eligible, initial={"nodes": [n.pk for n in item.suggested]})
         entries.append({
-            "item": item, "order": item.order, "fit": order_fit(item.order), "eligible": eligible,
+            "item": item, "order": item.order, "fit": item.fit, "eligible": eligible,
             "approve_form": form, "selected": _picked(form),
             "reject_form": reject_form or RejectForm(order=item.order),
             "open_reject": reject_form is not None,
         })
     return render(request, "provisioning/approvals.html", {
-        "entries": entries, "attention": runs_needing_attention()}, status=status)
+        "entries": entries, "attention": selectors.runs_needing_attention()}, status=status)
 
 
 def _picked(form) -> set[int]:
     values = [getattr(v, "pk", v) for v in (form["nodes"].value() or [])]
     return {int(v) for v in values if str(v).isdigit()}
-
-
-def runs_needing_attention():
-    """Failed provisioning runs whose order waits for staff (retry or swap)."""
-    return (ProvisioningRun.objects.filter(status=RunStatus.FAILED, kind=RunKind.PROVISION,
-                                           order__state=OrderState.PROVISION_FAILED)
-            .select_related("order__organisation", "order__sku__gpu").order_by("finished_at"))
 
 
 # --- runs -------------------------------------------------------------------------------------
@@ -203,7 +193,7 @@ def node_list(request):
     sku = ServerSKU.objects.filter(slug=sku_slug).first() if sku_slug else None
     nodes = selectors.nodes_for_operator(state=state if state in NodeState.values else None, sku=sku)
     return render(request, "provisioning/nodes.html", {
-        "nodes": nodes, "summary": inventory_summary(), "states": NodeState.choices,
+        "nodes": nodes, "summary": selectors.inventory_summary(), "states": NodeState.choices,
         "skus": ServerSKU.objects.filter(nodes__isnull=False).distinct().select_related("gpu"),
         "state": state, "sku": sku, "can_edit": request.user.is_operator,
     })
@@ -268,20 +258,3 @@ def _node_actions(node: Node) -> list[dict]:
     return [{"action": name, "label": label, "danger": name == "enter_maintenance"}
             for name, (_, label, _) in NODE_ACTIONS.items()
             if NODE_TRANSITIONS.get(name).allowed_from(node.state)]
-
-
-def inventory_summary() -> list[dict]:
-    """Per SKU: how many nodes are in stock, serving orders, in maintenance or failed."""
-    rows = Node.objects.values("sku_id", "sku__name", "sku__slug", "state").annotate(n=Count("pk"))
-    by_sku: dict[int, dict] = {}
-    for row in rows:
-        entry = by_sku.setdefault(row["sku_id"], {"name": row["sku__name"], "slug": row["sku__slug"],
-                                                  "ready": 0, "busy": 0, "maintenance": 0, "failed": 0,
-                                                  "enrolled": 0, "total": 0})
-        state = row["state"]
-        bucket = ("ready" if state == NodeState.READY else "maintenance" if state == NodeState.MAINTENANCE
-                  else "failed" if state in NODE_FAILED else "enrolled" if state == NodeState.ENROLLED
-                  else "busy")
-        entry[bucket] += row["n"]
-        entry["total"] += row["n"]
-    return sorted(by_sku.values(), key=lambda e: e["name"])

@@ -10,10 +10,14 @@ import subprocess
 import sys
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
+
+from portal.accounts.models import Membership, Organisation, User
+from tests.factories import OrganisationFactory, member_of, staff
 
 pytest_plugins = ["tests.provisioning.conftest_sshd"]
 
@@ -162,3 +166,42 @@ def catalog(db):
     from portal.catalog.services import catalog_seed
 
     catalog_seed()
+
+
+# --- people: alice (customer), charlie (outsider), rita (reseller admin), sam, olga (staff) ---
+@dataclass
+class People:
+    acme: Organisation  # alice's organisation
+    alice: User  # customer member of acme
+    outsider_org: Organisation
+    charlie: User  # member of another customer
+    reseller: Organisation
+    rita: User  # reseller admin
+    client_org: Organisation  # the reseller's customer
+    sam: User  # staff approver
+    olga: User  # operator
+
+
+@pytest.fixture
+def people(db) -> People:
+    acme = OrganisationFactory(name="Acme AI", slug="acme-ai")
+    outsider = OrganisationFactory(name="Other Lab", slug="other-lab")
+    reseller = OrganisationFactory(name="GPU Resale", slug="gpu-resale",
+                                   kind=Organisation.Kind.RESELLER)
+    client = OrganisationFactory(name="Resale Client", slug="resale-client", parent=reseller)
+    rita = member_of(reseller, username="rita")
+    Membership.objects.filter(user=rita).update(role=Membership.Role.RESELLER_ADMIN)
+    return People(
+        acme=acme, alice=member_of(acme, username="alice"), outsider_org=outsider,
+        charlie=member_of(outsider, username="charlie"), reseller=reseller, rita=rita,
+        client_org=client, sam=staff(User.StaffRole.APPROVER, username="sam"),
+        olga=staff(User.StaffRole.OPERATOR, username="olga"),
+    )
+
+
+@pytest.fixture
+def sim_dir(tmp_path):
+    """Where simulated nodes keep their journal (shared with worker processes)."""
+    path = tmp_path / "simulated"
+    path.mkdir()
+    return path

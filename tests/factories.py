@@ -1,6 +1,25 @@
+"""Factories for tests: organisations and people, quotes and orders (needs the seeded catalog,
+the `catalog` fixture), simulated nodes, and `drain` to run a pipeline run in this process."""
+
+import itertools
+from datetime import timedelta
+from decimal import Decimal
+
 import factory
+from django.utils import timezone
 
 from portal.accounts.models import Membership, Organisation, User
+from portal.catalog.models import NetworkOption, NvmeOption, ServerSKU, StackOption, StorageProvider
+from portal.orders.models import Order
+from portal.orders.services import order_place
+from portal.orders.states import OrderState
+from portal.quotes.models import Quote
+from provisioning.approvals import order_approve
+from provisioning.fulfilment import order_submit
+from provisioning.models import Node, NodeEvent, StepRun
+from provisioning.pipeline.engine import step_execute
+from provisioning.runs import run_start
+from provisioning.states import NodeState
 
 
 class OrganisationFactory(factory.django.DjangoModelFactory):
@@ -42,3 +61,101 @@ def member_of(organisation, **user_kwargs):
 
 def staff(role: str, **user_kwargs):
     return UserFactory(staff_role=role, is_staff=True, **user_kwargs)
+
+
+H100_SKU = "8x-h100-sxm-80gb"
+L4_SKU = "1x-l4-24gb"
+
+# What the wizard attaches to a quote for Llama 3.1 8B on 8× H100 (unversioned, as older quotes).
+SIZED_PLAN = {
+    "model": "llama-3.1-8b", "model_label": "Llama 3.1 8B", "sku": H100_SKU, "nodes": 1,
+    "gpus_per_node": 8, "gpu_name": "NVIDIA H100 SXM5 80GB", "strategy": "fsdp", "tp": 1, "pp": 1,
+    "micro_batch": 4, "grad_accum": 8, "per_gpu_total_bytes": 61_400_000_000,
+    "gpu_memory_bytes": 80_000_000_000, "headroom_bytes": 14_600_000_000, "train_hours": 21.4,
+    "memory_breakdown_bytes": {"weights": 2_000_000_000, "optimizer_states": 12_000_000_000},
+}
+
+
+def make_quote(organisation, *, by=None, sku: str = H100_SKU, node_count: int = 1,
+               network: str = "eth-100g", nvme: str = "nvme-2tb-single", storage: str | None = None,
+               storage_tb: int = 0, valid_days: int = 14, plan: dict | None = None) -> Quote:
+    sku_row = ServerSKU.objects.get(slug=sku)
+    return Quote.objects.create(
+        organisation=organisation, created_by=by, sku=sku_row, node_count=node_count,
+        nvme=NvmeOption.objects.get(slug=nvme), network=NetworkOption.objects.get(slug=network),
+        storage_provider=StorageProvider.objects.get(slug=storage) if storage else None,
+        storage_tb=storage_tb, strategy=StackOption.objects.get(slug="fsdp"),
+        tracker=StackOption.objects.get(slug="tensorboard"),
+        plan=plan if plan is not None else {"model": "Llama-3-8B", "sku": sku, "nodes": node_count,
+                                            "headroom_bytes": 12_000_000_000},
+        price_lines=[{"label": sku_row.name, "hourly": str(sku_row.price_hourly),
+                      "monthly": str(sku_row.price_monthly)}],
+        price_hourly=sku_row.price_hourly * node_count,
+        price_monthly=sku_row.price_monthly * node_count + Decimal("56.00"),
+        valid_until=timezone.now() + timedelta(days=valid_days),
+    )
+
+
+def make_order(organisation, *, state: str = OrderState.DRAFT, by=None, **quote_kwargs) -> Order:
+    """An order in ``state`` written directly (for state-table tests; real flows use services)."""
+    quote = make_quote(organisation, by=by, **quote_kwargs)
+    return Order.objects.create(
+        organisation=organisation, placed_by=by, quote=quote, sku=quote.sku,
+        node_count=quote.node_count, nvme=quote.nvme, network=quote.network,
+        storage_provider=quote.storage_provider, storage_tb=quote.storage_tb,
+        strategy=quote.strategy, tracker=quote.tracker, plan=quote.plan,
+        price_lines=quote.price_lines, price_hourly=quote.price_hourly,
+        price_monthly=quote.price_monthly, state=state,
+    )
+
+
+_numbers = itertools.count(1)
+
+
+def make_node(*, sku: str | ServerSKU, state_dir, state: str = NodeState.READY,
+              fabric_group: str = "", hostname: str | None = None, **options) -> Node:
+    """A simulated node (``options`` go to the driver: fail, exit_status, delays, …)."""
+    sku_row = sku if isinstance(sku, ServerSKU) else ServerSKU.objects.get(slug=sku)
+    number = next(_numbers)
+    node = Node.objects.create(
+        hostname=hostname or f"gpu-{number:04d}", sku=sku_row,
+        management_address=f"10.0.{number // 250}.{number % 250 + 1}", driver="simulated",
+        driver_options={"delay_scale": 0, "state_dir": str(state_dir), **options},
+        fabric_group=fabric_group, nvme_devices=["/dev/nvme0n1", "/dev/nvme1n1"], state=state,
+    )
+    NodeEvent.objects.create(node=node, transition="enrol", from_state=NodeState.ENROLLED,
+                             to_state=state, note="test fixture")
+    return node
+
+
+def submitted_order(people, **quote_kwargs):
+    """Alice's order, placed from a fresh quote and submitted (pending approval, or approved by
+    the SKU's policy)."""
+    quote = make_quote(people.acme, by=people.alice, **quote_kwargs)
+    return order_submit(order=order_place(quote=quote, by=people.alice), by=people.alice)
+
+
+def approved_order(people, **quote_kwargs):
+    """Alice's order, submitted and approved by sam (its nodes reserved)."""
+    return order_approve(order=submitted_order(people, **quote_kwargs), by=people.sam)
+
+
+def drain(run_id: int, *, limit: int = 500) -> list:
+    """Runs a started run's steps in this process, as workers would, until nothing is left.
+
+    A step waiting to retry is run again at once: its backoff is taken as elapsed (``retry_at``
+    moved to now, as if the Celery task's countdown had run out)."""
+    queue = list(run_start(run_id=run_id))
+    outcomes = []
+    while queue:
+        if len(outcomes) >= limit:
+            raise AssertionError(f"run {run_id} did not settle after {limit} step executions")
+        key = queue.pop(0)
+        outcome = step_execute(run_id=key[0], node_id=key[1], step=key[2])
+        outcomes.append((key, outcome))
+        queue.extend(outcome.next_steps)
+        if outcome.status == "retry":
+            StepRun.objects.filter(run_id=key[0], node_id=key[1], step=key[2]).update(
+                retry_at=timezone.now())
+            queue.append(key)
+    return outcomes

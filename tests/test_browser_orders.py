@@ -8,9 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from portal.accounts.models import User
-from tests.factories import OrganisationFactory, member_of, staff
-from tests.orders.factories import H100_SKU, make_quote
-from tests.provisioning.factories import make_node
+from tests.factories import H100_SKU, OrganisationFactory, make_node, make_quote, member_of, staff
 
 PASSWORD = "correct-horse-battery"
 

@@ -120,7 +120,15 @@ class StorageProvider(models.Model):
     slug = models.SlugField(unique=True)
     name = models.CharField(max_length=60)
     kind = models.CharField(max_length=8, choices=Kind.choices)
+    class AddressingStyle(models.TextChoices):
+        PATH = "path", "Path (https://endpoint/bucket)"
+        VIRTUAL = "virtual", "Virtual host (https://bucket.endpoint)"
+
     endpoint_url = models.URLField(blank=True)
+    region = models.CharField(max_length=40, blank=True,
+                              help_text="S3 region, e.g. us-east-1; blank: the provider's default.")
+    addressing_style = models.CharField(max_length=8, choices=AddressingStyle.choices,
+                                        default=AddressingStyle.PATH)
     price_per_tb_monthly = models.DecimalField(max_digits=8, decimal_places=2)
 
     class Meta:

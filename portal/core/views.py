@@ -5,9 +5,9 @@ from django.views.decorators.cache import never_cache
 
 from portal.accounts.selectors import organisations_for
 from portal.core.health import health_report
-from portal.orders.quotes import quotes_visible
 from portal.orders.selectors import orders_for
 from portal.orders.states import ORDER_FINAL
+from portal.quotes.selectors import quotes_visible
 
 DASHBOARD_ROWS = 5
 

@@ -1,14 +1,6 @@
 from django.contrib import admin
 
-from portal.orders.models import Order, OrderEvent, Quote
-
-
-@admin.register(Quote)
-class QuoteAdmin(admin.ModelAdmin):
-    list_display = ("reference", "organisation", "sku", "node_count", "price_monthly",
-                    "valid_until")
-    list_filter = ("sku",)
-    search_fields = ("reference", "organisation__name")
+from portal.orders.models import Order, OrderEvent
 
 
 class OrderEventInline(admin.TabularInline):

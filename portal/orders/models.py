@@ -1,62 +1,11 @@
 import secrets
-from datetime import timedelta
 
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from portal.core.models import TransitionEvent
 from portal.orders.states import OrderState
-
-QUOTE_VALID_DAYS = 14
-
-
-def _quote_reference() -> str:
-    return "Q-" + secrets.token_hex(4).upper()
-
-
-def _default_valid_until():
-    return timezone.now() + timedelta(days=QUOTE_VALID_DAYS)
-
-
-class Quote(models.Model):
-    """A priced configuration, frozen at the time it was made: an order is placed from it."""
-
-    reference = models.CharField(max_length=12, unique=True, default=_quote_reference,
-                                 editable=False)
-    organisation = models.ForeignKey("accounts.Organisation", on_delete=models.CASCADE,
-                                     related_name="quotes")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                                   on_delete=models.SET_NULL)
-    sku = models.ForeignKey("catalog.ServerSKU", on_delete=models.PROTECT)
-    node_count = models.PositiveSmallIntegerField(default=1)
-    nvme = models.ForeignKey("catalog.NvmeOption", on_delete=models.PROTECT)
-    network = models.ForeignKey("catalog.NetworkOption", on_delete=models.PROTECT)
-    storage_provider = models.ForeignKey("catalog.StorageProvider", null=True, blank=True,
-                                         on_delete=models.PROTECT)
-    storage_tb = models.PositiveIntegerField(default=0)
-    strategy = models.ForeignKey("catalog.StackOption", null=True, blank=True,
-                                 on_delete=models.PROTECT, related_name="+")
-    tracker = models.ForeignKey("catalog.StackOption", null=True, blank=True,
-                                on_delete=models.PROTECT, related_name="+")
-    plan = models.JSONField(default=dict, blank=True,
-                            help_text="Sizing plan snapshot the configuration came from.")
-    price_lines = models.JSONField(default=list, blank=True,
-                                   help_text="[{label, hourly, monthly}] at quote time.")
-    price_hourly = models.DecimalField(max_digits=10, decimal_places=2)
-    price_monthly = models.DecimalField(max_digits=12, decimal_places=2)
-    currency = models.CharField(max_length=3, default="USD")
-    valid_until = models.DateTimeField(default=_default_valid_until)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["-created_at"]
-
-    def __str__(self) -> str:
-        return f"{self.reference} ({self.sku})"
-
-    @property
-    def is_valid(self) -> bool:
-        return timezone.now() < self.valid_until
 
 
 def _order_reference() -> str:
@@ -65,7 +14,7 @@ def _order_reference() -> str:
 
 class Order(models.Model):
     """A customer's order for N identical nodes, placed from a quote. State changes only through
-    ``portal.orders.services`` (one transition table: ``portal.orders.states``)."""
+    ``portal.orders.transitions.order_transition`` (one table: ``portal.orders.states``)."""
 
     reference = models.CharField(max_length=12, unique=True, default=_order_reference,
                                  editable=False)
@@ -73,7 +22,7 @@ class Order(models.Model):
                                      related_name="orders")
     placed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                   on_delete=models.SET_NULL, related_name="orders_placed")
-    quote = models.ForeignKey(Quote, null=True, blank=True, on_delete=models.SET_NULL,
+    quote = models.ForeignKey("quotes.Quote", null=True, blank=True, on_delete=models.SET_NULL,
                               related_name="orders")
     # The configuration and prices, copied from the quote: they do not change with the catalog.
     sku = models.ForeignKey("catalog.ServerSKU", on_delete=models.PROTECT, related_name="orders")
@@ -120,21 +69,12 @@ class Order(models.Model):
         return self.node_count > 1
 
 
-class OrderEvent(models.Model):
+class OrderEvent(TransitionEvent):
     """The audit trail: who moved the order from which state to which, when, and why."""
 
     order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="events")
-    at = models.DateTimeField(auto_now_add=True)
-    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                              on_delete=models.SET_NULL, related_name="+",
-                              help_text="Empty when the system acted (policy, worker, beat).")
-    transition = models.CharField(max_length=40)
     from_state = models.CharField(max_length=20, choices=OrderState.choices)
     to_state = models.CharField(max_length=20, choices=OrderState.choices)
-    note = models.TextField(blank=True)
-
-    class Meta:
-        ordering = ["at", "pk"]
 
     def __str__(self) -> str:
         return f"{self.order}: {self.from_state} → {self.to_state}"

@@ -52,12 +52,23 @@ def approval_decision(order: Order) -> ApprovalDecision:
 
 @dataclass(frozen=True)
 class PlanFit:
+    """One verdict on whether an order's sizing plan fits what was ordered."""
+
     fits: bool | None  # None: no sizing plan attached
     summary: str
+    needed_bytes: int | None = None  # the plan's memory per GPU
+    available_bytes: int | None = None  # the ordered GPU's memory
+
+    @property
+    def percent(self) -> int:
+        if not self.needed_bytes or not self.available_bytes:
+            return 0
+        return min(100, round(100 * self.needed_bytes / self.available_bytes))
 
 
 def plan_fit(order: Order) -> PlanFit:
-    """Whether the sizing plan the order came from fits the ordered configuration."""
+    """Whether the sizing plan the order came from fits the ordered configuration: the plan's
+    SKU and node count, its headroom, and its memory per GPU against the *ordered* GPU."""
     plan = order.plan or {}
     if not plan:
         return PlanFit(None, "No sizing plan attached.")
@@ -69,36 +80,15 @@ def plan_fit(order: Order) -> PlanFit:
     headroom = plan.get("headroom_bytes")
     if headroom is not None and headroom < 0:
         problems.append(f"needs {-headroom / 1e9:.1f} GB more GPU memory per GPU")
+    needed = int(plan["per_gpu_total_bytes"]) if plan.get("per_gpu_total_bytes") else None
+    available = order.sku.gpu.memory_bytes if needed else None
+    if needed and needed > available:
+        return PlanFit(False, f"Needs {needed / 1e9:,.1f} GB per GPU; a {order.sku.gpu.name} has "
+                              f"{available / 1e9:,.1f} GB.", needed, available)
     if problems:
-        return PlanFit(False, "; ".join(problems))
+        return PlanFit(False, "; ".join(problems), needed, available)
     model = plan.get("model", "the model")
     if headroom is not None:
-        return PlanFit(True, f"{model} fits with {headroom / 1e9:.1f} GB headroom per GPU.")
-    return PlanFit(True, f"{model}: sized for this configuration.")
-
-
-@dataclass(frozen=True)
-class ApprovalQueueItem:
-    order: Order
-    fit: PlanFit
-    ready_nodes: int  # ready nodes of the SKU
-    suggested: tuple  # Node rows approval would take
-    stock_problem: str  # why nothing can be suggested ("Only 1 ready node …")
-    decision: ApprovalDecision
-
-
-def approval_queue() -> list[ApprovalQueueItem]:
-    """Orders pending approval, oldest first, with fit, stock and suggested nodes."""
-    from provisioning.selectors import nodes_suggested_for
-
-    orders = (Order.objects.filter(state=OrderState.PENDING_APPROVAL)
-              .select_related("organisation", "sku__gpu", "nvme", "network", "storage_provider",
-                              "strategy", "tracker", "placed_by")
-              .order_by("state_changed_at", "pk"))
-    items = []
-    for order in orders:
-        pick = nodes_suggested_for(order)
-        items.append(ApprovalQueueItem(order=order, fit=plan_fit(order), ready_nodes=pick.ready_total,
-                                       suggested=pick.nodes, stock_problem=pick.problem,
-                                       decision=approval_decision(order)))
-    return items
+        return PlanFit(True, f"{model} fits with {headroom / 1e9:.1f} GB headroom per GPU.",
+                       needed, available)
+    return PlanFit(True, f"{model}: sized for this configuration.", needed, available)

@@ -1,12 +1,11 @@
 """The customer's order pages: my orders, place from a quote, detail with live progress, day 2.
 
 Views are adapters: look the order up in the user's tenant scope (outsiders get 404), call a
-service of ``portal.orders.services`` / ``provisioning.services``, render.
+service (``portal.orders.services``, ``provisioning.fulfilment``, ``provisioning.services``),
+render what selectors read.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -16,16 +15,21 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from portal.orders import services
+from portal.core.states import DomainError
+from portal.orders import services as order_services
 from portal.orders.forms import CancelForm, TerminateForm
 from portal.orders.models import Order
-from portal.orders.quotes import quote_for_user
 from portal.orders.selectors import order_events, orders_for, plan_fit
-from portal.orders.states import ORDER_TRANSITIONS, DomainError, OrderState, QuoteAlreadyOrdered
+from portal.orders.states import ORDER_TRANSITIONS, OrderState, QuoteAlreadyOrdered
+from portal.quotes.selectors import quote_for_user
+from provisioning import fulfilment
 from provisioning import services as provisioning_services
-from provisioning.models import StepRun
-from provisioning.selectors import acceptance_report, order_last_health, order_progress
-from provisioning.states import RunKind, StepStatus
+from provisioning.selectors import (
+    acceptance_report,
+    order_access,
+    order_last_health,
+    order_progress,
+)
 
 
 @login_required
@@ -45,14 +49,14 @@ def order_place(request, quote_reference: str):
         raise Http404("No such quote.")
     try:
         with transaction.atomic():
-            order = services.order_place(quote=quote, by=request.user)
-            services.order_submit(order=order, by=request.user)
+            order = order_services.order_place(quote=quote, by=request.user)
+            fulfilment.order_submit(order=order, by=request.user)
     except QuoteAlreadyOrdered as exc:  # a second click on "Place order" must not order twice
         messages.info(request, str(exc))
         return redirect("orders:detail", reference=exc.order.reference)
     except DomainError as exc:
         messages.error(request, str(exc))
-        return redirect("configurator:quote", reference=quote.reference)
+        return redirect("quotes:quote", reference=quote.reference)
     next_step = ("Our staff checks fit and stock before the build starts."
                  if order.state == OrderState.PENDING_APPROVAL else "It is approved; we are setting it up.")
     messages.success(request, f"Order {order.reference} placed. {next_step}")
@@ -94,7 +98,7 @@ def order_cancel(request, reference: str):
     form = CancelForm(request.POST)
     reason = form.cleaned_data["reason"] if form.is_valid() else ""
     try:
-        services.order_cancel(order=order, by=request.user, reason=reason)
+        fulfilment.order_cancel(order=order, by=request.user, reason=reason)
         messages.success(request, f"Order {order.reference} is cancelled; nothing will be built or billed.")
     except DomainError as exc:
         messages.error(request, str(exc))
@@ -108,7 +112,7 @@ def order_terminate(request, reference: str):
     form = TerminateForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            services.order_request_termination(order=order, by=request.user,
+            fulfilment.order_request_termination(order=order, by=request.user,
                                                note=form.cleaned_data["note"])
         except DomainError as exc:
             messages.error(request, str(exc))
@@ -164,78 +168,9 @@ def _detail_context(request, order: Order) -> dict:
         "order": order,
         "events": order_events(order),
         "progress": order_progress(order),
-        "fit": order_fit(order),
+        "fit": plan_fit(order),
         "can_cancel": _allowed(order, "cancel"),
         "can_terminate": _allowed(order, "request_termination"),
         "cancel_form": CancelForm(),
         "is_staff": request.user.is_hosting_staff,
     }
-
-
-@dataclass(frozen=True)
-class OrderFit:
-    verdict: bool | None  # None: no sizing plan
-    summary: str
-    needed_bytes: int | None = None  # the plan's memory per GPU
-    available_bytes: int | None = None  # the ordered GPU's memory
-
-    @property
-    def percent(self) -> int:
-        if not self.needed_bytes or not self.available_bytes:
-            return 0
-        return min(100, round(100 * self.needed_bytes / self.available_bytes))
-
-
-def order_fit(order: Order) -> OrderFit:
-    """The backbone's plan check, plus the plan's memory per GPU against the *ordered* GPU."""
-    fit = plan_fit(order)
-    needed = (order.plan or {}).get("per_gpu_total_bytes")
-    if fit.fits is None or not needed:
-        return OrderFit(fit.fits, fit.summary)
-    available = order.sku.gpu.memory_bytes
-    if int(needed) > available:
-        return OrderFit(False, f"Needs {int(needed) / 1e9:,.1f} GB per GPU; a {order.sku.gpu.name} has "
-                               f"{available / 1e9:,.1f} GB.", int(needed), available)
-    return OrderFit(fit.fits, fit.summary, int(needed), available)
-
-
-@dataclass(frozen=True)
-class NodeAccess:
-    hostname: str
-    ssh_host: str
-    ssh_port: str
-    ssh_user: str
-
-
-@dataclass(frozen=True)
-class BucketAccess:
-    name: str
-    endpoint: str
-
-
-def order_access(order: Order) -> dict:
-    """What the handover and storage steps recorded: SSH hosts and buckets (empty when none)."""
-    steps = (StepRun.objects.filter(run__order=order, run__kind=RunKind.PROVISION,
-                                    status=StepStatus.SUCCEEDED, step__in=("handover", "storage"),
-                                    node__order=order)
-             .select_related("node").order_by("node__hostname", "-finished_at"))
-    nodes, buckets, seen = [], [], set()
-    for sr in steps:
-        result = sr.result or {}
-        if sr.step == "handover" and sr.node_id not in seen:
-            seen.add(sr.node_id)
-            host, _, port = (result.get("ssh_host") or result.get("address") or "").partition(":")
-            port = str(result.get("ssh_port") or port or "")
-            nodes.append(NodeAccess(hostname=sr.node.hostname, ssh_host=host or sr.node.hostname,
-                                    ssh_port="" if port == "22" else port,
-                                    ssh_user=result.get("ssh_user", "")))
-        for bucket in result.get("buckets", []) if sr.step == "storage" else []:
-            if isinstance(bucket, dict):
-                name = bucket.get("name") or bucket.get("bucket") or ""
-                endpoint = bucket.get("endpoint") or bucket.get("endpoint_url") or ""
-            else:
-                name, endpoint = str(bucket), ""
-            endpoint = endpoint or (order.storage_provider.endpoint_url if order.storage_provider else "")
-            if name and all(b.name != name for b in buckets):
-                buckets.append(BucketAccess(name=name, endpoint=endpoint))
-    return {"nodes": nodes, "buckets": buckets}

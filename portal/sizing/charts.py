@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from html import escape
 
+from portal.core.units import gb, hours_compact, usd_compact
+
 # (key in memory_breakdown_bytes, label, colour); unknown keys are drawn grey at the end.
 MEMORY_PARTS = (
     ("weights", "Weights", "#2457d6"),
@@ -22,24 +24,6 @@ MEMORY_PARTS = (
     ("framework_overhead", "Framework overhead", "#b8c2d0"),
 )
 OTHER_COLOUR = "#d0d5dd"
-
-
-def gb(n: float) -> str:
-    return f"{n / 1e9:,.1f} GB"
-
-
-def hours_label(h: float) -> str:
-    if h < 1:
-        return f"{max(1, round(h * 60))} min"
-    if h < 48:
-        return f"{h:,.1f} h" if h < 10 else f"{h:,.0f} h"
-    return f"{h / 24:,.1f} days"
-
-
-def usd(x: float) -> str:
-    if x >= 10_000:
-        return f"${x / 1000:,.0f}k"
-    return f"${x:,.0f}" if x >= 100 else f"${x:,.2f}"
 
 
 def plan_label(plan: dict, rank: int | None = None) -> str:
@@ -177,7 +161,7 @@ def _time_ticks(lo: float, hi: float) -> list[tuple[float, str]]:
     ticks = [(v, label) for v, label in TIME_TICKS if lo <= v <= hi]
     while len(ticks) > 8:
         ticks = ticks[::2]
-    return ticks or [(lo, hours_label(lo)), (hi, hours_label(hi))]
+    return ticks or [(lo, hours_compact(lo)), (hi, hours_compact(hi))]
 
 
 def _usd_tick(v: float) -> str:
@@ -209,7 +193,7 @@ def cost_time_chart(points: list[dict], plans: list[dict], *, chart_id: str = "c
         f'<desc id="{chart_id}-desc">{escape(_cost_desc(rows, front, marks))}</desc>',
         '<g class="axis">',
     ]
-    x_ticks = _time_ticks(x_lo, x_hi) if x_log else [(t, hours_label(t)) for t in _ticks(x_lo, x_hi, False)]
+    x_ticks = _time_ticks(x_lo, x_hi) if x_log else [(t, hours_compact(t)) for t in _ticks(x_lo, x_hi, False)]
     for t, label in x_ticks:
         px = fx(t)
         out.append(f'<line class="grid-line" x1="{px:.1f}" x2="{px:.1f}" y1="{mt}" y2="{height - mb}"/>'
@@ -248,8 +232,8 @@ def cost_time_chart(points: list[dict], plans: list[dict], *, chart_id: str = "c
     for i, p in enumerate(marks):
         cx, cy = fx(p["train_hours"]), fy(p["price_total_usd"])
         out.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="9" fill="none" stroke="#17202c" stroke-width="2">'
-                   f'<title>{escape(plan_label(p, i + 1))}: {hours_label(p["train_hours"])}, '
-                   f'{usd(p["price_total_usd"])}</title></circle>')
+                   f'<title>{escape(plan_label(p, i + 1))}: {hours_compact(p["train_hours"])}, '
+                   f'{usd_compact(p["price_total_usd"])}</title></circle>')
         dy = -13 if i % 2 == 0 else 22
         anchor = "end" if cx > width - 60 else "start"
         tx = cx - 10 if anchor == "end" else cx + 10
@@ -266,13 +250,13 @@ def _point_title(p: dict) -> str:
         layout += f", TP {p['tp']}"
     if p.get("pp", 1) > 1:
         layout += f", PP {p['pp']}"
-    return (f"{nodes}{p.get('sku', '')}, {layout}: {hours_label(p['train_hours'])}, "
-            f"{usd(p['price_total_usd'])}")
+    return (f"{nodes}{p.get('sku', '')}, {layout}: {hours_compact(p['train_hours'])}, "
+            f"{usd_compact(p['price_total_usd'])}")
 
 
 def _cost_desc(rows: list[dict], front: list[dict], plans: list[dict]) -> str:
     parts = [f"{len(rows)} configurations fit; {len(front)} are on the Pareto front "
              "(nothing else is both faster and cheaper)."]
-    parts += [f"{plan_label(p, i + 1)}: {hours_label(p['train_hours'])} for {usd(p['price_total_usd'])}."
-              for i, p in enumerate(plans)]
+    parts += [f"{plan_label(p, i + 1)}: {hours_compact(p['train_hours'])} for "
+              f"{usd_compact(p['price_total_usd'])}." for i, p in enumerate(plans)]
     return " ".join(parts)

@@ -6,7 +6,7 @@ import re
 from django import forms
 
 from portal.sizing import services
-from portal.sizing.recommend import Goal, SearchOptions, Workload
+from portal.sizing.recommend import Goal, SearchOptions, Workload, get_strategy
 from portal.sizing.recommend.types import CHECKPOINTING, MAX_TOKENS, NODE_COUNTS, PP_SIZES, TP_SIZES
 
 STEPS = (
@@ -259,8 +259,6 @@ class WizardForm(forms.Form):
 
 
 def _strategy_allows_tp(strategy: str, tp: int) -> bool:
-    from portal.sizing.recommend import get_strategy
-
     return tp == 1 or get_strategy(strategy).allows_tp
 
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 import socket
 from dataclasses import dataclass
-from urllib.parse import urlparse
+from urllib.parse import urlencode, urlparse
 
 from django.core import signing
 from django.core.cache import cache
+from django.urls import reverse
 
 from portal.sizing.catalog_data import catalog_from_db
 from portal.sizing.estimator import (
@@ -32,6 +33,7 @@ from portal.sizing.recommend import (
     SearchOptions,
     Workload,
     get_strategy,
+    plan_estimate,
     recommend,
 )
 from portal.sizing.recommend.search import make_gpu, make_link
@@ -117,6 +119,8 @@ def model_from_hf(repo_id: str) -> LoadedModel:
 
 
 def _hf_download(repo_id: str) -> str:
+    # Imported here, not at the top: huggingface_hub is heavy (and only needed for Hub ids),
+    # so the web process does not load it until someone sizes a Hub model.
     from huggingface_hub import constants, hf_hub_download
     from huggingface_hub.errors import (
         EntryNotFoundError,
@@ -197,10 +201,9 @@ def plan_payload(plan: Plan | dict, *, workload: dict | None = None, catalog_dat
     out["interconnect_label"] = INTERCONNECT_LABELS.get(out.get("interconnect"), out.get("interconnect", ""))
     out["raid_label"] = RAID_LABELS.get(out.get("raid"), out.get("raid", ""))
     if catalog_data is not None:
-        names = {o.slug: o.name for o in (*catalog_data.networks, *catalog_data.storage, *catalog_data.stack)}
+        names = {o.slug: o.name for o in (*catalog_data.networks, *catalog_data.storage)}
         out["network_name"] = names.get(out.get("network"), out.get("network", ""))
         out["storage_provider_name"] = names.get(out.get("storage_provider"), "")
-        out["stack_name"] = names.get(out.get("stack"), out.get("stack", ""))
     if workload:
         out["workload"] = workload
     return out
@@ -227,54 +230,24 @@ def estimate_run(*, model: ModelSpec, training: dict, parallel: dict, gpu_slug: 
                     interconnect=link, train_tokens=train_tokens)
 
 
-# --- Wizard -------------------------------------------------------------------------------
-def wizard_context(form, step: str) -> dict:
-    """Everything the wizard templates show for `step`; results only when the inputs are valid."""
-    from portal.orders.quotes import plan_sign
-    from portal.sizing import charts
-    from portal.sizing.forms import STEPS
-
-    names = [s[0] for s in STEPS]
-    context = {
-        "form": form, "step": step, "step_index": names.index(step),
-        "steps": [{"name": n, "label": label, "done": i < names.index(step), "current": n == step}
-                  for i, (n, label, _f) in enumerate(STEPS)],
-        "presets": [(name, get_preset(name).params.total) for name in preset_names()],
-        "step_fields": {n: fields for n, _l, fields in STEPS},
-        "recommendation": None, "error": None,
-    }
-    if step != "results" or not form.is_bound or not form.is_valid():
-        return context
+def estimate_stored_plan(data: dict) -> Estimate:
+    """Re-estimate a plan as stored with a quote or order (``Plan.to_dict()`` JSON): the same
+    per-GPU bytes as when it was recommended, timed on its SKU and network when the catalog
+    still has them. ValueError for a plan that cannot be read (see ``Plan.from_dict``)."""
+    plan = Plan.from_dict(data)
+    data_catalog = catalog()
     try:
-        data = catalog()
-        rec = recommendation_run(workload=form.workload(), goal=form.goal_spec(),
-                                 options=form.search_options(), catalog_data=data)
-    except ValueError as exc:
-        context["error"] = str(exc)
-        return context
-    summary = form.summary()
-    plans = [plan_payload(p, workload=summary, catalog_data=data) for p in rec.plans]
-    for i, plan in enumerate(plans):
-        plan["rank"] = i + 1
-        plan["label"] = charts.plan_label(plan)
-        plan["token"] = plan_sign(plan)
-        plan["parts"] = charts.memory_parts(plan)
-    points = [p.to_dict() for p in rec.points]
-    context.update({
-        "recommendation": rec, "plans": plans, "best": plans[0], "model": form.loaded,
-        "memory_chart": charts.memory_chart(plans), "memory_legend": charts.memory_legend(plans),
-        "cost_chart": charts.cost_time_chart(points, plans), "point_count": len(points),
-        "pareto_count": sum(1 for p in points if p["pareto"]),
-    })
-    return context
+        sku = data_catalog.sku(plan.sku)
+        spec = data_catalog.gpu(sku.gpu_slug)
+        network = data_catalog.network(plan.network) if plan.network else None
+    except ValueError:
+        return plan_estimate(plan)  # the server size left the catalog: memory only
+    return plan_estimate(plan, gpu=make_gpu(spec), interconnect=make_link(sku, spec, plan.nodes, network))
 
 
+# --- Links -------------------------------------------------------------------------------
 def wizard_url(workload: dict | None) -> str:
     """A link back to the wizard's results for the inputs stored with a plan (presets only)."""
-    from urllib.parse import urlencode
-
-    from django.urls import reverse
-
     base = reverse("sizing:wizard")
     if not isinstance(workload, dict) or workload.get("model_source") != "preset":
         return base  # plans from the API carry what the reseller sent

@@ -1,8 +1,10 @@
 from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
 
-from portal.sizing import services
-from portal.sizing.forms import STEP_NAMES, WizardForm
+from portal.sizing import charts, services
+from portal.sizing.estimator import get_preset
+from portal.sizing.forms import STEP_NAMES, STEPS, WizardForm
+from portal.sizing.plan_tokens import plan_sign
 
 
 @require_http_methods(["GET", "POST"])
@@ -15,7 +17,7 @@ def wizard(request):
     else:
         form, wanted = WizardForm(), request.GET.get("go", "model")
     step = form.step_to_show(wanted) if wanted in STEP_NAMES else "model"
-    context = services.wizard_context(form, step)
+    context = wizard_context(form, step)
     return render(request, "sizing/_wizard.html" if request.htmx else "sizing/wizard.html", context)
 
 
@@ -23,5 +25,42 @@ def wizard(request):
 def results(request):
     """Live results while the inputs change (htmx); without htmx, the full results step."""
     form = WizardForm(request.POST, request.FILES)
-    context = services.wizard_context(form, "results")
+    context = wizard_context(form, "results")
     return render(request, "sizing/_results.html" if request.htmx else "sizing/wizard.html", context)
+
+
+def wizard_context(form, step: str) -> dict:
+    """Everything the wizard templates show for `step`; results only when the inputs are valid."""
+    index = STEP_NAMES.index(step)
+    context = {
+        "form": form, "step": step, "step_index": index,
+        "steps": [{"name": n, "label": label, "done": i < index, "current": n == step}
+                  for i, (n, label, _f) in enumerate(STEPS)],
+        "presets": [(name, get_preset(name).params.total) for name in services.preset_names()],
+        "step_fields": {n: fields for n, _l, fields in STEPS},
+        "recommendation": None, "error": None,
+    }
+    if step != "results" or not form.is_bound or not form.is_valid():
+        return context
+    try:
+        data = services.catalog()
+        rec = services.recommendation_run(workload=form.workload(), goal=form.goal_spec(),
+                                          options=form.search_options(), catalog_data=data)
+    except ValueError as exc:
+        context["error"] = str(exc)
+        return context
+    summary = form.summary()
+    plans = [services.plan_payload(p, workload=summary, catalog_data=data) for p in rec.plans]
+    for i, plan in enumerate(plans):
+        plan["rank"] = i + 1
+        plan["label"] = charts.plan_label(plan)
+        plan["token"] = plan_sign(plan)
+        plan["parts"] = charts.memory_parts(plan)
+    points = [p.to_dict() for p in rec.points]
+    context.update({
+        "recommendation": rec, "plans": plans, "best": plans[0], "model": form.loaded,
+        "memory_chart": charts.memory_chart(plans), "memory_legend": charts.memory_legend(plans),
+        "cost_chart": charts.cost_time_chart(points, plans), "point_count": len(points),
+        "pareto_count": sum(1 for p in points if p["pareto"]),
+    })
+    return context

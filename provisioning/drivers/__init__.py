@@ -13,10 +13,12 @@ from provisioning.drivers.base import (
     NodeDriver,
     NodeTarget,
     RunResult,
+    split_address,
 )
 
 __all__ = ["DriverError", "GpuReading", "HealthReport", "NodeDriver", "NodeTarget", "RunResult",
-           "driver_class", "driver_for", "driver_names", "secret_option_paths"]
+           "driver_class", "driver_for", "driver_names", "driver_options", "secret_option_paths",
+           "split_address"]
 
 # Option names that hold secrets. They come from settings (secret files), never from the
 # plain-text ``Node.driver_options`` column.
@@ -53,14 +55,20 @@ def driver_class(name: str) -> type[NodeDriver]:
         raise ImproperlyConfigured(f"node driver {name!r} ({path}) cannot be imported: {exc}") from exc
 
 
-def driver_for(node) -> NodeDriver:
-    """A driver instance for a ``provisioning.Node``: settings options overlaid by the node's."""
+def driver_options(node) -> dict:
+    """A node's driver options: ``settings.NODE_DRIVER_OPTIONS[driver]`` overlaid by the node's."""
     options = dict(getattr(settings, "NODE_DRIVER_OPTIONS", {}).get(node.driver, {}))
     for key, value in (node.driver_options or {}).items():
         # One level deep, so a node's ipmi {address, user} keeps the settings' ipmi password.
         if isinstance(value, dict) and isinstance(options.get(key), dict):
             value = {**options[key], **value}
         options[key] = value
+    return options
+
+
+def driver_for(node) -> NodeDriver:
+    """A driver instance for a ``provisioning.Node``: settings options overlaid by the node's."""
+    options = driver_options(node)
     target = NodeTarget(
         hostname=node.hostname,
         address=node.management_address,

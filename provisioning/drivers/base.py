@@ -44,6 +44,20 @@ class NodeTarget:
     options: Mapping[str, Any] = field(default_factory=dict)
 
 
+def split_address(address: str, default_port: int) -> tuple[str, int]:
+    """``"host"``, ``"host:port"`` or ``"[v6]:port"`` → (host, port)."""
+    address = (address or "").strip()
+    if not address:
+        raise DriverError("the node has no management address", permanent=True)
+    if address.startswith("["):  # [v6]:port
+        host, _, rest = address[1:].partition("]")
+        return host, int(rest[1:]) if rest.startswith(":") else default_port
+    if address.count(":") == 1:
+        host, port = address.split(":")
+        return host, int(port)
+    return address, default_port
+
+
 RETRY_EXIT_STATUS = 75  # sysexits.h EX_TEMPFAIL: a script asks to be run again later
 
 
@@ -93,6 +107,7 @@ class NodeDriver(Protocol):
     """One node's hands. Every method may raise DriverError."""
 
     name: str  # "simulated", "ssh", …
+    simulated: bool  # True when no real machine is behind the node (no access to hand over)
 
     def __init__(self, target: NodeTarget) -> None: ...
 

@@ -61,6 +61,7 @@ def read_journal(hostname: str, state_dir: str | Path | None = None) -> list[dic
 
 class SimulatedDriver:
     name = "simulated"
+    simulated = True  # no machine behind it: the server page says so instead of an ssh line
 
     def __init__(self, target: NodeTarget) -> None:
         self.target = target

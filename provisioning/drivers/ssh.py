@@ -10,10 +10,12 @@ Built for one node: ``SshDriver(target)``. ``target.address`` is ``"host"`` or `
   refuses the node with a permanent error before any credential is sent. There is no
   "trust on first use": read the key from the node's console or its installer, not the wire.
 - ``private_key``: the client's private key (OpenSSH or PEM text). It comes decrypted from the
-  caller (an encrypted field or a secret store) and never goes into a log line or an error.
+  caller (a secret file, ``SSH_PRIVATE_KEY_FILE``) and never goes into a log line or an error.
   ``private_key_file`` names a key file instead (e.g. a container secret);
   ``private_key_passphrase`` unlocks an encrypted key. Password login is never tried,
   nor an agent, nor ``~/.ssh``.
+- ``login_user``: the account the customer logs in with, shown on the server page (default
+  ``settings.PROVISIONING_LOGIN_USER``); not used by the driver itself.
 - ``user`` (``"root"``), ``port`` (``22``; a port in ``address`` wins),
   ``connect_timeout_s`` (``10``: TCP connect, banner and key exchange), ``auth_timeout_s``
   (``15``), ``sudo`` (default: on unless the user is root; runs scripts with ``sudo -n``).
@@ -72,6 +74,7 @@ from provisioning.drivers.base import (
     LineCallback,
     NodeTarget,
     RunResult,
+    split_address,
 )
 
 logger = logging.getLogger(__name__)
@@ -96,11 +99,12 @@ _RUN_WRAPPER = (
 
 class SshDriver:
     name = "ssh"
+    simulated = False
 
     def __init__(self, target: NodeTarget) -> None:
         self.target = target
         options = dict(target.options)
-        self.host, self.port = _split_address(target.address, int(options.get("port", 22)))
+        self.host, self.port = split_address(target.address, int(options.get("port", 22)))
         self.user = str(options.get("user") or "root")
         self.pins = _parse_pins(options.get("host_key"))
         self.connect_timeout_s = float(options.get("connect_timeout_s", 10))
@@ -445,19 +449,6 @@ def _number(text: str, kind, missing):
         return kind(float(text))
     except ValueError:
         return missing
-
-
-def _split_address(address: str, default_port: int) -> tuple[str, int]:
-    address = (address or "").strip()
-    if not address:
-        raise DriverError("the node has no management address", permanent=True)
-    if address.startswith("["):  # [v6]:port
-        host, _, rest = address[1:].partition("]")
-        return host, int(rest[1:]) if rest.startswith(":") else default_port
-    if address.count(":") == 1:
-        host, port = address.split(":")
-        return host, int(port)
-    return address, default_port
 
 
 def _parse_pins(value) -> list[tuple[str | None, str]]:

@@ -4,7 +4,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from portal.accounts.services import api_key_issue
-from portal.orders.models import Quote
+from portal.quotes.models import Quote
 from tests.factories import OrganisationFactory
 
 

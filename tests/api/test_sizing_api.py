@@ -6,8 +6,10 @@ from rest_framework.test import APIClient
 from portal.accounts.services import api_key_issue
 from portal.sizing.catalog_data import catalog_from_db
 from portal.sizing.estimator import ParallelConfig, TrainingConfig, estimate, get_preset
+from portal.sizing.plan_tokens import plan_unsign
 from portal.sizing.recommend import Goal, Workload, recommend
 from tests.factories import OrganisationFactory
+from tests.sizing.test_views_wizard import LLAMA_CONFIG, _first_token, inputs
 
 
 @pytest.fixture
@@ -107,9 +109,6 @@ def test_sizing_endpoints_need_a_key(catalog):
 
 
 def test_the_api_answers_the_same_plan_as_the_wizard_page(api, client):
-    from portal.orders.quotes import plan_unsign
-    from tests.sizing.test_views_wizard import _first_token, inputs
-
     page_plan = plan_unsign(_first_token(client.post("/sizing/", inputs(go="results")).content.decode()))
     workload = page_plan["workload"]
     body = {key: workload[key] for key in ("model", "finetune", "precision", "seq_len",
@@ -130,3 +129,45 @@ def test_search_options_are_bounded(api):
     response = api.post("/api/v1/recommendations", body, format="json")
     assert response.status_code == 400
     assert "node_counts" in response.json()["options"]
+
+
+@pytest.mark.parametrize("model", ["llama-3.1-8b", "mixtral-8x7b", "bert-base", "config.json"])
+def test_a_stored_plan_re_estimates_through_the_api_to_the_same_bytes(api, model):
+    body = {"dataset_tokens": 10**8, "seq_len": 512, "global_batch_tokens": 512 * 64,
+            "options": {"top_n": 3}}
+    body |= {"hf_config": LLAMA_CONFIG} if model == "config.json" else {"model": model}
+    plans = api.post("/api/v1/recommendations", body, format="json").json()["plans"]
+    for plan in plans:
+        response = api.post("/api/v1/estimates", {"plan": plan}, format="json")
+        assert response.status_code == 200, response.content
+        again = response.json()
+        assert again["per_gpu_bytes"]["total"] == plan["per_gpu_total_bytes"]
+        assert {k: again["per_gpu_bytes"][k] for k in plan["memory_breakdown_bytes"]} == \
+            plan["memory_breakdown_bytes"]
+        # Timed on the plan's own SKU and network, with its MFU: the same step time.
+        assert again["compute"]["step_seconds"] == pytest.approx(plan["step_seconds"], abs=1e-4)
+
+
+def test_a_quotes_plan_from_the_wizard_re_estimates_through_the_api(api, client):
+    page_plan = plan_unsign(_first_token(client.post("/sizing/", inputs(go="results")).content.decode()))
+    response = api.post("/api/v1/estimates", {"plan": page_plan}, format="json")
+    assert response.status_code == 200, response.content
+    assert response.json()["per_gpu_bytes"]["total"] == page_plan["per_gpu_total_bytes"]
+
+
+@pytest.mark.parametrize(("plan", "text"), [
+    ({"model": "llama-3.1-8b", "nodes": 2}, "has no schema_version"),
+    ({"schema_version": 1, "model": "llama-3.1-8b"}, "lacks"),
+    ({"schema_version": 7}, "not one this server reads"),
+])
+def test_a_plan_that_cannot_be_re_estimated_is_a_400_on_plan(api, plan, text):
+    response = api.post("/api/v1/estimates", {"plan": plan}, format="json")
+    assert response.status_code == 400
+    assert text in response.json()["plan"][0]
+
+
+def test_a_plan_is_sent_alone(api):
+    response = api.post("/api/v1/estimates", {"plan": {"schema_version": 1}, "model": "llama-3.1-8b"},
+                        format="json")
+    assert response.status_code == 400
+    assert "send the plan alone, without model" in response.json()["plan"][0]

@@ -1,6 +1,5 @@
 from portal.orders.states import OrderState
-from tests.orders.conftest import people  # noqa: F401  (fixture)
-from tests.orders.factories import make_order, make_quote
+from tests.factories import make_order, make_quote
 
 
 def test_dashboard_lists_live_orders_and_open_quotes_of_my_organisation_only(login, catalog, people):  # noqa: F811

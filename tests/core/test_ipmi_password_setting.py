@@ -1,4 +1,4 @@
-"""IPMI_PASSWORD_FILE: the ssh driver's BMC password from a mounted secret file (review 9)."""
+"""IPMI_PASSWORD_FILE: the ssh driver's BMC password from a mounted secret file."""
 
 import os
 import subprocess

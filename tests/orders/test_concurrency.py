@@ -6,15 +6,17 @@ import uuid
 import pytest
 from django.db import DatabaseError, connection, transaction
 
+from portal.core.states import DomainError, TransitionNotAllowed
 from portal.orders.models import Order
-from portal.orders.services import order_approve, order_place, order_submit
-from portal.orders.states import DomainError, OrderState, TransitionNotAllowed
-from provisioning import services
+from portal.orders.services import order_place
+from portal.orders.states import OrderState
+from provisioning import runs
 from provisioning.allocation import OutOfStock
+from provisioning.approvals import order_approve
+from provisioning.fulfilment import order_submit
 from provisioning.models import Node, ProvisioningRun
-from tests.orders.factories import H100_SKU, make_quote
+from tests.factories import H100_SKU, make_node, make_quote
 from tests.pg import wait_until_blocked
-from tests.provisioning.factories import make_node
 
 pytestmark = pytest.mark.usefixtures("require_postgres")
 
@@ -146,7 +148,7 @@ def test_run_start_locks_the_order_before_the_run(transactional_db, catalog, peo
                 cursor.execute("SELECT pg_backend_pid()")
                 backend["pid"] = cursor.fetchone()[0]
             started.set()
-            result["keys"] = services.run_start(run_id=run.pk)
+            result["keys"] = runs.run_start(run_id=run.pk)
         except Exception as exc:
             result["error"] = exc
         finally:

@@ -2,10 +2,11 @@
 
 import pytest
 
+from portal.core.states import TransitionNotAllowed
 from portal.orders.models import Order
-from portal.orders.states import ORDER_TRANSITIONS, OrderState, TransitionNotAllowed
+from portal.orders.states import ORDER_TRANSITIONS, OrderState
 from portal.orders.transitions import order_transition
-from tests.orders.factories import make_order
+from tests.factories import make_order
 
 ALLOWED = [(t.name, s) for t in ORDER_TRANSITIONS for s in sorted(t.sources)]
 FORBIDDEN = {t.name: [s for s in OrderState.values if s not in t.sources] for t in ORDER_TRANSITIONS}

@@ -18,12 +18,13 @@ from django.db import connection
 
 from portal.celery import app
 from portal.orders.models import Order
-from portal.orders.services import order_approve, order_place, order_submit
+from portal.orders.services import order_place
+from provisioning.approvals import order_approve
 from provisioning.drivers.simulated import read_journal
+from provisioning.fulfilment import order_submit
 from provisioning.models import NodeEvent, StepRun
 from tests.conftest import REPO_ROOT, wait_for_worker, worker_env
-from tests.orders.factories import H100_SKU, make_quote
-from tests.provisioning.factories import make_node
+from tests.factories import H100_SKU, make_node, make_quote
 from tests.provisioning.test_tasks_worker import wait_for
 
 pytestmark = [pytest.mark.celery_worker, pytest.mark.usefixtures("require_postgres")]

@@ -8,18 +8,13 @@ from django.db import IntegrityError, connection, transaction
 
 from portal.catalog.models import ServerSKU
 from portal.catalog.selectors import sku_list
-from portal.orders.states import DomainError, TransitionNotAllowed
+from portal.core.states import DomainError, TransitionNotAllowed
+from provisioning.health import node_health_check
 from provisioning.models import HealthCheck, Node
 from provisioning.selectors import node_history, node_last_health
-from provisioning.services import (
-    node_enrol,
-    node_health_check,
-    node_return_to_service,
-    node_set_maintenance,
-)
-from tests.orders.factories import H100_SKU
+from provisioning.services import node_enrol, node_return_to_service, node_set_maintenance
+from tests.factories import H100_SKU, make_node
 from tests.pg import wait_until_blocked
-from tests.provisioning.factories import make_node
 
 
 def test_an_operator_enrols_a_node_into_stock(catalog, people, sim_dir):
@@ -93,7 +88,7 @@ def test_secrets_are_refused_in_plain_text_driver_options(catalog, people, optio
         node.full_clean()
 
 
-# --- review 6: hostnames are unique regardless of case, also when two enrolments race ----------
+# --- hostnames are unique regardless of case, also when two enrolments race ----------
 def test_a_hostname_differing_only_in_case_is_refused(catalog, people, sim_dir):
     sku = ServerSKU.objects.get(slug=H100_SKU)
     node_enrol(by=people.olga, sku=sku, hostname="gpu-h100-07", management_address="10.1.0.7")

@@ -2,11 +2,11 @@
 
 import pytest
 
-from portal.orders.states import TransitionNotAllowed
+from portal.core.states import TransitionNotAllowed
 from provisioning.models import Node
-from provisioning.services import node_transition
 from provisioning.states import NODE_TRANSITIONS, NodeState
-from tests.provisioning.factories import make_node
+from provisioning.transitions import node_transition
+from tests.factories import make_node
 
 ALLOWED = [(t.name, s) for t in NODE_TRANSITIONS for s in sorted(t.sources)]
 FORBIDDEN = {t.name: [s for s in NodeState.values if s not in t.sources] for t in NODE_TRANSITIONS}

@@ -6,24 +6,18 @@ import pytest
 from django.core.exceptions import PermissionDenied
 from django.utils import timezone
 
-from portal.orders.services import order_approve, order_place, order_request_termination, order_submit
-from portal.orders.states import DomainError, OrderState
-from provisioning import pipeline, services
+from portal.core.states import DomainError
+from portal.orders.states import OrderState
+from provisioning import runs, services, sweeper
 from provisioning.drivers.simulated import read_journal
+from provisioning.fulfilment import order_request_termination
 from provisioning.models import Node, ProvisioningRun, StepRun
+from provisioning.pipeline import engine
 from provisioning.selectors import acceptance_report, order_progress
-from provisioning.states import NodeState, RunStatus, StepStatus
-from tests.orders.conftest import drain
-from tests.orders.factories import H100_SKU, make_quote
-from tests.provisioning.factories import make_node
+from provisioning.states import NodeState, RunStatus, StepStatus, step_spec
+from tests.factories import H100_SKU, approved_order, drain, make_node
 
 PROVISION_STEPS = ["reserve", "deploy_os", "configure", "storage", "stack", "acceptance", "handover"]
-
-
-def _approved(people, *, node_count=1, **quote_kwargs):
-    quote = make_quote(people.acme, by=people.alice, node_count=node_count, **quote_kwargs)
-    order = order_submit(order=order_place(quote=quote, by=people.alice), by=people.alice)
-    return order_approve(order=order, by=people.sam)
 
 
 def _journal_ok(node, sim_dir):
@@ -32,7 +26,7 @@ def _journal_ok(node, sim_dir):
 
 def test_an_approved_order_becomes_active(catalog, people, sim_dir):
     node = make_node(sku=H100_SKU, state_dir=sim_dir)
-    order = _approved(people)
+    order = approved_order(people)
     outcomes = drain(order.runs.get().pk)
     assert [o.status for _, o in outcomes] == ["succeeded"] * 7
     order.refresh_from_db()
@@ -47,7 +41,7 @@ def test_an_approved_order_becomes_active(catalog, people, sim_dir):
     assert set(run.steps.values_list("status", flat=True)) == {"succeeded"}
     assert _journal_ok(node, sim_dir) == ["power_on", "deploy_os", "configure", "stack", "acceptance"]
     report = acceptance_report(order)
-    assert report["passed"] and report["gpu_count"] == 8
+    assert report.passed and report.gpu_count == 8
     progress = order_progress(order)
     assert progress.percent == 100 and progress.done
     assert [s.name for s in progress.nodes[0].steps] == PROVISION_STEPS
@@ -57,29 +51,29 @@ def test_an_approved_order_becomes_active(catalog, people, sim_dir):
 
 def test_a_succeeded_step_is_never_executed_again(catalog, people, sim_dir):
     node = make_node(sku=H100_SKU, state_dir=sim_dir)
-    order = _approved(people)
+    order = approved_order(people)
     run = order.runs.get()
     drain(run.pk)
     before = read_journal(node.hostname, sim_dir)
     for step in PROVISION_STEPS:  # redelivered tasks
-        outcome = pipeline.step_execute(run_id=run.pk, node_id=node.pk, step=step)
+        outcome = engine.step_execute(run_id=run.pk, node_id=node.pk, step=step)
         assert (outcome.status, outcome.next_steps) == ("already_done", ())
     assert read_journal(node.hostname, sim_dir) == before
-    assert services.run_start(run_id=run.pk) == []  # a redelivered start does nothing either
+    assert runs.run_start(run_id=run.pk) == []  # a redelivered start does nothing either
     assert list(StepRun.objects.filter(run=run).values_list("attempts", flat=True)) == [1] * 7
 
 
 def test_a_step_is_not_run_before_the_one_before_it(catalog, people, sim_dir):
     node = make_node(sku=H100_SKU, state_dir=sim_dir)
-    run = _approved(people).runs.get()
-    services.run_start(run_id=run.pk)
-    assert pipeline.step_execute(run_id=run.pk, node_id=node.pk, step="stack").status == "blocked"
+    run = approved_order(people).runs.get()
+    runs.run_start(run_id=run.pk)
+    assert engine.step_execute(run_id=run.pk, node_id=node.pk, step="stack").status == "blocked"
     assert read_journal(node.hostname, sim_dir) == []
 
 
 def test_a_cluster_is_provisioned_and_activated_once_all_nodes_pass(catalog, people, sim_dir):
     nodes = [make_node(sku=H100_SKU, state_dir=sim_dir, fabric_group="f1") for _ in range(3)]
-    order = _approved(people, node_count=3)
+    order = approved_order(people, node_count=3)
     drain(order.runs.get().pk)
     order.refresh_from_db()
     assert order.state == OrderState.ACTIVE
@@ -91,7 +85,7 @@ def test_a_cluster_is_provisioned_and_activated_once_all_nodes_pass(catalog, peo
 
 def test_a_transient_driver_failure_twice_then_success(catalog, people, sim_dir):
     node = make_node(sku=H100_SKU, state_dir=sim_dir, fail={"configure": {"transient": 2}})
-    order = _approved(people)
+    order = approved_order(people)
     outcomes = drain(order.runs.get().pk)
     configure = [o for key, o in outcomes if key[2] == "configure"]
     assert [o.status for o in configure] == ["retry", "retry", "succeeded"]
@@ -108,7 +102,7 @@ def test_a_transient_driver_failure_twice_then_success(catalog, people, sim_dir)
 def test_transient_failures_give_up_after_the_attempt_limit(catalog, people, sim_dir, settings):
     settings.PROVISIONING_STEP_MAX_ATTEMPTS = 3
     make_node(sku=H100_SKU, state_dir=sim_dir, fail={"deploy_os": {"transient": 99}})
-    order = _approved(people)
+    order = approved_order(people)
     drain(order.runs.get().pk)
     step = StepRun.objects.get(step="deploy_os")
     assert (step.status, step.attempts) == ("failed", 3)
@@ -118,7 +112,7 @@ def test_transient_failures_give_up_after_the_attempt_limit(catalog, people, sim
 def test_a_script_exiting_75_is_retried_as_transient(catalog, people, sim_dir, settings):
     settings.PROVISIONING_STEP_MAX_ATTEMPTS = 2
     make_node(sku=H100_SKU, state_dir=sim_dir, exit_status={"stack": 75})
-    order = _approved(people)
+    order = approved_order(people)
     drain(order.runs.get().pk)
     step = StepRun.objects.get(step="stack")
     assert (step.status, step.attempts) == ("failed", 2)
@@ -129,7 +123,7 @@ def test_a_permanent_driver_failure_fails_step_node_and_order(catalog, people, s
                                                             mailoutbox):
     node = make_node(sku=H100_SKU, state_dir=sim_dir,
                      fail={"deploy_os": {"permanent": "image checksum mismatch"}})
-    order = _approved(people)
+    order = approved_order(people)
     outcomes = drain(order.runs.get().pk)
     assert [o.status for _, o in outcomes] == ["succeeded", "failed"]
     step = StepRun.objects.get(step="deploy_os")
@@ -147,7 +141,7 @@ def test_a_permanent_driver_failure_fails_step_node_and_order(catalog, people, s
 
 def test_staff_retry_a_failed_step_after_the_cause_is_fixed(catalog, people, sim_dir):
     node = make_node(sku=H100_SKU, state_dir=sim_dir, exit_status={"stack": 1})
-    order = _approved(people)
+    order = approved_order(people)
     run = order.runs.get()
     drain(run.pk)
     order.refresh_from_db()
@@ -161,10 +155,10 @@ def test_staff_retry_a_failed_step_after_the_cause_is_fixed(catalog, people, sim
     services.run_retry_step(run=run, by=people.sam)
     order.refresh_from_db()
     assert order.state == OrderState.PROVISIONING
-    queue = services.run_frontier(run)
+    queue = runs.run_frontier(run)
     assert queue == [(run.pk, node.pk, "stack")]
     while queue:
-        outcome = pipeline.step_execute(run_id=queue[0][0], node_id=queue[0][1], step=queue[0][2])
+        outcome = engine.step_execute(run_id=queue[0][0], node_id=queue[0][1], step=queue[0][2])
         queue = list(outcome.next_steps)
     order.refresh_from_db()
     node.refresh_from_db()
@@ -176,15 +170,15 @@ def test_staff_swap_a_failed_node(catalog, people, sim_dir):
     bad = make_node(sku=H100_SKU, state_dir=sim_dir, hostname="gpu-bad",
                     fail={"deploy_os": {"permanent": "disk not found"}})
     spare = make_node(sku=H100_SKU, state_dir=sim_dir, hostname="gpu-spare")
-    order = _approved(people)
+    order = approved_order(people)
     run = order.runs.get()
     drain(run.pk)
     new = services.run_swap_node(run=run, node=bad, by=people.sam)
     assert new == spare
-    queue = services.run_frontier(run)
+    queue = runs.run_frontier(run)
     while queue:
         key = queue.pop(0)
-        queue += pipeline.step_execute(run_id=key[0], node_id=key[1], step=key[2]).next_steps
+        queue += engine.step_execute(run_id=key[0], node_id=key[1], step=key[2]).next_steps
     order.refresh_from_db()
     bad.refresh_from_db()
     spare.refresh_from_db()
@@ -200,7 +194,7 @@ def test_staff_swap_a_failed_node(catalog, people, sim_dir):
 
 def test_object_storage_without_a_provider_fails_loudly(catalog, people, sim_dir):
     make_node(sku=H100_SKU, state_dir=sim_dir)
-    order = _approved(people, storage="minio", storage_tb=10)
+    order = approved_order(people, storage="minio", storage_tb=10)
     drain(order.runs.get().pk)
     step = StepRun.objects.get(step="storage")
     assert step.status == "failed"
@@ -211,7 +205,7 @@ def test_object_storage_without_a_provider_fails_loudly(catalog, people, sim_dir
 
 def test_acceptance_fails_when_a_gpu_is_missing(catalog, people, sim_dir):
     node = make_node(sku=H100_SKU, state_dir=sim_dir, gpu_count=7)
-    order = _approved(people)
+    order = approved_order(people)
     drain(order.runs.get().pk)
     step = StepRun.objects.get(step="acceptance")
     assert step.error == "acceptance test failed: GPUs visible (7 of 8)"
@@ -223,7 +217,7 @@ def test_acceptance_fails_when_a_gpu_is_missing(catalog, people, sim_dir):
 
 def test_termination_revokes_wipes_and_returns_nodes_to_stock(catalog, people, sim_dir):
     node = make_node(sku=H100_SKU, state_dir=sim_dir)
-    order = _approved(people)
+    order = approved_order(people)
     drain(order.runs.get().pk)
     order_request_termination(order=order, by=people.alice)
     assert order.state == OrderState.TERMINATING and order.target_state == "terminated"
@@ -239,7 +233,7 @@ def test_termination_revokes_wipes_and_returns_nodes_to_stock(catalog, people, s
 
 def test_day_two_reboot_and_redeploy(catalog, people, sim_dir):
     node = make_node(sku=H100_SKU, state_dir=sim_dir)
-    order = _approved(people)
+    order = approved_order(people)
     drain(order.runs.get().pk)
     with pytest.raises(PermissionDenied, match="cannot act"):
         services.server_reboot(order=order, by=people.charlie)
@@ -258,35 +252,35 @@ def test_day_two_reboot_and_redeploy(catalog, people, sim_dir):
 
 def test_a_step_whose_worker_died_is_taken_over_after_its_lease(catalog, people, sim_dir):
     node = make_node(sku=H100_SKU, state_dir=sim_dir)
-    run = _approved(people).runs.get()
-    services.run_start(run_id=run.pk)
-    pipeline.step_execute(run_id=run.pk, node_id=node.pk, step="reserve")
+    run = approved_order(people).runs.get()
+    runs.run_start(run_id=run.pk)
+    engine.step_execute(run_id=run.pk, node_id=node.pk, step="reserve")
     # a worker claimed deploy_os and died: its lease still runs
     StepRun.objects.filter(step="deploy_os").update(
         status="running", claimed_by="dead", attempts=1, started_at=timezone.now(),
         lease_expires_at=timezone.now() + timedelta(seconds=30))
-    busy = pipeline.step_execute(run_id=run.pk, node_id=node.pk, step="deploy_os")
+    busy = engine.step_execute(run_id=run.pk, node_id=node.pk, step="deploy_os")
     assert busy.status == "busy" and 25 < busy.retry_in_s <= 31
     StepRun.objects.filter(step="deploy_os").update(lease_expires_at=timezone.now()
                                                     - timedelta(seconds=1))
-    taken = pipeline.step_execute(run_id=run.pk, node_id=node.pk, step="deploy_os")
+    taken = engine.step_execute(run_id=run.pk, node_id=node.pk, step="deploy_os")
     assert taken.status == "succeeded"
     assert StepRun.objects.get(step="deploy_os").attempts == 2
 
 
 def test_the_sweeper_fails_a_step_past_its_deadline(catalog, people, sim_dir, settings):
     node = make_node(sku=H100_SKU, state_dir=sim_dir)
-    order = _approved(people)
+    order = approved_order(people)
     run = order.runs.get()
-    services.run_start(run_id=run.pk)
-    pipeline.step_execute(run_id=run.pk, node_id=node.pk, step="reserve")
+    runs.run_start(run_id=run.pk)
+    engine.step_execute(run_id=run.pk, node_id=node.pk, step="reserve")
     started = timezone.now() - timedelta(hours=3)
     StepRun.objects.filter(step="deploy_os").update(
         status="running", claimed_by="hung", attempts=1, started_at=started,
         lease_expires_at=timezone.now() + timedelta(seconds=30))
     Node.objects.filter(pk=node.pk).update(state="deploying")
-    result = services.sweep()
-    assert result["failed"] == 1
+    result = sweeper.sweep()
+    assert result.failed == 1
     step = StepRun.objects.get(step="deploy_os")
     assert step.status == "failed"
     assert step.error == "deploy_os timed out: still unfinished after 180 min (deadline 120 min)"
@@ -294,153 +288,15 @@ def test_the_sweeper_fails_a_step_past_its_deadline(catalog, people, sim_dir, se
     node.refresh_from_db()
     assert (order.state, node.state) == ("provision_failed", "failed_deploy")
     # the hung worker finishing later cannot overwrite the failure
-    assert pipeline._succeed(step, pipeline.step_spec("provision", "deploy_os"), {},
+    assert engine._succeed(step, step_spec("provision", "deploy_os"), {},
                              token="hung").status == "lost"
 
 
-# --- review: an old failed run must not touch a node that moved on -----------------------------
-def _failed_then_terminated(people, sim_dir):
-    """Order A's provisioning failed on its node; A was terminated and the node wiped back into
-    stock; order B then reserved the same node."""
-    node = make_node(sku=H100_SKU, state_dir=sim_dir,
-                     fail={"deploy_os": {"permanent": "image checksum mismatch"}})
-    order_a = _approved(people)
-    failed_run = order_a.runs.get()
-    drain(failed_run.pk)
-    order_request_termination(order=order_a, by=people.alice)
-    drain(order_a.runs.get(kind="terminate").pk)
-    order_a.refresh_from_db()
-    node.refresh_from_db()
-    assert (order_a.state, node.state, node.order) == ("terminated", "ready", None)
-    order_b = _approved(people)
-    node.refresh_from_db()
-    assert (node.state, node.order) == (NodeState.RESERVED, order_b)
-    return node, failed_run, order_b
-
-
-def test_retrying_a_failed_run_of_a_terminated_order_is_refused(catalog, people, sim_dir):
-    node, failed_run, order_b = _failed_then_terminated(people, sim_dir)
-    with pytest.raises(DomainError, match="terminated"):
-        services.run_retry_step(run=failed_run, by=people.sam)
-    failed_run.refresh_from_db()
-    node.refresh_from_db()
-    assert failed_run.status == RunStatus.FAILED
-    assert (node.state, node.order) == (NodeState.RESERVED, order_b)
-
-
-def test_a_step_never_runs_on_a_node_that_serves_another_order(catalog, people, sim_dir):
-    node, failed_run, order_b = _failed_then_terminated(people, sim_dir)
-    # however the old run got going again (admin edit, a bug elsewhere), its step must not start
-    ProvisioningRun.objects.filter(pk=failed_run.pk).update(status=RunStatus.RUNNING)
-    StepRun.objects.filter(run=failed_run, step="deploy_os").update(status=StepStatus.PENDING)
-    Node.objects.filter(pk=node.pk).update(state=NodeState.DEPLOYING)  # B's run is deploying it
-    before = read_journal(node.hostname, sim_dir)
-    outcome = pipeline.step_execute(run_id=failed_run.pk, node_id=node.pk, step="deploy_os")
-    assert outcome.status == "failed" and "no longer serves order" in outcome.message
-    node.refresh_from_db()
-    assert (node.state, node.order) == (NodeState.DEPLOYING, order_b)  # B's node not failed
-    assert read_journal(node.hostname, sim_dir) == before
-
-
-def test_swapping_a_node_of_a_terminating_order_is_refused(catalog, people, sim_dir):
-    bad = make_node(sku=H100_SKU, state_dir=sim_dir, hostname="gpu-bad",
-                    fail={"deploy_os": {"permanent": "disk not found"}})
-    spare = make_node(sku=H100_SKU, state_dir=sim_dir, hostname="gpu-spare")
-    order = _approved(people)
-    run = order.runs.get()
-    drain(run.pk)
-    order_request_termination(order=order, by=people.alice)
-    with pytest.raises(DomainError, match="terminating"):
-        services.run_swap_node(run=run, node=bad, by=people.sam)
-    spare.refresh_from_db()
-    assert (spare.state, spare.order) == (NodeState.READY, None)  # no reservation leaked
-
-
-# --- review 2: termination during a day-2 run ----------------------------------------------------
-def _active(people, sim_dir, **node_options):
-    node = make_node(sku=H100_SKU, state_dir=sim_dir, **node_options)
-    order = _approved(people)
-    drain(order.runs.get().pk)
-    order.refresh_from_db()
-    assert order.state == OrderState.ACTIVE
-    return node, order
-
-
-def test_termination_is_refused_while_a_reboot_runs(catalog, people, sim_dir):
-    node, order = _active(people, sim_dir)
-    reboot = services.server_reboot(order=order, by=people.alice)
-    services.run_start(run_id=reboot.pk)  # a worker may now run the reboot step on the node
-    with pytest.raises(DomainError, match=r"^A reboot is in progress; terminate once it has finished\.$"):
-        order_request_termination(order=order, by=people.alice)
-    order.refresh_from_db()
-    reboot.refresh_from_db()
-    node.refresh_from_db()
-    assert (order.state, reboot.status, node.state) == ("active", "running", "active")
-    assert not order.runs.filter(kind="terminate").exists()
-    drain(reboot.pk)  # once it has finished, termination goes ahead
-    order_request_termination(order=order, by=people.alice)
-    assert order.state == OrderState.TERMINATING
-
-
-def _redeploy_at_handover(people, sim_dir):
-    """A re-deploy whose handover step a worker holds (token "tok"), then the run is cancelled
-    and the node released under it (what termination did before it refused)."""
-    node, order = _active(people, sim_dir)
-    run = services.server_redeploy_stack(order=order, by=people.alice)
-    services.run_start(run_id=run.pk)
-    for step in ("stack", "acceptance"):
-        assert pipeline.step_execute(run_id=run.pk, node_id=node.pk, step=step).status == "succeeded"
-    StepRun.objects.filter(run=run, step="handover").update(
-        status=StepStatus.RUNNING, claimed_by="tok", attempts=1, started_at=timezone.now(),
-        lease_expires_at=timezone.now() + timedelta(seconds=30))
-    ProvisioningRun.objects.filter(pk=run.pk).update(status=RunStatus.CANCELLED)
-    services.node_transition(node=node, name="release", note="termination")
-    return node, order, run, StepRun.objects.get(run=run, step="handover")
-
-
-def test_a_late_success_of_a_cancelled_run_changes_nothing(catalog, people, sim_dir):
-    node, order, run, handover = _redeploy_at_handover(people, sim_dir)
-    events = (node.events.count(), order.events.count())
-    outcome = pipeline._succeed(handover, pipeline.step_spec("redeploy_stack", "handover"), {},
-                                token="tok")
-    assert (outcome.status, outcome.next_steps) == ("stopped", ())
-    node.refresh_from_db()
-    order.refresh_from_db()
-    run.refresh_from_db()
-    assert (node.state, order.state, run.status) == ("releasing", "active", "cancelled")
-    assert (node.events.count(), order.events.count()) == events
-
-
-def test_a_late_failure_of_a_cancelled_run_changes_nothing(catalog, people, sim_dir):
-    node, order, run, handover = _redeploy_at_handover(people, sim_dir)
-    events = (node.events.count(), order.events.count())
-    outcome = pipeline._fail(handover, "handover: node unreachable", token="tok")
-    assert outcome.status == "stopped"
-    node.refresh_from_db()
-    order.refresh_from_db()
-    run.refresh_from_db()
-    assert (node.state, order.state, order.failure_reason) == ("releasing", "active", "")
-    assert (run.status, run.error) == ("cancelled", "")
-    assert (node.events.count(), order.events.count()) == events
-
-
-
-def test_a_late_success_of_a_failed_run_leaves_a_node_that_moved_on_alone(catalog, people, sim_dir):
-    """E.g. another node of a cluster failed the run, the order is being terminated, and this
-    node's handover finishes late: no crash, the releasing node stays releasing."""
-    node, order, run, handover = _redeploy_at_handover(people, sim_dir)
-    ProvisioningRun.objects.filter(pk=run.pk).update(status=RunStatus.FAILED)
-    outcome = pipeline._succeed(handover, pipeline.step_spec("redeploy_stack", "handover"), {},
-                                token="tok")
-    assert outcome.status == "succeeded"
-    node.refresh_from_db()
-    assert node.state == "releasing"
-
-# --- review 4: internal errors are for staff -------------------------------------------------------
+# --- internal errors are for staff ----------------------------------------------------------------
 def test_an_internal_error_shows_details_to_staff_only(catalog, people, sim_dir):
     node = make_node(sku=H100_SKU, state_dir=sim_dir)
     Node.objects.filter(pk=node.pk).update(nvme_devices=7)  # a bad inventory row: configure crashes
-    order = _approved(people)
+    order = approved_order(people)
     drain(order.runs.get().pk)
     step = StepRun.objects.get(step="configure")
     assert step.status == "failed"
@@ -452,23 +308,23 @@ def test_an_internal_error_shows_details_to_staff_only(catalog, people, sim_dir)
     assert order.state == OrderState.PROVISION_FAILED and "TypeError" in order.failure_reason
 
 
-# --- review 5: a retry waits for its time ----------------------------------------------------------
+# --- a retry waits for its time -------------------------------------------------------------------
 def test_a_duplicate_delivery_does_not_run_a_retry_early(catalog, people, sim_dir):
     node = make_node(sku=H100_SKU, state_dir=sim_dir, fail={"configure": {"transient": 1}})
-    run = _approved(people).runs.get()
-    services.run_start(run_id=run.pk)
+    run = approved_order(people).runs.get()
+    runs.run_start(run_id=run.pk)
     for step in ("reserve", "deploy_os"):
-        pipeline.step_execute(run_id=run.pk, node_id=node.pk, step=step)
-    first = pipeline.step_execute(run_id=run.pk, node_id=node.pk, step="configure")
+        engine.step_execute(run_id=run.pk, node_id=node.pk, step=step)
+    first = engine.step_execute(run_id=run.pk, node_id=node.pk, step="configure")
     assert first.status == "retry"
     step = StepRun.objects.get(step="configure")
     StepRun.objects.filter(pk=step.pk).update(retry_at=timezone.now() + timedelta(seconds=60))
-    early = pipeline.step_execute(run_id=run.pk, node_id=node.pk, step="configure")
+    early = engine.step_execute(run_id=run.pk, node_id=node.pk, step="configure")
     assert early.status == "waiting" and 55 < early.retry_in_s <= 62
     step.refresh_from_db()
     assert (step.status, step.attempts) == (StepStatus.RETRYING, 1)
     assert _journal_ok(node, sim_dir).count("configure") == 0
     StepRun.objects.filter(pk=step.pk).update(retry_at=timezone.now() - timedelta(seconds=1))
-    assert pipeline.step_execute(run_id=run.pk, node_id=node.pk, step="configure").status == "succeeded"
+    assert engine.step_execute(run_id=run.pk, node_id=node.pk, step="configure").status == "succeeded"
     step.refresh_from_db()
     assert step.attempts == 2

@@ -21,14 +21,16 @@ from pathlib import Path
 import pytest
 
 from portal.catalog.models import NetworkOption, NvmeOption, ServerSKU
-from portal.orders.configurator import Configuration
 from portal.orders.models import Order
-from portal.orders.quotes import quote_create
-from portal.orders.services import order_approve, order_place, order_submit
+from portal.orders.services import order_place
 from portal.orders.states import OrderState
-from provisioning import pipeline
-from provisioning import services as provisioning_services
+from portal.quotes.configuration import Configuration
+from portal.quotes.services import quote_create
+from provisioning import health, runs
+from provisioning.approvals import order_approve
+from provisioning.fulfilment import order_submit
 from provisioning.models import ProvisioningRun, StepLogLine, StepRun
+from provisioning.pipeline import engine
 from provisioning.services import node_enrol
 from provisioning.states import STEPS, NodeState, RunKind, RunStatus, StepStatus
 from tests.conftest import missing_service
@@ -126,11 +128,11 @@ def approved_order(node) -> Order:
 
 def drive(run: ProvisioningRun) -> list[str]:
     """Runs the pipeline in this process the way the tasks do: start, then each queued step."""
-    queue = list(provisioning_services.run_start(run_id=run.pk))
+    queue = list(runs.run_start(run_id=run.pk))
     outcomes = []
     while queue:
         run_id, node_id, step = queue.pop(0)
-        outcome = pipeline.step_execute(run_id=run_id, node_id=node_id, step=step)
+        outcome = engine.step_execute(run_id=run_id, node_id=node_id, step=step)
         outcomes.append(f"{step}:{outcome.status}")
         queue += outcome.next_steps
     return outcomes
@@ -174,7 +176,7 @@ def test_an_order_goes_active_with_the_ssh_driver(ssh_node, gpus, gpu_host, sett
 @pytest.mark.django_db
 def test_day_two_health_check_over_ssh(ssh_node, gpus):
     gpus(ssh_node.sku.gpu_count)
-    check = provisioning_services.node_health_check(node=ssh_node)
+    check = health.node_health_check(node=ssh_node)
     assert check.ok, check.problems
     assert check.gpu_count == 2
     assert "NVIDIA L4" in check.raw

@@ -11,11 +11,14 @@ autocast (CPU autocast keeps LayerNorm/softmax/router in half, CUDA in fp32).
 
 import pytest
 
-from portal.sizing.estimator import TrainingConfig, estimate
-
-from .measure import build, hf_config, saved_for_backward, spec_of
-
+# Measured against real torch models: without torch (the `ml` extra) these are skipped.
 torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from portal.sizing.estimator import TrainingConfig, estimate  # noqa: E402
+
+from .measure import build, hf_config, saved_for_backward, spec_of  # noqa: E402
+
 pytestmark = pytest.mark.torch
 
 SHAPES = [  # (model shape, micro-batch, sequence length)

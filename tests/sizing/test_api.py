@@ -43,8 +43,8 @@ def test_package_imports_only_the_standard_library():
             assert roots <= allowed_roots, (path.name, roots)
 
 
-def test_recommender_imports_only_the_standard_library_and_the_estimator():
-    allowed_roots = {"__future__", "collections", "dataclasses", "functools", "math", "typing"}
+def test_recommender_imports_only_the_standard_library_the_estimator_and_the_units():
+    allowed_roots = {"__future__", "collections", "dataclasses", "decimal", "functools", "math", "typing"}
     for path in (PACKAGE.parent / "recommend").glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
@@ -55,7 +55,18 @@ def test_recommender_imports_only_the_standard_library_and_the_estimator():
                 continue
             for module in modules:
                 assert module.split(".")[0] in allowed_roots or module.startswith(
-                    "portal.sizing.estimator"), (path.name, module)
+                    "portal.sizing.estimator") or module == "portal.core.units", (path.name, module)
+
+
+def test_the_units_module_imports_only_the_standard_library():
+    units = PACKAGE.parents[1] / "core/units.py"
+    roots = set()
+    for node in ast.walk(ast.parse(units.read_text())):
+        if isinstance(node, ast.Import):
+            roots |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            roots.add(node.module.split(".")[0])
+    assert roots <= {"__future__", "decimal"}, roots
 
 
 LLAMA_TINY = {"model_type": "llama", "vocab_size": 32000, "hidden_size": 2048, "num_hidden_layers": 2,

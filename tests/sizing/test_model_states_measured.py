@@ -2,11 +2,14 @@
 
 import pytest
 
-from portal.sizing.estimator import TrainingConfig, estimate
-
-from .measure import build, hf_config, model_states_after_step, spec_of
-
+# Measured against real torch models: without torch (the `ml` extra) these are skipped.
 torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from portal.sizing.estimator import TrainingConfig, estimate  # noqa: E402
+
+from .measure import build, hf_config, model_states_after_step, spec_of  # noqa: E402
+
 pytestmark = pytest.mark.torch
 
 CASES = [

@@ -2,13 +2,14 @@
 
 import pytest
 
-from portal.sizing.estimator import get_preset, list_presets
-from portal.sizing.estimator.presets import preset_config
-
-from .measure import hf_config, spec_of
-
+# Measured against real torch models: without torch (the `ml` extra) these are skipped.
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
+
+from portal.sizing.estimator import get_preset, list_presets  # noqa: E402
+from portal.sizing.estimator.presets import preset_config  # noqa: E402
+
+from .measure import hf_config, spec_of  # noqa: E402
 
 pytestmark = pytest.mark.torch
 

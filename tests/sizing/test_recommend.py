@@ -91,7 +91,7 @@ def test_one_gbit_never_appears_in_a_multi_node_plan(catalog, rec_7b_fastest):
     for plan in multi:
         assert networks[plan.network].kind == "infiniband"
         assert plan.network != "eth-1g"
-    for size in build_sizes(full_7b(), catalog, SearchOptions(), 0.0, 0.0):
+    for size in build_sizes(full_7b(), catalog, SearchOptions(), None, None, 0):
         if size.nodes > 1:
             assert size.network.speed_gbit_per_s > 1 and size.network.kind == "infiniband"
 

@@ -5,8 +5,8 @@ import json
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from portal.orders.quotes import plan_unsign
 from portal.sizing.forms import WizardForm
+from portal.sizing.plan_tokens import plan_unsign
 
 LLAMA_CONFIG = {"model_type": "llama", "vocab_size": 32000, "hidden_size": 2048, "num_hidden_layers": 16,
                 "num_attention_heads": 16, "num_key_value_heads": 8, "intermediate_size": 5632,

@@ -5,9 +5,11 @@ import json
 from rest_framework import serializers
 
 from portal.catalog.models import NetworkOption, NvmeOption, ServerSKU, StackOption, StorageProvider
-from portal.orders import configurator
-from portal.orders.models import Quote
-from portal.orders.quotes import plan_check
+from portal.quotes.configuration import Configuration
+from portal.quotes.models import Quote
+from portal.quotes.plans import plan_check, plan_nvme_tb
+from portal.quotes.rules import MAX_NODES, MAX_STORAGE_TB, pick_network, pick_nvme
+from portal.sizing import services
 from portal.sizing.estimator import config as est_config
 from portal.sizing.recommend import types as rec_types
 
@@ -16,7 +18,7 @@ from portal.sizing.recommend import types as rec_types
 class QuoteInputSerializer(serializers.Serializer):
     sku = serializers.SlugRelatedField(slug_field="slug", queryset=ServerSKU.objects.filter(is_active=True),
                                        help_text="Server SKU slug, e.g. `8x-h100-sxm-80gb`.")
-    node_count = serializers.IntegerField(min_value=1, max_value=configurator.MAX_NODES, default=1)
+    node_count = serializers.IntegerField(min_value=1, max_value=MAX_NODES, default=1)
     nvme = serializers.SlugRelatedField(slug_field="slug", queryset=NvmeOption.objects.all(),
                                         required=False, help_text="NVMe option slug; default the smallest.")
     network = serializers.SlugRelatedField(
@@ -24,7 +26,7 @@ class QuoteInputSerializer(serializers.Serializer):
         help_text="Network option slug; default the cheapest one allowed for the node count.")
     storage_provider = serializers.SlugRelatedField(slug_field="slug", queryset=StorageProvider.objects.all(),
                                                     required=False, allow_null=True)
-    storage_tb = serializers.IntegerField(min_value=0, max_value=configurator.MAX_STORAGE_TB, default=0)
+    storage_tb = serializers.IntegerField(min_value=0, max_value=MAX_STORAGE_TB, default=0)
     strategy = serializers.SlugRelatedField(slug_field="slug", required=False, allow_null=True,
                                             queryset=StackOption.objects.filter(kind="strategy"))
     tracker = serializers.SlugRelatedField(slug_field="slug", required=False, allow_null=True,
@@ -38,13 +40,12 @@ class QuoteInputSerializer(serializers.Serializer):
         except ValueError as exc:
             raise serializers.ValidationError(str(exc)) from None
 
-    def configuration(self) -> configurator.Configuration:
+    def configuration(self) -> Configuration:
         d = self.validated_data
         nodes = d["node_count"]
-        nvme = d.get("nvme") or configurator.pick_nvme(NvmeOption.objects.all(),
-                                                       float(d["plan"].get("nvme_tb") or 0))
-        network = d.get("network") or configurator.pick_network(NetworkOption.objects.all(), nodes=nodes)
-        return configurator.Configuration(
+        nvme = d.get("nvme") or pick_nvme(NvmeOption.objects.all(), plan_nvme_tb(d["plan"]))
+        network = d.get("network") or pick_network(NetworkOption.objects.all(), nodes=nodes)
+        return Configuration(
             sku=d["sku"], node_count=nodes, nvme=nvme, network=network,
             storage_provider=d.get("storage_provider"), storage_tb=d["storage_tb"],
             strategy=d.get("strategy"), tracker=d.get("tracker"))
@@ -89,8 +90,6 @@ class ModelInputMixin(serializers.Serializer):
         return attrs
 
     def model_spec(self):
-        from portal.sizing import services
-
         d = self.validated_data
         try:
             if d.get("model"):
@@ -134,6 +133,21 @@ class EstimateInputSerializer(ModelInputMixin):
     sku = serializers.CharField(required=False, help_text="Catalog SKU slug: sets GPU and links.")
     network = serializers.CharField(required=False, help_text="Network option slug between nodes.")
     train_tokens = serializers.FloatField(required=False, min_value=0)
+    plan = serializers.DictField(
+        required=False, help_text="Or a stored plan (with schema_version, as POST /api/v1/recommendations "
+                                  "returned it, or a quote's plan): re-estimated on its own model, settings "
+                                  "and layout, timed on its SKU and network.")
+
+    def validate(self, attrs):
+        if "plan" not in attrs:
+            return super().validate(attrs)
+        others = sorted(set(attrs) & {"model", "hf_config", "training", "parallel", "gpu", "sku", "network",
+                                      "train_tokens"})
+        if others:
+            raise serializers.ValidationError(
+                {"plan": [f"A plan carries its own model and settings; send the plan alone, without "
+                          f"{', '.join(others)}."]})
+        return attrs
 
 
 class GoalInputSerializer(serializers.Serializer):
@@ -225,9 +239,18 @@ class EstimateOutputSerializer(serializers.Serializer):
 
 
 class PlanOutputSerializer(serializers.Serializer):
+    schema_version = serializers.IntegerField(help_text="Plan format version; plans without it are "
+                                                        "unversioned and cannot be re-estimated.")
     model = serializers.CharField()
+    model_spec = serializers.DictField(help_text="The model's architecture numbers (rebuilds its config).")
     finetune = serializers.CharField()
     precision = serializers.CharField()
+    optimizer = serializers.CharField()
+    attention = serializers.CharField()
+    lora_rank = serializers.IntegerField()
+    seq_len = serializers.IntegerField()
+    global_batch_tokens = serializers.IntegerField()
+    train_tokens = serializers.IntegerField()
     sku = serializers.CharField()
     sku_name = serializers.CharField()
     gpu = serializers.CharField()
@@ -238,9 +261,12 @@ class PlanOutputSerializer(serializers.Serializer):
     interconnect = serializers.CharField()
     network = serializers.CharField()
     strategy = serializers.CharField()
+    sharding = serializers.CharField()
+    offload = serializers.CharField()
     tp = serializers.IntegerField()
     pp = serializers.IntegerField()
     dp = serializers.IntegerField()
+    ep = serializers.IntegerField()
     micro_batch = serializers.IntegerField()
     grad_accum = serializers.IntegerField()
     checkpointing = serializers.CharField()
@@ -258,6 +284,7 @@ class PlanOutputSerializer(serializers.Serializer):
     storage_provider = serializers.CharField()
     storage_tb = serializers.FloatField()
     stack = serializers.CharField()
+    stack_name = serializers.CharField()
     stack_settings = serializers.DictField()
     warnings = serializers.ListField(child=serializers.CharField())
 

@@ -12,7 +12,8 @@ from portal.accounts.models import Organisation
 from portal.accounts.selectors import organisations_for, primary_organisation
 from portal.api.v1 import schema  # noqa: F401  (registers the API-key scheme)
 from portal.api.v1 import serializers as s
-from portal.orders.quotes import ConfigurationError, quote_create, quotes_visible
+from portal.quotes.selectors import quotes_visible
+from portal.quotes.services import ConfigurationError, quote_create
 from portal.sizing import services
 
 
@@ -67,6 +68,11 @@ class EstimateView(APIView):
         data = s.EstimateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         d = data.validated_data
+        if "plan" in d:  # a stored plan: the same per-GPU bytes as when it was recommended
+            try:
+                return Response(services.estimate_stored_plan(d["plan"]).to_dict())
+            except ValueError as exc:
+                raise ValidationError({"plan": [str(exc)]}) from None
         try:
             est = services.estimate_run(
                 model=data.model_spec(), training=d.get("training") or {}, parallel=d.get("parallel") or {},

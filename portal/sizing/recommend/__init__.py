@@ -13,7 +13,6 @@ Every memory and time figure comes from portal.sizing.estimator; see search.py f
 
 from . import infra
 from .catalog import (
-    HOURS_PER_MONTH,
     CatalogData,
     GpuSpec,
     NetworkOptionSpec,
@@ -23,25 +22,23 @@ from .catalog import (
     StorageProviderSpec,
 )
 from .engine import recommend
+from .plan import PLAN_SCHEMA_VERSION, MemoryBreakdown, Plan, StackConfig, plan_estimate
 from .search import MEMORY_RESERVE_FRACTION
 from .strategies import STRATEGIES, Strategy, get_strategy
 from .types import (
     GOALS,
     DataAdvice,
     Goal,
-    MemoryBreakdown,
-    Plan,
     Point,
     Recommendation,
     Rejection,
     SearchOptions,
-    StackConfig,
     Workload,
 )
 
 __all__ = [
-    "GOALS", "HOURS_PER_MONTH", "MEMORY_RESERVE_FRACTION", "STRATEGIES", "CatalogData", "DataAdvice",
+    "GOALS", "PLAN_SCHEMA_VERSION", "MEMORY_RESERVE_FRACTION", "STRATEGIES", "CatalogData", "DataAdvice",
     "GpuSpec", "Goal", "MemoryBreakdown", "NetworkOptionSpec", "NvmeOptionSpec", "Plan", "Point",
     "Recommendation", "Rejection", "SearchOptions", "SkuSpec", "StackConfig", "StackOptionSpec",
-    "StorageProviderSpec", "Strategy", "Workload", "get_strategy", "infra", "recommend",
+    "StorageProviderSpec", "Strategy", "Workload", "get_strategy", "infra", "plan_estimate", "recommend",
 ]

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 INTERCONNECTS = ("pcie", "nvlink-bridge", "nvswitch")
 NETWORK_KINDS = ("ethernet", "infiniband")
 RAID_LEVELS = ("single", "raid0", "raid10")
-HOURS_PER_MONTH = 730.0  # monthly option prices are turned into hourly ones with this
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,12 @@ from __future__ import annotations
 from portal.sizing.estimator import ModelSpec, ParallelConfig, TrainingConfig, estimate, get_preset
 
 from . import explain, infra
-from .catalog import CatalogData
+from .catalog import CatalogData, NvmeOptionSpec, StorageProviderSpec
 from .pareto import pareto_front, rank
+from .plan import MemoryBreakdown, Plan
 from .search import Candidate, Miss, Searcher, Size, make_gpu, make_link, naive_best, size_price_hourly
 from .strategies import get_strategy
-from .types import Goal, MemoryBreakdown, Plan, Point, Recommendation, Rejection, SearchOptions, Workload
+from .types import Goal, Point, Recommendation, Rejection, SearchOptions, Workload
 
 MAX_REJECTIONS = 6  # smaller server sizes explained
 
@@ -29,7 +30,8 @@ def _probe(model: ModelSpec, workload: Workload, catalog: CatalogData, options: 
     flops, mfu = {}, 0.0
     for ckpt in options.checkpointing:
         tc = TrainingConfig(precision=workload.precision, optimizer=workload.optimizer,
-                            seq_len=workload.seq_len, checkpointing=ckpt, finetune=workload.finetune,
+                            seq_len=workload.seq_len, checkpointing=ckpt, attention=workload.attention,
+                            finetune=workload.finetune,
                             lora_rank=workload.lora_rank or 16)
         est = estimate(model, tc, ParallelConfig(), gpu=gpu)
         flops[ckpt], mfu = est.compute.hardware_flops_per_token, est.compute.mfu
@@ -47,8 +49,8 @@ def _supports(gpu, precision: str) -> bool:
     return True
 
 
-def build_sizes(workload: Workload, catalog: CatalogData, options: SearchOptions, nvme_monthly: float,
-                storage_monthly: float) -> list[Size]:
+def build_sizes(workload: Workload, catalog: CatalogData, options: SearchOptions, nvme: NvmeOptionSpec | None,
+                provider: StorageProviderSpec | None, storage_tb: int) -> list[Size]:
     single = infra.single_node_network(catalog.networks, workload.dataset_bytes)
     multi = infra.multi_node_networks(catalog.networks)
     sizes = []
@@ -59,7 +61,7 @@ def build_sizes(workload: Workload, catalog: CatalogData, options: SearchOptions
         est_gpu = make_gpu(gpu)
         for nodes in sorted(set(options.node_counts)):
             for net in ((single,) if nodes == 1 else multi):
-                price = size_price_hourly(sku, nodes, net, nvme_monthly, storage_monthly)
+                price = size_price_hourly(sku, nodes, net, nvme, provider, storage_tb)
                 sizes.append(Size(sku, gpu, nodes, net, est_gpu, make_link(sku, gpu, nodes, net), price))
     return sizes
 
@@ -83,8 +85,7 @@ def recommend(workload: Workload, goal: Goal, catalog: CatalogData,
     nvme, nvme_warning = infra.choose_nvme(catalog.nvme, nvme_need)
     provider = infra.choose_storage(catalog.storage)
     storage_tb = infra.storage_need_tb(full_state, model_only)
-    storage_monthly = storage_tb * provider.price_per_tb_monthly_usd if provider else 0.0
-    sizes = build_sizes(workload, catalog, options, nvme.price_monthly_usd if nvme else 0.0, storage_monthly)
+    sizes = build_sizes(workload, catalog, options, nvme, provider, storage_tb)
 
     searcher = Searcher(model, workload, options, base_mfu, flops)
     if exhaustive:
@@ -180,11 +181,14 @@ def _plan(x: Candidate, workload: Workload, catalog: CatalogData, model: ModelSp
         warnings.append(f"{size.network.name} is on request: staff check the fabric before approval")
     nvme, provider = extras["nvme"], extras["provider"]
     return Plan(
-        model=model.name, finetune=workload.finetune, precision=workload.precision,
+        model=model.name, model_spec=model, finetune=workload.finetune, precision=workload.precision,
+        optimizer=workload.optimizer, attention=workload.attention, lora_rank=workload.lora_rank or 16,
+        seq_len=workload.seq_len, global_batch_tokens=workload.global_batch_tokens,
+        train_tokens=workload.tokens_to_train,
         sku=size.sku.slug, sku_name=size.sku.name, gpu=size.gpu.slug, gpu_name=size.gpu.name,
         gpus_per_node=size.sku.gpus_per_node, nodes=size.nodes, interconnect=size.sku.interconnect,
         network=size.network.slug if size.network else "", strategy=lay.strategy.name,
-        sharding=lay.strategy.sharding, offload=lay.strategy.offload, tp=lay.tp, pp=lay.pp, dp=x.dp,
+        sharding=lay.strategy.sharding, offload=lay.strategy.offload, tp=lay.tp, pp=lay.pp, dp=x.dp, ep=1,
         micro_batch=x.micro_batch, grad_accum=x.grad_accum, checkpointing=lay.checkpointing,
         memory=MemoryBreakdown(m.weights, m.gradients, m.optimizer_states, m.activations, m.logits_and_loss,
                                m.gathered_buffers, m.framework_overhead, m.total, m.transient),

@@ -2,24 +2,10 @@
 
 from __future__ import annotations
 
-from .types import Goal, Plan
+from portal.core.units import gb, hours, usd_approx
 
-
-def gb(n: float) -> str:
-    return f"{n / 1e9:.1f} GB"
-
-
-def hours(h: float) -> str:
-    """12.4 → "12.4 h"; 130 → "5.4 days"; 0.3 → "18 min" (never "0 min")."""
-    if h < 1:
-        return f"{max(1, round(h * 60))} min"
-    if h < 48:
-        return f"{h:,.1f} h"
-    return f"{h / 24:,.1f} days"
-
-
-def usd(x: float) -> str:
-    return f"${x:,.0f}" if x >= 100 else f"${x:,.2f}"
+from .plan import Plan
+from .types import Goal
 
 
 def server(gpus_per_node: int, gpu_name: str, memory_bytes: int, nodes: int) -> str:
@@ -51,7 +37,7 @@ def why(plan: Plan, goal: Goal, goal_met: bool, strategy_label: str) -> str:
         "fastest": "the fastest configuration in the catalog",
         "cheapest": "the cheapest way to finish the job",
         "deadline": f"the cheapest configuration that finishes within {hours(goal.deadline_hours or 0)}",
-        "budget": f"the fastest configuration within {usd(goal.budget_usd or 0)}",
+        "budget": f"the fastest configuration within {usd_approx(goal.budget_usd or 0)}",
     }[goal.kind]
     if not goal_met:
         what = ("no configuration finishes within the deadline; this is the fastest one"
@@ -60,8 +46,8 @@ def why(plan: Plan, goal: Goal, goal_met: bool, strategy_label: str) -> str:
         f"{server(plan.gpus_per_node, plan.gpu_name, plan.gpu_memory_bytes, plan.nodes)} is {what}:"
         f" {layout(plan, strategy_label)} needs {gb(plan.memory.total)} of {gb(plan.usable_memory_bytes)}"
         f" usable per GPU ({gb(plan.headroom_bytes)} headroom), trains at {plan.tokens_per_second:,.0f}"
-        f" tokens/s and finishes in {hours(plan.train_hours)} for {usd(plan.price_total_usd)}"
-        f" ({usd(plan.price_hourly_usd)}/h)."
+        f" tokens/s and finishes in {hours(plan.train_hours)} for {usd_approx(plan.price_total_usd)}"
+        f" ({usd_approx(plan.price_hourly_usd)}/h)."
     )
 
 
@@ -70,8 +56,8 @@ def alternative(kind: str, plan: Plan, ref: Plan) -> str:
     dc = plan.price_total_usd - ref.price_total_usd
     return (
         f"{kind}: {server(plan.gpus_per_node, plan.gpu_name, plan.gpu_memory_bytes, plan.nodes)} in"
-        f" {hours(plan.train_hours)} for {usd(plan.price_total_usd)}"
-        f" ({'+' if dt >= 0 else '−'}{hours(abs(dt))}, {'+' if dc >= 0 else '−'}{usd(abs(dc))})."
+        f" {hours(plan.train_hours)} for {usd_approx(plan.price_total_usd)}"
+        f" ({'+' if dt >= 0 else '−'}{hours(abs(dt))}, {'+' if dc >= 0 else '−'}{usd_approx(abs(dc))})."
     )
 
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import math
 
-from .catalog import CatalogData, NetworkOptionSpec, NvmeOptionSpec, SkuSpec, StorageProviderSpec
-from .strategies import Strategy
-from .types import DataAdvice, StackConfig, Workload
+from portal.core.units import GB, TB
 
-TB = 10**12
-GB = 10**9
+from .catalog import CatalogData, NetworkOptionSpec, NvmeOptionSpec, SkuSpec, StorageProviderSpec
+from .plan import StackConfig
+from .strategies import Strategy
+from .types import DataAdvice, Workload
+
 LOCAL_CHECKPOINTS_KEPT = 2  # full training states kept on local NVMe (latest + one to fall back on)
 ARCHIVED_CHECKPOINTS = 3  # full training states archived to object storage
 NVME_SCRATCH_FRACTION = 0.20  # of dataset + checkpoints: tokenised caches, logs, temp files

@@ -38,7 +38,8 @@ from portal.sizing.estimator import (
     estimate_memory,
 )
 
-from .catalog import HOURS_PER_MONTH, GpuSpec, NetworkOptionSpec, SkuSpec
+from .catalog import GpuSpec, NetworkOptionSpec, NvmeOptionSpec, SkuSpec, StorageProviderSpec
+from .pricing import Priced, server_price
 from .strategies import STRATEGIES, Strategy, layout_supported, max_tp
 from .types import SearchOptions, Workload
 
@@ -200,7 +201,8 @@ class Searcher:
             w = self.workload
             tc = self.configs[key] = TrainingConfig(
                 precision=w.precision, optimizer=w.optimizer, micro_batch=mb, seq_len=w.seq_len,
-                grad_accum=ga, checkpointing=ckpt, finetune=w.finetune, lora_rank=w.lora_rank or 16, mfu=mfu)
+                grad_accum=ga, checkpointing=ckpt, attention=w.attention, finetune=w.finetune,
+                lora_rank=w.lora_rank or 16, mfu=mfu)
         return tc
 
     def parallel(self, s: Strategy, dp: int, tp: int, pp: int) -> ParallelConfig:
@@ -530,8 +532,12 @@ def naive_best(searcher: Searcher, size: Size) -> Candidate | None:
     return best
 
 
-def size_price_hourly(sku: SkuSpec, nodes: int, network: NetworkOptionSpec | None, nvme_monthly_usd: float,
-                      storage_monthly_usd: float) -> float:
-    per_node = sku.price_hourly_usd + (nvme_monthly_usd + (network.price_monthly_usd if network else 0.0)
-                                       ) / HOURS_PER_MONTH
-    return per_node * nodes + storage_monthly_usd / HOURS_PER_MONTH
+def size_price_hourly(sku: SkuSpec, nodes: int, network: NetworkOptionSpec | None,
+                      nvme: NvmeOptionSpec | None, storage: StorageProviderSpec | None,
+                      storage_tb: int) -> float:
+    """The hourly price the configurator quotes for this size (``pricing.server_price``)."""
+    per_node = tuple(Priced(o.slug, o.price_monthly_usd) for o in (nvme, network) if o is not None)
+    shared = (Priced(storage.slug, storage.price_per_tb_monthly_usd, quantity=storage_tb),) if storage else ()
+    price = server_price(nodes=nodes, server=Priced(sku.slug, sku.price_monthly_usd, sku.price_hourly_usd),
+                         per_node=per_node, shared=shared)
+    return float(price.hourly)

@@ -6,9 +6,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from portal.sizing.estimator.config import CHECKPOINTING, FINETUNE, PRECISIONS  # noqa: F401  (re-exported)
+from portal.sizing.estimator.config import ATTENTION, CHECKPOINTING, FINETUNE, PRECISIONS  # noqa: F401  (re-exported)
 from portal.sizing.estimator.models import ModelSpec
 
+from .plan import Plan
 from .strategies import get_strategy
 
 GOALS = ("fastest", "cheapest", "deadline", "budget")
@@ -39,6 +40,7 @@ class Workload:
     finetune: str = "full"
     precision: str = "bf16-mixed"
     optimizer: str = "adamw"
+    attention: str = "sdpa"
     seq_len: int = 4096
     global_batch_tokens: int = 4 * 2**20
     epochs: float = 1.0
@@ -54,6 +56,9 @@ class Workload:
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision={self.precision!r} is not supported;"
                              f" use one of {', '.join(PRECISIONS)}")
+        if self.attention not in ATTENTION:
+            raise ValueError(f"attention={self.attention!r} is not supported;"
+                             f" use one of {', '.join(ATTENTION)}")
         for label in ("seq_len", "global_batch_tokens", "dataset_files"):
             value = getattr(self, label)
             if not isinstance(value, int) or value < 1:
@@ -131,116 +136,6 @@ class SearchOptions:
             raise ValueError("top_n must be >= 1")
         for name in self.strategies:
             get_strategy(name)  # ValueError naming the known strategies
-
-
-@dataclass(frozen=True)
-class MemoryBreakdown:
-    weights: int
-    gradients: int
-    optimizer_states: int
-    activations: int
-    logits_and_loss: int
-    gathered_buffers: int
-    framework_overhead: int
-    total: int
-    transient: int = 0  # peak temporaries (recompute, logits backward), part of total
-
-    def to_dict(self) -> dict[str, int]:
-        return {
-            "weights": self.weights, "gradients": self.gradients,
-            "optimizer_states": self.optimizer_states, "activations": self.activations,
-            "logits_and_loss": self.logits_and_loss, "gathered_buffers": self.gathered_buffers,
-            "framework_overhead": self.framework_overhead, "transient": self.transient,
-        }
-
-
-@dataclass(frozen=True)
-class StackConfig:
-    slug: str  # stack option slug: ddp | fsdp | deepspeed
-    name: str
-    settings: tuple[tuple[str, Any], ...]  # key config values, in order
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"slug": self.slug, "name": self.name, "settings": dict(self.settings)}
-
-
-@dataclass(frozen=True)
-class Plan:
-    model: str
-    finetune: str
-    precision: str
-    sku: str
-    sku_name: str
-    gpu: str
-    gpu_name: str
-    gpus_per_node: int
-    nodes: int
-    interconnect: str
-    network: str
-    strategy: str
-    sharding: str  # estimator sharding value
-    offload: str
-    tp: int
-    pp: int
-    dp: int
-    micro_batch: int
-    grad_accum: int
-    checkpointing: str
-    memory: MemoryBreakdown
-    gpu_memory_bytes: int
-    usable_memory_bytes: int
-    tokens_per_second: float
-    step_seconds: float
-    comm_seconds: float
-    train_hours: float
-    price_hourly_usd: float
-    price_total_usd: float
-    nvme_option: str
-    nvme_tb: float
-    raid: str
-    storage_provider: str
-    storage_tb: float
-    stack: StackConfig
-    mfu: float = 0.0
-    cpu_bytes_per_node: int = 0  # host RAM for offloaded state
-    warnings: tuple[str, ...] = ()
-
-    @property
-    def gpus(self) -> int:
-        return self.gpus_per_node * self.nodes
-
-    @property
-    def headroom_bytes(self) -> int:
-        return self.usable_memory_bytes - self.memory.total
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "model": self.model, "finetune": self.finetune, "precision": self.precision,
-            "sku": self.sku, "sku_name": self.sku_name, "gpu": self.gpu, "gpu_name": self.gpu_name,
-            "gpus_per_node": self.gpus_per_node, "nodes": self.nodes, "gpus": self.gpus,
-            "interconnect": self.interconnect, "network": self.network,
-            "strategy": self.strategy, "sharding": self.sharding, "offload": self.offload,
-            "tp": self.tp, "pp": self.pp, "dp": self.dp,
-            "micro_batch": self.micro_batch, "grad_accum": self.grad_accum,
-            "checkpointing": self.checkpointing,
-            "per_gpu_total_bytes": self.memory.total,
-            "gpu_memory_bytes": self.gpu_memory_bytes,
-            "usable_memory_bytes": self.usable_memory_bytes,
-            "headroom_bytes": self.headroom_bytes,
-            "memory_breakdown_bytes": self.memory.to_dict(),
-            "tokens_per_second": round(self.tokens_per_second, 1),
-            "step_seconds": round(self.step_seconds, 4),
-            "comm_seconds": round(self.comm_seconds, 4),
-            "cpu_bytes_per_node": self.cpu_bytes_per_node,
-            "mfu": round(self.mfu, 4),
-            "train_hours": round(self.train_hours, 3),
-            "price_hourly_usd": round(self.price_hourly_usd, 2),
-            "price_total_usd": round(self.price_total_usd, 2),
-            "nvme_option": self.nvme_option, "nvme_tb": self.nvme_tb, "raid": self.raid,
-            "storage_provider": self.storage_provider, "storage_tb": self.storage_tb,
-            "stack": self.stack.slug, "stack_settings": dict(self.stack.settings),
-            "warnings": list(self.warnings),
-        }
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,106 @@
+from django import forms
+
+from portal.catalog.models import NetworkOption, NvmeOption, StackOption, StorageProvider
+from portal.catalog.selectors import sku_list
+from portal.quotes.configuration import Configuration
+from portal.quotes.plans import plan_to_configuration
+from portal.quotes.rules import MAX_NODES, MAX_STORAGE_TB, pick_network
+from portal.sizing.plan_tokens import plan_unsign
+
+
+class SkuChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, sku):
+        return f"{sku.gpu_count}× {sku.gpu.name} · {sku.get_interconnect_display()} · ${sku.price_hourly}/h"
+
+
+class NvmeChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, o):
+        return f"{o.size_tb} TB · {o.get_raid_display()} ({o.drives} drive{'s' if o.drives > 1 else ''})" \
+            f" · ${o.price_monthly}/mo"
+
+
+class NetworkChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, o):
+        extra = " · on request" if o.on_request else ""
+        price = f"${o.price_monthly}/mo" if o.price_monthly else "included"
+        return f"{o.name} · {price}{extra}"
+
+
+class StorageChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, o):
+        return f"{o.name} · ${o.price_per_tb_monthly}/TB·mo" if o.price_per_tb_monthly \
+            else f"{o.name} · billed by your provider"
+
+
+class ConfiguratorForm(forms.Form):
+    """The server configuration. Works from GET parameters too, so links and logins carry it."""
+
+    sku = SkuChoiceField(queryset=sku_list(), to_field_name="slug", label="GPU server",
+                         empty_label=None)
+    node_count = forms.IntegerField(label="Nodes", min_value=1, max_value=MAX_NODES,
+                                    initial=1, help_text="Identical servers joined by the network.")
+    nvme = NvmeChoiceField(queryset=NvmeOption.objects.all(), to_field_name="slug",
+                           label="NVMe scratch (per node)", empty_label=None)
+    network = NetworkChoiceField(queryset=NetworkOption.objects.all(), to_field_name="slug",
+                                 label="Network", empty_label=None)
+    storage_provider = StorageChoiceField(queryset=StorageProvider.objects.all(), to_field_name="slug",
+                                          label="Object storage", required=False,
+                                          empty_label="No bucket")
+    storage_tb = forms.IntegerField(label="Bucket size (TB)", min_value=0,
+                                    max_value=MAX_STORAGE_TB, initial=0,
+                                    help_text="For datasets and archived checkpoints.")
+    strategy = forms.ModelChoiceField(queryset=StackOption.objects.filter(kind="strategy"),
+                                      to_field_name="slug", label="Training stack", required=False,
+                                      empty_label="Decide later")
+    tracker = forms.ModelChoiceField(queryset=StackOption.objects.filter(kind="tracker"),
+                                     to_field_name="slug", label="Experiment tracker", required=False,
+                                     empty_label="None")
+    plan = forms.CharField(widget=forms.HiddenInput, required=False)
+
+    def __init__(self, *args, organisations=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.plan_data: dict = {}
+        if organisations is not None and len(organisations) > 1:
+            self.fields["organisation"] = forms.ModelChoiceField(
+                queryset=organisations, to_field_name="slug", label="Quote for", empty_label=None)
+        for name, field in self.fields.items():
+            field.widget.attrs.setdefault("aria-describedby", f"rules-{name}")
+
+    def clean_plan(self):
+        token = self.cleaned_data.get("plan") or ""
+        if token:
+            try:
+                self.plan_data = plan_unsign(token)
+            except ValueError as exc:
+                raise forms.ValidationError(str(exc)) from None
+        return token
+
+    def configuration(self) -> Configuration:
+        d = self.cleaned_data
+        return Configuration(
+            sku=d["sku"], node_count=d["node_count"], nvme=d["nvme"], network=d["network"],
+            storage_provider=d.get("storage_provider"), storage_tb=d.get("storage_tb") or 0,
+            strategy=d.get("strategy"), tracker=d.get("tracker"))
+
+
+def initial_from_plan(plan: dict) -> dict:
+    """Form values that reproduce a sizing plan (SKU, nodes, NVMe, network, bucket, stack)."""
+    config = plan_to_configuration(plan)
+    initial: dict = {"node_count": config.node_count}
+    for name in ("sku", "nvme", "network", "storage_provider", "strategy"):
+        chosen = getattr(config, name)
+        if chosen is not None:
+            initial[name] = chosen.slug
+    if config.storage_tb:
+        initial["storage_tb"] = config.storage_tb
+    return initial
+
+
+def default_initial() -> dict:
+    skus = list(sku_list())
+    nvswitch = [s for s in skus if s.interconnect == "nvswitch"] or skus
+    sku = next((s for s in nvswitch if getattr(s, "stock", None) != 0), nvswitch[0] if nvswitch else None)
+    network = pick_network(NetworkOption.objects.all(), nodes=1)
+    nvme = NvmeOption.objects.first()
+    return {"sku": sku.slug if sku else None, "node_count": 1, "nvme": nvme.slug if nvme else None,
+            "network": network.slug if network else None, "storage_tb": 0}

@@ -1,0 +1,58 @@
+import secrets
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+QUOTE_VALID_DAYS = 14
+
+
+def _quote_reference() -> str:
+    return "Q-" + secrets.token_hex(4).upper()
+
+
+def _default_valid_until():
+    return timezone.now() + timedelta(days=QUOTE_VALID_DAYS)
+
+
+class Quote(models.Model):
+    """A priced configuration, frozen at the time it was made: an order is placed from it."""
+
+    reference = models.CharField(max_length=12, unique=True, default=_quote_reference,
+                                 editable=False)
+    organisation = models.ForeignKey("accounts.Organisation", on_delete=models.CASCADE,
+                                     related_name="quotes")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL)
+    sku = models.ForeignKey("catalog.ServerSKU", on_delete=models.PROTECT)
+    node_count = models.PositiveSmallIntegerField(default=1)
+    nvme = models.ForeignKey("catalog.NvmeOption", on_delete=models.PROTECT)
+    network = models.ForeignKey("catalog.NetworkOption", on_delete=models.PROTECT)
+    storage_provider = models.ForeignKey("catalog.StorageProvider", null=True, blank=True,
+                                         on_delete=models.PROTECT)
+    storage_tb = models.PositiveIntegerField(default=0)
+    strategy = models.ForeignKey("catalog.StackOption", null=True, blank=True,
+                                 on_delete=models.PROTECT, related_name="+")
+    tracker = models.ForeignKey("catalog.StackOption", null=True, blank=True,
+                                on_delete=models.PROTECT, related_name="+")
+    plan = models.JSONField(default=dict, blank=True,
+                            help_text="Sizing plan snapshot the configuration came from.")
+    price_lines = models.JSONField(default=list, blank=True,
+                                   help_text="[{label, hourly, monthly}] at quote time.")
+    price_hourly = models.DecimalField(max_digits=10, decimal_places=2)
+    price_monthly = models.DecimalField(max_digits=12, decimal_places=2)
+    currency = models.CharField(max_length=3, default="USD")
+    valid_until = models.DateTimeField(default=_default_valid_until)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "orders_quote"  # the table it had before quotes left the orders app (data kept)
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.reference} ({self.sku})"
+
+    @property
+    def is_valid(self) -> bool:
+        return timezone.now() < self.valid_until

@@ -1,0 +1,111 @@
+"""Configurator rules: pure Python, no database access. Each rule gives a message a customer
+can act on; errors block a quote."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from portal.core.units import tb
+from portal.quotes.configuration import Configuration
+from portal.quotes.pricing import price
+from portal.sizing.recommend.pricing import Price
+
+MIN_MULTI_NODE_ETHERNET_GBPS = 100
+MAX_NODES = 32
+MAX_STORAGE_TB = 1000
+
+ERROR, WARNING, INFO = "error", "warning", "info"
+
+
+@dataclass(frozen=True)
+class Message:
+    level: str  # error (blocks a quote), warning, info
+    field: str  # the form field it is about
+    text: str
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    price: Price
+    messages: tuple[Message, ...] = field(default_factory=tuple)
+
+    @property
+    def errors(self) -> tuple[Message, ...]:
+        return tuple(m for m in self.messages if m.level == ERROR)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def check(config: Configuration, *, recommended_nvme_tb: float | None = None,
+          stock: int | None = None) -> tuple[Message, ...]:
+    """The rules, each with a message a customer can act on."""
+    messages: list[Message] = []
+    n, net = config.node_count, config.network
+    if not 1 <= n <= MAX_NODES:
+        messages.append(Message(ERROR, "node_count", f"Choose between 1 and {MAX_NODES} nodes."))
+    is_ib = net.kind == "infiniband"
+    if n > 1 and net.speed_gbps <= 1:
+        messages.append(Message(
+            ERROR, "network", f"{net.name} is for single-node orders only. For {n} nodes choose "
+            "InfiniBand or 100 GbE so gradients are not stuck on the wire."))
+    elif n > 1 and not is_ib and net.speed_gbps < MIN_MULTI_NODE_ETHERNET_GBPS:
+        messages.append(Message(
+            ERROR, "network", f"Multi-node training needs InfiniBand or at least "
+            f"{MIN_MULTI_NODE_ETHERNET_GBPS} GbE between nodes; {net.name} is too slow for {n} nodes."))
+    if getattr(net, "on_request", False):
+        messages.append(Message(
+            INFO, "network", f"{net.name} is on request: staff confirm the fabric before approval."))
+    if recommended_nvme_tb and config.nvme.size_tb < recommended_nvme_tb:
+        messages.append(Message(
+            WARNING, "nvme", f"{config.nvme.size_tb} TB is below the {tb(recommended_nvme_tb)} "
+            "recommended for the dataset, kept checkpoints and scratch space."))
+    if stock is not None and stock < n:
+        if stock == 0:
+            text = f"{config.sku.name} is out of stock: the order waits until a node is free."
+        else:
+            text = (f"Only {stock} {config.sku.name} node{'s' if stock != 1 else ''} in stock "
+                    f"for {n} requested: the order waits for the rest.")
+        messages.append(Message(WARNING, "sku", text))
+    if config.storage_tb and config.storage_provider is None:
+        messages.append(Message(ERROR, "storage_provider",
+                                "Choose an object-storage provider for the bucket, or set 0 TB."))
+    if not 0 <= config.storage_tb <= MAX_STORAGE_TB:
+        messages.append(Message(ERROR, "storage_tb",
+                                f"Object storage is sized between 0 and {MAX_STORAGE_TB} TB."))
+    return tuple(messages)
+
+
+def evaluate(config: Configuration, *, recommended_nvme_tb: float | None = None,
+             stock: int | None = None) -> Evaluation:
+    return Evaluation(price=price(config),
+                      messages=check(config, recommended_nvme_tb=recommended_nvme_tb, stock=stock))
+
+
+def pick_nvme(options, size_tb: float, raid: str | None = None):
+    """The smallest option at least `size_tb` large (the matching RAID layout first)."""
+    options = sorted(options, key=lambda o: (o.size_tb, o.price_monthly))
+    if not options:
+        return None
+    big_enough = [o for o in options if o.size_tb >= size_tb] or [options[-1]]
+    smallest = big_enough[0].size_tb
+    same_size = [o for o in big_enough if o.size_tb == smallest]
+    return next((o for o in same_size if raid and o.raid == raid), same_size[0])
+
+
+def pick_network(options, *, nodes: int, kind: str | None = None, speed_gbps: float | None = None):
+    """The slowest option of `kind` at `speed_gbps` or faster when asked for one; else the cheapest
+    one the rules allow for `nodes` (the default one for a single node)."""
+    options = sorted(options, key=lambda o: (o.speed_gbps, o.price_monthly))
+    if kind or speed_gbps:
+        for o in options:
+            if (kind is None or o.kind == kind) and (speed_gbps is None or o.speed_gbps >= speed_gbps):
+                return o
+    allowed = [o for o in options if nodes == 1 or o.kind == "infiniband"
+               or o.speed_gbps >= MIN_MULTI_NODE_ETHERNET_GBPS]
+    if nodes == 1:
+        default = next((o for o in allowed if getattr(o, "is_default", False)), None)
+        return default or (allowed[0] if allowed else None)
+    infiniband = [o for o in allowed if o.kind == "infiniband"]
+    return (infiniband or allowed or [None])[0]

@@ -1,0 +1,53 @@
+"""Quotes: a configuration, the sizing plan it came from and its price, frozen for N days."""
+
+from datetime import timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+from portal.quotes.configuration import Configuration
+from portal.quotes.models import QUOTE_VALID_DAYS, Quote
+from portal.quotes.plans import plan_check, plan_nvme_tb
+from portal.quotes.rules import Evaluation, Message, evaluate
+from portal.quotes.selectors import sku_stock
+
+
+class ConfigurationError(ValueError):
+    """The configuration breaks a rule; `problems` holds the messages (by form field)."""
+
+    def __init__(self, problems: tuple[Message, ...]):
+        self.problems = problems
+        super().__init__(" ".join(p.text for p in problems))
+
+
+def configuration_evaluate(configuration: Configuration, *, plan: dict | None = None) -> Evaluation:
+    return evaluate(configuration, recommended_nvme_tb=plan_nvme_tb(plan or {}) or None,
+                    stock=sku_stock(configuration.sku))
+
+
+@transaction.atomic
+def quote_create(*, organisation, by, configuration: Configuration,
+                 plan: dict | None = None, valid_days: int = QUOTE_VALID_DAYS) -> Quote:
+    """Price `configuration` now and freeze it; raises ConfigurationError when a rule fails."""
+    plan = plan_check(plan)
+    evaluation = configuration_evaluate(configuration, plan=plan)
+    if not evaluation.ok:
+        raise ConfigurationError(evaluation.errors)
+    price = evaluation.price
+    return Quote.objects.create(
+        organisation=organisation,
+        created_by=by if getattr(by, "pk", None) else None,
+        sku=configuration.sku,
+        node_count=configuration.node_count,
+        nvme=configuration.nvme,
+        network=configuration.network,
+        storage_provider=configuration.storage_provider if configuration.storage_tb else None,
+        storage_tb=configuration.storage_tb if configuration.storage_provider else 0,
+        strategy=configuration.strategy,
+        tracker=configuration.tracker,
+        plan=plan,
+        price_lines=[line.to_dict() for line in price.lines],
+        price_hourly=price.hourly,
+        price_monthly=price.monthly,
+        valid_until=timezone.now() + timedelta(days=valid_days),
+    )

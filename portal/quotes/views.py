@@ -1,0 +1,118 @@
+from urllib.parse import urlencode
+
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import redirect_to_login
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods
+from django_htmx.http import replace_url
+
+from portal.accounts.selectors import organisations_for, primary_organisation
+from portal.quotes.forms import ConfiguratorForm, default_initial, initial_from_plan
+from portal.quotes.selectors import quote_for_user
+from portal.quotes.services import ConfigurationError, configuration_evaluate, quote_create
+from portal.sizing.plan_tokens import plan_sign, plan_unsign
+from portal.sizing.services import wizard_url
+
+FORM_FIELDS = ("sku", "node_count", "nvme", "network", "storage_provider", "storage_tb", "strategy",
+               "tracker", "plan", "organisation")
+
+
+@require_http_methods(["GET", "POST"])
+def configure(request):
+    organisations = organisations_for(request.user)
+    if request.method == "POST":
+        if not request.user.is_authenticated:
+            return redirect_to_login(_configure_url(request.POST))
+        form = ConfiguratorForm(request.POST, organisations=organisations)
+        quote = _create_quote(request, form)
+        if quote is not None:
+            return redirect("quotes:quote", reference=quote.reference)
+        return render(request, "quotes/configure.html", _context(request, form), status=400)
+    form = ConfiguratorForm(_data_from_query(request.GET), organisations=organisations)
+    return render(request, "quotes/configure.html", _context(request, form))
+
+
+@require_GET
+def price(request):
+    """The live summary (price, rule messages) for htmx; the page URL follows the inputs."""
+    form = ConfiguratorForm(_data_from_query(request.GET), organisations=organisations_for(request.user))
+    response = render(request, "quotes/_summary.html", _context(request, form))
+    return replace_url(response, _configure_url(form.data))
+
+
+@login_required
+def quote_detail(request, reference: str):
+    quote = quote_for_user(user=request.user, reference=reference)
+    if quote is None:
+        raise Http404("No such quote.")
+    return render(request, "quotes/quote.html", {
+        "quote": quote, "plan": quote.plan, "reconfigure_url": _configure_url(_quote_params(quote))})
+
+
+def _create_quote(request, form):
+    if not form.is_valid():
+        return None
+    organisation = form.cleaned_data.get("organisation") or primary_organisation(request.user)
+    if organisation is None:
+        form.add_error(None, "Your login does not belong to an organisation yet, so it cannot hold "
+                             "quotes. Ask your organisation's admin to invite you.")
+        return None
+    try:
+        return quote_create(organisation=organisation, by=request.user,
+                            configuration=form.configuration(), plan=form.plan_data)
+    except ConfigurationError as exc:
+        for problem in exc.problems:
+            form.add_error(problem.field if problem.field in form.fields else None, problem.text)
+        return None
+    except ValueError as exc:  # a plan the pages cannot use (plan_check)
+        form.add_error(None, str(exc))
+        return None
+
+
+def _context(request, form) -> dict:
+    evaluation = None
+    if form.is_valid():
+        evaluation = configuration_evaluate(form.configuration(), plan=form.plan_data)
+    field_messages = {name: [] for name in FORM_FIELDS if name in form.fields}
+    if evaluation is not None:
+        for message in evaluation.messages:
+            field_messages.setdefault(message.field, []).append(message)
+    return {
+        "form": form,
+        "evaluation": evaluation,
+        "field_messages": field_messages,
+        "plan": form.plan_data,
+        "sizing_url": wizard_url(form.plan_data.get("workload")),
+        "login_url": f"{reverse('login')}?{urlencode({'next': _configure_url(form.data)})}",
+    }
+
+
+def _data_from_query(query) -> dict:
+    """Defaults, overlaid by a signed plan, overlaid by whatever the query string says."""
+    data = default_initial()
+    token = query.get("plan")
+    if token:
+        try:
+            data |= initial_from_plan(plan_unsign(token))
+        except ValueError:
+            pass  # the form's clean_plan() reports it on the page
+    data |= {key: query.get(key) for key in FORM_FIELDS if key in query}
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def _configure_url(data) -> str:
+    params = {key: data.get(key) for key in FORM_FIELDS if data.get(key) not in (None, "")}
+    return f"{reverse('quotes:configure')}?{urlencode(params)}"
+
+
+def _quote_params(quote) -> dict:
+    return {
+        "sku": quote.sku.slug, "node_count": quote.node_count, "nvme": quote.nvme.slug,
+        "network": quote.network.slug, "storage_tb": quote.storage_tb,
+        "storage_provider": quote.storage_provider.slug if quote.storage_provider else "",
+        "strategy": quote.strategy.slug if quote.strategy else "",
+        "tracker": quote.tracker.slug if quote.tracker else "",
+        "plan": plan_sign(quote.plan) if quote.plan else "",
+    }

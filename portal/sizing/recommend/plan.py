@@ -1,0 +1,291 @@
+"""The Plan: one recommended configuration, typed and versioned (pure Python).
+
+The recommender writes it; quotes and orders freeze ``plan.to_dict()`` as JSON; approvals,
+the configurator and (next) the stack renderers read it back with ``Plan.from_dict()``. It
+carries everything needed to re-estimate it (``plan_estimate``) and to render launch
+configs: the model's name and the numbers of its spec, the training settings, the layout, the
+server, and the per-GPU estimate.
+
+Version policy (docs/sizing.md, "The stored plan"):
+- ``schema_version == PLAN_SCHEMA_VERSION``: a whole plan; ``from_dict`` reads every field
+  and refuses missing or mistyped ones with a ValueError a person can act on.
+- no ``schema_version``: an *unversioned* plan (stored before plans were versioned, or the
+  partial plan a reseller sends with a quote). It is kept as given once ``figure_problems``
+  finds its figures well typed; pages show what it has; it cannot be re-estimated, so
+  ``from_dict`` refuses it and says so.
+- any other version: refused (this server cannot know what it means).
+Keys other than the fields (display labels, the wizard's workload, rank) are ignored.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import Any
+
+from portal.sizing.estimator import (
+    Estimate,
+    GPUSpec,
+    Interconnect,
+    ModelSpec,
+    ParallelConfig,
+    TrainingConfig,
+    estimate,
+)
+
+PLAN_SCHEMA_VERSION = 1
+MEMORY_TERMS = ("weights", "gradients", "optimizer_states", "activations", "logits_and_loss",
+                "gathered_buffers", "framework_overhead", "transient")
+# Figures of to_dict() that are not fields of their own (computed from fields).
+DERIVED_NUMBERS = ("gpus", "per_gpu_total_bytes", "headroom_bytes")
+RESIZE_HINT = "size the job again, or send the plan as POST /api/v1/recommendations returned it"
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    weights: int
+    gradients: int
+    optimizer_states: int
+    activations: int
+    logits_and_loss: int
+    gathered_buffers: int
+    framework_overhead: int
+    total: int
+    transient: int = 0  # peak temporaries (recompute, logits backward), part of total
+
+    def to_dict(self) -> dict[str, int]:
+        return {term: getattr(self, term) for term in MEMORY_TERMS}
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    slug: str  # stack option slug: ddp | fsdp | deepspeed
+    name: str
+    settings: tuple[tuple[str, Any], ...]  # key config values, in order
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"slug": self.slug, "name": self.name, "settings": dict(self.settings)}
+
+
+@dataclass(frozen=True)
+class Plan:
+    # What is trained: the model (name and spec) and the training settings.
+    model: str
+    model_spec: ModelSpec
+    finetune: str
+    precision: str
+    optimizer: str
+    attention: str
+    lora_rank: int
+    seq_len: int
+    global_batch_tokens: int
+    train_tokens: int
+    # On what: the server size.
+    sku: str
+    sku_name: str
+    gpu: str
+    gpu_name: str
+    gpus_per_node: int
+    nodes: int
+    interconnect: str
+    network: str
+    # How: the layout.
+    strategy: str
+    sharding: str  # estimator sharding value
+    offload: str
+    tp: int
+    pp: int
+    dp: int
+    ep: int
+    micro_batch: int
+    grad_accum: int
+    checkpointing: str
+    # The estimate.
+    memory: MemoryBreakdown
+    gpu_memory_bytes: int
+    usable_memory_bytes: int
+    tokens_per_second: float
+    step_seconds: float
+    comm_seconds: float
+    train_hours: float
+    price_hourly_usd: float
+    price_total_usd: float
+    # The rest of the server: scratch, bucket, stack.
+    nvme_option: str
+    nvme_tb: float
+    raid: str
+    storage_provider: str
+    storage_tb: float
+    stack: StackConfig
+    mfu: float = 0.0
+    cpu_bytes_per_node: int = 0  # host RAM for offloaded state
+    warnings: tuple[str, ...] = ()
+    schema_version: int = PLAN_SCHEMA_VERSION
+
+    @property
+    def gpus(self) -> int:
+        return self.gpus_per_node * self.nodes
+
+    @property
+    def headroom_bytes(self) -> int:
+        return self.usable_memory_bytes - self.memory.total
+
+    def training_config(self) -> TrainingConfig:
+        return TrainingConfig(
+            precision=self.precision, optimizer=self.optimizer, micro_batch=self.micro_batch,
+            seq_len=self.seq_len, grad_accum=self.grad_accum, checkpointing=self.checkpointing,
+            attention=self.attention, finetune=self.finetune, lora_rank=self.lora_rank,
+            mfu=self.mfu or None)
+
+    def parallel_config(self) -> ParallelConfig:
+        return ParallelConfig(dp=self.dp, sharding=self.sharding, offload=self.offload, tp=self.tp,
+                              pp=self.pp, ep=self.ep)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": self.schema_version,
+            "model": self.model, "model_spec": _spec_dict(self.model_spec),
+            "finetune": self.finetune, "precision": self.precision, "optimizer": self.optimizer,
+            "attention": self.attention, "lora_rank": self.lora_rank, "seq_len": self.seq_len,
+            "global_batch_tokens": self.global_batch_tokens, "train_tokens": self.train_tokens,
+            "sku": self.sku, "sku_name": self.sku_name, "gpu": self.gpu, "gpu_name": self.gpu_name,
+            "gpus_per_node": self.gpus_per_node, "nodes": self.nodes, "gpus": self.gpus,
+            "interconnect": self.interconnect, "network": self.network,
+            "strategy": self.strategy, "sharding": self.sharding, "offload": self.offload,
+            "tp": self.tp, "pp": self.pp, "dp": self.dp, "ep": self.ep,
+            "micro_batch": self.micro_batch, "grad_accum": self.grad_accum,
+            "checkpointing": self.checkpointing,
+            "per_gpu_total_bytes": self.memory.total,
+            "gpu_memory_bytes": self.gpu_memory_bytes,
+            "usable_memory_bytes": self.usable_memory_bytes,
+            "headroom_bytes": self.headroom_bytes,
+            "memory_breakdown_bytes": self.memory.to_dict(),
+            "tokens_per_second": round(self.tokens_per_second, 1),
+            "step_seconds": round(self.step_seconds, 4),
+            "comm_seconds": round(self.comm_seconds, 4),
+            "cpu_bytes_per_node": self.cpu_bytes_per_node,
+            "mfu": self.mfu,  # unrounded: re-estimating the plan times it with the same MFU
+            "train_hours": round(self.train_hours, 3),
+            "price_hourly_usd": round(self.price_hourly_usd, 2),
+            "price_total_usd": round(self.price_total_usd, 2),
+            "nvme_option": self.nvme_option, "nvme_tb": self.nvme_tb, "raid": self.raid,
+            "storage_provider": self.storage_provider, "storage_tb": self.storage_tb,
+            "stack": self.stack.slug, "stack_name": self.stack.name,
+            "stack_settings": dict(self.stack.settings),
+            "warnings": list(self.warnings),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Plan:
+        """The plan that ``to_dict()`` wrote; ValueError naming what is missing or wrong."""
+        if not isinstance(data, dict):
+            raise ValueError("A sizing plan is a JSON object as POST /api/v1/recommendations returns it.")
+        version = data.get("schema_version")
+        if version is None:
+            raise ValueError("This sizing plan has no schema_version: it was stored before plans were "
+                             "versioned, or is a partial plan, so it cannot be re-estimated; "
+                             + RESIZE_HINT + ".")
+        if version != PLAN_SCHEMA_VERSION:
+            raise ValueError(f"Sizing plan schema_version {version!r} is not one this server reads "
+                             f"(it reads {PLAN_SCHEMA_VERSION}); {RESIZE_HINT}.")
+        values = {}
+        for f in fields(cls):
+            if f.name in _NESTED:
+                continue
+            if f.name not in data:
+                if f.name in _OPTIONAL:
+                    continue
+                raise ValueError(f"The sizing plan lacks {f.name}; {RESIZE_HINT}.")
+            values[f.name] = _typed(f.name, f.type, data[f.name])
+        values["model_spec"] = _spec_from(data.get("model_spec"))
+        values["memory"] = _memory_from(data.get("memory_breakdown_bytes"), data.get("per_gpu_total_bytes"))
+        values["stack"] = _stack_from(data)
+        plan = cls(**values)
+        plan.training_config(), plan.parallel_config()  # ValueError for values the estimator refuses
+        return plan
+
+
+_NESTED = ("model_spec", "memory", "stack")  # read from their own keys below
+_OPTIONAL = ("mfu", "cpu_bytes_per_node")
+
+
+def number_keys() -> tuple[str, ...]:
+    """The plan's figures that pages compute with: every int or float field, and the derived ones."""
+    return tuple(f.name for f in fields(Plan) if f.type in ("int", "float")) + DERIVED_NUMBERS
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def figure_problems(data: dict) -> list[str]:
+    """The keys of a (possibly partial) plan whose values are not of the Plan's type for them."""
+    bad = [key for key in number_keys() if data.get(key) is not None and not is_number(data[key])]
+    breakdown = data.get("memory_breakdown_bytes")
+    if breakdown is not None and not (isinstance(breakdown, dict)
+                                      and all(is_number(v) for v in breakdown.values())):
+        bad.append("memory_breakdown_bytes (each term)")
+    return bad
+
+
+def plan_estimate(plan: Plan, *, gpu: GPUSpec | None = None,
+                  interconnect: Interconnect | None = None) -> Estimate:
+    """Re-estimate a stored plan: the same model, settings and layout give the same per-GPU bytes."""
+    return estimate(plan.model_spec, plan.training_config(), plan.parallel_config(), gpu=gpu,
+                    interconnect=interconnect, train_tokens=plan.train_tokens)
+
+
+def _typed(name: str, kind: str, value: Any) -> Any:
+    if kind == "int":
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"In the sizing plan, {name} must be a whole number, got {value!r}.")
+    elif kind == "float":
+        if not is_number(value):
+            raise ValueError(f"In the sizing plan, {name} must be a number, got {value!r}.")
+        value = float(value)
+    elif kind == "str":
+        if not isinstance(value, str):
+            raise ValueError(f"In the sizing plan, {name} must be text, got {value!r}.")
+    elif name == "warnings":
+        if not isinstance(value, list | tuple) or not all(isinstance(w, str) for w in value):
+            raise ValueError("In the sizing plan, warnings must be a list of sentences.")
+        value = tuple(value)
+    return value
+
+
+def _spec_dict(spec: ModelSpec) -> dict[str, Any]:
+    return {f.name: getattr(spec, f.name) for f in fields(spec)}
+
+
+def _spec_from(data: Any) -> ModelSpec:
+    if not isinstance(data, dict):
+        raise ValueError(f"The sizing plan lacks model_spec (the model's numbers); {RESIZE_HINT}.")
+    known = {f.name for f in fields(ModelSpec)}
+    try:
+        return ModelSpec(**{k: v for k, v in data.items() if k in known})
+    except TypeError as exc:  # a required number is missing
+        raise ValueError(f"In the sizing plan, model_spec is incomplete ({exc}); {RESIZE_HINT}.") from None
+    except ValueError as exc:
+        raise ValueError(f"In the sizing plan, model_spec: {exc}.") from None
+
+
+def _memory_from(breakdown: Any, total: Any) -> MemoryBreakdown:
+    if not isinstance(breakdown, dict) or set(MEMORY_TERMS) - set(breakdown):
+        raise ValueError(f"The sizing plan lacks memory_breakdown_bytes with {', '.join(MEMORY_TERMS)}; "
+                         f"{RESIZE_HINT}.")
+    terms = {term: _typed(f"memory_breakdown_bytes.{term}", "int", breakdown[term]) for term in MEMORY_TERMS}
+    total = _typed("per_gpu_total_bytes", "int", total)
+    if sum(terms.values()) != total:
+        raise ValueError("In the sizing plan, per_gpu_total_bytes is not the sum of memory_breakdown_bytes.")
+    return MemoryBreakdown(total=total, **terms)
+
+
+def _stack_from(data: dict) -> StackConfig:
+    slug = _typed("stack", "str", data.get("stack"))
+    settings = data.get("stack_settings", {})
+    if not isinstance(settings, dict):
+        raise ValueError("In the sizing plan, stack_settings must be an object.")
+    return StackConfig(slug=slug, name=_typed("stack_name", "str", data.get("stack_name", slug)),
+                       settings=tuple(settings.items()))

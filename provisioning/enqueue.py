@@ -1,0 +1,34 @@
+"""Queues work for the workers after the surrounding transaction commits. Services call this;
+tasks never import it (they queue with ``provisioning.tasks.enqueue_steps`` directly), so
+services → enqueue → tasks → runs/pipeline is one way."""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import transaction
+
+from provisioning import tasks
+from provisioning.models import ProvisioningRun
+from provisioning.runs import StepKey
+
+logger = logging.getLogger(__name__)
+
+
+def _send(what: str, send) -> None:
+    """A broker outage must not turn a committed change into an error page: the sweeper (beat)
+    queues whatever was left behind."""
+    try:
+        send()
+    except Exception:
+        logger.exception("could not queue %s; the sweeper will pick it up", what)
+
+
+def enqueue_run_start(run: ProvisioningRun) -> None:
+    run_id = run.pk
+    transaction.on_commit(lambda: _send(f"run {run_id}", lambda: tasks.run_start_task.delay(run_id)))
+
+
+def enqueue_steps(keys: list[StepKey]) -> None:
+    keys = list(keys)
+    transaction.on_commit(lambda: _send(f"steps {keys}", lambda: tasks.enqueue_steps(keys)))

@@ -1,0 +1,75 @@
+"""What fulfilment does when an order moves: submitted (automatic approval), cancelled (reserved
+nodes back to stock, open runs cancelled) or terminated (a termination run over its nodes).
+
+Each service applies the order's transition and its consequences in one transaction; work for
+the workers is queued on commit. Views and API views call these, not the order transitions.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from portal.core.states import DomainError
+from portal.orders.models import Order
+from portal.orders.services import order_send_for_approval, require_order_access
+from portal.orders.transitions import order_transition
+from provisioning.approvals import order_approve_automatically
+from provisioning.enqueue import enqueue_run_start
+from provisioning.models import Node, ProvisioningRun
+from provisioning.runs import run_create, runs_cancel
+from provisioning.states import NodeState, RunKind, RunStatus
+from provisioning.transitions import node_transition
+
+# What the customer reads when a day-2 run blocks termination.
+DAY2_BUSY = {RunKind.REBOOT: "A reboot", RunKind.REDEPLOY_STACK: "A re-deploy of the training stack"}
+
+
+def order_submit(*, order: Order, by) -> Order:
+    """Draft → submitted → pending approval; approved at once where the SKU's policy allows it."""
+    with transaction.atomic():
+        decision = order_send_for_approval(order=order, by=by)
+        if decision.automatic:
+            order_approve_automatically(order=order, decision=decision)
+    return order
+
+
+def order_cancel(*, order: Order, by, reason: str = "") -> Order:
+    """Customer or staff: cancel before provisioning starts; reserved nodes go back to stock."""
+    require_order_access(by, order.organisation_id)
+    with transaction.atomic():
+        order_transition(order=order, name="cancel", by=by, note=reason)
+        for node in Node.objects.select_for_update().filter(order=order, state=NodeState.RESERVED):
+            node_transition(node=node, name="unreserve", by=by, event_order=order, order_id=None,
+                            reserved_until=None, note=f"order {order.reference} cancelled")
+        runs_cancel(order=order, by=by, reason="order cancelled")
+    return order
+
+
+def order_request_termination(*, order: Order, by, note: str = "") -> Order:
+    """Customer or staff: shut the servers down; credentials are revoked and disks wiped."""
+    require_order_access(by, order.organisation_id)
+    with transaction.atomic():
+        order_transition(order=order, name="request_termination", by=by, note=note)
+        termination_start(order=order, by=by)
+    order.refresh_from_db()
+    return order
+
+
+def termination_start(*, order: Order, by=None) -> ProvisioningRun | None:
+    """Inside the order's termination transition: a terminate run over its nodes.
+
+    Refused while a reboot or re-deploy runs: a worker may still be running one of its steps on
+    the node, and termination would pull the node from under it."""
+    Order.objects.select_for_update().get(pk=order.pk)  # held until the caller commits
+    busy = ProvisioningRun.objects.filter(order=order, kind__in=list(DAY2_BUSY),
+                                          status=RunStatus.RUNNING).first()
+    if busy is not None:
+        raise DomainError(f"{DAY2_BUSY[busy.kind]} is in progress; terminate once it has finished.")
+    runs_cancel(order=order, by=by, reason="order termination requested")
+    nodes = list(Node.objects.filter(order=order))
+    if not nodes:
+        order_transition(order=order, name="finish_termination", note="no node was assigned")
+        return None
+    run = run_create(order=order, kind=RunKind.TERMINATE, nodes=nodes, by=by)
+    enqueue_run_start(run)
+    return run

@@ -1,0 +1,112 @@
+"""What a step function works with: the run, order and node, the driver, a live log, and the
+base of the typed results steps return (stored in ``StepRun.result`` via ``to_dict()``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from django.utils import timezone
+
+from portal.orders.models import Order
+from provisioning.drivers import DriverError, RunResult, driver_for
+from provisioning.models import Node, ProvisioningRun, StepLogLine, StepRun
+from provisioning.states import StepStatus
+
+
+class StepFailed(Exception):
+    """A step failed for a reason retrying cannot fix. The message is for staff."""
+
+    def __init__(self, message: str, *, result: dict | None = None):
+        super().__init__(message)
+        self.message = message
+        self.result = result or {}
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """Base of each step's result: a frozen dataclass, stored as JSON (``to_dict``) and read back
+    by selectors (``from_dict``, which ignores keys it does not know, so older rows still read)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict | None):
+        data = data if isinstance(data, dict) else {}
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+class LogWriter:
+    """Collects the driver's output lines and writes them in small batches (live for the page)."""
+
+    def __init__(self, step_run_id: int, attempt: int):
+        self.step_run_id, self.attempt = step_run_id, attempt
+        self.buffer: list[StepLogLine] = []
+        self.flushed_at = time.monotonic()
+
+    def __call__(self, line: str) -> None:
+        for part in (str(line).splitlines() or [""]):
+            self.buffer.append(StepLogLine(step_run_id=self.step_run_id, at=timezone.now(),
+                                           attempt=self.attempt, text=part[:4000]))
+        if len(self.buffer) >= 50 or time.monotonic() - self.flushed_at > 0.5:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.buffer:
+            StepLogLine.objects.bulk_create(self.buffer)
+            self.buffer = []
+        self.flushed_at = time.monotonic()
+
+
+@dataclass
+class StepContext:
+    run: ProvisioningRun
+    order: Order
+    node: Node
+    step_run: StepRun
+    log: LogWriter
+    result: dict = field(default_factory=dict)  # partial result kept when the step fails
+
+    @cached_property
+    def driver(self):
+        return driver_for(self.node)
+
+    @cached_property
+    def cluster(self) -> list[Node]:
+        swapped_out = StepRun.objects.filter(run=self.run, status=StepStatus.SKIPPED).values("node_id")
+        ids = StepRun.objects.filter(run=self.run).exclude(node_id__in=swapped_out).values("node_id")
+        return list(Node.objects.filter(pk__in=ids).order_by("hostname"))
+
+    @property
+    def rank(self) -> int:
+        return next((i for i, n in enumerate(self.cluster) if n.pk == self.node.pk), 0)
+
+    @property
+    def env(self) -> dict[str, str]:
+        nodes = self.cluster
+        return {
+            "TRAINYARD_ORDER": self.order.reference,
+            "TRAINYARD_NODE": self.node.hostname,
+            "TRAINYARD_NODE_RANK": str(self.rank),
+            "TRAINYARD_NNODES": str(len(nodes)),
+            "TRAINYARD_GPUS_PER_NODE": str(self.order.sku.gpu_count),
+            "TRAINYARD_MASTER_ADDR": nodes[0].management_address.split(":")[0] if nodes else "",
+        }
+
+    def run_script(self, script: str, *, name: str) -> RunResult:
+        self.log(f"$ running {name} script on {self.node.hostname}")
+        result = self.driver.run(script, name=name, on_line=self.log, env=self.env)
+        self.result["exit_status"] = result.exit_status
+        if result.asks_retry:
+            raise DriverError(f"{name} script on {self.node.hostname} asked to be retried later "
+                              f"(exit {result.exit_status})", permanent=False)
+        if not result.ok:
+            last = result.output_tail[-1] if result.output_tail else "no output"
+            raise StepFailed(f"{name} script exited with status {result.exit_status}: {last}",
+                             result=self.result)
+        return result

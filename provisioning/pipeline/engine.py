@@ -1,0 +1,323 @@
+"""The engine: how a step is claimed, run under a lease and recorded, and retried with backoff.
+
+A step is one ``StepRun`` row keyed by (run, node, step). A worker claims it with a conditional
+UPDATE (only from pending / waiting-to-retry once its ``retry_at`` has come / running with a
+lapsed lease), holds it under a lease it renews while it works, and records the outcome with
+another conditional UPDATE on its own claim token. So a succeeded step is never executed
+again, a redelivered task returns early (or waits for the retry time), and a step whose worker
+died is taken over once the lease lapses.
+
+State changes (node, order, run) happen in the same transaction as the step's outcome; driver
+I/O happens outside any transaction. What each step does is in ``provisioning.pipeline.steps``.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import F, Q
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from portal.core.states import DomainError
+from portal.orders.models import Order
+from portal.orders.states import OrderState
+from portal.orders.transitions import order_transition
+from provisioning.drivers import DriverError
+from provisioning.models import Node, ProvisioningRun, StepLogLine, StepRun
+from provisioning.pipeline.context import LogWriter, StepContext, StepFailed
+from provisioning.pipeline.steps import STEP_FUNCTIONS
+from provisioning.runs import StepKey
+from provisioning.states import (
+    NODE_TRANSITIONS,
+    STEP_DONE,
+    NodeState,
+    RunKind,
+    RunStatus,
+    StepSpec,
+    StepStatus,
+    step_spec,
+)
+from provisioning.transitions import node_transition, run_transition
+
+logger = logging.getLogger(__name__)
+
+# What the step log (shown to the customer) says about a crash; the details go to staff.
+INTERNAL_ERROR_LINE = "internal error; our staff has been told"
+
+
+def step_deadline_s(step: str) -> int:
+    """How long ``step`` may run before the sweeper fails it (and its task's soft time limit)."""
+    return settings.PROVISIONING_STEP_DEADLINES_S.get(step, settings.PROVISIONING_STEP_DEADLINE_S)
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    """What happened to one task delivery. ``next_steps`` are to be queued by the caller."""
+
+    # succeeded | failed | retry | busy | waiting | already_done | blocked | stopped | lost | missing
+    status: str
+    next_steps: tuple[StepKey, ...] = ()
+    retry_in_s: float | None = None
+    message: str = ""
+
+
+class _Lease(threading.Thread):
+    """Renews the claim on a step while it runs; a dead worker stops renewing."""
+
+    def __init__(self, step_run_id: int, token: str):
+        super().__init__(daemon=True, name=f"lease-{step_run_id}")
+        self.step_run_id, self.token = step_run_id, token
+        self.lease_s = settings.PROVISIONING_STEP_LEASE_S
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        try:
+            while not self.done.wait(self.lease_s / 3):
+                renewed = StepRun.objects.filter(
+                    pk=self.step_run_id, claimed_by=self.token, status=StepStatus.RUNNING,
+                ).update(lease_expires_at=timezone.now() + timedelta(seconds=self.lease_s))
+                if not renewed:
+                    return
+        except Exception:  # a renewal that fails only shortens the lease
+            logger.exception("lease renewal failed", extra={"step_run": self.step_run_id})
+        finally:
+            connection.close()
+
+    def stop(self) -> None:
+        self.done.set()
+        self.join(timeout=5)
+
+
+# --- claiming and recording -------------------------------------------------------------------
+def step_execute(*, run_id: int, node_id: int, step: str, token: str | None = None) -> StepOutcome:
+    """Runs one step once. Safe to call for the same key any number of times, concurrently."""
+    token = token or uuid.uuid4().hex
+    sr = (StepRun.objects.select_related("run").filter(run_id=run_id, node_id=node_id, step=step)
+          .first())
+    if sr is None:
+        return StepOutcome("missing")
+    if sr.status in STEP_DONE:
+        return StepOutcome("already_done")
+    if sr.status == StepStatus.FAILED:
+        return StepOutcome("failed", message=sr.error)
+    if sr.run.status != RunStatus.RUNNING:
+        return StepOutcome("stopped")
+    if StepRun.objects.filter(run_id=run_id, node_id=node_id, position__lt=sr.position).exclude(
+            status__in=STEP_DONE).exists():
+        return StepOutcome("blocked")  # whoever finishes the step before queues this one
+    now = timezone.now()
+    if sr.status == StepStatus.RUNNING and sr.lease_expires_at and sr.lease_expires_at > now:
+        # Held: by a live worker (a duplicate delivery), or by a dead one whose lease runs out.
+        return StepOutcome("busy", retry_in_s=(sr.lease_expires_at - now).total_seconds() + 1)
+    if sr.status == StepStatus.RETRYING and sr.retry_at and sr.retry_at > now:
+        # A duplicate delivery of a step that waits out its backoff: not yet.
+        return StepOutcome("waiting", retry_in_s=(sr.retry_at - now).total_seconds() + 1)
+    lease = timedelta(seconds=settings.PROVISIONING_STEP_LEASE_S)
+    claimed = StepRun.objects.filter(pk=sr.pk).filter(
+        Q(status=StepStatus.PENDING)
+        | Q(status=StepStatus.RETRYING, retry_at__isnull=True)
+        | Q(status=StepStatus.RETRYING, retry_at__lte=now)
+        | Q(status=StepStatus.RUNNING, lease_expires_at__lt=now)
+    ).update(status=StepStatus.RUNNING, claimed_by=token, attempts=F("attempts") + 1,
+             started_at=Coalesce(F("started_at"), now), lease_expires_at=now + lease,
+             retry_at=None)
+    if claimed != 1:
+        return StepOutcome("busy", retry_in_s=lease.total_seconds() + 1)
+    return _run_claimed(StepRun.objects.select_related("run").get(pk=sr.pk), token)
+
+
+def _run_claimed(sr: StepRun, token: str) -> StepOutcome:
+    run = sr.run
+    spec = step_spec(run.kind, sr.step)
+    node = Node.objects.select_related("sku__gpu").get(pk=sr.node_id)
+    order = Order.objects.select_related("sku__gpu", "nvme", "network", "storage_provider",
+                                         "strategy", "tracker").get(pk=run.order_id)
+    log = LogWriter(sr.pk, sr.attempts)
+    if sr.attempts > 1:
+        log(f"attempt {sr.attempts} of {spec.label.lower()}")
+    ctx = StepContext(run=run, order=order, node=node, step_run=sr, log=log)
+    try:
+        with transaction.atomic():
+            _on_start(ctx, spec)
+    except DomainError as exc:
+        log.flush()
+        return _fail(sr, f"{spec.label} cannot start: {exc}", token=token, log=log)
+    heartbeat = _Lease(sr.pk, token)
+    heartbeat.start()
+    try:
+        result = STEP_FUNCTIONS[sr.step](ctx).to_dict()
+    except DriverError as exc:
+        outcome = ("permanent", exc.message) if exc.permanent else ("transient", exc.message)
+    except StepFailed as exc:
+        ctx.result.update(exc.result)
+        outcome = ("permanent", exc.message)
+    except SoftTimeLimitExceeded:
+        outcome = ("transient", f"{spec.label} hit the task time limit")
+    except Exception as exc:
+        logger.exception("step crashed", extra={"step": sr.step, "node": node.hostname})
+        outcome = ("internal", f"internal error in {sr.step}: {type(exc).__name__}: {exc}")
+    else:
+        outcome = ("ok", result)
+    finally:
+        heartbeat.stop()
+        log.flush()
+    kind, value = outcome
+    if kind == "ok":
+        return _succeed(sr, spec, value or {}, token=token)
+    if kind == "transient":
+        return _transient(sr, value, token=token, log=log)
+    # An internal error's details (exception, message) are for staff: the step error and the
+    # run page have them; the log, which the customer's progress card shows, says less.
+    return _fail(sr, value, token=token, log=log, result=ctx.result,
+                 public_message=INTERNAL_ERROR_LINE if kind == "internal" else None)
+
+
+def _on_start(ctx: StepContext, spec: StepSpec) -> None:
+    node = Node.objects.select_for_update().get(pk=ctx.node.pk)
+    if node.order_id != ctx.run.order_id:  # a stale run must not touch another order's node
+        raise DomainError(f"{node.hostname} no longer serves order {ctx.order.reference} (it is "
+                          f"{node.get_state_display().lower()}); nothing was done.")
+    if spec.enter:
+        if node.state != NODE_TRANSITIONS.get(spec.enter).target:
+            node_transition(node=node, name=spec.enter, event_order=ctx.order,
+                            note=f"{spec.label}, run #{ctx.run.pk}")
+    if ctx.run.kind == RunKind.PROVISION and spec.name in ("acceptance", "handover"):
+        order = Order.objects.select_for_update().get(pk=ctx.order.pk)
+        unfinished = (StepRun.objects.filter(run=ctx.run, step="stack")
+                      .exclude(status__in=STEP_DONE).exists())
+        if order.state == OrderState.PROVISIONING and not unfinished:
+            order_transition(order=order, name="verify", note="all nodes installed; acceptance test")
+
+
+def _succeed(sr: StepRun, spec: StepSpec, result: dict, *, token: str) -> StepOutcome:
+    with transaction.atomic():
+        run = ProvisioningRun.objects.select_for_update().get(pk=sr.run_id)
+        done = StepRun.objects.filter(pk=sr.pk, status=StepStatus.RUNNING, claimed_by=token).update(
+            status=StepStatus.SUCCEEDED, finished_at=timezone.now(), result=result,
+            lease_expires_at=None, error="")
+        if done != 1:
+            return StepOutcome("lost", message="another worker took the step over")
+        if run.status == RunStatus.CANCELLED:
+            # Cancelled while this step ran (e.g. the order was cancelled or is terminating):
+            # the node and the order belong to whatever came next; leave them alone.
+            return StepOutcome("stopped", message="the run was cancelled meanwhile")
+        node = Node.objects.get(pk=sr.node_id)
+        if spec.on_success and (run.status == RunStatus.RUNNING or _still_ours(node, run, spec.on_success)):
+            node_transition(node=node, name=spec.on_success, event_order=run.order,
+                            note=f"{spec.label}, run #{run.pk}",
+                            **({"order_id": None} if spec.on_success == "return_to_stock" else {}))
+        if run.status == RunStatus.RUNNING and not run.steps.exclude(status__in=STEP_DONE).exists():
+            _run_complete(run)
+    if run.status != RunStatus.RUNNING:
+        return StepOutcome("succeeded")
+    following = (StepRun.objects.filter(run_id=sr.run_id, node_id=sr.node_id,
+                                        position=sr.position + 1).values_list("step", flat=True).first())
+    return StepOutcome("succeeded", next_steps=((sr.run_id, sr.node_id, following),) if following else ())
+
+
+def _still_ours(node: Node, run: ProvisioningRun, transition: str) -> bool:
+    """Whether a stopped run's late step may still move ``node`` (e.g. a cluster node finishing
+    after another node failed the run): only while the node serves the order and the move fits."""
+    return node.order_id == run.order_id and NODE_TRANSITIONS.get(transition).allowed_from(node.state)
+
+
+def _run_complete(run: ProvisioningRun) -> None:
+    order = Order.objects.select_for_update().get(pk=run.order_id)
+    if run.kind == RunKind.PROVISION:
+        if order.state == OrderState.PROVISIONING:
+            order_transition(order=order, name="verify", note="all nodes installed")
+        order_transition(order=order, name="activate",
+                         note=f"{order.node_count} node(s) passed acceptance and were handed over",
+                         failure_reason="")
+    elif run.kind == RunKind.TERMINATE:
+        order_transition(order=order, name="finish_termination", note="all nodes wiped")
+    run_transition(run=run, name="succeed", note="all steps done")
+
+
+def _transient(sr: StepRun, message: str, *, token: str, log: LogWriter) -> StepOutcome:
+    attempts = StepRun.objects.values_list("attempts", flat=True).get(pk=sr.pk)
+    if attempts >= settings.PROVISIONING_STEP_MAX_ATTEMPTS:
+        return _fail(sr, f"gave up after {attempts} attempts: {message}", token=token, log=log)
+    delay = backoff_s(attempts)
+    waiting = StepRun.objects.filter(pk=sr.pk, status=StepStatus.RUNNING, claimed_by=token).update(
+        status=StepStatus.RETRYING, retry_at=timezone.now() + timedelta(seconds=delay),
+        error=f"attempt {attempts}: {message}", claimed_by="", lease_expires_at=None)
+    if waiting != 1:
+        return StepOutcome("lost", message="another worker took the step over")
+    log(f"attempt {attempts} failed: {message}; retrying in {delay:.1f} s")
+    log.flush()
+    return StepOutcome("retry", retry_in_s=delay, message=message)
+
+
+def backoff_s(attempt: int) -> float:
+    """Exponential backoff with jitter: base·2^(attempt−1), capped, times a factor in [0.5, 1]."""
+    base = settings.PROVISIONING_RETRY_BASE_MS / 1000
+    cap = settings.PROVISIONING_RETRY_MAX_MS / 1000
+    return min(cap, base * 2 ** max(0, attempt - 1)) * random.uniform(0.5, 1.0)
+
+
+def _fail(sr: StepRun, message: str, *, token: str | None, log: LogWriter | None = None,
+          result: dict | None = None, claim: Q | None = None,
+          public_message: str | None = None) -> StepOutcome:
+    """Records a permanent failure. ``message`` is for staff (step error, run error, order
+    failure reason); the step log, which the customer sees, gets ``public_message`` if given."""
+    claim = claim if claim is not None else Q(status=StepStatus.RUNNING, claimed_by=token)
+    with transaction.atomic():
+        run = ProvisioningRun.objects.select_for_update().select_related("order").get(pk=sr.run_id)
+        fields = {"status": StepStatus.FAILED, "finished_at": timezone.now(), "error": message,
+                  "lease_expires_at": None, "retry_at": None}
+        if result:
+            fields["result"] = result
+        if StepRun.objects.filter(claim, pk=sr.pk).update(**fields) != 1:
+            return StepOutcome("lost", message="another worker took the step over")
+        # Cancelled while this step ran: node and order are not this run's any more (see _succeed).
+        cancelled = run.status == RunStatus.CANCELLED
+        if not cancelled:
+            _fail_run(run, sr, message)
+    if log is not None:
+        log(f"FAILED: {public_message or message}")
+        log.flush()
+    return StepOutcome("stopped" if cancelled else "failed", message=message)
+
+
+def _fail_run(run: ProvisioningRun, sr: StepRun, message: str) -> None:
+    """A step of ``run`` failed for good: node, run and order move to their failed states."""
+    spec = step_spec(run.kind, sr.step)
+    node = Node.objects.get(pk=sr.node_id)
+    # A node that went to maintenance or now serves another order is not this run's to fail.
+    if spec.on_failure and node.state != NodeState.MAINTENANCE and node.order_id == run.order_id:
+        if NODE_TRANSITIONS.get(spec.on_failure).allowed_from(node.state):
+            node_transition(node=node, name=spec.on_failure, event_order=run.order,
+                            note=f"{spec.label}: {message}")
+    summary = f"{spec.label} failed on {node.hostname}: {message}"
+    if run.status == RunStatus.RUNNING:
+        run_transition(run=run, name="fail", error=summary)
+    order = Order.objects.select_for_update().get(pk=run.order_id)
+    if run.kind == RunKind.PROVISION and order.state in (OrderState.PROVISIONING,
+                                                         OrderState.VERIFYING):
+        order_transition(order=order, name="fail", note=summary, failure_reason=summary)
+    else:
+        Order.objects.filter(pk=order.pk).update(failure_reason=summary)
+
+
+def step_fail_stuck(*, step_run: StepRun, message: str) -> bool:
+    """Fails a step that outlived its deadline, whoever holds it (the sweeper's move)."""
+    outcome = _fail(step_run, message, token=None,
+                    claim=Q(status__in=[StepStatus.RUNNING, StepStatus.RETRYING],
+                            attempts=step_run.attempts))
+    if outcome.status == "failed":
+        StepLogLine.objects.create(step_run=step_run, at=timezone.now(),
+                                   attempt=step_run.attempts, text=f"FAILED: {message}")
+        return True
+    return False
+
+

@@ -1,0 +1,18 @@
+"""What each step does: one function per step, each returning its own typed result."""
+
+from provisioning.pipeline.steps.acceptance import acceptance
+from provisioning.pipeline.steps.configure import configure
+from provisioning.pipeline.steps.deploy_os import deploy_os
+from provisioning.pipeline.steps.handover import handover
+from provisioning.pipeline.steps.reboot import reboot
+from provisioning.pipeline.steps.reserve import reserve
+from provisioning.pipeline.steps.stack import stack
+from provisioning.pipeline.steps.storage import storage
+from provisioning.pipeline.steps.terminate import ready, retain_data, revoke_credentials, wipe
+
+STEP_FUNCTIONS = {
+    "reserve": reserve, "deploy_os": deploy_os, "configure": configure, "storage": storage,
+    "stack": stack, "acceptance": acceptance, "handover": handover,
+    "revoke_credentials": revoke_credentials, "retain_data": retain_data, "wipe": wipe,
+    "ready": ready, "reboot": reboot,
+}

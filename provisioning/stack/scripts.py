@@ -1,0 +1,93 @@
+"""The shell scripts the pipeline runs on a node, one function each, and the built-in renderer of
+the training stack (a minimal bootstrap that writes ``/etc/trainyard/env.sh``).
+
+Scripts read ``TRAINYARD_*`` variables the pipeline sets (order, node, rank, node count, GPUs per
+node, master address) and honour ``TRAINYARD_ROOT`` (tests run them against a scratch root).
+"""
+
+from __future__ import annotations
+
+import shlex
+
+
+def render_bootstrap(*, order, node, nodes) -> str:
+    """The default ``PROVISIONING_STACK_RENDERER``: the stack script for ``node`` of ``nodes``."""
+    return bootstrap_script(order)
+
+
+def configure_script(order, node) -> str:
+    devices = " ".join(shlex.quote(d) for d in node.nvme_devices)
+    raid = order.nvme.raid
+    return f"""#!/bin/sh
+set -eu
+echo "configuring $TRAINYARD_NODE for order $TRAINYARD_ORDER"
+echo "NVMe: {order.nvme} on {len(node.nvme_devices)} device(s): {devices or 'none recorded'}"
+if [ -n "{devices}" ] && command -v mdadm >/dev/null 2>&1 && [ "{raid}" != "single" ]; then
+  mdadm --create /dev/md0 --run --level={0 if raid == 'raid0' else 10} \\
+    --raid-devices={len(node.nvme_devices)} {devices}
+fi
+echo "network: {order.network} ({order.network.kind}, {order.network.speed_gbps} Gb/s)"
+if [ "{order.network.kind}" = "infiniband" ]; then
+  command -v ibstat >/dev/null 2>&1 || {{ echo "ibstat not found: no InfiniBand stack"; exit 3; }}
+  ibstat | grep -q "State: Active" || {{ echo "no active InfiniBand port"; exit 4; }}
+fi
+echo "configure done"
+"""
+
+
+def bootstrap_script(order) -> str:
+    strategy = order.strategy.slug if order.strategy else "ddp"
+    tracker = order.tracker.slug if order.tracker else ""
+    return f"""#!/bin/sh
+set -eu
+echo "training stack: {strategy}{' + ' + tracker if tracker else ''}"
+root="${{TRAINYARD_ROOT:-}}"
+mkdir -p "$root/etc/trainyard"
+cat > "$root/etc/trainyard/env.sh" <<ENV
+export TRAINYARD_STRATEGY={strategy}
+export TRAINYARD_TRACKER={tracker}
+export NNODES=$TRAINYARD_NNODES
+export NODE_RANK=$TRAINYARD_NODE_RANK
+export NPROC_PER_NODE=$TRAINYARD_GPUS_PER_NODE
+export MASTER_ADDR=$TRAINYARD_MASTER_ADDR
+export MASTER_PORT=29500
+ENV
+echo "wrote $root/etc/trainyard/env.sh"
+"""
+
+
+def acceptance_script(expected_gpus: int) -> str:
+    return f"""#!/bin/sh
+set -eu
+echo "acceptance: expecting {expected_gpus} GPU(s)"
+command -v nvidia-smi >/dev/null 2>&1 || {{ echo "nvidia-smi not found: no GPU driver"; exit 2; }}
+found=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
+echo "found $found GPU(s)"
+[ "$found" -eq {expected_gpus} ] || {{ echo "expected {expected_gpus} GPUs, found $found"; exit 1; }}
+echo "acceptance passed"
+"""
+
+
+def revoke_script() -> str:
+    return """#!/bin/sh
+set -eu
+echo "revoking customer SSH access"
+root="${TRAINYARD_ROOT:-}"
+rm -f "$root/etc/trainyard/authorized_keys"
+echo "customer keys removed"
+"""
+
+
+def wipe_script(devices: list[str]) -> str:
+    if not devices:
+        return '#!/bin/sh\necho "no NVMe data devices recorded on this node; nothing to wipe"\n'
+    quoted = " ".join(shlex.quote(d) for d in devices)
+    return f"""#!/bin/sh
+set -eu
+for dev in {quoted}; do
+  echo "wiping $dev"
+  if command -v blkdiscard >/dev/null 2>&1; then blkdiscard -f "$dev"; else
+    echo "blkdiscard not found: cannot wipe $dev"; exit 5; fi
+done
+echo "wipe done"
+"""

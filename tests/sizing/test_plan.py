@@ -1,0 +1,106 @@
+"""The typed, versioned Plan: written by the recommender, stored as JSON, read back and re-estimated."""
+
+import json
+
+import pytest
+
+from portal.sizing.catalog_data import catalog_from_seed
+from portal.sizing.estimator import list_presets, model_from_hf_config
+from portal.sizing.recommend import (
+    PLAN_SCHEMA_VERSION,
+    Goal,
+    Plan,
+    SearchOptions,
+    Workload,
+    plan_estimate,
+    recommend,
+)
+from portal.sizing.recommend.plan import figure_problems, number_keys
+
+# A config.json model (not a preset): its numbers must travel with the plan.
+TINY_LLAMA = {"model_type": "llama", "vocab_size": 32000, "hidden_size": 2048, "num_hidden_layers": 16,
+              "num_attention_heads": 16, "num_key_value_heads": 8, "intermediate_size": 5632,
+              "max_position_embeddings": 4096}
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return catalog_from_seed()
+
+
+def plans_for(model, catalog, **workload):
+    """Every ranked plan for a small job (seq_len 512 suits every preset, BERT included)."""
+    work = Workload(model=model, dataset_tokens=10**8, seq_len=512, global_batch_tokens=512 * 64,
+                    **workload)
+    return recommend(work, Goal("cheapest"), catalog, SearchOptions(top_n=3)).plans
+
+
+def stored(plan: Plan) -> dict:
+    """What a quote or an order keeps: the plan's JSON, through a JSON column."""
+    return json.loads(json.dumps(plan.to_dict()))
+
+
+@pytest.mark.parametrize("model", [*list_presets(), "config.json"])
+def test_a_stored_plan_re_estimates_to_the_same_bytes(catalog, model):
+    spec = model_from_hf_config(TINY_LLAMA, name="acme/tiny-llama") if model == "config.json" else model
+    for plan in plans_for(spec, catalog):
+        data = stored(plan)
+        again = plan_estimate(Plan.from_dict(data))
+        assert again.per_gpu.total == data["per_gpu_total_bytes"] == plan.memory.total
+        assert {k: getattr(again.per_gpu, k) for k in data["memory_breakdown_bytes"]} == \
+            data["memory_breakdown_bytes"]
+        assert again.world_size == plan.gpus
+
+
+def test_the_plan_carries_what_a_launch_config_needs(catalog):
+    plan = plans_for("llama-3.1-8b", catalog, optimizer="adamw-8bit", attention="flash")[0]
+    data = stored(plan)
+    assert data["schema_version"] == PLAN_SCHEMA_VERSION
+    assert data["model_spec"]["hidden_size"] == 4096 and data["model_spec"]["num_layers"] == 32
+    assert (data["optimizer"], data["attention"], data["seq_len"], data["global_batch_tokens"]) == \
+        ("adamw-8bit", "flash", 512, 512 * 64)
+    for key in ("precision", "checkpointing", "micro_batch", "grad_accum", "dp", "tp", "pp", "ep",
+                "sharding", "offload", "stack", "stack_settings", "network", "nvme_option",
+                "storage_provider", "train_tokens"):
+        assert key in data, key
+    again = Plan.from_dict(data)
+    assert again.model_spec == plan.model_spec and again.stack == plan.stack
+    assert again.training_config() == plan.training_config()
+    assert again.parallel_config() == plan.parallel_config()
+
+
+def test_extra_keys_of_a_stored_plan_are_ignored(catalog):
+    data = stored(plans_for("mistral-7b", catalog)[0]) | {"workload": {"goal": "cheapest"}, "rank": 1,
+                                                          "strategy_label": "DDP"}
+    assert Plan.from_dict(data).model == "mistral-7b"
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"schema_version": None}, "has no schema_version"),
+    ({"schema_version": 99}, "schema_version 99 is not one this server reads"),
+    ({"seq_len": None}, "lacks seq_len"),
+    ({"seq_len": "long"}, "seq_len must be a whole number"),
+    ({"tokens_per_second": True}, "tokens_per_second must be a number"),
+    ({"model_spec": None}, "lacks model_spec"),
+    ({"model_spec": {"name": "x"}}, "model_spec is incomplete"),
+    ({"memory_breakdown_bytes": {"weights": 1}}, "lacks memory_breakdown_bytes"),
+    ({"per_gpu_total_bytes": 1}, "not the sum of memory_breakdown_bytes"),
+    ({"precision": "fp64"}, "precision='fp64' is not supported"),
+    ({"warnings": "none"}, "warnings must be a list"),
+])
+def test_a_bad_or_partial_plan_is_a_value_error_that_says_what(catalog, change, message):
+    data = stored(plans_for("llama-3.1-8b", catalog)[0])
+    data.update({k: v for k, v in change.items() if v is not None})
+    for key in [k for k, v in change.items() if v is None]:
+        del data[key]
+    with pytest.raises(ValueError, match=message):
+        Plan.from_dict(data)
+
+
+def test_figures_are_checked_by_the_plans_own_field_types():
+    numbers = set(number_keys())
+    assert {"nodes", "tp", "nvme_tb", "train_hours", "per_gpu_total_bytes", "headroom_bytes"} <= numbers
+    assert "model" not in number_keys() and "network" not in number_keys()
+    assert figure_problems({"nodes": 2, "model": "x"}) == []
+    assert figure_problems({"nodes": "two", "memory_breakdown_bytes": {"weights": "big"}}) == [
+        "nodes", "memory_breakdown_bytes (each term)"]

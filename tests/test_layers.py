@@ -1,0 +1,147 @@
+"""The house is one-way: each layer imports only the layers below it (docs/architecture.md).
+
+core ← accounts ← catalog ← sizing ← quotes ← orders ← provisioning. Views, API views, admin,
+URL confs, template tags and management commands sit on top and may import any layer. The
+check reads every import in the source (module level and inside functions, so an import moved
+into a function to dodge a cycle is caught too), and the module-level graph has no cycle.
+"""
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+LAYERS = ["portal.core", "portal.accounts", "portal.catalog", "portal.sizing", "portal.quotes",
+          "portal.orders", "provisioning"]
+ON_TOP = {"views.py", "urls.py", "admin.py", "apps.py"}
+ON_TOP_DIRS = {"migrations", "management", "templatetags"}
+
+
+def _layer(module: str) -> int | None:
+    for rank, prefix in enumerate(LAYERS):
+        if module == prefix or module.startswith(prefix + "."):
+            return rank
+    return None
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _sources():
+    for package in ("portal", "provisioning"):
+        yield from sorted((ROOT / package).rglob("*.py"))
+
+
+def _imports(path: Path, *, module_level_only: bool):
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    return _imports_in(path.read_text(), package=package, module_level_only=module_level_only)
+
+
+def _imports_in(source: str, *, package: str, module_level_only: bool):
+    tree = ast.parse(source)
+    nodes = tree.body if module_level_only else ast.walk(tree)
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[: len(parts) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            yield node.lineno, base
+            for alias in node.names:  # `from portal.quotes import models` names a module
+                yield node.lineno, f"{base}.{alias.name}"
+
+
+def _upward_imports(module: str, source: str) -> list[str]:
+    own = _layer(module)
+    package = module.rpartition(".")[0]
+    return [f"{module}:{lineno} imports {target}"
+            for lineno, target in _imports_in(source, package=package, module_level_only=False)
+            if own is not None and (_layer(target) or 0) > own]
+
+
+def _is_on_top(path: Path) -> bool:
+    rel = path.relative_to(ROOT)
+    return (path.name in ON_TOP or bool(ON_TOP_DIRS & set(rel.parts))
+            or rel.parts[:2] == ("portal", "api"))
+
+
+def test_no_layer_imports_a_layer_above_it():
+    wrong = [line for path in _sources() if not _is_on_top(path)
+             for line in _upward_imports(_module_name(path), path.read_text())]
+    assert not wrong, "imports against the layers:\n" + "\n".join(sorted(set(wrong)))
+
+
+def test_orders_import_nothing_from_provisioning():
+    wrong = [f"{path.relative_to(ROOT)}:{lineno} imports {target}"
+             for path in (ROOT / "portal" / "orders").rglob("*.py")
+             if path.name not in {"views.py", "urls.py"}
+             for lineno, target in _imports(path, module_level_only=False)
+             if target == "provisioning" or target.startswith("provisioning.")]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_module_level_import_graph_has_no_cycle():
+    # A module naming its own package (`from . import memory`) is no cycle: the package is
+    # already importing when its module runs.
+    modules = {_module_name(p): p for p in _sources()}
+    graph = {}
+    for name, path in modules.items():
+        graph[name] = {target for _, target in _imports(path, module_level_only=True)
+                       if target in modules and not name.startswith(target + ".")}
+    cycles = _cycles(graph)
+    assert not cycles, "module-level import cycles:\n" + "\n".join(" → ".join(c) for c in cycles)
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_layer_check_sees_an_upward_import_even_inside_a_function():
+    source = "import json\n\ndef f():\n    from provisioning.models import Node\n    return Node\n"
+    assert _upward_imports("portal.orders.services", source) == [
+        "portal.orders.services:4 imports provisioning.models",
+        "portal.orders.services:4 imports provisioning.models.Node"]
+    assert _upward_imports("provisioning.services", source) == []
+    assert _upward_imports("portal.sizing.x", "from ..quotes import plans\n") == [
+        "portal.sizing.x:1 imports portal.quotes", "portal.sizing.x:1 imports portal.quotes.plans"]
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []

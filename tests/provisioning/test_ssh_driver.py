@@ -11,8 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from portal.catalog.models import ServerSKU
+from provisioning.drivers import driver_for
 from provisioning.drivers.base import DriverError
 from provisioning.drivers.ssh import RETRY_EXIT_STATUS, SshDriver, parse_nvidia_smi
+from provisioning.models import Node
+from tests.factories import H100_SKU
 from tests.provisioning.sshd import free_port, generate_ed25519
 
 # Recorded from `nvidia-smi --query-gpu=index,name,temperature.gpu,
@@ -355,12 +359,8 @@ def test_it_is_what_settings_name_ssh():
 
 def test_the_bmc_password_comes_from_settings_under_the_nodes_ipmi_options(
         db, catalog, settings, tmp_path, monkeypatch, caplog):
-    """Review 9: a node's driver_options may not hold ipmi.password; settings do (from
+    """A node's driver_options may not hold ipmi.password; settings do (from
     IPMI_PASSWORD_FILE), and the node's ipmi address and user are merged over them."""
-    from portal.catalog.models import ServerSKU
-    from provisioning.drivers import driver_for
-    from provisioning.models import Node
-    from tests.orders.factories import H100_SKU
 
     settings.NODE_DRIVER_OPTIONS = {"simulated": {}, "ssh": {"ipmi": {"password": "bmc-from-file"}}}
     node = Node.objects.create(

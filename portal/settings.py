@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "portal.quotes",
     "portal.orders",
     "provisioning",
+    "portal.api",
 ]
 
 MIDDLEWARE = [
@@ -128,6 +129,18 @@ if not REDIS_URL:
         "processed_folder": str(_celery_dir / "processed"),
     }
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "trainyard")
+# The sweeper has a queue of its own, so a backlog of steps cannot starve it; every worker
+# setup consumes it (devserver, docker-compose's sweeper service, the tests' workers).
+CELERY_SWEEP_QUEUE = env_str("CELERY_SWEEP_QUEUE", f"{CELERY_TASK_DEFAULT_QUEUE}.sweep")
+CELERY_TASK_ROUTES = {"provisioning.sweep": {"queue": CELERY_SWEEP_QUEUE}}
+# Results are read only where a caller waits for one (core.health_ping sets ignore_result=False):
+# a task that stores no result never touches the result backend when it is queued, so a Redis
+# outage costs a request only the short publish retry below, not the backend's retry loop.
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": env_int("CELERY_PUBLISH_MAX_RETRIES", 1, minimum=0),
+    "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
+CELERY_BROKER_CONNECTION_TIMEOUT = env_int("CELERY_BROKER_CONNECTION_TIMEOUT", 2, minimum=1)
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -210,11 +223,18 @@ REST_FRAMEWORK = {
         "portal.accounts.authentication.ApiKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated",
+                                   "portal.api.permissions.KeyScope"],
+    "DEFAULT_PARSER_CLASSES": ["portal.api.parsers.BoundedJSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_THROTTLE_CLASSES": ["portal.api.throttling.PerKeyRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {"api": env_str("API_RATE_LIMIT", "600/min")},
+    "EXCEPTION_HANDLER": "portal.api.errors.problem_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
 }
+API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 1024 * 1024)  # a JSON body; larger is a 400
 SPECTACULAR_SETTINGS = {
     "TITLE": "Trainyard reseller API",
     "DESCRIPTION": "Quotes, orders and training servers for resellers.",
@@ -223,6 +243,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {"OrderStateEnum": "portal.orders.states.OrderState"},
 }
 
 # --- Logging: one JSON object per line on stdout ------------------------------------------
@@ -232,7 +253,11 @@ LOGGING = {
     "formatters": {"json": {"()": "portal.core.logging.JsonFormatter"}},
     "handlers": {"stdout": {"class": "logging.StreamHandler", "formatter": "json"}},
     "root": {"handlers": ["stdout"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    # The AWS SDK logs request and response bodies at DEBUG, and those hold issued secret keys
+    # (CreateAccessKey): its loggers stay at INFO or above whatever LOG_LEVEL says.
+    "loggers": {"django.db.backends": {"level": "WARNING"},
+                **{name: {"level": "INFO"} for name in ("botocore", "boto3", "s3transfer",
+                                                         "urllib3", "minio")}},
 }
 
 # --- Provisioning -------------------------------------------------------------------------
@@ -266,18 +291,20 @@ PROVISIONING_STEP_LEASE_S = env_int("PROVISIONING_STEP_LEASE_S", 60, minimum=2)
 PROVISIONING_STEP_MAX_ATTEMPTS = env_int("PROVISIONING_STEP_MAX_ATTEMPTS", 5, minimum=1)
 PROVISIONING_RETRY_BASE_MS = env_int("PROVISIONING_RETRY_BASE_MS", 5000, minimum=1)
 PROVISIONING_RETRY_MAX_MS = env_int("PROVISIONING_RETRY_MAX_MS", 10 * 60 * 1000, minimum=1)
+# A database error while a step records its outcome: tries (with backoff) before it gives up.
+PROVISIONING_DB_RETRIES = env_int("PROVISIONING_DB_RETRIES", 5, minimum=1)
 # A step still running after its deadline fails (beat task `provisioning.sweep`).
 PROVISIONING_STEP_DEADLINE_S = env_int("PROVISIONING_STEP_DEADLINE_S", 3600, minimum=1)
 PROVISIONING_STEP_DEADLINES_S = {"deploy_os": 2 * PROVISIONING_STEP_DEADLINE_S,
                                  "wipe": 3 * PROVISIONING_STEP_DEADLINE_S}
 PROVISIONING_SWEEP_INTERVAL_S = env_int("PROVISIONING_SWEEP_INTERVAL_S", 60, minimum=1)
 PROVISIONING_HEALTH_INTERVAL_S = env_int("PROVISIONING_HEALTH_INTERVAL_S", 300, minimum=10)
-# What happens to a node's local data at termination. Only "wipe" is implemented.
-PROVISIONING_DATA_RETENTION = env_str("PROVISIONING_DATA_RETENTION", "wipe")
 # The pipeline's plug-ins, by dotted path (like NODE_DRIVERS). Storage backend: a class with
-# provision(ctx) and revoke(ctx) (empty: none; ordering storage then fails the step with a
-# reason staff can act on). Stack renderer: (*, order, node, nodes) -> the stack script.
-PROVISIONING_STORAGE_BACKEND = env_str("PROVISIONING_STORAGE_BACKEND", "")
+# provision(ctx) and revoke(ctx) (default: buckets and keys through provisioning.storage;
+# empty: none, and ordering storage then fails the step with a reason staff can act on).
+# Stack renderer: (*, order, node, nodes) -> the stack script.
+PROVISIONING_STORAGE_BACKEND = env_str("PROVISIONING_STORAGE_BACKEND",
+                                       "provisioning.storage.backend.ServiceStorageBackend")
 PROVISIONING_STACK_RENDERER = env_str("PROVISIONING_STACK_RENDERER",
                                       "provisioning.stack.scripts.render_bootstrap")
 # The account customers log in with on a handed-over server (a node's driver_options.login_user
@@ -293,7 +320,10 @@ if REDIS_URL:
 
 CELERY_BEAT_SCHEDULE |= {
     "provisioning-sweep": {"task": "provisioning.sweep",
-                           "schedule": float(PROVISIONING_SWEEP_INTERVAL_S)},
+                           "schedule": float(PROVISIONING_SWEEP_INTERVAL_S),
+                           # a sweep nobody took in time is replaced by the next one
+                           "options": {"queue": CELERY_SWEEP_QUEUE,
+                                       "expires": float(PROVISIONING_SWEEP_INTERVAL_S)}},
     "provisioning-health": {"task": "provisioning.health_all",
                             "schedule": float(PROVISIONING_HEALTH_INTERVAL_S)},
 }
@@ -318,6 +348,10 @@ STORAGE_PROVIDERS = {
         "public_endpoint_url": env_str("STORAGE_MINIO_PUBLIC_ENDPOINT_URL", ""),
         "access_key": env_secret("STORAGE_MINIO_ACCESS_KEY", ""),
         "secret_key": env_secret("STORAGE_MINIO_SECRET_KEY", ""),
+        # Only with STORAGE_MINIO_ADAPTER=provisioning.storage.iam.IamProvider (the embedded
+        # loopback S3 of `make run` speaks IAM, not MinIO's admin API).
+        "options": ({"iam_endpoint_url": _iam} if (_iam := env_str("STORAGE_MINIO_IAM_ENDPOINT_URL", ""))
+                    else {}),
     },
     "wasabi": {
         "access_key": env_secret("STORAGE_WASABI_ACCESS_KEY", ""),
@@ -340,7 +374,19 @@ STORAGE_BUCKET_PREFIX = env_str("STORAGE_BUCKET_PREFIX", "trainyard")
 # versions after D days (incomplete multipart uploads are always aborted after 7 days).
 STORAGE_KEEP_VERSIONS = env_int("STORAGE_KEEP_VERSIONS", 3, minimum=1)
 STORAGE_NONCURRENT_DAYS = env_int("STORAGE_NONCURRENT_DAYS", 30, minimum=1)
-# Days a terminated order's bucket is kept before it is deleted (per-order default).
-STORAGE_RETENTION_DAYS = env_int("STORAGE_RETENTION_DAYS", 30, minimum=0)
+# Days a terminated order's bucket is kept before it is deleted (the default of the per-order
+# choice, 1–365); a beat task deletes expired buckets every STORAGE_DELETE_INTERVAL_S seconds.
+STORAGE_RETENTION_DAYS = env_int("STORAGE_RETENTION_DAYS", 30, minimum=1)
+if STORAGE_RETENTION_DAYS > 365:
+    raise ImproperlyConfigured(f"STORAGE_RETENTION_DAYS must be at most 365, not {STORAGE_RETENTION_DAYS}")
+STORAGE_DELETE_INTERVAL_S = env_int("STORAGE_DELETE_INTERVAL_S", 3600, minimum=60)
+# On the node: the checkpoint directory synced to the bucket at termination (under
+# $TRAINYARD_ROOT), and the Python 3 (with boto3) that runs the sync tool.
+STORAGE_NODE_CHECKPOINT_DIR = env_str("STORAGE_NODE_CHECKPOINT_DIR", "/data/checkpoints")
+STORAGE_NODE_PYTHON = env_str("STORAGE_NODE_PYTHON", "python3")
 # How long to wait for a newly issued key to work (IAM is eventually consistent), seconds.
 STORAGE_CREDENTIAL_PROPAGATION_S = env_float("STORAGE_CREDENTIAL_PROPAGATION_S", 30.0, minimum=0)
+CELERY_BEAT_SCHEDULE |= {
+    "storage-delete-expired": {"task": "provisioning.storage_delete_expired",
+                               "schedule": float(STORAGE_DELETE_INTERVAL_S)},
+}

@@ -1,6 +1,10 @@
 """Queues work for the workers after the surrounding transaction commits. Services call this;
 tasks never import it (they queue with ``provisioning.tasks.enqueue_steps`` directly), so
-services → enqueue → tasks → runs/pipeline is one way."""
+services → enqueue → tasks → runs/pipeline is one way.
+
+A broker outage must not hold the request: publishing gives up after a short retry
+(``CELERY_TASK_PUBLISH_RETRY_POLICY``; no result backend is touched, results are ignored), the
+failure is recorded on the run (``queue_error``) and the sweeper queues the work again."""
 
 from __future__ import annotations
 
@@ -15,20 +19,24 @@ from provisioning.runs import StepKey
 logger = logging.getLogger(__name__)
 
 
-def _send(what: str, send) -> None:
-    """A broker outage must not turn a committed change into an error page: the sweeper (beat)
-    queues whatever was left behind."""
+def _send(what: str, send, *, run_ids) -> None:
+    """A broker outage must not turn a committed change into an error page: the failure is
+    recorded on the run, and the sweeper (beat) queues whatever was left behind."""
     try:
         send()
-    except Exception:
+    except Exception as exc:
         logger.exception("could not queue %s; the sweeper will pick it up", what)
+        reason = f"could not queue {what}: {type(exc).__name__}: {exc}"[:500]
+        ProvisioningRun.objects.filter(pk__in=list(run_ids)).update(queue_error=reason)
 
 
 def enqueue_run_start(run: ProvisioningRun) -> None:
     run_id = run.pk
-    transaction.on_commit(lambda: _send(f"run {run_id}", lambda: tasks.run_start_task.delay(run_id)))
+    transaction.on_commit(lambda: _send(f"run {run_id}", lambda: tasks.run_start_task.delay(run_id),
+                                        run_ids=[run_id]))
 
 
 def enqueue_steps(keys: list[StepKey]) -> None:
     keys = list(keys)
-    transaction.on_commit(lambda: _send(f"steps {keys}", lambda: tasks.enqueue_steps(keys)))
+    transaction.on_commit(lambda: _send(f"steps {keys}", lambda: tasks.enqueue_steps(keys),
+                                        run_ids={k[0] for k in keys}))

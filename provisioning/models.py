@@ -35,6 +35,9 @@ class Node(models.Model):
     order = models.ForeignKey("orders.Order", null=True, blank=True, on_delete=models.SET_NULL,
                               related_name="nodes", help_text="The order this node serves.")
     reserved_until = models.DateTimeField(null=True, blank=True)
+    fence = models.PositiveBigIntegerField(
+        default=0, help_text="The last fencing token issued for work on this node; the node "
+                             "refuses an operation that carries an older one.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -81,6 +84,9 @@ class ProvisioningRun(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     error = models.TextField(blank=True)
+    queue_error = models.TextField(
+        blank=True, help_text="Why queueing this run's work failed (broker down); the sweeper "
+                              "queues it again and clears this.")
 
     class Meta:
         ordering = ["-created_at", "-pk"]
@@ -110,11 +116,20 @@ class StepRun(models.Model):
     status = models.CharField(max_length=12, choices=StepStatus.choices,
                               default=StepStatus.PENDING, db_index=True)
     attempts = models.PositiveSmallIntegerField(default=0)
+    executions = models.PositiveIntegerField(
+        default=0, help_text="Executions ever started (never reset): labels the log lines.")
     started_at = models.DateTimeField(null=True, blank=True)
+    claimed_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the current execution started; the deadline "
+                                         "counts from here.")
     finished_at = models.DateTimeField(null=True, blank=True)
     claimed_by = models.CharField(max_length=64, blank=True,
                                   help_text="Token of the task execution holding the step.")
     lease_expires_at = models.DateTimeField(null=True, blank=True)
+    fence = models.PositiveBigIntegerField(
+        default=0, help_text="Fencing token of the current execution (from Node.fence).")
+    stop_requested = models.BooleanField(
+        default=False, help_text="A later run needs the node: the execution stops.")
     retry_at = models.DateTimeField(null=True, blank=True)
     error = models.TextField(blank=True, help_text="Why the last attempt failed, for staff.")
     result = models.JSONField(default=dict, blank=True)
@@ -135,7 +150,7 @@ class StepLogLine(models.Model):
 
     step_run = models.ForeignKey(StepRun, on_delete=models.CASCADE, related_name="log_lines")
     at = models.DateTimeField()
-    attempt = models.PositiveSmallIntegerField(default=1)
+    attempt = models.PositiveSmallIntegerField(default=1, help_text="The execution number.")
     text = models.TextField()
 
     class Meta:

@@ -12,7 +12,6 @@ from portal.orders.states import OrderState
 from provisioning.models import HealthCheck, Node, NodeEvent, ProvisioningRun, StepLogLine, StepRun
 from provisioning.pipeline.steps.acceptance import AcceptanceReport, AcceptanceResult
 from provisioning.pipeline.steps.handover import HandoverResult
-from provisioning.pipeline.steps.storage import BucketAccess, StorageResult
 from provisioning.states import (
     NODE_FAILED,
     RUN_DONE,
@@ -23,6 +22,7 @@ from provisioning.states import (
     StepStatus,
     step_spec,
 )
+from provisioning.storage.services import StorageResult
 
 
 def nodes_for_operator(*, state: str | None = None, sku=None) -> QuerySet[Node]:
@@ -153,30 +153,39 @@ class NodeAccess:
 @dataclass(frozen=True)
 class OrderAccess:
     nodes: tuple[NodeAccess, ...] = ()
-    buckets: tuple[BucketAccess, ...] = ()
+    storage: StorageResult | None = None  # the bucket, as the latest storage step recorded it
+
+
+STORAGE_STEPS = ("storage", "rotate_storage_key")
 
 
 def order_access(order) -> OrderAccess:
-    """How the customer reaches the servers and buckets of ``order``: what the handover and
-    storage steps of its provisioning runs recorded (empty before handover)."""
-    steps = (StepRun.objects.filter(run__order=order, run__kind=RunKind.PROVISION,
-                                    status=StepStatus.SUCCEEDED, step__in=("handover", "storage"),
-                                    node__order=order)
-             .select_related("node").order_by("node__hostname", "-finished_at"))
+    """How the customer reaches the servers and the bucket of ``order``: what the handover step
+    of its provisioning run and the latest storage step (set-up or key rotation) recorded."""
+    handover_steps = (StepRun.objects.filter(run__order=order, run__kind=RunKind.PROVISION,
+                                             status=StepStatus.SUCCEEDED, step="handover",
+                                             node__order=order)
+                      .select_related("node").order_by("node__hostname", "-finished_at"))
     handovers: dict[int, tuple[str, HandoverResult]] = {}
-    buckets: list[BucketAccess] = []
-    fallback_endpoint = order.storage_provider.endpoint_url if order.storage_provider else ""
-    for sr in steps:
-        if sr.step == "handover":
-            handovers.setdefault(sr.node_id, (sr.node.hostname, HandoverResult.from_dict(sr.result)))
-            continue
-        for bucket in StorageResult.from_dict(sr.result).buckets:
-            if all(b.name != bucket.name for b in buckets):
-                buckets.append(BucketAccess(name=bucket.name,
-                                            endpoint=bucket.endpoint or fallback_endpoint))
+    for sr in handover_steps:
+        handovers.setdefault(sr.node_id, (sr.node.hostname, HandoverResult.from_dict(sr.result)))
     nodes = tuple(NodeAccess(hostname=hostname, rank=rank, handover=result)
                   for rank, (hostname, result) in enumerate(handovers.values()))
-    return OrderAccess(nodes=nodes, buckets=tuple(buckets))
+    return OrderAccess(nodes=nodes, storage=_latest_storage(order))
+
+
+def _latest_storage(order) -> StorageResult | None:
+    latest = (StepRun.objects.filter(run__order=order, status=StepStatus.SUCCEEDED,
+                                     step__in=STORAGE_STEPS)
+              .order_by("-finished_at", "-pk").values_list("result", flat=True))
+    for data in latest[:5]:
+        try:
+            result = StorageResult.from_dict(data)
+        except ValueError:
+            continue
+        if result.ordered:
+            return result
+    return None
 
 
 def runs_needing_attention() -> QuerySet[ProvisioningRun]:

@@ -59,6 +59,7 @@ class RunKind(models.TextChoices):
     TERMINATE = "terminate", "Termination"
     REBOOT = "reboot", "Reboot"
     REDEPLOY_STACK = "redeploy_stack", "Re-deploy training stack"
+    ROTATE_STORAGE_KEY = "rotate_storage_key", "Rotate bucket key"
 
 
 class RunStatus(models.TextChoices):
@@ -113,9 +114,11 @@ _PROVISION = (
     StepSpec("handover", "Handover", enter="validate", on_success="activate",
              on_failure="fail_validation"),
 )
+# Data first: checkpoints go to the order's bucket (kept until its date) before keys are revoked
+# and long before anything is wiped.
 _TERMINATE = (
+    StepSpec("retain_data", "Keep checkpoints", enter="release", on_failure="fail_wipe"),
     StepSpec("revoke_credentials", "Revoke credentials", enter="release", on_failure="fail_wipe"),
-    StepSpec("retain_data", "Retain data", enter="release", on_failure="fail_wipe"),
     StepSpec("wipe", "Wipe disks", enter="wipe", on_failure="fail_wipe"),
     StepSpec("ready", "Back in stock", enter="wipe", on_success="return_to_stock",
              on_failure="fail_wipe"),
@@ -123,12 +126,14 @@ _TERMINATE = (
 # Day 2 runs work on an active server and leave the order active; failures show on run and node.
 _REBOOT = (StepSpec("reboot", "Reboot"),)
 _REDEPLOY_STACK = tuple(s for s in _PROVISION if s.name in ("stack", "acceptance", "handover"))
+_ROTATE_STORAGE_KEY = (StepSpec("rotate_storage_key", "Rotate bucket key"),)
 
 STEPS: dict[str, tuple[StepSpec, ...]] = {
     RunKind.PROVISION: _PROVISION,
     RunKind.TERMINATE: _TERMINATE,
     RunKind.REBOOT: _REBOOT,
     RunKind.REDEPLOY_STACK: _REDEPLOY_STACK,
+    RunKind.ROTATE_STORAGE_KEY: _ROTATE_STORAGE_KEY,
 }
 
 

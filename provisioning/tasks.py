@@ -1,22 +1,30 @@
 """Thin Celery tasks: take ids, call a service, queue what comes next. Safe to deliver twice.
 
-Services queue work through ``provisioning.enqueue`` (after commit); nothing here imports it."""
+Services queue work through ``provisioning.enqueue`` (after commit); nothing here imports it.
+A database error that escapes a service (the engine handles those inside a step) retries the
+task with backoff (``DB_RETRY``). Results are never stored (``CELERY_TASK_IGNORE_RESULT``)."""
 
 from __future__ import annotations
 
 import logging
 
 from celery import shared_task
+from django.db import InterfaceError, OperationalError
 
 from provisioning.health import node_health_check
 from provisioning.models import Node
 from provisioning.pipeline.engine import step_deadline_s, step_execute
 from provisioning.runs import run_start
 from provisioning.states import NodeState
+from provisioning.storage.services import buckets_delete_expired
 from provisioning.sweeper import sweep
 
 logger = logging.getLogger(__name__)
 
+
+# Database blips retry the task: closed connections are reopened by the next delivery.
+DB_RETRY = {"autoretry_for": (OperationalError, InterfaceError), "retry_backoff": 1,
+            "retry_backoff_max": 60, "retry_jitter": True}
 
 # Room for a step that hit its soft limit to record the transient outcome before the hard kill.
 STEP_HARD_LIMIT_MARGIN_S = 300
@@ -37,14 +45,14 @@ def enqueue_steps(keys) -> None:
         step_task.apply_async((run_id, node_id, step), **step_time_limits(step))
 
 
-@shared_task(name="provisioning.run_start", acks_late=True)
+@shared_task(name="provisioning.run_start", acks_late=True, max_retries=10, **DB_RETRY)
 def run_start_task(run_id: int) -> int:
     keys = run_start(run_id=run_id)
     enqueue_steps(keys)
     return len(keys)
 
 
-@shared_task(bind=True, name="provisioning.step", acks_late=True, max_retries=None)
+@shared_task(bind=True, name="provisioning.step", acks_late=True, max_retries=None, **DB_RETRY)
 def step_task(self, run_id: int, node_id: int, step: str) -> str:
     outcome = step_execute(run_id=run_id, node_id=node_id, step=step)
     enqueue_steps(outcome.next_steps)
@@ -53,7 +61,7 @@ def step_task(self, run_id: int, node_id: int, step: str) -> str:
     return outcome.status
 
 
-@shared_task(name="provisioning.sweep", acks_late=True)
+@shared_task(name="provisioning.sweep", acks_late=True, max_retries=3, **DB_RETRY)
 def sweep_task() -> dict:
     result = sweep()
     enqueue_steps(result.requeue)
@@ -76,3 +84,10 @@ def health_check_task(node_id: int) -> bool | None:
     if node is None:
         return None
     return node_health_check(node=node).ok
+
+
+@shared_task(name="provisioning.storage_delete_expired", acks_late=True)
+def storage_delete_expired_task() -> dict:
+    """Beat: deletes retained buckets whose date has passed (never one before its date)."""
+    report = buckets_delete_expired(log=logger.info)
+    return {"deleted": list(report.deleted), "failed": list(report.failed)}

@@ -11,6 +11,7 @@ urlpatterns = [
     path("runs/<int:pk>/steps/", views.run_steps_partial, name="run-steps"),
     path("runs/<int:pk>/retry/", views.run_retry, name="run-retry"),
     path("runs/<int:pk>/swap/", views.run_swap, name="run-swap"),
+    path("runs/<int:pk>/drop-storage/", views.run_drop_storage, name="run-drop-storage"),
     path("nodes/", views.node_list, name="nodes"),
     path("nodes/enrol/", views.node_enrol, name="node-enrol"),
     path("nodes/<int:pk>/", views.node_detail, name="node"),

@@ -145,6 +145,21 @@ def run_retry(request, pk: int):
 
 @staff_required
 @require_POST
+def run_drop_storage(request, pk: int):
+    """Staff rescue: the order goes on without object storage (audited, customer told)."""
+    run = _run(pk)
+    try:
+        services.order_drop_storage(order=run.order, by=request.user,
+                                    note=request.POST.get("note", "").strip()[:500])
+        messages.success(request, "Object storage dropped from the order; the customer was told by "
+                                  "e-mail and the failed steps run again.")
+    except DomainError as exc:
+        messages.error(request, str(exc))
+    return redirect("provisioning:run", pk=run.pk)
+
+
+@staff_required
+@require_POST
 def run_swap(request, pk: int):
     run = _run(pk)
     form = SwapForm(request.POST)
@@ -173,7 +188,10 @@ def _run_context(request, run, swap_form=None) -> dict:
                     or any(s.status == "failed" for s in n.steps)]
     swappable = run.kind == RunKind.PROVISION and run.status == RunStatus.FAILED
     eligible = list(selectors.eligible_nodes_for(run.order)) if swappable else []
+    storage_failed = swappable and run.order.has_object_storage and run.steps.filter(
+        step="storage", status="failed").exists()
     return {"run": run, "order": run.order, "progress": progress, "failed_nodes": failed_nodes,
+            "storage_failed": storage_failed,
             "swappable": swappable, "swap_form": swap_form,
             "swap_choices": [("", "Pick automatically (same SKU and fabric)")] + [
                 (n.pk, n.hostname + (f" · fabric {n.fabric_group}" if n.fabric_group else ""))

@@ -19,7 +19,7 @@ import pytest
 from portal.accounts.models import Membership, Organisation, User
 from tests.factories import OrganisationFactory, member_of, staff
 
-pytest_plugins = ["tests.provisioning.conftest_sshd"]
+pytest_plugins = ["tests.provisioning.conftest_sshd", "tests.provisioning.storage.s3server"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -77,7 +77,7 @@ def celery_worker_process(require_redis, transactional_db, settings, tmp_path):
     log = tmp_path / "worker.log"
     proc = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "portal", "worker", "-l", "INFO",
-         "--concurrency", "2", "-Q", queue, "-n", f"{queue}@%h", "--without-mingle",
+         "--concurrency", "2", "-Q", f"{queue},{queue}.sweep", "-n", f"{queue}@%h", "--without-mingle",
          "--without-gossip"],
         cwd=REPO_ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
     )

@@ -31,7 +31,7 @@ class OrganisationAdmin(admin.ModelAdmin):
 class ApiKeyAdmin(admin.ModelAdmin):
     list_display = ("name", "prefix", "organisation", "created_at", "last_used_at", "revoked_at")
     list_filter = ("revoked_at",)
-    fields = ("organisation", "name", "prefix", "created_at", "last_used_at", "revoked_at")
+    fields = ("organisation", "name", "prefix", "scopes", "created_at", "last_used_at", "revoked_at")
     readonly_fields = ("prefix", "created_at", "last_used_at", "revoked_at")
     actions = ["revoke"]
 

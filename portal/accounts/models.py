@@ -78,8 +78,16 @@ class Membership(models.Model):
         return f"{self.user} in {self.organisation} ({self.get_role_display()})"
 
 
+def default_api_key_scopes() -> list[str]:
+    return ["read", "write"]
+
+
 class ApiKey(models.Model):
     """A reseller's or customer's key for /api/v1/. Only a hash of the secret is stored."""
+
+    class Scope(models.TextChoices):
+        READ = "read", "Read (GET)"
+        WRITE = "write", "Write (create, cancel, terminate, server actions)"
 
     organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE,
                                      related_name="api_keys")
@@ -89,7 +97,10 @@ class ApiKey(models.Model):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                    on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
-    last_used_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True,
+                                        help_text="Written at most once a minute.")
+    scopes = models.JSONField(default=default_api_key_scopes,
+                              help_text='What the key may do: ["read"] or ["read", "write"].')
     revoked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

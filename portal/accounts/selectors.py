@@ -1,12 +1,21 @@
 from django.db.models import Q, QuerySet
 
 from portal.accounts.models import Membership, Organisation
+from portal.accounts.principals import ApiKeyPrincipal
 
 
 def organisations_for(user) -> QuerySet[Organisation]:
-    """Organisations a user may see: staff all; a reseller admin its own and its customers'."""
+    """Organisations a user may see: staff all; a reseller admin its own and its customers'.
+
+    An API key acts for its organisation; a reseller's key also for the reseller's customers
+    (never their customers' siblings elsewhere, never the reseller's parent)."""
     if not user.is_authenticated:
         return Organisation.objects.none()
+    if isinstance(user, ApiKeyPrincipal):
+        org = user.organisation
+        if org.kind == Organisation.Kind.RESELLER:
+            return Organisation.objects.filter(Q(pk=org.pk) | Q(parent_id=org.pk))
+        return Organisation.objects.filter(pk=org.pk)
     if user.is_hosting_staff:
         return Organisation.objects.all()
     memberships = Membership.objects.filter(user=user)
@@ -17,6 +26,8 @@ def organisations_for(user) -> QuerySet[Organisation]:
 
 
 def primary_organisation(user) -> Organisation | None:
+    if isinstance(user, ApiKeyPrincipal):
+        return user.organisation
     membership = (
         Membership.objects.filter(user=user).select_related("organisation").order_by("pk").first()
     )
@@ -34,3 +45,16 @@ def can_manage_api_keys(user, organisation: Organisation) -> bool:
         return True
     return (organisation.kind == Organisation.Kind.CUSTOMER
             and memberships.filter(organisation=organisation).exists())
+
+
+def acting_organisation(user, *, customer: str = "") -> Organisation | None:
+    """The organisation a create call acts for: the principal's own, or (``customer``, a slug)
+    one of a reseller's customers. None when ``customer`` is not one the principal may act for."""
+    own = primary_organisation(user)
+    if not customer or (own is not None and customer == own.slug):
+        return own
+    return organisations_for(user).filter(slug=customer, parent__isnull=False).first()
+
+
+def customers_of(reseller: Organisation) -> QuerySet[Organisation]:
+    return Organisation.objects.filter(parent=reseller).order_by("name", "pk")

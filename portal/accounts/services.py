@@ -2,13 +2,20 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
+from datetime import timedelta
 
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
+from django.utils.text import slugify
 
 from portal.accounts.models import ApiKey, Organisation
 
 KEY_PREFIX_LENGTH = 8
+SCOPES = tuple(ApiKey.Scope.values)
+# `last_used_at` is written at most this often per key: most requests write nothing.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
 def _hash(secret: str) -> str:
@@ -22,15 +29,25 @@ class IssuedApiKey:
     plaintext: str  # shown once, never stored
 
 
-def api_key_issue(*, organisation: Organisation, name: str, by=None) -> IssuedApiKey:
+def api_key_issue(*, organisation: Organisation, name: str, by=None,
+                  scopes: tuple[str, ...] | list[str] = SCOPES) -> IssuedApiKey:
     if not name.strip():
         raise ValueError("An API key needs a name, e.g. 'billing integration'.")
+    unknown = sorted(set(scopes) - set(SCOPES))
+    if unknown:
+        raise ValueError(f"Unknown scope {', '.join(unknown)}: use {' and/or '.join(SCOPES)}.")
+    if not scopes:
+        raise ValueError("An API key needs at least one scope (read).")
+    scopes = [s for s in SCOPES if s in scopes]
+    if "write" in scopes and "read" not in scopes:
+        raise ValueError("A key that writes also reads: add the read scope.")
     prefix = secrets.token_hex(KEY_PREFIX_LENGTH // 2)
     secret = secrets.token_urlsafe(32)
     plaintext = f"ty_{prefix}_{secret}"
     key = ApiKey.objects.create(
         organisation=organisation, name=name.strip(), prefix=prefix,
-        hashed_secret=_hash(plaintext), created_by=by,
+        hashed_secret=_hash(plaintext), created_by=by if getattr(by, "pk", None) else None,
+        scopes=scopes,
     )
     return IssuedApiKey(api_key=key, plaintext=plaintext)
 
@@ -44,8 +61,19 @@ def api_key_authenticate(plaintext: str) -> ApiKey | None:
         return None
     if not hmac.compare_digest(key.hashed_secret, _hash(plaintext)):
         return None
-    ApiKey.objects.filter(pk=key.pk).update(last_used_at=timezone.now())
+    api_key_touch(key)
     return key
+
+
+def api_key_touch(key: ApiKey) -> None:
+    """Records use at most once a minute: a read within the minute writes nothing, and of two
+    concurrent requests only one UPDATE matches (the conditional WHERE)."""
+    now = timezone.now()
+    if key.last_used_at is not None and now - key.last_used_at < LAST_USED_RESOLUTION:
+        return
+    stale = Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
+    ApiKey.objects.filter(stale, pk=key.pk).update(last_used_at=now)
+    key.last_used_at = now
 
 
 @transaction.atomic
@@ -53,3 +81,36 @@ def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
     ApiKey.objects.filter(pk=api_key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
     api_key.refresh_from_db()
     return api_key
+
+
+# --- a reseller's customers -----------------------------------------------------------------
+def _require_reseller(reseller: Organisation) -> None:
+    if reseller.kind != Organisation.Kind.RESELLER:
+        raise PermissionDenied("Only a reseller organisation has customers.")
+
+
+@transaction.atomic
+def customer_create(*, reseller: Organisation, name: str, slug: str = "") -> Organisation:
+    """A customer organisation sold by ``reseller``; ValidationError (by field) on a bad name or
+    slug, PermissionDenied when ``reseller`` is not one."""
+    _require_reseller(reseller)
+    name = name.strip()
+    if not name:
+        raise ValidationError({"name": "A customer needs a name."})
+    slug = slugify(slug or name)[:50]
+    if not slug:
+        raise ValidationError({"slug": "Give a slug of letters, digits and hyphens."})
+    if Organisation.objects.filter(slug=slug).exists():
+        raise ValidationError({"slug": f"The slug {slug!r} is taken; choose another."})
+    return Organisation.objects.create(name=name, slug=slug, kind=Organisation.Kind.CUSTOMER,
+                                       parent=reseller)
+
+
+@transaction.atomic
+def customer_update(*, customer: Organisation, name: str) -> Organisation:
+    name = name.strip()
+    if not name:
+        raise ValidationError({"name": "A customer needs a name."})
+    customer.name = name
+    customer.save(update_fields=["name"])
+    return customer

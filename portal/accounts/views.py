@@ -23,7 +23,7 @@ def organisation_detail(request, slug):
         form, status = ApiKeyForm(), 403
     elif request.method == "POST" and form.is_valid():
         new_key = api_key_issue(organisation=organisation, name=form.cleaned_data["name"],
-                                by=request.user).plaintext
+                                scopes=form.cleaned_data["scopes"], by=request.user).plaintext
         form = ApiKeyForm()
     return render(request, "accounts/organisation_detail.html", {
         "organisation": organisation,

@@ -6,13 +6,14 @@ from django.utils import timezone
 
 from portal.core.models import TransitionEvent
 from portal.orders.states import OrderState
+from portal.quotes.models import StorageChoice
 
 
 def _order_reference() -> str:
     return "O-" + secrets.token_hex(4).upper()
 
 
-class Order(models.Model):
+class Order(StorageChoice):
     """A customer's order for N identical nodes, placed from a quote. State changes only through
     ``portal.orders.transitions.order_transition`` (one table: ``portal.orders.states``)."""
 
@@ -55,7 +56,8 @@ class Order(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
-    class Meta:
+    class Meta(StorageChoice.Meta):
+        abstract = False
         ordering = ["-created_at", "-pk"]
         constraints = [
             models.CheckConstraint(condition=models.Q(node_count__gte=1), name="order_has_nodes"),
@@ -73,6 +75,8 @@ class OrderEvent(TransitionEvent):
     """The audit trail: who moved the order from which state to which, when, and why."""
 
     order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="events")
+    api_key = models.ForeignKey("accounts.ApiKey", null=True, blank=True, on_delete=models.SET_NULL,
+                                related_name="+", help_text="The key of the API call that acted.")
     from_state = models.CharField(max_length=20, choices=OrderState.choices)
     to_state = models.CharField(max_length=20, choices=OrderState.choices)
 

@@ -28,6 +28,9 @@ _SENTENCES = {
 }
 # Where the state alone does not say what happened (keyed by transition).
 _TRANSITION_SENTENCES = {
+    "drop_storage": "Object storage could not be set up for your order, so our staff removed it: "
+                    "your servers are being set up without a bucket and the bucket is no longer "
+                    "billed. Order a bucket again when you need one, or reply to this e-mail.",
     "expire_reservation": "The servers reserved for you went back to stock because setup did not "
                           "start in time; our staff will look at your order again.",
 }
@@ -53,6 +56,26 @@ def recipients(order) -> list[str]:
     return sorted(emails)
 
 
+def kept_data_sentence(order, *, done: bool) -> str:
+    """What termination keeps, where and until when (the order's bucket, read through the
+    reverse relation the provisioning app declares; no import of it)."""
+    if not order.has_object_storage:
+        return "No bucket was ordered: everything on the local disks is wiped."
+    bucket = order.buckets.first() if hasattr(order, "buckets") else None
+    where = (f"bucket {bucket.name} at {bucket.endpoint}" if bucket is not None
+             else f"your bucket on {order.storage_provider}")
+    if bucket is not None and bucket.retain_until:
+        until = f"until {bucket.retain_until:%d %B %Y}"
+    else:
+        until = f"for {order.storage_retention_days} days"
+    if done:
+        return (f"The checkpoints in /data/checkpoints were copied to {where}; it is kept {until} "
+                f"and then deleted. The bucket keys were revoked with the servers; reply to this "
+                f"e-mail before then if you need the data back.")
+    return (f"The checkpoints in /data/checkpoints are copied to {where} before the disks are "
+            f"wiped; the bucket is kept {until} after termination, then deleted.")
+
+
 def order_event_notify(*, event_id: int) -> int:
     """Sends the e-mail for one order event; returns the number of messages sent (0 or 1)."""
     event = (OrderEvent.objects.select_related("order__organisation", "order__placed_by",
@@ -68,6 +91,8 @@ def order_event_notify(*, event_id: int) -> int:
              _TRANSITION_SENTENCES.get(event.transition) or _SENTENCES.get(event.to_state, "")]
     if event.to_state == OrderState.REJECTED and order.rejection_reason:
         lines += ["", f"Reason: {order.rejection_reason}"]
+    if event.to_state in (OrderState.TERMINATING, OrderState.TERMINATED):
+        lines += ["", kept_data_sentence(order, done=event.to_state == OrderState.TERMINATED)]
     lines += ["", f"Details: {order_url(order)}"]
     try:
         return send_mail(

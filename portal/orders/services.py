@@ -11,6 +11,7 @@ from __future__ import annotations
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
+from portal.accounts.principals import api_key_of
 from portal.accounts.selectors import organisations_for
 from portal.core.states import DomainError, actor_or_none
 from portal.orders.models import Order, OrderEvent
@@ -56,8 +57,12 @@ def order_place(*, quote: Quote, by, organisation=None) -> Order:
         storage_tb=quote.storage_tb, strategy=quote.strategy, tracker=quote.tracker,
         plan=quote.plan, price_lines=quote.price_lines, price_hourly=quote.price_hourly,
         price_monthly=quote.price_monthly, currency=quote.currency, state=OrderState.DRAFT,
+        storage_retention_days=quote.storage_retention_days,
+        storage_endpoint_url=quote.storage_endpoint_url, storage_bucket=quote.storage_bucket,
+        storage_access_key_id=quote.storage_access_key_id,
+        storage_secret_key=quote.storage_secret_key,
     )
-    OrderEvent.objects.create(order=order, actor=actor_or_none(by),
+    OrderEvent.objects.create(order=order, actor=actor_or_none(by), api_key=api_key_of(by),
                               transition="place", from_state=OrderState.DRAFT,
                               to_state=OrderState.DRAFT, note=f"placed from quote {quote.reference}")
     return order

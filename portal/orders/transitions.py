@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
+from portal.accounts.principals import api_key_of
 from portal.core.states import transition
 from portal.orders.models import Order, OrderEvent
 from portal.orders.notifications import order_event_notify
@@ -24,8 +25,9 @@ def order_transition(*, order: Order, name: str, by=None, note: str = "", **fiel
     target = ORDER_TRANSITIONS.get(name).target
 
     def record(locked, from_state, to_state, actor):
-        return OrderEvent.objects.create(order=locked, actor=actor, transition=name,
-                                         from_state=from_state, to_state=to_state, note=note)
+        return OrderEvent.objects.create(order=locked, actor=actor, api_key=api_key_of(by),
+                                         transition=name, from_state=from_state,
+                                         to_state=to_state, note=note)
 
     with transaction.atomic():
         order, event = transition(

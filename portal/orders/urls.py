@@ -15,4 +15,8 @@ urlpatterns = [
     path("<str:reference>/server/reboot/", views.server_action, {"action": "reboot"}, name="reboot"),
     path("<str:reference>/server/redeploy/", views.server_action, {"action": "redeploy"},
          name="redeploy"),
+    path("<str:reference>/server/storage/reveal/", views.server_storage_reveal,
+         name="storage-reveal"),
+    path("<str:reference>/server/storage/rotate/", views.server_action,
+         {"action": "rotate_storage_key"}, name="storage-rotate"),
 ]

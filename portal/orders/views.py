@@ -7,12 +7,16 @@ render what selectors read.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from portal.core.states import DomainError
@@ -29,6 +33,12 @@ from provisioning.selectors import (
     order_access,
     order_last_health,
     order_progress,
+)
+from provisioning.storage.selectors import storage_for
+from provisioning.storage.services import (
+    credential_reveal,
+    credentials_file_snippet,
+    storage_result_for,
 )
 
 
@@ -117,12 +127,15 @@ def order_terminate(request, reference: str):
         except DomainError as exc:
             messages.error(request, str(exc))
         else:
-            messages.success(request, f"Termination of {order.reference} started: access is revoked "
-                                      f"and the disks are wiped.")
+            kept = ("checkpoints are copied to your bucket, then " if order.has_object_storage
+                    else "")
+            messages.success(request, f"Termination of {order.reference} started: {kept}access is "
+                                      f"revoked and the disks are wiped.")
         return redirect("orders:detail", reference=order.reference)
     status = 400 if form.is_bound else 200
     return render(request, "orders/terminate.html", {
-        "order": order, "form": form, "allowed": _allowed(order, "request_termination")}, status=status)
+        "order": order, "form": form, "allowed": _allowed(order, "request_termination"),
+        "storage": storage_for(order), "retain_until": _retain_until_if_now(order)}, status=status)
 
 
 @login_required
@@ -138,8 +151,28 @@ def server_detail(request, reference: str):
         "order": order, "access": order_access(order), "report": acceptance_report(order),
         "health": order_last_health(order), "progress": progress,
         "day2_busy": progress.run_id is not None and not progress.done,
-        "is_staff": request.user.is_hosting_staff,
+        "is_staff": request.user.is_hosting_staff, "storage": storage_for(order),
     })
+
+
+@never_cache
+@login_required
+@require_POST
+def server_storage_reveal(request, reference: str):
+    """Shows the bucket key's secret once, with a ready credentials file; afterwards only rotate."""
+    order = get_object_or_404(orders_for(request.user), reference=reference)
+    revealed = credential_reveal(order=order)
+    if revealed is None:
+        messages.info(request, "The secret of this key was already shown once. Rotate the key to "
+                               "get a new one.")
+        return redirect("orders:server", reference=order.reference)
+    access_key_id, secret = revealed
+    result = storage_result_for(order)
+    response = render(request, "orders/storage_secret.html", {
+        "order": order, "storage": result, "access_key_id": access_key_id, "secret": secret,
+        "snippet": credentials_file_snippet(result=result, secret=secret)})
+    response["Referrer-Policy"] = "no-referrer"
+    return response
 
 
 @login_required
@@ -149,6 +182,8 @@ def server_action(request, reference: str, action: str):
     service, done = {
         "reboot": (provisioning_services.server_reboot, "Reboot started"),
         "redeploy": (provisioning_services.server_redeploy_stack, "Re-deploying the training stack"),
+        "rotate_storage_key": (provisioning_services.server_rotate_storage_key,
+                               "Rotating the bucket key"),
     }[action]
     try:
         service(order=order, by=request.user)
@@ -161,6 +196,13 @@ def server_action(request, reference: str, action: str):
 # --- helpers (reads for the templates) ---------------------------------------------------------
 def _allowed(order: Order, transition: str) -> bool:
     return ORDER_TRANSITIONS.get(transition).allowed_from(order.state)
+
+
+def _retain_until_if_now(order: Order):
+    """When the order's bucket would be deleted if it were terminated now."""
+    if not order.has_object_storage:
+        return None
+    return timezone.now() + timedelta(days=order.storage_retention_days)
 
 
 def _detail_context(request, order: Order) -> dict:

@@ -2,8 +2,22 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+
+@dataclass(frozen=True)
+class CustomStorage:
+    """The customer's own S3 bucket (provider kind "custom"): kept encrypted on quote and order."""
+
+    endpoint_url: str = ""
+    bucket: str = ""
+    access_key_id: str = ""
+    secret_key: str = field(default="", repr=False)
+
+    @property
+    def complete(self) -> bool:
+        return bool(self.endpoint_url and self.bucket and self.access_key_id and self.secret_key)
 
 
 @dataclass(frozen=True)
@@ -19,3 +33,9 @@ class Configuration:
     storage_tb: int = 0
     strategy: Any = None
     tracker: Any = None
+    storage_retention_days: int | None = None  # None: settings.STORAGE_RETENTION_DAYS
+    custom_storage: CustomStorage | None = None
+
+    @property
+    def storage_kind(self) -> str:
+        return getattr(self.storage_provider, "kind", "") if self.storage_provider is not None else ""

@@ -1,10 +1,17 @@
 from django import forms
+from django.conf import settings
 
 from portal.catalog.models import NetworkOption, NvmeOption, StackOption, StorageProvider
 from portal.catalog.selectors import sku_list
-from portal.quotes.configuration import Configuration
+from portal.quotes.configuration import Configuration, CustomStorage
 from portal.quotes.plans import plan_to_configuration
-from portal.quotes.rules import MAX_NODES, MAX_STORAGE_TB, pick_network
+from portal.quotes.rules import (
+    MAX_NODES,
+    MAX_RETENTION_DAYS,
+    MAX_STORAGE_TB,
+    MIN_RETENTION_DAYS,
+    pick_network,
+)
 from portal.sizing.plan_tokens import plan_unsign
 
 
@@ -49,6 +56,19 @@ class ConfiguratorForm(forms.Form):
     storage_tb = forms.IntegerField(label="Bucket size (TB)", min_value=0,
                                     max_value=MAX_STORAGE_TB, initial=0,
                                     help_text="For datasets and archived checkpoints.")
+    storage_retention_days = forms.IntegerField(
+        label="Keep the bucket after termination (days)", min_value=MIN_RETENTION_DAYS,
+        max_value=MAX_RETENTION_DAYS, required=False,
+        help_text="Checkpoints are copied to the bucket at termination and kept this long.")
+    # Only for "Your own S3 endpoint": we check access and write the config on the nodes.
+    storage_endpoint_url = forms.URLField(label="Your S3 endpoint", required=False,
+                                          assume_scheme="https",
+                                          help_text="e.g. https://s3.eu-central-1.amazonaws.com")
+    storage_bucket = forms.CharField(label="Your bucket", max_length=63, required=False)
+    storage_access_key_id = forms.CharField(label="Access key id", max_length=128, required=False)
+    storage_secret_key = forms.CharField(label="Secret access key", max_length=256, required=False,
+                                         widget=forms.PasswordInput(render_value=False),
+                                         help_text="Stored encrypted; never shown again.")
     strategy = forms.ModelChoiceField(queryset=StackOption.objects.filter(kind="strategy"),
                                       to_field_name="slug", label="Training stack", required=False,
                                       empty_label="Decide later")
@@ -80,13 +100,19 @@ class ConfiguratorForm(forms.Form):
         return Configuration(
             sku=d["sku"], node_count=d["node_count"], nvme=d["nvme"], network=d["network"],
             storage_provider=d.get("storage_provider"), storage_tb=d.get("storage_tb") or 0,
-            strategy=d.get("strategy"), tracker=d.get("tracker"))
+            strategy=d.get("strategy"), tracker=d.get("tracker"),
+            storage_retention_days=d.get("storage_retention_days"),
+            custom_storage=CustomStorage(
+                endpoint_url=d.get("storage_endpoint_url") or "", bucket=d.get("storage_bucket") or "",
+                access_key_id=(d.get("storage_access_key_id") or "").strip(),
+                secret_key=(d.get("storage_secret_key") or "").strip()))
 
 
 def initial_from_plan(plan: dict) -> dict:
     """Form values that reproduce a sizing plan (SKU, nodes, NVMe, network, bucket, stack)."""
     config = plan_to_configuration(plan)
-    initial: dict = {"node_count": config.node_count}
+    initial: dict = {"node_count": config.node_count,
+                     "storage_retention_days": settings.STORAGE_RETENTION_DAYS}
     for name in ("sku", "nvme", "network", "storage_provider", "strategy"):
         chosen = getattr(config, name)
         if chosen is not None:
@@ -103,4 +129,5 @@ def default_initial() -> dict:
     network = pick_network(NetworkOption.objects.all(), nodes=1)
     nvme = NvmeOption.objects.first()
     return {"sku": sku.slug if sku else None, "node_count": 1, "nvme": nvme.slug if nvme else None,
-            "network": network.slug if network else None, "storage_tb": 0}
+            "network": network.slug if network else None, "storage_tb": 0,
+            "storage_retention_days": settings.STORAGE_RETENTION_DAYS}

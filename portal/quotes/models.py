@@ -2,8 +2,12 @@ import secrets
 from datetime import timedelta
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
+
+from portal.core.crypto import EncryptedTextField
+from portal.quotes.rules import MAX_RETENTION_DAYS, MIN_RETENTION_DAYS
 
 QUOTE_VALID_DAYS = 14
 
@@ -16,7 +20,43 @@ def _default_valid_until():
     return timezone.now() + timedelta(days=QUOTE_VALID_DAYS)
 
 
-class Quote(models.Model):
+def default_retention_days() -> int:
+    """Days a terminated order's bucket is kept (settings.STORAGE_RETENTION_DAYS)."""
+    return settings.STORAGE_RETENTION_DAYS
+
+
+RETENTION_VALIDATORS = [MinValueValidator(MIN_RETENTION_DAYS), MaxValueValidator(MAX_RETENTION_DAYS)]
+
+
+class StorageChoice(models.Model):
+    """The object-storage part of a quote and of the order placed from it. For the "custom"
+    provider kind the customer's own endpoint, bucket and keys (keys encrypted at rest)."""
+
+    storage_retention_days = models.PositiveSmallIntegerField(
+        default=default_retention_days, validators=RETENTION_VALIDATORS,
+        help_text="Days the bucket is kept after termination, then deleted.")
+    storage_endpoint_url = models.URLField(blank=True, help_text="Custom S3 endpoint only.")
+    storage_bucket = models.CharField(max_length=63, blank=True, help_text="Custom S3 bucket only.")
+    storage_access_key_id = EncryptedTextField(blank=True, default="")
+    storage_secret_key = EncryptedTextField(blank=True, default="")
+
+    class Meta:
+        abstract = True
+
+    @property
+    def has_object_storage(self) -> bool:
+        """A bucket was ordered: a provider and a size, or the customer's own bucket (0 TB)."""
+        provider = self.storage_provider
+        if provider is None:
+            return False
+        return bool(self.storage_tb) or provider.kind == "custom"
+
+    @property
+    def is_custom_storage(self) -> bool:
+        return self.storage_provider is not None and self.storage_provider.kind == "custom"
+
+
+class Quote(StorageChoice):
     """A priced configuration, frozen at the time it was made: an order is placed from it."""
 
     reference = models.CharField(max_length=12, unique=True, default=_quote_reference,
@@ -46,7 +86,8 @@ class Quote(models.Model):
     valid_until = models.DateTimeField(default=_default_valid_until)
     created_at = models.DateTimeField(auto_now_add=True)
 
-    class Meta:
+    class Meta(StorageChoice.Meta):
+        abstract = False
         db_table = "orders_quote"  # the table it had before quotes left the orders app (data kept)
         ordering = ["-created_at"]
 

@@ -3,16 +3,18 @@ can act on; errors block a quote."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from portal.core.units import tb
-from portal.quotes.configuration import Configuration
+from portal.quotes.configuration import Configuration, CustomStorage
 from portal.quotes.pricing import price
 from portal.sizing.recommend.pricing import Price
 
 MIN_MULTI_NODE_ETHERNET_GBPS = 100
 MAX_NODES = 32
 MAX_STORAGE_TB = 1000
+MIN_RETENTION_DAYS, MAX_RETENTION_DAYS = 1, 365
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 
@@ -68,6 +70,7 @@ def check(config: Configuration, *, recommended_nvme_tb: float | None = None,
             text = (f"Only {stock} {config.sku.name} node{'s' if stock != 1 else ''} in stock "
                     f"for {n} requested: the order waits for the rest.")
         messages.append(Message(WARNING, "sku", text))
+    messages += _storage_rules(config)
     if config.storage_tb and config.storage_provider is None:
         messages.append(Message(ERROR, "storage_provider",
                                 "Choose an object-storage provider for the bucket, or set 0 TB."))
@@ -75,6 +78,32 @@ def check(config: Configuration, *, recommended_nvme_tb: float | None = None,
         messages.append(Message(ERROR, "storage_tb",
                                 f"Object storage is sized between 0 and {MAX_STORAGE_TB} TB."))
     return tuple(messages)
+
+
+_BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+
+
+def _storage_rules(config: Configuration) -> list[Message]:
+    messages = []
+    days = config.storage_retention_days
+    if days is not None and not MIN_RETENTION_DAYS <= days <= MAX_RETENTION_DAYS:
+        messages.append(Message(ERROR, "storage_retention_days",
+                                f"Keep the bucket between {MIN_RETENTION_DAYS} and "
+                                f"{MAX_RETENTION_DAYS} days after termination."))
+    if config.storage_kind != "custom":
+        return messages
+    custom = config.custom_storage or CustomStorage()
+    if not custom.endpoint_url.startswith(("https://", "http://")):
+        messages.append(Message(ERROR, "storage_endpoint_url",
+                                "Give your S3 endpoint as a URL, e.g. https://s3.example.com."))
+    if not _BUCKET_NAME.match(custom.bucket or ""):
+        messages.append(Message(ERROR, "storage_bucket",
+                                "Give the name of your bucket (3–63 lowercase letters, digits, "
+                                "dots and hyphens)."))
+    if not (custom.access_key_id and custom.secret_key):
+        messages.append(Message(ERROR, "storage_access_key_id",
+                                "Give an access key id and secret that can read and write the bucket."))
+    return messages
 
 
 def evaluate(config: Configuration, *, recommended_nvme_tb: float | None = None,

@@ -2,6 +2,7 @@
 
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -20,6 +21,18 @@ class ConfigurationError(ValueError):
         super().__init__(" ".join(p.text for p in problems))
 
 
+def storage_fields(configuration: Configuration, *, keeps_storage: bool = True) -> dict:
+    """The quote's retention and (custom kind only) the customer's endpoint, bucket and keys."""
+    fields = {"storage_retention_days": configuration.storage_retention_days
+              or settings.STORAGE_RETENTION_DAYS}
+    custom = configuration.custom_storage
+    if keeps_storage and configuration.storage_kind == "custom" and custom is not None:
+        fields |= {"storage_endpoint_url": custom.endpoint_url, "storage_bucket": custom.bucket,
+                   "storage_access_key_id": custom.access_key_id,
+                   "storage_secret_key": custom.secret_key}
+    return fields
+
+
 def configuration_evaluate(configuration: Configuration, *, plan: dict | None = None) -> Evaluation:
     return evaluate(configuration, recommended_nvme_tb=plan_nvme_tb(plan or {}) or None,
                     stock=sku_stock(configuration.sku))
@@ -34,6 +47,7 @@ def quote_create(*, organisation, by, configuration: Configuration,
     if not evaluation.ok:
         raise ConfigurationError(evaluation.errors)
     price = evaluation.price
+    keeps_storage = bool(configuration.storage_tb) or configuration.storage_kind == "custom"
     return Quote.objects.create(
         organisation=organisation,
         created_by=by if getattr(by, "pk", None) else None,
@@ -41,8 +55,9 @@ def quote_create(*, organisation, by, configuration: Configuration,
         node_count=configuration.node_count,
         nvme=configuration.nvme,
         network=configuration.network,
-        storage_provider=configuration.storage_provider if configuration.storage_tb else None,
+        storage_provider=configuration.storage_provider if keeps_storage else None,
         storage_tb=configuration.storage_tb if configuration.storage_provider else 0,
+        **storage_fields(configuration, keeps_storage=keeps_storage),
         strategy=configuration.strategy,
         tracker=configuration.tracker,
         plan=plan,

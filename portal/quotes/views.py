@@ -15,7 +15,9 @@ from portal.quotes.services import ConfigurationError, configuration_evaluate, q
 from portal.sizing.plan_tokens import plan_sign, plan_unsign
 from portal.sizing.services import wizard_url
 
-FORM_FIELDS = ("sku", "node_count", "nvme", "network", "storage_provider", "storage_tb", "strategy",
+# What the page URL carries (never the custom storage keys: they go only in the POST).
+FORM_FIELDS = ("sku", "node_count", "nvme", "network", "storage_provider", "storage_tb",
+               "storage_retention_days", "storage_endpoint_url", "storage_bucket", "strategy",
                "tracker", "plan", "organisation")
 
 
@@ -112,6 +114,8 @@ def _quote_params(quote) -> dict:
         "sku": quote.sku.slug, "node_count": quote.node_count, "nvme": quote.nvme.slug,
         "network": quote.network.slug, "storage_tb": quote.storage_tb,
         "storage_provider": quote.storage_provider.slug if quote.storage_provider else "",
+        "storage_retention_days": quote.storage_retention_days,
+        "storage_endpoint_url": quote.storage_endpoint_url, "storage_bucket": quote.storage_bucket,
         "strategy": quote.strategy.slug if quote.strategy else "",
         "tracker": quote.tracker.slug if quote.tracker else "",
         "plan": plan_sign(quote.plan) if quote.plan else "",

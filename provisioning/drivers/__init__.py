@@ -8,6 +8,8 @@ from django.utils.module_loading import import_string
 
 from provisioning.drivers.base import (
     DriverError,
+    ExecutionStopped,
+    Fence,
     GpuReading,
     HealthReport,
     NodeDriver,
@@ -16,7 +18,8 @@ from provisioning.drivers.base import (
     split_address,
 )
 
-__all__ = ["DriverError", "GpuReading", "HealthReport", "NodeDriver", "NodeTarget", "RunResult",
+__all__ = ["DriverError", "ExecutionStopped", "Fence", "GpuReading", "HealthReport", "NodeDriver",
+           "NodeTarget", "RunResult",
            "driver_class", "driver_for", "driver_names", "driver_options", "secret_option_paths",
            "split_address"]
 
@@ -66,8 +69,9 @@ def driver_options(node) -> dict:
     return options
 
 
-def driver_for(node) -> NodeDriver:
-    """A driver instance for a ``provisioning.Node``: settings options overlaid by the node's."""
+def driver_for(node, *, fence: Fence | None = None) -> NodeDriver:
+    """A driver instance for a ``provisioning.Node``: settings options overlaid by the node's.
+    The pipeline passes the claim's ``fence``; every operation then carries it."""
     options = driver_options(node)
     target = NodeTarget(
         hostname=node.hostname,
@@ -75,5 +79,6 @@ def driver_for(node) -> NodeDriver:
         gpu_count=node.sku.gpu_count,
         gpu_name=node.sku.gpu.name,
         options=options,
+        fence=fence,
     )
     return driver_class(node.driver)(target)

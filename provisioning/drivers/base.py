@@ -8,10 +8,18 @@ Errors: raise :class:`DriverError` with ``permanent=True`` when retrying cannot 
 credentials, host key mismatch, unknown image) and ``permanent=False`` for what may pass
 (connection refused, timeout, node busy). A script that ran and exited non-zero is not a
 driver error: ``run`` returns its exit status and the pipeline decides.
+
+Fencing: the pipeline builds the driver with ``target.fence`` (a :class:`Fence`: the claim's
+fencing token, increasing per node, and a cancel event). Before each operation the node side
+records the token and refuses one older than the newest it has seen; it stops (or waits for) an
+earlier execution that still works on the node; and it checks the token again before the
+operation reports success. A refused or cancelled operation raises :class:`ExecutionStopped`.
+Without a fence (health checks outside the pipeline) nothing is checked.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -33,6 +41,33 @@ class DriverError(Exception):
         return self.message
 
 
+class ExecutionStopped(DriverError):
+    """The node refused this execution (a newer claim holds it) or the worker cancelled it
+    (its claim was lost). Not permanent: the step itself may be fine; whoever holds the claim
+    now carries on."""
+
+    def __init__(self, message: str):
+        super().__init__(message, permanent=False)
+
+
+# Exit status of the node-side guard when a newer execution holds the node (ssh driver).
+FENCED_EXIT_STATUS = 79
+
+
+@dataclass(frozen=True)
+class Fence:
+    """The claim an operation runs under. ``token`` increases per node with every claim;
+    ``execution`` names the claim in logs; ``cancel`` is set when the worker lost the claim."""
+
+    token: int
+    execution: str = ""
+    cancel: threading.Event = field(default_factory=threading.Event, compare=False)
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel.is_set()
+
+
 @dataclass(frozen=True)
 class NodeTarget:
     """What a driver needs to know about the node it acts on."""
@@ -42,6 +77,7 @@ class NodeTarget:
     gpu_count: int = 0  # what the SKU promises; health() reports what is there
     gpu_name: str = ""
     options: Mapping[str, Any] = field(default_factory=dict)
+    fence: Fence | None = None  # the claim the pipeline's operations carry
 
 
 def split_address(address: str, default_port: int) -> tuple[str, int]:

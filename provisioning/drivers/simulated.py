@@ -13,7 +13,15 @@ Options (``settings.NODE_DRIVER_OPTIONS["simulated"]`` overlaid by ``Node.driver
 - ``state_dir``: where the journal lives (default ``settings.SIMULATED_DRIVER_STATE_DIR``).
 
 The journal (one JSON line per event, written under an exclusive lock) is the node's memory
-across processes: it counts injected failures and lets tests count side effects.
+across processes: it counts injected failures and lets tests count side effects. Each entry
+carries the fencing token of the operation (``fence``, 0 without one).
+
+Fencing, the node's side (see ``drivers.base``): ``<hostname>.fence`` holds the newest token
+seen and the operation now busy on the node. An operation with an older token is refused
+(journal: ``fenced``); one with a newer token takes the node and waits until the busy, older one
+has stopped (or its process is gone). A busy operation checks its token and the cancel event
+while it works and stops (``fenced`` / ``cancelled``) when either says so, and checks the token
+again before it records ``ok``.
 """
 
 from __future__ import annotations
@@ -23,7 +31,8 @@ import json
 import os
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from django.conf import settings
@@ -31,6 +40,7 @@ from django.conf import settings
 from provisioning.drivers.base import (
     POWER_ACTIONS,
     DriverError,
+    ExecutionStopped,
     GpuReading,
     HealthReport,
     LineCallback,
@@ -39,6 +49,8 @@ from provisioning.drivers.base import (
 )
 
 DEFAULT_DELAYS_S = {"deploy_os": 6.0, "power": 1.5, "run": 1.0, "health": 0.2}
+POLL_S = 0.05  # how often a busy operation looks at its fence and cancel event
+TAKEOVER_WAIT_S = 30.0  # how long a newer execution waits for an older one to stop
 _ECHO = re.compile(r"""^\s*echo\s+(?P<text>.+?)\s*$""")
 
 
@@ -59,6 +71,35 @@ def read_journal(hostname: str, state_dir: str | Path | None = None) -> list[dic
         return [json.loads(line) for line in fh if line.strip()]
 
 
+_ENDS = ("ok", "fenced", "cancelled", "aborted")
+
+
+def journal_overlaps(journal: list[dict]) -> list[tuple[str, str]]:
+    """Pairs of operations of two executions that ran on the node at the same time.
+
+    An operation is open from its ``start`` to its end (``ok``, ``exit N``, ``fenced``,
+    ``cancelled``, ``aborted``); an execution is (pid, fence). For tests and ``bench/pipeline_faults.py``."""
+    open_ops: dict[tuple, str] = {}
+    found = []
+    for e in journal:
+        who = (e.get("pid"), e.get("fence", 0))
+        if e["event"] == "start":
+            found += [(name, e["name"]) for other, name in open_ops.items() if other != who]
+            open_ops[who] = e["name"]
+        elif e["event"] in _ENDS or e["event"].startswith("exit "):
+            open_ops.pop(who, None)
+    return found
+
+
+def journal_completed(journal: list[dict]) -> dict[str, int]:
+    """How many times each operation completed (``ok``) on the node."""
+    done: dict[str, int] = {}
+    for e in journal:
+        if e["event"] == "ok":
+            done[e["name"]] = done.get(e["name"], 0) + 1
+    return done
+
+
 class SimulatedDriver:
     name = "simulated"
     simulated = True  # no machine behind it: the server page says so instead of an ssh line
@@ -75,14 +116,21 @@ class SimulatedDriver:
         if not image:
             raise DriverError("no OS image given", permanent=True)
         self._begin("deploy_os", "deploy_os")
-        on_line(f"PXE boot {self.target.hostname}, image {image}")
-        self._sleep_with_progress("deploy_os", on_line, label="writing image")
-        on_line(f"{image} installed; node rebooted into the new system")
-        self._record("deploy_os", "deploy_os", "ok")
+        with self._holding("deploy_os", "deploy_os"):
+            on_line(f"PXE boot {self.target.hostname}, image {image}")
+            self._sleep_with_progress("deploy_os", on_line, label="writing image")
+            self._check("deploy_os", "deploy_os")
+            on_line(f"{image} installed; node rebooted into the new system")
+            self._finish("deploy_os", "deploy_os", "ok")
 
     def run(self, script: str, *, name: str, on_line: LineCallback,
             env: Mapping[str, str] | None = None, timeout_s: float = 1800) -> RunResult:
         self._begin("run", name)
+        with self._holding("run", name):
+            return self._run(script, name=name, on_line=on_line, env=env)
+
+    def _run(self, script: str, *, name: str, on_line: LineCallback,
+             env: Mapping[str, str] | None) -> RunResult:
         tail: list[str] = []
         for line in script.splitlines():
             match = _ECHO.match(line)
@@ -98,7 +146,7 @@ class SimulatedDriver:
             line = f"{name}: simulated failure, exit status {status}"
             on_line(line)
             tail.append(line)
-        self._record("run", name, "ok" if status == 0 else f"exit {status}")
+        self._finish("run", name, "ok" if status == 0 else f"exit {status}")
         return RunResult(exit_status=status, output_tail=tuple(tail[-20:]))
 
     def power(self, action: str) -> None:
@@ -106,8 +154,9 @@ class SimulatedDriver:
             raise DriverError(f"unknown power action {action!r}; use on, off or reboot",
                               permanent=True)
         self._begin("power", f"power_{action}")
-        self._sleep(self._delay("power"))
-        self._record("power", f"power_{action}", "ok")
+        with self._holding("power", f"power_{action}"):
+            self._sleep(self._delay("power"), op="power", name=f"power_{action}")
+            self._finish("power", f"power_{action}", "ok")
 
     def health(self) -> HealthReport:
         self._begin("health", "health", journal_start=False)
@@ -137,7 +186,105 @@ class SimulatedDriver:
                 raise DriverError(
                     f"{name}: simulated transient failure {failed + 1} of {wanted}", permanent=False)
         if journal_start:
+            self._take_node(op, name)
+
+    # --- fencing (the node's side) ----------------------------------------------------------
+    @property
+    def _fence_path(self) -> Path:
+        return self.path.with_suffix(".fence")
+
+    @contextmanager
+    def _node_lock(self) -> Iterator[dict]:
+        """The node's fence state under an exclusive lock; changes to the dict are saved."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.with_suffix(".lock").open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                path = self._fence_path
+                state = json.loads(path.read_text()) if path.exists() else {}
+                state.setdefault("token", 0)
+                state.setdefault("busy", None)
+                before = dict(state)
+                yield state
+                if state != before:
+                    path.write_text(json.dumps(state))
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _take_node(self, op: str, name: str) -> None:
+        """Records the start of an operation; with a fence, first takes the node for it."""
+        fence = self.target.fence
+        if fence is None:
             self._record(op, name, "start")
+            return
+        give_up = time.monotonic() + TAKEOVER_WAIT_S
+        while True:
+            with self._node_lock() as state:
+                if fence.token < state["token"]:
+                    self._record(op, name, "fenced")
+                    raise ExecutionStopped(f"{self.target.hostname}: a newer execution holds the "
+                                           f"node (fence {state['token']}, ours {fence.token})")
+                state["token"] = fence.token  # an older busy operation sees this and stops
+                busy = state["busy"]
+                if not busy or busy["token"] == fence.token or not _alive(busy["pid"]):
+                    state["busy"] = {"token": fence.token, "pid": os.getpid(), "name": name}
+                    self._record(op, name, "start")
+                    return
+            if fence.cancelled:
+                self._record(op, name, "cancelled")
+                raise ExecutionStopped(f"{self.target.hostname}: {name} cancelled")
+            if time.monotonic() > give_up:
+                raise DriverError(f"{self.target.hostname}: an earlier execution "
+                                  f"({busy['name']}, fence {busy['token']}) has not stopped yet",
+                                  permanent=False)
+            time.sleep(POLL_S)
+
+    @contextmanager
+    def _holding(self, op: str, name: str) -> Iterator[None]:
+        """An operation that dies (time limit, a crash in a callback) frees the node and says
+        so in the journal (``aborted``), so the next execution does not wait for it."""
+        try:
+            yield
+        except ExecutionStopped:
+            raise  # already recorded and freed
+        except BaseException:
+            if self.target.fence is not None:
+                with self._node_lock() as state:
+                    busy = state["busy"]
+                    if busy and busy["token"] == self.target.fence.token and busy["pid"] == os.getpid():
+                        state["busy"] = None
+            self._record(op, name, "aborted")
+            raise
+
+    def _check(self, op: str, name: str) -> None:
+        """While busy: stop if a newer execution took the node or the worker cancelled us."""
+        fence = self.target.fence
+        if fence is None:
+            return
+        with self._node_lock() as state:
+            event = ("fenced" if state["token"] != fence.token
+                     else "cancelled" if fence.cancelled else None)
+            if event is None:
+                return
+            if state["busy"] and state["busy"]["token"] == fence.token:
+                state["busy"] = None
+            self._record(op, name, event)
+        raise ExecutionStopped(f"{self.target.hostname}: {name} stopped "
+                               f"({'a newer execution took the node' if event == 'fenced' else 'cancelled'})")
+
+    def _finish(self, op: str, name: str, event: str) -> None:
+        """Records the end of an operation: with a fence, only if it still holds the node."""
+        if self.target.fence is None:
+            self._record(op, name, event)
+            return
+        self._check(op, name)
+        with self._node_lock() as state:
+            if state["token"] != self.target.fence.token:  # lost it just now
+                self._record(op, name, "fenced")
+                raise ExecutionStopped(f"{self.target.hostname}: a newer execution took the node")
+            self._record(op, name, event)
+            if state["busy"] and state["busy"]["token"] == self.target.fence.token:
+                state["busy"] = None
 
     def _count(self, name: str, event: str) -> int:
         return sum(1 for e in self._read() if e["name"] == name and e["event"] == event)
@@ -147,8 +294,10 @@ class SimulatedDriver:
 
     def _record(self, op: str, name: str, event: str) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        fence = self.target.fence
         line = json.dumps({"op": op, "name": name, "event": event, "pid": os.getpid(),
-                           "at": time.time()})
+                           "at": time.time(), "fence": fence.token if fence else 0,
+                           "execution": fence.execution if fence else ""})
         with self.path.open("a", encoding="utf-8") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)
             fh.write(line + "\n")
@@ -161,9 +310,13 @@ class SimulatedDriver:
         base = delays.get(key, delays.get(default_key or key, 0.0))
         return float(base) * self.delay_scale
 
-    def _sleep(self, seconds: float) -> None:
-        if seconds > 0:
-            time.sleep(seconds)
+    def _sleep(self, seconds: float, *, op: str = "", name: str = "") -> None:
+        """Sleeps, looking at the fence and the cancel event now and then (``op``/``name``)."""
+        end = time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0:
+            time.sleep(min(left, POLL_S))
+            if op:
+                self._check(op, name)
 
     def _sleep_with_progress(self, key: str, on_line: LineCallback, *, label: str,
                              default_key: str | None = None) -> None:
@@ -171,6 +324,17 @@ class SimulatedDriver:
         if total <= 0:
             return
         ticks = 4
+        op = "deploy_os" if key == "deploy_os" else "run"
         for i in range(1, ticks + 1):
-            time.sleep(total / ticks)
+            self._sleep(total / ticks, op=op, name=key if key == "deploy_os" else label)
             on_line(f"{label}: {i * 100 // ticks}%")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -35,6 +35,16 @@ the rest of the script and ``env`` values (which may be secrets) never show up i
 Output (stdout and stderr, merged into one pipe on the node so their order holds) is handed to ``on_line``
 one line at a time as it arrives.
 
+Fencing (``target.fence``, see ``drivers.base``): the staged file starts with a guard that
+takes the node's fence under ``flock`` in ``$TRAINYARD_ROOT/var/lib/trainyard`` (``fence``: the
+newest token seen; ``pgid``/``pgid.fence``: the process group of the script now running and its
+token). An older token is refused (exit ``FENCED_EXIT_STATUS``); a newer one first kills the
+process group of the older execution still running and waits until it is gone. The script runs
+in its own process group (``setsid``); when it ends the guard checks the token again and reports
+``FENCED_EXIT_STATUS`` instead of success if a newer execution took the node meanwhile. When the
+worker cancels (its claim was lost), the driver kills that process group over a second channel
+and closes the first. ``power`` checks the fence the same way before it acts.
+
 Errors: connection refused, unreachable, timeouts and a connection lost mid-script are
 transient; no pin, a host key mismatch, a refused key, an unreadable key and a script that
 the node cannot run at all are permanent. A script that ran and exited non-zero is returned
@@ -66,9 +76,11 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
 from provisioning.drivers.base import (
+    FENCED_EXIT_STATUS,
     POWER_ACTIONS,
     RETRY_EXIT_STATUS,
     DriverError,
+    ExecutionStopped,
     GpuReading,
     HealthReport,
     LineCallback,
@@ -93,7 +105,64 @@ _HEALTH_COMMAND = (
 # Receives the script on stdin into a 0600 temp file, runs it with stdin closed, cleans up.
 _RUN_WRAPPER = (
     'f=$(mktemp "${{TMPDIR:-/tmp}}/trainyard-XXXXXXXX") || exit 126; '
-    'trap \'rm -f "$f"\' EXIT; cat > "$f" || exit 126; {prefix}bash "$f" </dev/null 2>&1'
+    'trap \'rm -f "$f"\' EXIT; cat > "$f" || exit 126; {prefix}bash "$f" {fence_dir} </dev/null 2>&1'
+)
+# Where the node keeps its fence; expanded by the login shell, passed to the (sudo) script.
+_FENCE_DIR = '"${TRAINYARD_ROOT:-}/var/lib/trainyard"'
+# The guard at the top of a fenced script (bash; $1 is the fence dir). The script proper follows
+# it in the same file, from line {skip} on; the guard never reads that far (it exits first).
+_FENCE_GUARD = """d="$1"
+mkdir -p "$d" || exit 126
+exec 9>>"$d/fence.lock"
+flock 9 || exit 126
+cur=$(cat "$d/fence" 2>/dev/null || true)
+if [ "${{cur:-0}}" -gt {token} ]; then
+  echo "trainyard: a newer execution holds this node (fence $cur, ours {token}); stopping"
+  exit {fenced}
+fi
+echo {token} > "$d/fence"
+old=$(cat "$d/pgid" 2>/dev/null || true)
+oldf=$(cat "$d/pgid.fence" 2>/dev/null || true)
+if [ -n "$old" ] && [ "${{oldf:-0}}" -lt {token} ] && kill -0 -- "-$old" 2>/dev/null; then
+  echo "trainyard: stopping an earlier execution (fence $oldf, process group $old)"
+  kill -TERM -- "-$old" 2>/dev/null || true
+  i=0
+  while kill -0 -- "-$old" 2>/dev/null; do
+    i=$((i+1))
+    [ $i -eq 100 ] && kill -KILL -- "-$old" 2>/dev/null
+    [ $i -gt 300 ] && {{ echo "trainyard: the earlier execution does not stop"; exit {retry}; }}
+    sleep 0.1
+  done
+fi
+s=$(mktemp "${{TMPDIR:-/tmp}}/trainyard-step-XXXXXXXX") || exit 126
+tail -n +{skip} "$0" > "$s"
+setsid bash "$s" </dev/null 9>&- 2>&1 &
+pid=$!
+echo "$pid" > "$d/pgid"
+echo {token} > "$d/pgid.fence"
+flock -u 9
+wait "$pid"
+status=$?
+rm -f "$s"
+flock 9
+if [ "$(cat "$d/fence" 2>/dev/null)" != {token} ]; then
+  echo "trainyard: a newer execution took this node while the script ran"
+  exit {fenced}
+fi
+if [ "$(cat "$d/pgid.fence" 2>/dev/null)" = {token} ]; then rm -f "$d/pgid" "$d/pgid.fence"; fi
+exit $status
+"""
+# Checks and takes the fence, then runs the command ($1: fence dir, $2: token).
+_FENCE_CHECK = (
+    'd="$1"; mkdir -p "$d" && exec 9>>"$d/fence.lock" && flock 9 || exit 126; '
+    'cur=$(cat "$d/fence" 2>/dev/null || true); '
+    'if [ "${cur:-0}" -gt "$2" ]; then echo "trainyard: a newer execution holds this node"; '
+    'exit ' + str(FENCED_EXIT_STATUS) + '; fi; echo "$2" > "$d/fence"; flock -u 9; shift 2; exec "$@"'
+)
+# Kills the process group of execution $2 if it is still the one running ($1: fence dir).
+_CANCEL_COMMAND = (
+    'd="$1"; if [ "$(cat "$d/pgid.fence" 2>/dev/null)" = "$2" ]; then '
+    'kill -TERM -- "-$(cat "$d/pgid")" 2>/dev/null; fi; exit 0'
 )
 
 
@@ -156,15 +225,23 @@ class SshDriver:
 
     def run(self, script: str, *, name: str, on_line: LineCallback,
             env: Mapping[str, str] | None = None, timeout_s: float = 1800) -> RunResult:
-        body = _exports(env or {}) + script
+        body = _exports(env or {})
+        fence = self.target.fence
+        if fence is not None:
+            skip = body.count("\n") + _FENCE_GUARD.count("\n") + 1
+            body += _FENCE_GUARD.format(token=int(fence.token), fenced=FENCED_EXIT_STATUS,
+                                        retry=RETRY_EXIT_STATUS, skip=skip)
+        body += script
         if not body.endswith("\n"):
             body += "\n"
         prefix = "sudo -n " if self.sudo else ""
-        command = _RUN_WRAPPER.format(prefix=prefix)
+        command = _RUN_WRAPPER.format(prefix=prefix, fence_dir=_FENCE_DIR)
         logger.info("ssh run %s on %s (%d bytes)", name, self.target.hostname, len(script))
         with self._session() as transport:
             status, tail = self._exec(transport, command, stdin=body.encode(), on_line=on_line,
                                       timeout_s=timeout_s, label=name)
+        if fence is not None and status == FENCED_EXIT_STATUS:
+            raise ExecutionStopped(f"{self.target.hostname}: {name}: {tail[-1] if tail else 'fenced'}")
         if status is None:
             raise DriverError(f"{self.target.hostname}: connection lost while {name} was running",
                               permanent=False)
@@ -191,12 +268,18 @@ class SshDriver:
                 raise DriverError(f"{exc.message}; without driver_options.ipmi the ssh driver "
                                   "cannot power the node on", permanent=False) from None
         command = self.reboot_command if action == "reboot" else self.poweroff_command
+        if self.target.fence is not None:
+            command = (f"sh -c {shlex.quote(_FENCE_CHECK)} _ {_FENCE_DIR} "
+                       f"{int(self.target.fence.token)} {command}")
         if self.sudo:
             command = f"sudo -n {command}"
         lines: list[str] = []
         with self._session() as transport:
             status, tail = self._exec(transport, command, stdin=b"", on_line=lines.append,
                                       timeout_s=60, label=f"power {action}")
+        if self.target.fence is not None and status == FENCED_EXIT_STATUS:
+            raise ExecutionStopped(f"{self.target.hostname}: power {action}: a newer execution "
+                                   "holds the node")
         # None: the node dropped the connection while going down, which is the acknowledgement.
         if status not in (None, 0):
             raise DriverError(f"{self.target.hostname}: {command!r} exited {status}: "
@@ -348,7 +431,11 @@ class SshDriver:
                 if remaining <= 0:
                     raise DriverError(f"{where}: {label} did not finish within {timeout_s:g}s",
                                       permanent=False)
-                readable, _, _ = select.select([channel], [], [], min(remaining, 1.0))
+                if self.target.fence is not None and self.target.fence.cancelled:
+                    self._cancel_remote(transport)
+                    raise ExecutionStopped(f"{where}: {label} cancelled (the claim was lost); "
+                                           "its process group was killed")
+                readable, _, _ = select.select([channel], [], [], min(remaining, 0.5))
                 if not readable:
                     if not transport.is_active():
                         return None, list(tail)
@@ -373,6 +460,23 @@ class SshDriver:
                               f"{exc or type(exc).__name__}", permanent=False) from None
         finally:
             channel.close()
+
+    def _cancel_remote(self, transport: paramiko.Transport) -> None:
+        """Kills the process group of this execution's script on the node (best effort: the
+        node's guard stops it anyway when a newer execution arrives)."""
+        prefix = "sudo -n " if self.sudo else ""
+        command = (f"{prefix}sh -c {shlex.quote(_CANCEL_COMMAND)} _ {_FENCE_DIR} "
+                   f"{int(self.target.fence.token)}")
+        try:
+            channel = transport.open_session(timeout=self.connect_timeout_s)
+            try:
+                channel.exec_command(command)
+                channel.status_event.wait(10)
+            finally:
+                channel.close()
+        except (paramiko.SSHException, EOFError, OSError):
+            logger.warning("could not cancel %s on %s", self.target.fence.execution,
+                           self.target.hostname)
 
     def _ipmi_power(self, action: str) -> None:
         binary = shutil.which("ipmitool")

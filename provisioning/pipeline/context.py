@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from django.db import InterfaceError, OperationalError, connection
 from django.utils import timezone
 
 from portal.orders.models import Order
-from provisioning.drivers import DriverError, RunResult, driver_for
+from provisioning.drivers import DriverError, Fence, RunResult, driver_for
 from provisioning.models import Node, ProvisioningRun, StepLogLine, StepRun
 from provisioning.states import StepStatus
 
@@ -42,7 +43,11 @@ class StepResult:
 
 
 class LogWriter:
-    """Collects the driver's output lines and writes them in small batches (live for the page)."""
+    """Collects the driver's output lines and writes them in small batches (live for the page).
+    ``attempt`` is the execution number, so the lines of two executions never share a label.
+    A database blip keeps the lines for the next flush instead of breaking the step."""
+
+    MAX_BUFFER = 2000
 
     def __init__(self, step_run_id: int, attempt: int):
         self.step_run_id, self.attempt = step_run_id, attempt
@@ -58,8 +63,13 @@ class LogWriter:
 
     def flush(self) -> None:
         if self.buffer:
-            StepLogLine.objects.bulk_create(self.buffer)
-            self.buffer = []
+            try:
+                StepLogLine.objects.bulk_create(self.buffer)
+                self.buffer = []
+            except (OperationalError, InterfaceError):
+                if not connection.in_atomic_block:
+                    connection.close()
+                self.buffer = self.buffer[-self.MAX_BUFFER:]
         self.flushed_at = time.monotonic()
 
 
@@ -71,10 +81,11 @@ class StepContext:
     step_run: StepRun
     log: LogWriter
     result: dict = field(default_factory=dict)  # partial result kept when the step fails
+    fence: Fence | None = None  # the claim every driver operation carries
 
     @cached_property
     def driver(self):
-        return driver_for(self.node)
+        return driver_for(self.node, fence=self.fence)
 
     @cached_property
     def cluster(self) -> list[Node]:

@@ -9,31 +9,40 @@ died is taken over once the lease lapses.
 
 State changes (node, order, run) happen in the same transaction as the step's outcome; driver
 I/O happens outside any transaction. What each step does is in ``provisioning.pipeline.steps``.
+
+Fencing: each claim also takes the next fencing token of its node (``Node.fence``), which every
+driver operation carries; the node refuses an older token (see ``provisioning.drivers.base``).
+A step whose lease cannot be kept stops its command on the node (``pipeline.lease``). A step
+does not start on a node while an execution of an earlier run still works there: that run is
+over (failed, cancelled), so the execution is asked to stop, and the step waits until it has.
+Database errors (a dropped connection, a failover) are transient: the connection is closed and
+the work retried (``pipeline.dbretry``).
 """
 
 from __future__ import annotations
 
 import logging
 import random
-import threading
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import connection, transaction
-from django.db.models import F, Q
-from django.db.models.functions import Coalesce
+from django.db import transaction
+from django.db.models import F, Q, Value
+from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
 from portal.core.states import DomainError
 from portal.orders.models import Order
 from portal.orders.states import OrderState
 from portal.orders.transitions import order_transition
-from provisioning.drivers import DriverError
+from provisioning.drivers import DriverError, ExecutionStopped, Fence
 from provisioning.models import Node, ProvisioningRun, StepLogLine, StepRun
 from provisioning.pipeline.context import LogWriter, StepContext, StepFailed
+from provisioning.pipeline.dbretry import DB_ERRORS, reset_connection, with_db_retry
+from provisioning.pipeline.lease import Lease
 from provisioning.pipeline.steps import STEP_FUNCTIONS
 from provisioning.runs import StepKey
 from provisioning.states import (
@@ -70,33 +79,6 @@ class StepOutcome:
     message: str = ""
 
 
-class _Lease(threading.Thread):
-    """Renews the claim on a step while it runs; a dead worker stops renewing."""
-
-    def __init__(self, step_run_id: int, token: str):
-        super().__init__(daemon=True, name=f"lease-{step_run_id}")
-        self.step_run_id, self.token = step_run_id, token
-        self.lease_s = settings.PROVISIONING_STEP_LEASE_S
-        self.done = threading.Event()
-
-    def run(self) -> None:
-        try:
-            while not self.done.wait(self.lease_s / 3):
-                renewed = StepRun.objects.filter(
-                    pk=self.step_run_id, claimed_by=self.token, status=StepStatus.RUNNING,
-                ).update(lease_expires_at=timezone.now() + timedelta(seconds=self.lease_s))
-                if not renewed:
-                    return
-        except Exception:  # a renewal that fails only shortens the lease
-            logger.exception("lease renewal failed", extra={"step_run": self.step_run_id})
-        finally:
-            connection.close()
-
-    def stop(self) -> None:
-        self.done.set()
-        self.join(timeout=5)
-
-
 # --- claiming and recording -------------------------------------------------------------------
 def step_execute(*, run_id: int, node_id: int, step: str, token: str | None = None) -> StepOutcome:
     """Runs one step once. Safe to call for the same key any number of times, concurrently."""
@@ -115,6 +97,13 @@ def step_execute(*, run_id: int, node_id: int, step: str, token: str | None = No
             status__in=STEP_DONE).exists():
         return StepOutcome("blocked")  # whoever finishes the step before queues this one
     now = timezone.now()
+    earlier = _earlier_execution(sr, now)
+    if earlier is not None:
+        # Wait (the task retries) until the earlier execution has stopped; it was asked to.
+        wait_s = min((earlier.lease_expires_at - now).total_seconds(),
+                     settings.PROVISIONING_STEP_LEASE_S / 3) + 1
+        return StepOutcome("busy", retry_in_s=max(1.0, wait_s),
+                           message=f"waiting for {earlier.step} of run #{earlier.run_id} to stop")
     if sr.status == StepStatus.RUNNING and sr.lease_expires_at and sr.lease_expires_at > now:
         # Held: by a live worker (a duplicate delivery), or by a dead one whose lease runs out.
         return StepOutcome("busy", retry_in_s=(sr.lease_expires_at - now).total_seconds() + 1)
@@ -122,17 +111,63 @@ def step_execute(*, run_id: int, node_id: int, step: str, token: str | None = No
         # A duplicate delivery of a step that waits out its backoff: not yet.
         return StepOutcome("waiting", retry_in_s=(sr.retry_at - now).total_seconds() + 1)
     lease = timedelta(seconds=settings.PROVISIONING_STEP_LEASE_S)
-    claimed = StepRun.objects.filter(pk=sr.pk).filter(
-        Q(status=StepStatus.PENDING)
-        | Q(status=StepStatus.RETRYING, retry_at__isnull=True)
-        | Q(status=StepStatus.RETRYING, retry_at__lte=now)
-        | Q(status=StepStatus.RUNNING, lease_expires_at__lt=now)
-    ).update(status=StepStatus.RUNNING, claimed_by=token, attempts=F("attempts") + 1,
-             started_at=Coalesce(F("started_at"), now), lease_expires_at=now + lease,
-             retry_at=None)
-    if claimed != 1:
+    if not _claim(sr, token, now):
         return StepOutcome("busy", retry_in_s=lease.total_seconds() + 1)
     return _run_claimed(StepRun.objects.select_related("run").get(pk=sr.pk), token)
+
+
+def _claim(sr: StepRun, token: str, now) -> bool:
+    """Takes the step (conditional UPDATE) and the node's next fencing token, in one transaction
+    that holds the node row, so tokens on one node only grow (and start from the clock, in
+    microseconds, so a node whose row was recreated still accepts them)."""
+    lease = timedelta(seconds=settings.PROVISIONING_STEP_LEASE_S)
+    with transaction.atomic():
+        Node.objects.select_for_update().filter(pk=sr.node_id).values_list("pk", flat=True).get()
+        claimed = StepRun.objects.filter(pk=sr.pk).filter(
+            Q(status=StepStatus.PENDING)
+            | Q(status=StepStatus.RETRYING, retry_at__isnull=True)
+            | Q(status=StepStatus.RETRYING, retry_at__lte=now)
+            | Q(status=StepStatus.RUNNING, lease_expires_at__lt=now)
+        ).update(status=StepStatus.RUNNING, claimed_by=token, attempts=F("attempts") + 1,
+                 executions=F("executions") + 1, started_at=Coalesce(F("started_at"), now),
+                 claimed_at=now, lease_expires_at=now + lease, retry_at=None,
+                 stop_requested=False)
+        if claimed != 1:
+            return False
+        # Larger than every token before it, and than any token of a previous life of this
+        # node's row (re-enrolled, database restored): the node keeps the newest it has seen.
+        Node.objects.filter(pk=sr.node_id).update(
+            fence=Greatest(F("fence") + 1, Value(int(now.timestamp() * 1_000_000))))
+        fence = Node.objects.values_list("fence", flat=True).get(pk=sr.node_id)
+        StepRun.objects.filter(pk=sr.pk).update(fence=fence)
+    return True
+
+
+def _earlier_execution(sr: StepRun, now) -> StepRun | None:
+    """An execution of another run that may still work on ``sr``'s node, if any.
+
+    One whose run is over (failed, cancelled: e.g. the order is terminating) is asked to stop
+    (its lease renewal then fails and the worker cancels the command). One whose lease lapsed
+    has no live worker: it is closed here, and the node's fence refuses it from now on."""
+    others = (StepRun.objects.filter(node_id=sr.node_id, status=StepStatus.RUNNING)
+              .exclude(run_id=sr.run_id).select_related("run"))
+    for other in others:
+        live = other.lease_expires_at is not None and other.lease_expires_at > now
+        if other.run.status == RunStatus.RUNNING:
+            if live:
+                return other
+            continue
+        if live:
+            if not other.stop_requested:
+                StepRun.objects.filter(pk=other.pk, status=StepStatus.RUNNING).update(
+                    stop_requested=True)
+            return other
+        StepRun.objects.filter(pk=other.pk, status=StepStatus.RUNNING,
+                               claimed_by=other.claimed_by).update(
+            status=StepStatus.FAILED, finished_at=now, lease_expires_at=None,
+            error=f"stopped: its worker stopped renewing the claim and run #{sr.run_id} needs "
+                  f"the node")
+    return None
 
 
 def _run_claimed(sr: StepRun, token: str) -> StepOutcome:
@@ -141,20 +176,28 @@ def _run_claimed(sr: StepRun, token: str) -> StepOutcome:
     node = Node.objects.select_related("sku__gpu").get(pk=sr.node_id)
     order = Order.objects.select_related("sku__gpu", "nvme", "network", "storage_provider",
                                          "strategy", "tracker").get(pk=run.order_id)
-    log = LogWriter(sr.pk, sr.attempts)
-    if sr.attempts > 1:
-        log(f"attempt {sr.attempts} of {spec.label.lower()}")
-    ctx = StepContext(run=run, order=order, node=node, step_run=sr, log=log)
+    log = LogWriter(sr.pk, sr.executions)
+    if sr.executions > 1:
+        log(f"execution {sr.executions} of {spec.label.lower()} (attempt {sr.attempts})")
+    fence = Fence(token=sr.fence, execution=token)
+    ctx = StepContext(run=run, order=order, node=node, step_run=sr, log=log, fence=fence)
     try:
         with transaction.atomic():
             _on_start(ctx, spec)
     except DomainError as exc:
         log.flush()
-        return _fail(sr, f"{spec.label} cannot start: {exc}", token=token, log=log)
-    heartbeat = _Lease(sr.pk, token)
+        why = f"{spec.label} cannot start: {exc}"
+        return _record(lambda: _fail(sr, why, token=token, log=log))
+    except DB_ERRORS as exc:
+        reset_connection()
+        why = _db_lost(spec, exc)
+        return _record(lambda: _transient(sr, why, token=token, log=log))
+    heartbeat = Lease(sr.pk, token, fence)
     heartbeat.start()
     try:
         result = STEP_FUNCTIONS[sr.step](ctx).to_dict()
+    except ExecutionStopped as exc:
+        outcome = ("transient", exc.message)
     except DriverError as exc:
         outcome = ("permanent", exc.message) if exc.permanent else ("transient", exc.message)
     except StepFailed as exc:
@@ -162,6 +205,9 @@ def _run_claimed(sr: StepRun, token: str) -> StepOutcome:
         outcome = ("permanent", exc.message)
     except SoftTimeLimitExceeded:
         outcome = ("transient", f"{spec.label} hit the task time limit")
+    except DB_ERRORS as exc:  # a database blip, not a broken step: retried like one
+        reset_connection()
+        outcome = ("transient", _db_lost(spec, exc))
     except Exception as exc:
         logger.exception("step crashed", extra={"step": sr.step, "node": node.hostname})
         outcome = ("internal", f"internal error in {sr.step}: {type(exc).__name__}: {exc}")
@@ -171,14 +217,38 @@ def _run_claimed(sr: StepRun, token: str) -> StepOutcome:
         heartbeat.stop()
         log.flush()
     kind, value = outcome
+    if heartbeat.lost:
+        log(f"execution {sr.executions} lost its claim ({heartbeat.lost}); stopped")
+        log.flush()
+        if heartbeat.stop_requested:
+            return _record(lambda: _stopped(sr, f"stopped: {heartbeat.lost}", token=token))
     if kind == "ok":
-        return _succeed(sr, spec, value or {}, token=token)
+        return _record(lambda: _succeed(sr, spec, value or {}, token=token))
     if kind == "transient":
-        return _transient(sr, value, token=token, log=log)
+        return _record(lambda: _transient(sr, value, token=token, log=log))
     # An internal error's details (exception, message) are for staff: the step error and the
     # run page have them; the log, which the customer's progress card shows, says less.
-    return _fail(sr, value, token=token, log=log, result=ctx.result,
-                 public_message=INTERNAL_ERROR_LINE if kind == "internal" else None)
+    return _record(lambda: _fail(sr, value, token=token, log=log, result=ctx.result,
+                                 public_message=INTERNAL_ERROR_LINE if kind == "internal" else None))
+
+
+def _record(fn) -> StepOutcome:
+    """Records an outcome; the writes are conditional on the claim, so a retry is safe."""
+    return with_db_retry(fn, what="recording a step outcome")
+
+
+def _db_lost(spec: StepSpec, exc: Exception) -> str:
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return f"database connection lost during {spec.label.lower()} ({first})"
+
+
+def _stopped(sr: StepRun, message: str, *, token: str) -> StepOutcome:
+    """An execution of a run that is over stopped because a later run needs the node: the
+    step ends failed with the reason; node, run and order belong to the later run."""
+    StepRun.objects.filter(pk=sr.pk, status=StepStatus.RUNNING, claimed_by=token).update(
+        status=StepStatus.FAILED, finished_at=timezone.now(), error=message,
+        lease_expires_at=None, retry_at=None)
+    return StepOutcome("stopped", message=message)
 
 
 def _on_start(ctx: StepContext, spec: StepSpec) -> None:
@@ -205,6 +275,9 @@ def _succeed(sr: StepRun, spec: StepSpec, result: dict, *, token: str) -> StepOu
             status=StepStatus.SUCCEEDED, finished_at=timezone.now(), result=result,
             lease_expires_at=None, error="")
         if done != 1:
+            if StepRun.objects.filter(pk=sr.pk, status=StepStatus.SUCCEEDED,
+                                      claimed_by=token).exists():
+                return _next(sr, run)  # recorded by our previous try (its commit went through)
             return StepOutcome("lost", message="another worker took the step over")
         if run.status == RunStatus.CANCELLED:
             # Cancelled while this step ran (e.g. the order was cancelled or is terminating):
@@ -217,6 +290,10 @@ def _succeed(sr: StepRun, spec: StepSpec, result: dict, *, token: str) -> StepOu
                             **({"order_id": None} if spec.on_success == "return_to_stock" else {}))
         if run.status == RunStatus.RUNNING and not run.steps.exclude(status__in=STEP_DONE).exists():
             _run_complete(run)
+    return _next(sr, run)
+
+
+def _next(sr: StepRun, run: ProvisioningRun) -> StepOutcome:
     if run.status != RunStatus.RUNNING:
         return StepOutcome("succeeded")
     following = (StepRun.objects.filter(run_id=sr.run_id, node_id=sr.node_id,
@@ -310,13 +387,14 @@ def _fail_run(run: ProvisioningRun, sr: StepRun, message: str) -> None:
 
 
 def step_fail_stuck(*, step_run: StepRun, message: str) -> bool:
-    """Fails a step that outlived its deadline, whoever holds it (the sweeper's move)."""
+    """Fails an execution that outlived its deadline, whoever holds it (the sweeper's move).
+    Its worker's lease renewal then finds the step failed and stops the command."""
     outcome = _fail(step_run, message, token=None,
-                    claim=Q(status__in=[StepStatus.RUNNING, StepStatus.RETRYING],
-                            attempts=step_run.attempts))
+                    claim=Q(status=StepStatus.RUNNING, claimed_by=step_run.claimed_by,
+                            executions=step_run.executions))
     if outcome.status == "failed":
         StepLogLine.objects.create(step_run=step_run, at=timezone.now(),
-                                   attempt=step_run.attempts, text=f"FAILED: {message}")
+                                   attempt=step_run.executions, text=f"FAILED: {message}")
         return True
     return False
 

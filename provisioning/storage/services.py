@@ -34,21 +34,35 @@ AWS_ENDPOINT = "https://s3.{region}.amazonaws.com"
 
 @dataclass(frozen=True)
 class StorageResult:
-    """What the storage step hands on (to later steps, the server page, the API). No secret."""
+    """What the storage step hands on (to later steps, the server page, the API). No secret.
+    The one storage result: the pipeline's storage step returns it, selectors read it back."""
 
     VERSION = 1
-    bucket: str
-    endpoint: str
-    region: str
-    access_key_id: str
+    bucket: str = ""  # "" when the order has no object storage
+    endpoint: str = ""
+    region: str = ""
+    access_key_id: str = ""
     provider: str = ""  # catalog slug
     skipped: tuple[str, ...] = ()  # bucket settings the provider does not offer
+
+    @property
+    def ordered(self) -> bool:
+        return bool(self.bucket)
 
     def to_dict(self) -> dict:
         return {"version": self.VERSION, **asdict(self), "skipped": list(self.skipped)}
 
     @classmethod
-    def from_dict(cls, data: dict) -> StorageResult:
+    def from_dict(cls, data: dict | None) -> StorageResult:
+        """Reads this result; rows written before it (``{"ordered", "buckets": [...]}``) read as
+        their first bucket. A newer version raises ValueError."""
+        data = data if isinstance(data, dict) else {}
+        if "version" not in data:
+            first = next(iter(data.get("buckets") or ()), None)
+            if isinstance(first, dict):
+                return cls(bucket=first.get("name") or first.get("bucket") or "",
+                           endpoint=first.get("endpoint") or first.get("endpoint_url") or "")
+            return cls(bucket=str(first)) if first else cls()
         if data.get("version") != cls.VERSION:
             raise ValueError(f"storage result version {data.get('version')!r} is not {cls.VERSION}")
         return cls(bucket=data["bucket"], endpoint=data["endpoint"], region=data["region"],
@@ -169,6 +183,35 @@ def _revoke_quietly(adapter, issued: IssuedCredential, log: LogFn) -> None:
         log(f"could not remove unverified key {issued.access_key_id} yet: {exc.message}")
 
 
+def order_custom_access(order) -> CustomAccess | None:
+    """The customer's own endpoint, bucket and keys (provider kind "custom"), else None."""
+    provider = order.storage_provider
+    if provider is None or provider.kind != "custom":
+        return None
+    return CustomAccess(endpoint_url=order.storage_endpoint_url, bucket=order.storage_bucket,
+                        access_key_id=order.storage_access_key_id,
+                        secret_access_key=order.storage_secret_key, region=provider.region)
+
+
+def active_credential(order) -> IssuedCredential | None:
+    """The order's active key with its secret, for writing it onto the order's own nodes
+    (never into a log, a result or a page)."""
+    cred = (Credential.objects.select_related("bucket")
+            .filter(bucket__order=order, active=True).first())
+    return _issued(cred) if cred is not None else None
+
+
+def storage_result_for(order) -> StorageResult | None:
+    """The storage result of the order's bucket as it is now (active key), or None."""
+    bucket = Bucket.objects.filter(order=order).select_related("provider").first()
+    if bucket is None:
+        return None
+    active = bucket.credentials.filter(active=True).first()
+    return StorageResult(bucket=bucket.name, endpoint=bucket.endpoint, region=bucket.region,
+                         access_key_id=active.access_key_id if active else "",
+                         provider=bucket.provider.slug, skipped=tuple(bucket.settings_skipped))
+
+
 # --- rotation and revocation ----------------------------------------------------------------
 
 def credential_rotate(*, order, log: LogFn = _no_log, since: datetime | None = None,
@@ -267,11 +310,16 @@ def bucket_transition(*, bucket: Bucket, name: str, by=None, note: str = "", **f
     return bucket
 
 
-def bucket_retain(*, order, until: datetime | None = None, by=None, note: str = "") -> Bucket | None:
-    """Keeps the order's bucket until ``until`` (default: the order's retention from now)."""
+def bucket_retain(*, order, until: datetime | None = None, by=None, note: str = "",
+                  extend: bool = True) -> Bucket | None:
+    """Keeps the order's bucket until ``until`` (default: the order's retention from now).
+    ``extend=False``: a bucket already retained keeps its date (each node of a cluster calls
+    this at termination; the first one sets the date)."""
     bucket = Bucket.objects.filter(order=order).first()
-    if bucket is None:
-        return None
+    if bucket is None or bucket.state == BucketState.DELETED:
+        return bucket
+    if bucket.state == BucketState.RETAINED and not extend:
+        return bucket
     until = until or retention_until(order)
     return bucket_transition(bucket=bucket, name="retain", by=by, retain_until=until,
                              note=note or f"kept until {until:%Y-%m-%d}")

@@ -26,8 +26,9 @@ def test_reseller_admin_sees_its_customers_but_not_others(db):
 def test_member_creates_a_key_shown_once_then_revokes_it(login, db):
     acme = OrganisationFactory(slug="acme")
     client = login(member_of(acme))
-    response = client.post("/orgs/acme/", {"name": "training bot"})
+    response = client.post("/orgs/acme/", {"name": "training bot", "scopes": ["read", "write"]})
     key = ApiKey.objects.get(organisation=acme)
+    assert key.scopes == ["read", "write"]
     assert f"ty_{key.prefix}_" in response.content.decode()
     assert f"ty_{key.prefix}_" not in client.get("/orgs/acme/").content.decode()
     client.post(f"/orgs/acme/keys/{key.prefix}/revoke")
@@ -71,5 +72,19 @@ def test_a_member_who_cannot_manage_keys_is_told_so_and_gets_no_key(login, db):
 def test_the_page_that_shows_a_new_key_is_never_cached(login, db):
     acme = OrganisationFactory(slug="acme")
     client = login(member_of(acme))
-    for response in (client.get("/orgs/acme/"), client.post("/orgs/acme/", {"name": "bot"})):
+    created = client.post("/orgs/acme/", {"name": "bot", "scopes": ["read"]})
+    for response in (client.get("/orgs/acme/"), created):
         assert "no-store" in response["Cache-Control"] and "private" in response["Cache-Control"]
+
+
+def test_a_key_is_created_read_only_when_only_read_is_chosen(login, db):
+    acme = OrganisationFactory(slug="acme")
+    login(member_of(acme)).post("/orgs/acme/", {"name": "dashboard", "scopes": ["read"]})
+    assert ApiKey.objects.get(organisation=acme).scopes == ["read"]
+
+
+def test_a_key_needs_a_scope(login, db):
+    acme = OrganisationFactory(slug="acme")
+    response = login(member_of(acme)).post("/orgs/acme/", {"name": "dashboard"})
+    assert "This field is required." in response.content.decode()
+    assert not ApiKey.objects.exists()

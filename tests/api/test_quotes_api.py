@@ -46,14 +46,14 @@ def test_defaults_pick_the_smallest_nvme_and_an_allowed_network(acme):
 def test_bad_input_is_a_400_by_field(acme):
     response = client_for(acme).post("/api/v1/quotes", {"sku": "nope", "node_count": 0}, format="json")
     assert response.status_code == 400
-    assert set(response.json()) == {"sku", "node_count"}
+    assert set(response.json()["errors"]) == {"sku", "node_count"}
 
 
 def test_a_broken_rule_is_a_400_on_the_field(acme):
     response = client_for(acme).post("/api/v1/quotes", {
         "sku": "8x-h100-sxm-80gb", "node_count": 2, "network": "eth-1g"}, format="json")
     assert response.status_code == 400
-    assert "single-node orders only" in response.json()["network"][0]
+    assert "single-node orders only" in response.json()["errors"]["network"][0]
     assert not Quote.objects.exists()
 
 
@@ -89,7 +89,7 @@ def test_a_plan_with_non_numeric_figures_is_a_400_on_plan(acme, plan):
     response = client_for(acme).post("/api/v1/quotes", {"sku": "1x-l4-24gb", "plan": plan},
                                      format="json")
     assert response.status_code == 400, response.content
-    assert "must be a number" in response.json()["plan"][0]
+    assert "must be a number" in response.json()["errors"]["plan"][0]
     assert not Quote.objects.exists()
 
 
@@ -102,5 +102,54 @@ def test_a_plan_with_non_numeric_figures_is_a_400_on_plan(acme, plan):
 def test_a_plan_the_database_or_pages_cannot_take_is_a_400_on_plan(acme, body, text):
     response = client_for(acme).generic("POST", "/api/v1/quotes", body, content_type="application/json")
     assert response.status_code == 400, response.content
-    assert text in response.json()["plan"][0]
+    assert text in response.json()["errors"]["plan"][0]
     assert not Quote.objects.exists()
+
+
+# --- list, customers, tenancy, idempotency (issue 13) --------------------------------------
+def test_it_lists_quotes_newest_first_and_only_its_own(people, catalog):
+    from tests.api.conftest import key_client
+
+    client = key_client(people.acme)
+    refs = [client.post("/api/v1/quotes", {"sku": "1x-l4-24gb"}, format="json").json()["reference"]
+            for _ in range(2)]
+    client_for(people.outsider_org).post("/api/v1/quotes", {"sku": "1x-l4-24gb"}, format="json")
+    body = client.get("/api/v1/quotes").json()
+    assert [q["reference"] for q in body["results"]] == refs[::-1]
+
+
+def test_a_reseller_quotes_for_its_customer_and_the_child_cannot_see_the_resellers(people, catalog):
+    from tests.api.conftest import assert_problem, key_client
+
+    reseller = key_client(people.reseller)
+    own = reseller.post("/api/v1/quotes", {"sku": "1x-l4-24gb"}, format="json").json()
+    theirs = reseller.post("/api/v1/quotes", {"sku": "1x-l4-24gb", "customer": "resale-client"},
+                           format="json").json()
+    assert (own["organisation"], theirs["organisation"]) == ("gpu-resale", "resale-client")
+    listed = reseller.get("/api/v1/quotes?customer=resale-client").json()["results"]
+    assert [q["reference"] for q in listed] == [theirs["reference"]]
+    child = key_client(people.client_org)
+    assert_problem(child.get(f"/api/v1/quotes/{own['reference']}"), 404)
+    assert child.get(f"/api/v1/quotes/{theirs['reference']}").status_code == 200
+    response = child.post("/api/v1/quotes", {"sku": "1x-l4-24gb", "customer": "gpu-resale"},
+                          format="json")
+    assert "customer" in assert_problem(response, 400)["errors"]
+
+
+def test_a_read_key_cannot_quote(people, catalog):
+    from tests.api.conftest import assert_problem, key_client
+
+    response = key_client(people.acme, scopes=["read"]).post("/api/v1/quotes", {"sku": "1x-l4-24gb"},
+                                                             format="json")
+    assert_problem(response, 403)
+    assert not Quote.objects.exists()
+
+
+def test_creating_a_quote_is_idempotent(people, catalog):
+    client = client_for(people.acme)
+    first = client.post("/api/v1/quotes", {"sku": "1x-l4-24gb"}, format="json", HTTP_IDEMPOTENCY_KEY="q")
+    again = client.post("/api/v1/quotes", {"sku": "1x-l4-24gb"}, format="json", HTTP_IDEMPOTENCY_KEY="q")
+    assert again.json() == first.json() and Quote.objects.count() == 1
+    other = client.post("/api/v1/quotes", {"sku": "8x-h100-sxm-80gb"}, format="json",
+                        HTTP_IDEMPOTENCY_KEY="q")
+    assert other.status_code == 422

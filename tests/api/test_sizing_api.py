@@ -63,7 +63,7 @@ def test_estimate_from_an_hf_config(api):
 def test_estimate_bad_input_is_a_400_that_says_why(api, body, field, text):
     response = api.post("/api/v1/estimates", body, format="json")
     assert response.status_code == 400
-    assert text in str(response.json()[field])
+    assert text in str(response.json()["errors"][field])
 
 
 def test_recommendation_matches_the_recommender(api):
@@ -128,7 +128,7 @@ def test_search_options_are_bounded(api):
             "options": {"node_counts": list(range(1, 200))}}
     response = api.post("/api/v1/recommendations", body, format="json")
     assert response.status_code == 400
-    assert "node_counts" in response.json()["options"]
+    assert "node_counts" in response.json()["errors"]["options"]
 
 
 @pytest.mark.parametrize("model", ["llama-3.1-8b", "mixtral-8x7b", "bert-base", "config.json"])
@@ -163,11 +163,11 @@ def test_a_quotes_plan_from_the_wizard_re_estimates_through_the_api(api, client)
 def test_a_plan_that_cannot_be_re_estimated_is_a_400_on_plan(api, plan, text):
     response = api.post("/api/v1/estimates", {"plan": plan}, format="json")
     assert response.status_code == 400
-    assert text in response.json()["plan"][0]
+    assert text in response.json()["errors"]["plan"][0]
 
 
 def test_a_plan_is_sent_alone(api):
     response = api.post("/api/v1/estimates", {"plan": {"schema_version": 1}, "model": "llama-3.1-8b"},
                         format="json")
     assert response.status_code == 400
-    assert "send the plan alone, without model" in response.json()["plan"][0]
+    assert "send the plan alone, without model" in response.json()["errors"]["plan"][0]

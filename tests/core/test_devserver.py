@@ -29,8 +29,9 @@ def test_devserver_serves_with_a_worker_on_the_embedded_broker_and_stops_on_ctrl
     proc = subprocess.Popen(manage + ["devserver", "--addr", f"127.0.0.1:{port}"], cwd=REPO_ROOT,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        health = _wait_for_worker(f"http://127.0.0.1:{port}/healthz")
-        assert health == {"database": "ok", "broker": "ok", "worker": "ok (1)", "status": "ok"}
+        # two workers answer: the step worker and the sweeper's (its own queue)
+        health = _wait_for_worker(f"http://127.0.0.1:{port}/healthz", workers=2)
+        assert health == {"database": "ok", "broker": "ok", "worker": "ok (2)", "status": "ok"}
         catalog = urllib.request.urlopen(f"http://127.0.0.1:{port}/catalog/", timeout=5).read()
         assert b"8\xc3\x97 NVIDIA H100 SXM5 80GB" in catalog
     finally:
@@ -41,12 +42,12 @@ def test_devserver_serves_with_a_worker_on_the_embedded_broker_and_stops_on_ctrl
     assert "Warm shutdown" in output  # the worker was stopped, not orphaned
 
 
-def _wait_for_worker(url: str, timeout: float = 60) -> dict:
+def _wait_for_worker(url: str, workers: int, timeout: float = 60) -> dict:
     deadline, last = time.monotonic() + timeout, None
     while time.monotonic() < deadline:
         try:
             last = json.loads(urllib.request.urlopen(url, timeout=5).read())
-            if last["worker"].startswith("ok"):
+            if last["worker"] == f"ok ({workers})":
                 return last
         except OSError:
             pass

@@ -5,11 +5,21 @@ cannot be reached right now (transient) and a node that refuses our credentials 
 The ssh case runs against a real OpenSSH sshd on loopback (tests/provisioning/sshd.py).
 """
 
+import threading
+
 import pytest
 from django.conf import settings
 
 from provisioning.drivers import driver_class, driver_names
-from provisioning.drivers.base import DriverError, HealthReport, NodeDriver, NodeTarget, RunResult
+from provisioning.drivers.base import (
+    DriverError,
+    ExecutionStopped,
+    Fence,
+    HealthReport,
+    NodeDriver,
+    NodeTarget,
+    RunResult,
+)
 from tests.provisioning.sshd import free_port, generate_ed25519
 
 
@@ -19,10 +29,11 @@ class SimulatedCase:
     def __init__(self, request, tmp_path):
         self.state_dir = tmp_path / "simulated"
 
-    def driver(self, hostname: str = "sim-node", **options) -> NodeDriver:
+    def driver(self, hostname: str = "sim-node", fence=None, **options) -> NodeDriver:
         base = {"delay_scale": 0, "state_dir": str(self.state_dir), **options}
         return driver_class("simulated")(NodeTarget(hostname=hostname, address="10.0.0.1",
-                                                    gpu_count=8, gpu_name="H100", options=base))
+                                                    gpu_count=8, gpu_name="H100", options=base,
+                                                    fence=fence))
 
     def failing(self, name: str, exit_status: int) -> NodeDriver:
         return self.driver(exit_status={name: exit_status})
@@ -119,6 +130,65 @@ def test_an_unknown_power_action_is_refused_permanently(case):
     with pytest.raises(DriverError) as info:
         case.driver().power("explode")
     assert info.value.permanent is True
+
+
+# --- fencing: every operation carries the claim's token; the node refuses a stale one ----------
+LONG_SCRIPT = "echo begin\nsleep 6\necho finished\n"
+LONG = {"delay_scale": 1, "delays": {"long": 6}}  # the simulated node's time for that script
+
+
+class Background(threading.Thread):
+    """Runs the long script on ``driver``; keeps its lines and what it raised."""
+
+    def __init__(self, driver):
+        super().__init__(daemon=True)
+        self.driver, self.lines, self.error, self.result = driver, [], None, None
+        self.began = threading.Event()
+
+    def on_line(self, line):
+        self.lines.append(line)
+        if line == "begin":
+            self.began.set()
+
+    def run(self):
+        try:
+            self.result = self.driver.run(LONG_SCRIPT, name="long", on_line=self.on_line)
+        except DriverError as exc:
+            self.error = exc
+        finally:
+            self.began.set()
+
+
+def test_an_operation_with_an_older_fence_is_refused(case):
+    assert case.driver(fence=Fence(5)).run("echo newer\n", name="x", on_line=print).ok
+    lines: list[str] = []
+    with pytest.raises(ExecutionStopped) as info:
+        case.driver(fence=Fence(4)).run("echo stale\n", name="x", on_line=lines.append)
+    assert info.value.permanent is False
+    assert "stale" not in lines
+
+
+def test_a_newer_execution_stops_the_older_one_before_it_works(case):
+    older = Background(case.driver(fence=Fence(10), **LONG))
+    older.start()
+    older.began.wait(30)
+    newer = case.driver(fence=Fence(11)).run("echo second\n", name="short", on_line=print)
+    older.join(30)
+    assert newer.ok
+    assert isinstance(older.error, ExecutionStopped), (older.error, older.result)
+    assert "finished" not in older.lines[older.lines.index("begin"):] or case.name == "simulated"
+
+
+def test_a_cancelled_operation_stops_on_the_node(case):
+    fence = Fence(20)
+    running = Background(case.driver(fence=fence, **LONG))
+    running.start()
+    running.began.wait(30)
+    fence.cancel.set()  # the worker lost its claim
+    running.join(30)
+    assert isinstance(running.error, ExecutionStopped), (running.error, running.result)
+    # The node is free for the next execution at once (no earlier one left to stop).
+    assert case.driver(fence=Fence(21)).run("echo next\n", name="x", on_line=print).ok
 
 
 # Host identity exists only for drivers that talk to a real host.

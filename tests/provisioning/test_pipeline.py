@@ -192,13 +192,16 @@ def test_staff_swap_a_failed_node(catalog, people, sim_dir):
     assert order_progress(order).nodes[0].hostname == "gpu-spare"
 
 
-def test_object_storage_without_a_provider_fails_loudly(catalog, people, sim_dir):
+def test_object_storage_on_a_provider_without_admin_credentials_fails_loudly(catalog, people, sim_dir,
+                                                                            settings):
+    settings.STORAGE_PROVIDERS = {**settings.STORAGE_PROVIDERS, "minio": {}}
     make_node(sku=H100_SKU, state_dir=sim_dir)
     order = approved_order(people, storage="minio", storage_tb=10)
     drain(order.runs.get().pk)
     step = StepRun.objects.get(step="storage")
     assert step.status == "failed"
-    assert "no bucket provider implementation: no bucket was created" in step.error
+    assert ("storage provider 'minio' has no admin credentials: set STORAGE_MINIO_ACCESS_KEY and "
+            "STORAGE_MINIO_SECRET_KEY (docs/storage.md)") in step.error
     order.refresh_from_db()
     assert order.state == OrderState.PROVISION_FAILED
 
@@ -227,7 +230,7 @@ def test_termination_revokes_wipes_and_returns_nodes_to_stock(catalog, people, s
     node.refresh_from_db()
     assert (order.state, node.state, node.order) == ("terminated", "ready", None)
     assert list(run.steps.values_list("step", flat=True)) == [
-        "revoke_credentials", "retain_data", "wipe", "ready"]
+        "retain_data", "revoke_credentials", "wipe", "ready"]
     assert _journal_ok(node, sim_dir)[-2:] == ["revoke_credentials", "wipe"]
 
 

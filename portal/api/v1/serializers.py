@@ -5,16 +5,30 @@ import json
 from rest_framework import serializers
 
 from portal.catalog.models import NetworkOption, NvmeOption, ServerSKU, StackOption, StorageProvider
-from portal.quotes.configuration import Configuration
+from portal.quotes.configuration import Configuration, CustomStorage
 from portal.quotes.models import Quote
 from portal.quotes.plans import plan_check, plan_nvme_tb
-from portal.quotes.rules import MAX_NODES, MAX_STORAGE_TB, pick_network, pick_nvme
+from portal.quotes.rules import (
+    MAX_NODES,
+    MAX_RETENTION_DAYS,
+    MAX_STORAGE_TB,
+    MIN_RETENTION_DAYS,
+    pick_network,
+    pick_nvme,
+)
 from portal.sizing import services
 from portal.sizing.estimator import config as est_config
 from portal.sizing.recommend import types as rec_types
 
 
 # --- Quotes -------------------------------------------------------------------------------
+class CustomStorageInputSerializer(serializers.Serializer):
+    endpoint_url = serializers.URLField(help_text="Your S3 endpoint, e.g. https://s3.example.com")
+    bucket = serializers.CharField(max_length=63)
+    access_key_id = serializers.CharField(max_length=128)
+    secret_key = serializers.CharField(max_length=256, write_only=True)
+
+
 class QuoteInputSerializer(serializers.Serializer):
     sku = serializers.SlugRelatedField(slug_field="slug", queryset=ServerSKU.objects.filter(is_active=True),
                                        help_text="Server SKU slug, e.g. `8x-h100-sxm-80gb`.")
@@ -27,6 +41,13 @@ class QuoteInputSerializer(serializers.Serializer):
     storage_provider = serializers.SlugRelatedField(slug_field="slug", queryset=StorageProvider.objects.all(),
                                                     required=False, allow_null=True)
     storage_tb = serializers.IntegerField(min_value=0, max_value=MAX_STORAGE_TB, default=0)
+    storage_retention_days = serializers.IntegerField(
+        min_value=MIN_RETENTION_DAYS, max_value=MAX_RETENTION_DAYS, required=False,
+        help_text="Days the bucket is kept after termination; default STORAGE_RETENTION_DAYS.")
+    storage_custom = CustomStorageInputSerializer(
+        required=False, allow_null=True,
+        help_text="Your own bucket (storage_provider of kind custom, e.g. `custom-s3`); the keys are "
+                  "stored encrypted and never returned.")
     strategy = serializers.SlugRelatedField(slug_field="slug", required=False, allow_null=True,
                                             queryset=StackOption.objects.filter(kind="strategy"))
     tracker = serializers.SlugRelatedField(slug_field="slug", required=False, allow_null=True,
@@ -48,7 +69,9 @@ class QuoteInputSerializer(serializers.Serializer):
         return Configuration(
             sku=d["sku"], node_count=nodes, nvme=nvme, network=network,
             storage_provider=d.get("storage_provider"), storage_tb=d["storage_tb"],
-            strategy=d.get("strategy"), tracker=d.get("tracker"))
+            strategy=d.get("strategy"), tracker=d.get("tracker"),
+            storage_retention_days=d.get("storage_retention_days"),
+            custom_storage=CustomStorage(**d["storage_custom"]) if d.get("storage_custom") else None)
 
 
 class PriceLineSerializer(serializers.Serializer):
@@ -73,8 +96,9 @@ class QuoteOutputSerializer(serializers.ModelSerializer):
     class Meta:
         model = Quote
         fields = ["reference", "organisation", "sku", "sku_name", "node_count", "nvme", "network",
-                  "storage_provider", "storage_tb", "strategy", "tracker", "plan", "price_lines",
-                  "price_hourly", "price_monthly", "currency", "valid_until", "is_valid", "created_at"]
+                  "storage_provider", "storage_tb", "storage_retention_days", "storage_endpoint_url",
+                  "storage_bucket", "strategy", "tracker", "plan", "price_lines", "price_hourly",
+                  "price_monthly", "currency", "valid_until", "is_valid", "created_at"]
         read_only_fields = fields
 
 

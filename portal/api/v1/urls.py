@@ -1,11 +1,23 @@
 from django.urls import path
 
-from portal.api.v1 import views
+from portal.api.v1.views import catalog, customers, orders, quotes, sizing
 
 app_name = "api-v1"
 urlpatterns = [
-    path("estimates", views.EstimateView.as_view(), name="estimates"),
-    path("recommendations", views.RecommendationView.as_view(), name="recommendations"),
-    path("quotes", views.QuoteCreateView.as_view(), name="quotes"),
-    path("quotes/<str:reference>", views.QuoteDetailView.as_view(), name="quote"),
+    path("catalog", catalog.CatalogView.as_view(), name="catalog"),
+    path("estimates", sizing.EstimateView.as_view(), name="estimates"),
+    path("recommendations", sizing.RecommendationView.as_view(), name="recommendations"),
+    path("quotes", quotes.QuoteListCreateView.as_view(), name="quotes"),
+    path("quotes/<str:reference>", quotes.QuoteDetailView.as_view(), name="quote"),
+    path("orders", orders.OrderListCreateView.as_view(), name="orders"),
+    path("orders/<str:reference>", orders.OrderDetailView.as_view(), name="order"),
+    path("orders/<str:reference>/cancel", orders.OrderCancelView.as_view(), name="order-cancel"),
+    path("orders/<str:reference>/terminate", orders.OrderTerminateView.as_view(), name="order-terminate"),
+    path("orders/<str:reference>/events", orders.OrderEventListView.as_view(), name="order-events"),
+    path("orders/<str:reference>/server", orders.ServerDetailView.as_view(), name="server"),
+    path("orders/<str:reference>/server/reboot", orders.ServerRebootView.as_view(), name="server-reboot"),
+    path("orders/<str:reference>/server/redeploy", orders.ServerRedeployView.as_view(),
+         name="server-redeploy"),
+    path("customers", customers.CustomerListCreateView.as_view(), name="customers"),
+    path("customers/<slug:slug>", customers.CustomerDetailView.as_view(), name="customer"),
 ]

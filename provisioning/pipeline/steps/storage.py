@@ -1,49 +1,30 @@
-"""Object storage: buckets and scoped keys, through the backend named by dotted path in
-``settings.PROVISIONING_STORAGE_BACKEND`` (like ``NODE_DRIVERS``). With storage ordered and no
-backend configured, the step fails loudly with a reason staff can act on."""
+"""Object storage: the order's bucket and scoped key, through the backend named by dotted path in
+``settings.PROVISIONING_STORAGE_BACKEND`` (default: ``provisioning.storage.backend``). The step
+returns the storage service's ``StorageResult`` (no secret). With storage ordered and no backend,
+or a provider without adapter or admin credentials, it fails with a reason staff can act on."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol
 
 from django.conf import settings
 from django.utils.module_loading import import_string
 
 from provisioning.pipeline.context import StepContext, StepFailed, StepResult
+from provisioning.storage.services import StorageResult
 
-
-@dataclass(frozen=True)
-class BucketAccess:
-    name: str
-    endpoint: str = ""
-
-
-@dataclass(frozen=True)
-class StorageResult(StepResult):
-    ordered: bool = False
-    buckets: tuple[BucketAccess, ...] = ()
-
-    @classmethod
-    def from_dict(cls, data: dict | None) -> StorageResult:
-        """Reads this result and older rows (``bucket``/``endpoint_url`` keys, bare names)."""
-        data = data if isinstance(data, dict) else {}
-        buckets = []
-        for item in data.get("buckets") or ():
-            if isinstance(item, dict):
-                name = item.get("name") or item.get("bucket") or ""
-                endpoint = item.get("endpoint") or item.get("endpoint_url") or ""
-            else:
-                name, endpoint = str(item), ""
-            if name:
-                buckets.append(BucketAccess(name=name, endpoint=endpoint))
-        return cls(ordered=bool(data.get("ordered", bool(buckets))), buckets=tuple(buckets))
+__all__ = ["StorageBackend", "StorageResult", "rotate_storage_key", "storage", "storage_backend",
+           "storage_ordered"]
 
 
 class StorageBackend(Protocol):
-    """Creates and revokes an order's buckets and keys. Built with no arguments."""
+    """Creates, rotates, keeps and revokes an order's bucket and keys. Built with no arguments."""
 
     def provision(self, ctx: StepContext) -> StorageResult: ...
+
+    def rotate(self, ctx: StepContext) -> StorageResult: ...
+
+    def retain(self, ctx: StepContext) -> StepResult: ...
 
     def revoke(self, ctx: StepContext) -> dict: ...
 
@@ -53,16 +34,32 @@ def storage_backend() -> StorageBackend | None:
     return import_string(path)() if path else None
 
 
-def storage(ctx: StepContext) -> StorageResult:
-    order = ctx.order
-    if not order.storage_provider_id or not order.storage_tb:
-        ctx.log("no object storage ordered; nothing to do")
-        return StorageResult(ordered=False)
+def storage_ordered(order) -> bool:
+    return bool(order.storage_provider_id) and order.has_object_storage
+
+
+def _required_backend(order) -> StorageBackend:
     backend = storage_backend()
     if backend is None:
         raise StepFailed(
             f"Object storage was ordered ({order.storage_tb} TB on {order.storage_provider}), but "
-            f"this version has no bucket provider implementation: no bucket was created. "
-            f"Retry this step once storage support is deployed (PROVISIONING_STORAGE_BACKEND), "
-            f"or swap the order's storage off.")
-    return backend.provision(ctx)
+            f"PROVISIONING_STORAGE_BACKEND is empty: no bucket was created. Set it (default "
+            f"provisioning.storage.backend.ServiceStorageBackend) and retry this step, or drop "
+            f"the storage from the order.")
+    return backend
+
+
+def storage(ctx: StepContext) -> StorageResult:
+    order = ctx.order
+    if not storage_ordered(order):
+        ctx.log("no object storage ordered; nothing to do")
+        return StorageResult()
+    return _required_backend(order).provision(ctx)
+
+
+def rotate_storage_key(ctx: StepContext) -> StorageResult:
+    """Day 2: a new key for the order's bucket, written to the node; the old one revoked after."""
+    order = ctx.order
+    if not storage_ordered(order):
+        raise StepFailed(f"order {order.reference} has no object storage to rotate a key for")
+    return _required_backend(order).rotate(ctx)

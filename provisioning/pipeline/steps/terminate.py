@@ -1,26 +1,20 @@
-"""The steps of a termination run: revoke credentials, retain data, wipe disks, back in stock."""
+"""The steps of a termination run: keep the data (checkpoints copied to the order's bucket, the
+bucket kept until its date), revoke credentials, wipe disks, back in stock."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.conf import settings
-
 from provisioning.pipeline.context import StepContext, StepFailed, StepResult
-from provisioning.pipeline.steps.storage import storage_backend
+from provisioning.pipeline.steps.storage import storage_backend, storage_ordered
 from provisioning.stack.scripts import revoke_script, wipe_script
+from provisioning.storage.backend import RetainResult
 
 
 @dataclass(frozen=True)
 class RevokeResult(StepResult):
     ssh_keys_revoked: bool = False
     storage: dict = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class RetainResult(StepResult):
-    policy: str = ""
-    archived: bool = False
 
 
 @dataclass(frozen=True)
@@ -33,25 +27,22 @@ class ReadyResult(StepResult):
     gpu_count: int = 0
 
 
+def retain_data(ctx: StepContext) -> RetainResult:
+    if not storage_ordered(ctx.order):
+        ctx.log("no bucket was ordered: local data is wiped with the disks")
+        return RetainResult(policy="wipe", note="no bucket ordered")
+    backend = storage_backend()
+    if backend is None:
+        raise StepFailed("a bucket was ordered but PROVISIONING_STORAGE_BACKEND is empty: the "
+                         "checkpoints cannot be copied, so nothing is wiped. Set it and retry.")
+    return backend.retain(ctx)
+
+
 def revoke_credentials(ctx: StepContext) -> RevokeResult:
     ctx.run_script(revoke_script(), name="revoke_credentials")
     backend = storage_backend()
-    if backend is not None:
-        storage = backend.revoke(ctx)
-    else:
-        storage = {"revoked": []}
-        ctx.log("no object-storage keys to revoke: this version issues none")
+    storage = backend.revoke(ctx) if backend is not None else {"revoked": 0}
     return RevokeResult(ssh_keys_revoked=True, storage=storage)
-
-
-def retain_data(ctx: StepContext) -> RetainResult:
-    policy = settings.PROVISIONING_DATA_RETENTION
-    if policy != "wipe":
-        raise StepFailed(f"data retention policy {policy!r} is not implemented; only 'wipe' is. "
-                         f"Set PROVISIONING_DATA_RETENTION=wipe or archive the data by hand.")
-    ctx.log("policy 'wipe': local NVMe data is not archived; object-storage buckets stay with "
-            "the customer")
-    return RetainResult(policy=policy, archived=False)
 
 
 def wipe(ctx: StepContext) -> WipeResult:

@@ -3,13 +3,6 @@ from decimal import Decimal
 
 import pytest
 
-from tests.provisioning.storage.s3server import (  # noqa: F401
-    admin_iam,
-    admin_s3,
-    embedded_s3,
-    storage_provider,
-)
-
 _numbers = itertools.count(1)
 
 
@@ -28,7 +21,7 @@ def make_storage_order(**fields):
 
 
 @pytest.fixture
-def order(storage_provider):  # noqa: F811 - the fixture imported above
+def order(storage_provider):  # the fixtures of tests/provisioning/storage/s3server.py
     return make_storage_order(storage_provider=storage_provider, storage_tb=1)
 
 

@@ -19,6 +19,7 @@ from provisioning.storage.services import (
     storage_setup,
 )
 from provisioning.storage.states import BucketState
+from tests.provisioning.storage.conftest import make_storage_order
 
 
 def _s3(embedded_s3, access_key_id, secret):
@@ -112,9 +113,12 @@ def test_retained_bucket_is_kept_until_its_date_then_deleted(db, order, admin_s3
     assert buckets_delete_expired(now=now + timedelta(days=31)).deleted == ()
 
 
-def test_retention_default_follows_settings(db, order, settings):
+def test_retention_default_follows_settings(db, storage_provider, settings):
+    settings.STORAGE_RETENTION_DAYS = 10  # the default of the order's own choice
+    order = make_storage_order(storage_provider=storage_provider, storage_tb=1)
+    assert order.storage_retention_days == 10
     storage_setup(order=order)
-    settings.STORAGE_RETENTION_DAYS = 10
+    settings.STORAGE_RETENTION_DAYS = 20  # later changes do not touch placed orders
     before = timezone.now()
     bucket = bucket_retain(order=order)
     assert timedelta(days=10) <= bucket.retain_until - before < timedelta(days=10, minutes=1)

@@ -1,4 +1,5 @@
-"""`make run`: the web server and a Celery worker (and beat) together; Ctrl-C stops all."""
+"""`make run`: the web server, a Celery worker, the sweeper's worker and beat together;
+Ctrl-C stops all."""
 
 import os
 import signal
@@ -16,17 +17,26 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--addr", default="127.0.0.1:8000")
+        parser.add_argument("--no-s3", action="store_true",
+                            help="do not start the embedded loopback S3 for the on-site provider")
 
-    def handle(self, *args, addr, **options):
+    def handle(self, *args, addr, no_s3=False, **options):
         python = sys.executable
+        env = os.environ.copy()
+        s3 = None if no_s3 else self._start_s3(env)
         commands = {
             "worker": [python, "-m", "celery", "-A", "portal", "worker", "-l", "INFO",
-                       "--concurrency", "2"],
+                       "--concurrency", "2", "-Q", settings.CELERY_TASK_DEFAULT_QUEUE,
+                       "-n", "worker@%h"],
+            # The sweep has its own queue and worker, so a backlog of steps cannot starve it.
+            "sweeper": [python, "-m", "celery", "-A", "portal", "worker", "-l", "INFO",
+                        "--concurrency", "1", "-Q", settings.CELERY_SWEEP_QUEUE,
+                        "-n", "sweeper@%h"],
             "beat": [python, "-m", "celery", "-A", "portal", "beat", "-l", "INFO",
                      "--schedule", str(settings.VAR_DIR / "celerybeat-schedule")],
             "web": [python, "manage.py", "runserver", addr, "--noreload"],
         }
-        procs = {name: subprocess.Popen(cmd, env=os.environ.copy()) for name, cmd in commands.items()}
+        procs = {name: subprocess.Popen(cmd, env=env) for name, cmd in commands.items()}
         stopping = False
         announced = False
 
@@ -56,6 +66,39 @@ class Command(BaseCommand):
                     p.wait(timeout=15)
                 except subprocess.TimeoutExpired:
                     p.kill()
+            if s3 is not None:
+                s3.stop()
+
+    def _start_s3(self, env: dict):
+        """The on-site provider (catalog slug "minio") served by a real S3+IAM server on loopback
+        (moto), unless the environment already names its admin key (a real MinIO)."""
+        if env.get("STORAGE_MINIO_ACCESS_KEY") or env.get("STORAGE_MINIO_ACCESS_KEY_FILE"):
+            return None
+        try:
+            from provisioning.storage.embedded import start_embedded_s3
+            s3 = start_embedded_s3(enforce_auth=True)
+        except (ImportError, OSError) as exc:
+            self.stderr.write(f"embedded S3 not started ({exc}); orders with a bucket will fail "
+                              f"their storage step until STORAGE_MINIO_* is set")
+            return None
+        env.update(embedded_s3_env(s3))
+        self.stdout.write(f"Object storage (on-site provider): {s3.endpoint_url}  "
+                          f"(embedded S3, loopback; buckets last while this runs)")
+        return s3
+
+
+def embedded_s3_env(s3) -> dict[str, str]:
+    """STORAGE_MINIO_* for the web server and the worker: the on-site provider is ``s3``."""
+    return {"STORAGE_MINIO_ADAPTER": "provisioning.storage.iam.IamProvider",
+            "STORAGE_MINIO_ENDPOINT_URL": s3.endpoint_url,
+            "STORAGE_MINIO_IAM_ENDPOINT_URL": s3.endpoint_url,
+            "STORAGE_MINIO_PUBLIC_ENDPOINT_URL": s3.endpoint_url,
+            "STORAGE_MINIO_ACCESS_KEY": s3.access_key, "STORAGE_MINIO_SECRET_KEY": s3.secret_key,
+            "STORAGE_CREDENTIAL_PROPAGATION_S": env_or("STORAGE_CREDENTIAL_PROPAGATION_S", "5")}
+
+
+def env_or(name: str, default: str) -> str:
+    return os.environ.get(name) or default
 
 
 def _answers(addr: str) -> bool:

@@ -1,0 +1,70 @@
+"""One error format for /api/: `application/problem+json` (RFC 9457).
+
+`{"type", "title", "status", "detail", "instance", "code"}`, plus `errors` (by field, as the
+serializers report them) on a validation failure. Business rules that say no (`DomainError`, e.g.
+cancelling an active order) are 409; Django's ValidationError and PermissionDenied from services
+become 400 and 403. Headers DRF sets (`WWW-Authenticate` on 401, `Retry-After` on 429) stay."""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from rest_framework import exceptions, status
+from rest_framework.fields import get_error_detail
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from portal.core.states import DomainError
+
+PROBLEM_CONTENT_TYPE = "application/problem+json"
+
+
+class Conflict(exceptions.APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The request conflicts with the current state of the resource."
+    default_code = "conflict"
+
+
+class Unprocessable(exceptions.APIException):
+    status_code = status.HTTP_422_UNPROCESSABLE_ENTITY
+    default_detail = "The request cannot be processed."
+    default_code = "unprocessable"
+
+
+def problem_exception_handler(exc, context):
+    if isinstance(exc, DjangoValidationError):
+        exc = exceptions.ValidationError(detail=get_error_detail(exc))
+    elif isinstance(exc, DomainError):
+        exc = Conflict(str(exc), code="conflict")
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None  # an unexpected error: Django's 500 (logged)
+    request = context.get("request")
+    response.data = problem_body(exc, response.status_code, response.data,
+                                 instance=request.path if request is not None else "")
+    response.content_type = PROBLEM_CONTENT_TYPE
+    return response
+
+
+def problem_body(exc, status_code: int, data, *, instance: str = "") -> dict:
+    body = {"type": "about:blank", "title": HTTPStatus(status_code).phrase, "status": status_code}
+    if isinstance(exc, exceptions.ValidationError):
+        errors = data if isinstance(data, dict) else {"non_field_errors": data}
+        body |= {"detail": _validation_summary(errors), "code": "invalid", "errors": errors}
+    else:
+        detail = data.get("detail", "") if isinstance(data, dict) else str(data)
+        codes = exc.get_codes() if isinstance(exc, exceptions.APIException) else "error"
+        body |= {"detail": str(detail), "code": codes if isinstance(codes, str) else "error"}
+        if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
+            body["retry_after_seconds"] = int(exc.wait)
+    if instance:
+        body["instance"] = instance
+    return body
+
+
+def _validation_summary(errors: dict) -> str:
+    fields = [f for f in errors if f != "non_field_errors"]
+    if not fields:
+        first = errors.get("non_field_errors") or ["The request is invalid."]
+        return str(first[0]) if isinstance(first, list) and first else str(first)
+    return f"Invalid input in {', '.join(fields)}; see errors."

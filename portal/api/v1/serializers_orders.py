@@ -1,0 +1,237 @@
+"""Input and output shapes of orders, their events and servers, quotes lists and the catalog."""
+
+from rest_framework import serializers
+
+from portal.accounts.models import Organisation
+from portal.api.v1.serializers import QuoteInputSerializer
+from portal.catalog.models import GPUModel, NetworkOption, NvmeOption, ServerSKU, StackOption, StorageProvider
+from portal.orders.models import Order, OrderEvent
+from portal.orders.states import ORDER_TRANSITIONS, OrderState
+
+CUSTOMER_HELP = "A reseller acts for one of its customers: the customer's slug. Default: the key's own."
+
+
+# --- quotes -------------------------------------------------------------------------------
+class QuoteCreateInputSerializer(QuoteInputSerializer):
+    customer = serializers.SlugField(required=False, help_text=CUSTOMER_HELP)
+
+
+class QuoteListFilterSerializer(serializers.Serializer):
+    customer = serializers.SlugField(required=False)
+
+
+# --- orders -------------------------------------------------------------------------------
+class OrderCreateInputSerializer(serializers.Serializer):
+    quote = serializers.CharField(required=False, max_length=12,
+                                  help_text="A quote's reference (Q-…); or give `configuration`.")
+    configuration = QuoteInputSerializer(required=False,
+                                         help_text="An inline configuration, priced and quoted now.")
+    customer = serializers.SlugField(required=False, help_text=CUSTOMER_HELP)
+
+    def validate(self, attrs):
+        if ("quote" in attrs) == ("configuration" in attrs):
+            raise serializers.ValidationError(
+                {"non_field_errors": ["Give either a quote reference or a configuration."]})
+        return attrs
+
+
+class OrderCancelInputSerializer(serializers.Serializer):
+    reason = serializers.CharField(required=False, allow_blank=True, max_length=500, default="")
+
+
+class OrderTerminateInputSerializer(serializers.Serializer):
+    note = serializers.CharField(required=False, allow_blank=True, max_length=500, default="")
+
+
+class OrderListFilterSerializer(serializers.Serializer):
+    state = serializers.MultipleChoiceField(choices=OrderState.choices, required=False,
+                                            help_text="One or more states (repeat the parameter).")
+    customer = serializers.SlugField(required=False, help_text="A customer's slug (resellers).")
+    created_after = serializers.DateTimeField(required=False)
+    created_before = serializers.DateTimeField(required=False)
+
+
+class OrderOutputSerializer(serializers.ModelSerializer):
+    organisation = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    quote = serializers.SlugRelatedField(slug_field="reference", read_only=True, allow_null=True)
+    state_label = serializers.CharField(source="get_state_display", read_only=True)
+    sku = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    nvme = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    network = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    storage_provider = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
+    strategy = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
+    tracker = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
+    plan = serializers.DictField(read_only=True)
+
+    class Meta:
+        model = Order
+        # Never failure_reason (a step's message for staff) nor the storage secret.
+        fields = ["reference", "organisation", "quote", "state", "state_label", "target_state",
+                  "state_changed_at", "rejection_reason", "sku", "node_count", "nvme", "network",
+                  "storage_provider", "storage_tb", "storage_retention_days", "strategy", "tracker",
+                  "plan", "price_hourly", "price_monthly", "currency", "created_at", "updated_at"]
+        read_only_fields = fields
+
+
+PLACE_LABEL = "Order placed"
+
+
+class OrderEventOutputSerializer(serializers.ModelSerializer):
+    """What happened, in words a customer may read: the transition's label, never staff notes."""
+
+    text = serializers.SerializerMethodField()
+    by = serializers.SerializerMethodField()
+
+    class Meta:
+        model = OrderEvent
+        fields = ["at", "transition", "from_state", "to_state", "text", "by"]
+        read_only_fields = fields
+
+    def get_text(self, event) -> str:
+        if event.transition not in ORDER_TRANSITIONS.by_name:
+            return PLACE_LABEL if event.transition == "place" else event.transition.replace("_", " ")
+        text = ORDER_TRANSITIONS.get(event.transition).label
+        if event.to_state == OrderState.REJECTED and event.order.rejection_reason:
+            text += f": {event.order.rejection_reason}"
+        return text
+
+    def get_by(self, event) -> str:
+        """`api_key:<prefix>`, `staff`, `member` or `system`."""
+        if event.api_key_id:
+            return f"api_key:{event.api_key.prefix}"
+        if event.actor_id is None:
+            return "system"
+        return "staff" if event.actor.is_hosting_staff else "member"
+
+
+class RunOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    kind = serializers.CharField()
+    status = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+# --- servers ------------------------------------------------------------------------------
+class NodeAccessSerializer(serializers.Serializer):
+    hostname = serializers.CharField()
+    rank = serializers.IntegerField()
+    ssh_command = serializers.CharField()
+    ssh_user = serializers.CharField(source="handover.ssh_user")
+    ssh_host = serializers.CharField(source="handover.ssh_host")
+    ssh_port = serializers.IntegerField(source="handover.ssh_port")
+    simulated = serializers.BooleanField()
+    handed_over_at = serializers.CharField(source="handover.handed_over_at")
+
+
+class StorageAccessSerializer(serializers.Serializer):
+    bucket = serializers.CharField()
+    endpoint = serializers.CharField()
+    region = serializers.CharField()
+    access_key_id = serializers.CharField()
+    provider = serializers.CharField()
+
+
+class AcceptanceCheckSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    ok = serializers.BooleanField()
+    detail = serializers.CharField()
+
+
+class AcceptanceReportSerializer(serializers.Serializer):
+    passed = serializers.BooleanField()
+    checks = AcceptanceCheckSerializer(many=True)
+    gpu_count = serializers.IntegerField()
+    expected_gpu_count = serializers.IntegerField()
+    max_temperature_c = serializers.FloatField(allow_null=True)
+    ecc_errors = serializers.IntegerField()
+
+
+class HealthOutputSerializer(serializers.Serializer):
+    hostname = serializers.CharField(source="node.hostname")
+    at = serializers.DateTimeField()
+    ok = serializers.BooleanField()
+    gpu_count = serializers.IntegerField(allow_null=True)
+    expected_gpu_count = serializers.IntegerField()
+    max_temperature_c = serializers.DecimalField(max_digits=5, decimal_places=1, allow_null=True)
+    ecc_errors = serializers.IntegerField(allow_null=True)
+    problems = serializers.ListField(child=serializers.CharField())
+
+
+class ServerOutputSerializer(serializers.Serializer):
+    order = serializers.CharField()
+    state = serializers.CharField()
+    nodes = NodeAccessSerializer(many=True)
+    storage = StorageAccessSerializer(allow_null=True)
+    acceptance = AcceptanceReportSerializer(allow_null=True)
+    health = HealthOutputSerializer(many=True)
+
+
+# --- catalog ------------------------------------------------------------------------------
+class GPUOutputSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = GPUModel
+        fields = ["slug", "name", "arch", "form_factor", "memory_gb", "memory_type",
+                  "memory_bandwidth_gbps", "fp32_tflops", "bf16_tflops", "fp8_tflops", "nvlink_gbps",
+                  "pcie_gen", "tdp_w"]
+
+
+class SKUOutputSerializer(serializers.ModelSerializer):
+    gpu = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    stock = serializers.IntegerField(read_only=True, help_text="Ready nodes now.")
+
+    class Meta:
+        model = ServerSKU
+        fields = ["slug", "name", "gpu", "gpu_count", "interconnect", "cpu_cores", "ram_gb",
+                  "price_hourly", "price_monthly", "approval_policy", "stock"]
+
+
+class NvmeOutputSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = NvmeOption
+        fields = ["slug", "size_tb", "drives", "raid", "price_monthly"]
+
+
+class NetworkOutputSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = NetworkOption
+        fields = ["slug", "name", "kind", "speed_gbps", "on_request", "is_default", "price_monthly"]
+
+
+class StorageOutputSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = StorageProvider
+        fields = ["slug", "name", "kind", "region", "price_per_tb_monthly"]
+
+
+class StackOutputSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = StackOption
+        fields = ["slug", "name", "kind"]
+
+
+class CatalogOutputSerializer(serializers.Serializer):
+    currency = serializers.CharField()
+    gpus = GPUOutputSerializer(many=True)
+    skus = SKUOutputSerializer(many=True)
+    nvme = NvmeOutputSerializer(many=True)
+    networks = NetworkOutputSerializer(many=True)
+    storage = StorageOutputSerializer(many=True)
+    stack = StackOutputSerializer(many=True)
+
+
+# --- customers ----------------------------------------------------------------------------
+class CustomerInputSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    slug = serializers.SlugField(required=False, max_length=50,
+                                 help_text="Default: made from the name. Unique across Trainyard.")
+
+
+class CustomerUpdateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+
+
+class CustomerOutputSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Organisation
+        fields = ["slug", "name", "created_at"]
+        read_only_fields = fields

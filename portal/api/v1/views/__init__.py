@@ -1,0 +1,1 @@
+"""Thin adapters, one module per resource family: InputSerializer → service → OutputSerializer."""

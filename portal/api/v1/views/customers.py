@@ -1,0 +1,61 @@
+"""A reseller's customers: create, list, retrieve, rename."""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics, status
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from portal.accounts.models import Organisation
+from portal.accounts.selectors import customers_of
+from portal.accounts.services import customer_create, customer_update
+from portal.api.idempotency import idempotent
+from portal.api.v1 import serializers_orders as so
+from portal.api.v1.pagination import NewestFirstCursor
+from portal.api.v1.views.common import get_or_404, own_organisation
+from portal.api.v1.views.quotes import IDEMPOTENCY_KEY
+
+
+def _reseller(request) -> Organisation:
+    org = own_organisation(request.user)
+    if org.kind != Organisation.Kind.RESELLER:
+        raise PermissionDenied("Only a reseller's key has customers.")
+    return org
+
+
+class CustomerListCreateView(generics.GenericAPIView):
+    pagination_class = NewestFirstCursor
+    serializer_class = so.CustomerOutputSerializer
+
+    @extend_schema(operation_id="customers_list", summary="The reseller's customer organisations")
+    def get(self, request):
+        page = self.paginate_queryset(customers_of(_reseller(request)))
+        return self.get_paginated_response(so.CustomerOutputSerializer(page, many=True).data)
+
+    @extend_schema(operation_id="customers_create", request=so.CustomerInputSerializer,
+                   parameters=[IDEMPOTENCY_KEY], responses={201: so.CustomerOutputSerializer},
+                   summary="Create a customer organisation sold by the reseller")
+    @idempotent
+    def post(self, request):
+        data = so.CustomerInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        customer = customer_create(reseller=_reseller(request), **data.validated_data)
+        return Response(so.CustomerOutputSerializer(customer).data, status=status.HTTP_201_CREATED,
+                        headers={"Location": f"/api/v1/customers/{customer.slug}"})
+
+
+class CustomerDetailView(APIView):
+    @extend_schema(operation_id="customers_retrieve", responses={200: so.CustomerOutputSerializer},
+                   summary="One of the reseller's customers")
+    def get(self, request, slug: str):
+        customer = get_or_404(customers_of(_reseller(request)), slug=slug)
+        return Response(so.CustomerOutputSerializer(customer).data)
+
+    @extend_schema(operation_id="customers_update", request=so.CustomerUpdateSerializer,
+                   responses={200: so.CustomerOutputSerializer}, summary="Rename a customer")
+    def patch(self, request, slug: str):
+        customer = get_or_404(customers_of(_reseller(request)), slug=slug)
+        data = so.CustomerUpdateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        customer = customer_update(customer=customer, name=data.validated_data["name"])
+        return Response(so.CustomerOutputSerializer(customer).data)

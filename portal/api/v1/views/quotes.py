@@ -1,0 +1,74 @@
+"""GET/POST /api/v1/quotes and GET /api/v1/quotes/<reference>."""
+
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import generics, status
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from portal.accounts.selectors import organisations_for
+from portal.api.idempotency import idempotent
+from portal.api.v1 import serializers as s
+from portal.api.v1 import serializers_orders as so
+from portal.api.v1.pagination import NewestFirstCursor
+from portal.api.v1.views.common import get_or_404, organisation_for_create
+from portal.quotes.selectors import quotes_visible
+from portal.quotes.services import ConfigurationError, quote_create
+
+IDEMPOTENCY_KEY = OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
+                                   description="Retry safely: the same key and body within 24 h "
+                                               "answer the first response; another body → 422.")
+
+
+def quote_from_input(data, *, organisation, by):
+    """A quote from a validated QuoteInputSerializer; rule failures are a 400 by field."""
+    try:
+        return quote_create(organisation=organisation, by=by, configuration=data.configuration(),
+                            plan=data.validated_data["plan"])
+    except ConfigurationError as exc:
+        raise ValidationError({p.field: [p.text] for p in exc.problems}) from None
+    except ValueError as exc:
+        raise ValidationError({"plan": [str(exc)]}) from None
+
+
+class QuoteListCreateView(generics.GenericAPIView):
+    pagination_class = NewestFirstCursor
+    serializer_class = s.QuoteOutputSerializer
+
+    def get_queryset(self):
+        quotes = quotes_visible(organisations=organisations_for(self.request.user))
+        filters = so.QuoteListFilterSerializer(data=self.request.query_params)
+        filters.is_valid(raise_exception=True)
+        if filters.validated_data.get("customer"):
+            quotes = quotes.filter(organisation__slug=filters.validated_data["customer"])
+        return quotes
+
+    @extend_schema(operation_id="quotes_list", parameters=[so.QuoteListFilterSerializer],
+                   summary="Quotes of the key's organisation (a reseller's: also its customers'), "
+                           "newest first")
+    def get(self, request):
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(s.QuoteOutputSerializer(page, many=True).data)
+
+    @extend_schema(operation_id="quotes_create", request=so.QuoteCreateInputSerializer,
+                   parameters=[IDEMPOTENCY_KEY],
+                   responses={201: s.QuoteOutputSerializer,
+                              400: OpenApiResponse(description="Invalid input or a broken rule, by field.")},
+                   summary="Price a configuration and freeze it as a quote")
+    @idempotent
+    def post(self, request):
+        data = so.QuoteCreateInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        organisation = organisation_for_create(request.user, data.validated_data.get("customer", ""))
+        quote = quote_from_input(data, organisation=organisation, by=request.user)
+        return Response(s.QuoteOutputSerializer(quote).data, status=status.HTTP_201_CREATED,
+                        headers={"Location": f"/api/v1/quotes/{quote.reference}"})
+
+
+class QuoteDetailView(APIView):
+    @extend_schema(operation_id="quotes_retrieve", responses={200: s.QuoteOutputSerializer},
+                   summary="A quote of the key's organisation or (reseller) one of its customers")
+    def get(self, request, reference: str):
+        quote = get_or_404(quotes_visible(organisations=organisations_for(request.user)),
+                           reference=reference)
+        return Response(s.QuoteOutputSerializer(quote).data)

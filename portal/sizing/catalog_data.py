@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
+
 from portal.sizing.recommend.catalog import (
     CatalogData,
     GpuSpec,
@@ -99,4 +101,5 @@ def catalog_from_db() -> CatalogData:
                     for o in StorageProvider.objects.all()],
         "stack": [row(o, "slug", "name", "kind") for o in StackOption.objects.all()],
     }
-    return CatalogData(gpus=gpus, skus=skus, **_options(data))
+    return CatalogData(gpus=gpus, skus=skus, **_options(data),
+                       checkpoints_kept=settings.STORAGE_KEEP_VERSIONS)

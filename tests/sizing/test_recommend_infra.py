@@ -5,8 +5,10 @@ from dataclasses import replace
 import pytest
 
 from portal.sizing.catalog_data import catalog_from_db, catalog_from_dict, catalog_from_seed
-from portal.sizing.recommend import Workload, get_strategy, infra
+from portal.sizing.recommend import Goal, Workload, get_strategy, infra, recommend
 from portal.sizing.recommend.catalog import NetworkOptionSpec
+from portal.sizing.recommend.pricing import HOURS_PER_MONTH
+from portal.sizing.recommend.search import size_price_hourly
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +43,9 @@ def test_multi_node_networks_are_infiniband_or_fast_ethernet(seed):
 
 
 def test_storage_sizes_archived_checkpoints(seed):
-    assert infra.storage_need_tb(100 * 10**9, 14 * 10**9) == 1
-    assert infra.storage_need_tb(1000 * 10**9, 140 * 10**9) == 4  # 70B: ~1 TB per full state
+    assert infra.storage_need_tb(100 * 10**9, 14 * 10**9, 3) == 1
+    assert infra.storage_need_tb(1000 * 10**9, 140 * 10**9, 3) == 4  # 70B: ~1 TB per full state
+    assert infra.storage_need_tb(1000 * 10**9, 140 * 10**9, 1) == 2  # the bucket keeps one version
     assert infra.choose_storage(seed.storage).kind == "minio"
 
 
@@ -93,3 +96,31 @@ def test_db_adapter_matches_the_seed(catalog, seed):
     assert {s.stock_nodes for s in db.skus} <= {None, 0}  # no nodes enrolled in this test
     assert {n.slug for n in db.networks} == {n.slug for n in seed.networks}
     assert {o.slug: o for o in db.nvme} == {o.slug: o for o in seed.nvme}
+
+
+def test_the_bucket_holds_the_kept_checkpoint_versions_and_the_plan_says_so(seed):
+    """storage_tb = kept full training states (+ a model-only export, 10 % spare); the plan
+    carries one state's size and the count, and the bucket's price is TB × price per TB."""
+    job = Workload(model="llama-3.1-70b", dataset_tokens=10**9)
+    plans = {kept: recommend(job, Goal("cheapest"), replace(seed, checkpoints_kept=kept)).best
+             for kept in (1, 3)}
+    one, three = plans[1], plans[3]
+    assert one.checkpoint_bytes == three.checkpoint_bytes > 900 * 10**9  # 70B: ~1 TB per state
+    assert (one.checkpoints_kept, three.checkpoints_kept) == (1, 3)
+    assert three.storage_tb > one.storage_tb
+    assert three.storage_tb * 10**12 >= 3 * three.checkpoint_bytes
+    stored = three.to_dict()
+    assert (stored["checkpoint_bytes"], stored["checkpoints_kept"]) == (three.checkpoint_bytes, 3)
+    provider = next(p for p in seed.storage if p.slug == three.storage_provider)
+    sku = next(s for s in seed.skus if s.slug == three.sku)
+    network = next((n for n in seed.networks if n.slug == three.network), None)
+    nvme = next((o for o in seed.nvme if o.slug == three.nvme_option), None)
+    without_bucket = size_price_hourly(sku, three.nodes, network, nvme, None, 0)
+    bucket_hourly = three.storage_tb * provider.price_per_tb_monthly_usd / float(HOURS_PER_MONTH)
+    assert three.price_hourly_usd - without_bucket == pytest.approx(bucket_hourly, abs=0.005)
+
+
+@pytest.mark.django_db
+def test_the_database_catalog_keeps_as_many_checkpoints_as_the_bucket(catalog, settings):
+    settings.STORAGE_KEEP_VERSIONS = 5
+    assert catalog_from_db().checkpoints_kept == 5

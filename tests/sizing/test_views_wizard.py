@@ -1,6 +1,7 @@
 """The sizing wizard (/sizing/): steps, live results, models from presets, uploads and the Hub."""
 
 import json
+import re
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -49,6 +50,12 @@ def test_two_clicks_give_ranked_plans_and_both_charts(client, catalog):
     assert 'id="memory-chart"' in html and 'id="cost-chart"' in html
     assert "Configure this server" in html
     assert "Why not a smaller server?" in html
+
+
+def test_the_checkpoint_archive_says_how_many_checkpoints_the_bucket_keeps(client, catalog, settings):
+    settings.STORAGE_KEEP_VERSIONS = 2
+    html = client.post("/sizing/", inputs(go="results")).content.decode()
+    assert re.search(r"the last 2 full checkpoints of [0-9.,]+ GB each", html), html
 
 
 def test_htmx_gets_partials_without_a_page(client, catalog):

@@ -111,8 +111,11 @@ class CatalogData:
     networks: tuple[NetworkOptionSpec, ...] = ()
     storage: tuple[StorageProviderSpec, ...] = ()
     stack: tuple[StackOptionSpec, ...] = ()
+    checkpoints_kept: int = 3  # full training states a bucket keeps (STORAGE_KEEP_VERSIONS)
 
     def __post_init__(self) -> None:
+        if self.checkpoints_kept < 1:
+            raise ValueError("checkpoints_kept must be at least 1")
         if not self.skus:
             raise ValueError("the catalog has no active server SKUs; seed it (manage.py seed_catalog)")
         slugs = {g.slug for g in self.gpus}

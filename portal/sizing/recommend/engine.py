@@ -84,7 +84,7 @@ def recommend(workload: Workload, goal: Goal, catalog: CatalogData,
     nvme_need = infra.nvme_need_bytes(workload, full_state, model_only)
     nvme, nvme_warning = infra.choose_nvme(catalog.nvme, nvme_need)
     provider = infra.choose_storage(catalog.storage)
-    storage_tb = infra.storage_need_tb(full_state, model_only)
+    storage_tb = infra.storage_need_tb(full_state, model_only, catalog.checkpoints_kept)
     sizes = build_sizes(workload, catalog, options, nvme, provider, storage_tb)
 
     searcher = Searcher(model, workload, options, base_mfu, flops)
@@ -109,7 +109,8 @@ def recommend(workload: Workload, goal: Goal, catalog: CatalogData,
 
     front = pareto_front(found, t, c)
     ranked, goal_met = rank(front, goal, t, c, lambda x: x.train_hours)
-    extras = dict(nvme=nvme, nvme_warning=nvme_warning, provider=provider, storage_tb=storage_tb)
+    extras = dict(nvme=nvme, nvme_warning=nvme_warning, provider=provider, storage_tb=storage_tb,
+                  checkpoint_bytes=full_state, checkpoints_kept=catalog.checkpoints_kept)
     plans = tuple(_plan(x, workload, catalog, model, extras) for x in ranked[: options.top_n])
     best = plans[0]
     on_front = {id(x) for x in front}
@@ -198,7 +199,8 @@ def _plan(x: Candidate, workload: Workload, catalog: CatalogData, model: ModelSp
         price_hourly_usd=size.price_hourly_usd, price_total_usd=x.price_total_usd,
         nvme_option=nvme.slug if nvme else "", nvme_tb=nvme.size_tb if nvme else 0,
         raid=nvme.raid if nvme else "", storage_provider=provider.slug if provider else "",
-        storage_tb=extras["storage_tb"], stack=stack, mfu=x.mfu, cpu_bytes_per_node=est.cpu_bytes,
+        storage_tb=extras["storage_tb"], checkpoint_bytes=extras["checkpoint_bytes"],
+        checkpoints_kept=extras["checkpoints_kept"], stack=stack, mfu=x.mfu, cpu_bytes_per_node=est.cpu_bytes,
         warnings=tuple(warnings),
     )
 

@@ -12,7 +12,6 @@ from .strategies import Strategy
 from .types import DataAdvice, Workload
 
 LOCAL_CHECKPOINTS_KEPT = 2  # full training states kept on local NVMe (latest + one to fall back on)
-ARCHIVED_CHECKPOINTS = 3  # full training states archived to object storage
 NVME_SCRATCH_FRACTION = 0.20  # of dataset + checkpoints: tokenised caches, logs, temp files
 NVME_BASE_BYTES = 200 * GB  # OS, container images, Python environments, framework caches
 TOKEN_CACHE_BYTES_PER_TOKEN = 4  # a pre-tokenised copy of the dataset (uint32 ids)
@@ -54,8 +53,10 @@ def choose_nvme(options: tuple[NvmeOptionSpec, ...], need_bytes: int) -> tuple[N
     )
 
 
-def storage_need_tb(full_state_bytes: int, model_only_bytes: int) -> int:
-    need = ARCHIVED_CHECKPOINTS * full_state_bytes + model_only_bytes
+def storage_need_tb(full_state_bytes: int, model_only_bytes: int, checkpoints_kept: int) -> int:
+    """The bucket: the kept full training states (the bucket's versioning keeps that many) plus
+    a model-only export, with 10 % to spare, in whole TB."""
+    need = checkpoints_kept * full_state_bytes + model_only_bytes
     return max(1, math.ceil(need * 1.1 / TB))
 
 

@@ -119,6 +119,8 @@ class Plan:
     stack: StackConfig
     mfu: float = 0.0
     cpu_bytes_per_node: int = 0  # host RAM for offloaded state
+    checkpoint_bytes: int = 0  # one full training state (weights, optimizer states, step)
+    checkpoints_kept: int = 0  # full states the bucket keeps: storage_tb holds that many
     warnings: tuple[str, ...] = ()
     schema_version: int = PLAN_SCHEMA_VERSION
 
@@ -170,6 +172,7 @@ class Plan:
             "price_total_usd": round(self.price_total_usd, 2),
             "nvme_option": self.nvme_option, "nvme_tb": self.nvme_tb, "raid": self.raid,
             "storage_provider": self.storage_provider, "storage_tb": self.storage_tb,
+            "checkpoint_bytes": self.checkpoint_bytes, "checkpoints_kept": self.checkpoints_kept,
             "stack": self.stack.slug, "stack_name": self.stack.name,
             "stack_settings": dict(self.stack.settings),
             "warnings": list(self.warnings),
@@ -206,7 +209,7 @@ class Plan:
 
 
 _NESTED = ("model_spec", "memory", "stack")  # read from their own keys below
-_OPTIONAL = ("mfu", "cpu_bytes_per_node")
+_OPTIONAL = ("mfu", "cpu_bytes_per_node", "checkpoint_bytes", "checkpoints_kept")
 
 
 def number_keys() -> tuple[str, ...]:

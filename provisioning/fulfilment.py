@@ -11,8 +11,11 @@ from django.db import transaction
 
 from portal.core.states import DomainError
 from portal.orders.models import Order
-from portal.orders.services import order_send_for_approval, require_order_access
+from portal.orders.services import order_place, order_send_for_approval, require_order_access
 from portal.orders.transitions import order_transition
+from portal.quotes.configuration import Configuration
+from portal.quotes.models import Quote
+from portal.quotes.services import quote_create
 from provisioning.approvals import order_approve_automatically
 from provisioning.enqueue import enqueue_run_start
 from provisioning.models import Node, ProvisioningRun
@@ -31,6 +34,19 @@ def order_submit(*, order: Order, by) -> Order:
         if decision.automatic:
             order_approve_automatically(order=order, decision=decision)
     return order
+
+
+@transaction.atomic
+def order_create_and_submit(*, by, quote: Quote | None = None, organisation=None,
+                            configuration: Configuration | None = None,
+                            plan: dict | None = None) -> Order:
+    """Places ``quote`` (or a quote made now from ``configuration`` for ``organisation``) and
+    submits it, as the API does in one call. All or nothing: a refused submission leaves no
+    draft order behind."""
+    if quote is None:
+        quote = quote_create(organisation=organisation, by=by, configuration=configuration, plan=plan)
+    order = order_place(quote=quote, by=by, organisation=organisation)
+    return order_submit(order=order, by=by)
 
 
 def order_cancel(*, order: Order, by, reason: str = "") -> Order:

@@ -12,14 +12,13 @@ from portal.api.idempotency import idempotent
 from portal.api.v1 import serializers as s
 from portal.api.v1 import serializers_orders as so
 from portal.api.v1.pagination import NewestFirstCursor
-from portal.api.v1.services import order_create_and_submit
 from portal.api.v1.views.common import get_or_404, organisation_for_create
 from portal.api.v1.views.quotes import IDEMPOTENCY_KEY
 from portal.orders.selectors import order_events, orders_for
 from portal.quotes.selectors import quotes_visible
 from portal.quotes.services import ConfigurationError
 from provisioning import services as provisioning_services
-from provisioning.fulfilment import order_cancel, order_request_termination
+from provisioning.fulfilment import order_cancel, order_create_and_submit, order_request_termination
 from provisioning.selectors import acceptance_report, order_access, order_last_health
 
 CONFLICT = OpenApiResponse(description="The order's state does not allow it (problem+json).")

@@ -13,16 +13,14 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from provisioning.drivers.base import DriverError
 from provisioning.storage.base import (
-    BucketReport,
     IssuedCredential,
-    LifecyclePolicy,
     LogFn,
     ProviderConfig,
     _no_log,
 )
 from provisioning.storage.errors import error_code, from_sdk_error, translated
 from provisioning.storage.policy import bucket_policy
-from provisioning.storage.s3ops import S3Buckets, make_client
+from provisioning.storage.s3ops import S3BucketAdmin, S3Buckets, make_client
 
 IAM_ENDPOINTS = {"aws": "", "wasabi": "https://iam.wasabisys.com"}
 S3_ENDPOINTS = {"aws": "", "wasabi": "https://s3.{region}.wasabisys.com"}
@@ -30,7 +28,7 @@ USER_PATH = "/trainyard/"
 POLICY_NAME = "trainyard-bucket-access"
 
 
-class IamProvider:
+class IamProvider(S3BucketAdmin):
     creates_buckets = True
 
     def __init__(self, config: ProviderConfig) -> None:
@@ -56,18 +54,6 @@ class IamProvider:
 
     def s3_client(self, credential: IssuedCredential | None = None):
         return self._s3 if credential is None else self._client("s3", credential=credential)
-
-    def canary_bucket(self) -> str | None:
-        return self.config.options.get("canary_bucket") or None
-
-    def ensure_bucket(self, name: str, *, versioning: bool = True,
-                      lifecycle: LifecyclePolicy | None = None, encryption: bool = True,
-                      log: LogFn = _no_log) -> BucketReport:
-        return self.buckets.ensure(name, versioning=versioning, lifecycle=lifecycle,
-                                   encryption=encryption, log=log)
-
-    def delete_bucket(self, name: str, *, force: bool = False, log: LogFn = _no_log) -> bool:
-        return self.buckets.delete(name, force=force, log=log)
 
     def issue_credential(self, bucket: str, *, log: LogFn = _no_log) -> IssuedCredential:
         user = f"{bucket[:52]}-{secrets.token_hex(4)}"

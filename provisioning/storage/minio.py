@@ -18,20 +18,18 @@ from minio.minioadmin import MinioAdmin
 
 from provisioning.drivers.base import DriverError
 from provisioning.storage.base import (
-    BucketReport,
     IssuedCredential,
-    LifecyclePolicy,
     LogFn,
     ProviderConfig,
     _no_log,
 )
 from provisioning.storage.policy import bucket_policy
-from provisioning.storage.s3ops import S3Buckets, make_client
+from provisioning.storage.s3ops import S3BucketAdmin, S3Buckets, make_client
 
 NOT_FOUND_CODES = ("XMinioAdminNoSuchServiceAccount", "XMinioAdminNoSuchUser", "NoSuchServiceAccount")
 
 
-class MinioProvider:
+class MinioProvider(S3BucketAdmin):
     creates_buckets = True
 
     def __init__(self, config: ProviderConfig) -> None:
@@ -64,18 +62,6 @@ class MinioProvider:
 
     def s3_client(self, credential: IssuedCredential | None = None):
         return self._s3 if credential is None else self._client(credential)
-
-    def canary_bucket(self) -> str | None:
-        return self.config.options.get("canary_bucket") or None
-
-    def ensure_bucket(self, name: str, *, versioning: bool = True,
-                      lifecycle: LifecyclePolicy | None = None, encryption: bool = True,
-                      log: LogFn = _no_log) -> BucketReport:
-        return self.buckets.ensure(name, versioning=versioning, lifecycle=lifecycle,
-                                   encryption=encryption, log=log)
-
-    def delete_bucket(self, name: str, *, force: bool = False, log: LogFn = _no_log) -> bool:
-        return self.buckets.delete(name, force=force, log=log)
 
     def issue_credential(self, bucket: str, *, log: LogFn = _no_log) -> IssuedCredential:
         access_key = "TY" + secrets.token_hex(9).upper()  # 20 characters, MinIO's maximum

@@ -11,7 +11,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from provisioning.drivers.base import DriverError
-from provisioning.storage.base import BucketReport, LifecyclePolicy, LogFn
+from provisioning.storage.base import BucketReport, LifecyclePolicy, LogFn, _no_log
 from provisioning.storage.errors import error_code, from_sdk_error, http_status, translated
 
 DEFAULT_REGION = "us-east-1"
@@ -194,6 +194,23 @@ class S3Buckets:
                     self.client.abort_multipart_upload(Bucket=name, Key=upload["Key"],
                                                        UploadId=upload["UploadId"])
         log(f"bucket {name} emptied (forced)")
+
+
+class S3BucketAdmin:
+    """Bucket administration over the S3 API, shared by the providers whose buckets are plain S3
+    buckets (IAM-based and MinIO): needs ``self.config`` and ``self.buckets`` (an S3Buckets)."""
+
+    def canary_bucket(self) -> str | None:
+        return self.config.options.get("canary_bucket") or None
+
+    def ensure_bucket(self, name: str, *, versioning: bool = True,
+                      lifecycle: LifecyclePolicy | None = None, encryption: bool = True,
+                      log: LogFn = _no_log) -> BucketReport:
+        return self.buckets.ensure(name, versioning=versioning, lifecycle=lifecycle,
+                                   encryption=encryption, log=log)
+
+    def delete_bucket(self, name: str, *, force: bool = False, log: LogFn = _no_log) -> bool:
+        return self.buckets.delete(name, force=force, log=log)
 
 
 def _foreign(name: str) -> DriverError:

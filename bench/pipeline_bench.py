@@ -92,6 +92,24 @@ def _wait_for_workers(app, queue: str, procs, log_dir: Path, timeout: float = 60
     _fail(f"workers did not answer within {timeout:.0f}s:\n" + _tail_logs(log_dir))
 
 
+def _tear_down(procs, admin_url: str, db_name: str) -> None:
+    """Stops the workers and drops the bench database."""
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    try:
+        from django.db import connections
+
+        connections.close_all()
+    except Exception:  # django may not be set up when set-up failed early
+        pass
+    _psql(admin_url, f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)')
+
+
 def _tail_logs(log_dir: Path) -> str:
     return "\n".join(p.read_text(errors="replace")[-2000:] for p in sorted(log_dir.glob("*.log")))
 
@@ -264,20 +282,7 @@ def main() -> int:
                 lost=lost, stuck=stuck)
         return 1 if lost or stuck else 0
     finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        try:
-            from django.db import connections
-
-            connections.close_all()
-        except Exception:  # django may not be set up when set-up failed early
-            pass
-        _psql(admin_url, f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)')
+        _tear_down(procs, admin_url, db_name)
 
 
 def _report(*, n, links, base_s, pipe_s, counts, steps, lost, stuck) -> None:

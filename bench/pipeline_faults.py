@@ -27,7 +27,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.pipeline_bench import _database_urls, _psql, _seed, _start_workers, _wait_for_workers  # noqa: E402
+from bench.pipeline_bench import (  # noqa: E402
+    _database_urls,
+    _psql,
+    _seed,
+    _start_workers,
+    _tear_down,
+    _wait_for_workers,
+)
 
 LEASE_UPDATE = "UPDATE \"provisioning_steprun\" SET \"lease_expires_at\"%"
 
@@ -143,20 +150,7 @@ def main() -> int:
             print(f"{label:40}{value!s:>10}")
         return 1 if lost or doubled or overlapping or stuck else 0
     finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        try:
-            from django.db import connections
-
-            connections.close_all()
-        except Exception:
-            pass
-        _psql(admin_url, f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)')
+        _tear_down(procs, admin_url, db_name)
 
 
 if __name__ == "__main__":

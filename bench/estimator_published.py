@@ -1,0 +1,364 @@
+"""The estimator against published measured GPU runs (shared/reference/published_cases.json).
+
+Every measured row of the reference file is configured here as faithfully as the estimator
+allows and compared on what the source measured: per-GPU memory (the source's metric: peak
+active = allocated, or max reserved) and tokens/s per GPU. A row that needs a setting the
+estimator does not have is listed as ``unmodelled: [...]`` with the missing knobs, never
+approximated silently. Assumptions a source leaves open are written next to the row.
+
+Run from the repository root:  python bench/estimator_published.py [--json]
+Signed error = (ours - published) / published.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from portal.sizing.estimator import (  # noqa: E402
+    GPUSpec,
+    Interconnect,
+    ModelSpec,
+    ParallelConfig,
+    TrainingConfig,
+    estimate,
+    get_preset,
+    model_from_hf_config,
+)
+from portal.sizing.estimator import memory as mem  # noqa: E402
+
+CASES_PATH = Path(__file__).resolve().parents[2] / "shared/reference/published_cases.json"
+GIB = 2**30
+
+# Datasheet dense peaks and bandwidth (shared/reference/gpu_specs.json).
+A100_80 = GPUSpec("A100 80GB SXM", 80 * 10**9, 312, None, 19.5, 2039)
+H100_SXM = GPUSpec("H100 SXM", 80 * 10**9, 989.4, 1979, 67, 3350)
+# torchtitan's H100s: 96 GB HBM2e, 2.4 TB/s, 500 W (the source computes MFU against 989 TF).
+H100_96_HBM2E = GPUSpec("H100 96GB HBM2e 500W", 96 * 10**9, 989.4, 1979, 67, 2400)
+L40S = GPUSpec("L40S", 48 * 10**9, 362.05, 733, 91.6, 864)
+
+SELENE = Interconnect.nvlink(600, inter_node_gbit=200)  # DGX A100, 8x HDR 200 Gb/s per node
+H100_IB = Interconnect.nvlink(900, inter_node_gbit=400)  # 3200 Gb/s per 8-GPU node
+A100_ROCE = Interconnect.nvlink(600, inter_node_gbit=200)  # 1600 Gb/s RoCE per node
+SINGLE = Interconnect.nvlink(900, inter_node_gbit=0)
+
+LLAMA_32_3B = {  # meta-llama/Llama-3.2-3B config.json (architecture fields)
+    "model_type": "llama", "vocab_size": 128256, "hidden_size": 3072, "intermediate_size": 8192,
+    "num_hidden_layers": 28, "num_attention_heads": 24, "num_key_value_heads": 8, "head_dim": 128,
+    "max_position_embeddings": 131072, "tie_word_embeddings": True,
+}
+
+
+@dataclass
+class Row:
+    case: str
+    label: str
+    model: ModelSpec
+    training: dict
+    parallel: dict
+    gpu: GPUSpec
+    link: Interconnect
+    memory_gib: float | None = None  # published per-GPU memory
+    memory_metric: str = "reserved"  # "reserved" (max_memory_reserved) or "active" (peak active)
+    tokens_per_gpu: float | None = None  # published tokens/s per GPU
+    unmodelled: list[str] = field(default_factory=list)  # settings no knob represents
+    assumed: str = ""  # what the source leaves open and we assumed
+
+
+def gpt(name: str, h: int, layers: int, heads: int, vocab: int, seq: int) -> ModelSpec:
+    """Megatron / GPT-3 / MPT shape: LayerNorm, GELU MLP of 4h, tied embeddings."""
+    return ModelSpec(name=name, family="gpt2", vocab_size=vocab, hidden_size=h, num_layers=layers,
+                     num_heads=heads, intermediate_size=4 * h, max_position_embeddings=seq,
+                     tie_word_embeddings=True, activation="gelu")
+
+
+def korthikanti_rows(case: dict) -> list[Row]:
+    cfg, rows = case["config"], []
+    for name, full_s, present_s, *_ in case["published"]["rows"]:
+        m = cfg["models"][name]
+        model = gpt(f"GPT {name}", m["h"], m["L"], m["a"], cfg["vocab"], cfg["seq_len"])
+        ga = m["gbs"] // m["mbs"]
+        extra = {"pp_interleave": m["interleave_m"]} if "interleave_m" in m else {}
+        for label, iter_s, ckpt, sp in (("full recompute", full_s, "full", False),
+                                        ("SP + selective", present_s, "selective", True)):
+            rows.append(Row(
+                case["id"], f"{name} {label}", model,
+                {"precision": "bf16-mixed", "mixed_layout": "master", "micro_batch": m["mbs"],
+                 "seq_len": cfg["seq_len"], "grad_accum": ga, "checkpointing": ckpt, "attention": "sdpa",
+                 "dropout": 0.0, "stack": "megatron"},
+                {"tp": m["t"], "pp": m["p"], "sp": sp, **extra}, A100_80, SELENE,
+                tokens_per_gpu=m["gbs"] * cfg["seq_len"] / iter_s / m["gpus"]))
+    return rows
+
+
+def narayanan_rows(case: dict) -> list[Row]:
+    cfg, rows = case["config"], []
+    s, V = cfg["seq_len"], cfg["vocab"]
+    for pb, a, h, L, t, p, n, B, tflops, *_ in case["published"]["rows"]:
+        dp = n // (t * p)
+        flops_per_token = 96 * L * h * h * (1 + s / (6 * h) + V / (16 * L * h))  # their Eq. 3 / (B s)
+        rows.append(Row(
+            case["id"], f"{pb}B t{t} p{p} n{n}", gpt(f"GPT {pb}B", h, L, a, V, s),
+            {"precision": "bf16-mixed", "mixed_layout": "master", "micro_batch": 1, "seq_len": s,
+             "grad_accum": B // dp, "checkpointing": "full", "attention": "sdpa", "dropout": 0.0,
+             "stack": "megatron"},
+            {"dp": dp, "tp": t, "pp": p}, A100_80, SELENE,
+            tokens_per_gpu=tflops * 1e12 / flops_per_token,
+            assumed="micro-batch 1, 1F1B without interleaving (Table 1 gives neither)"))
+    return rows
+
+
+MPT_SHAPES = {"3b": (2560, 32, 20), "7b": (4096, 32, 32), "13b": (5120, 40, 40), "30b": (7168, 48, 56),
+              "70b": (8192, 80, 64)}  # d_model, n_layers, n_heads (llm-foundry yamls)
+
+
+def foundry_rows(case: dict) -> list[Row]:
+    rows = []
+    for row in case["published"]["rows"]:
+        name, seq, gpus, gpu, _mfu, _hfu, mbs, gbs, tps, prec, _shard, ckpt, _n = row
+        h, L, heads = MPT_SHAPES[name]
+        model = gpt(f"MPT-{name}", h, L, heads, 50368, seq)
+        dp = gpus
+        training = {"precision": "bf16-mixed", "micro_batch": mbs, "seq_len": seq,
+                    "grad_accum": max(1, gbs // (mbs * dp)), "checkpointing": "full" if ckpt else "none",
+                    "attention": "flash", "dropout": 0.0, "stack": "fused"}
+        unmodelled = []
+        if prec == "amp_fp8":
+            training["precision"] = "fp8"
+        if prec == "bf16 PURE":
+            training["precision"] = "bf16"
+        if gbs % (mbs * dp):
+            unmodelled.append(f"global batch {gbs} is not a multiple of micro-batch x GPUs")
+        a100 = gpu.startswith("a100")
+        rows.append(Row(
+            case["id"], f"{name} s{seq} {gpus}x{gpu.split('_')[0]}{' ckpt' if ckpt else ''} {prec}", model,
+            training, {"dp": dp, "sharding": "fsdp-full-shard"}, A100_80 if a100 else H100_SXM,
+            A100_ROCE if a100 else H100_IB, tokens_per_gpu=tps, unmodelled=unmodelled,
+            assumed="MPT (ALiBi) as a GPT shape with learned positions; heads from the yamls"))
+    return rows
+
+
+GPT3_SHAPES = {"GPT3-125M": (768, 12, 12), "GPT3-355M": (1024, 24, 16), "GPT3-760M": (1536, 24, 16),
+               "GPT3-1.3B": (2048, 24, 32), "GPT3-2.7B": (2560, 32, 32)}
+
+
+def flashattention_rows(case: dict) -> list[Row]:
+    rows = []
+    for name, text in case["published"]["throughput_8xA100_tokens_per_s"].items():
+        h, L, heads = GPT3_SHAPES[name]
+        tps = float(text.rstrip("k")) * 1000 / 8
+        rows.append(Row(
+            case["id"], f"{name} 8xA100", gpt(name, h, L, heads, 50257, 2048),
+            {"precision": "bf16-mixed", "micro_batch": 8, "seq_len": 2048, "grad_accum": 8,
+             "checkpointing": "none", "attention": "flash", "dropout": 0.0, "stack": "fused"},
+            {"dp": 8}, A100_80, Interconnect.nvlink(600, inter_node_gbit=0), tokens_per_gpu=tps,
+            assumed="DDP over 8 GPUs, global batch 512 (the repo's gpt3 configs); the micro-batch does"
+                    " not enter our step time"))
+    return rows
+
+
+def torchtitan_rows(case: dict) -> list[Row]:
+    model = get_preset("llama-3.1-8b")
+    base = {"precision": "bf16-mixed", "mixed_layout": "fsdp2", "micro_batch": 2, "seq_len": 8192,
+            "checkpointing": "selective-op", "attention": "flash", "stack": "eager"}
+    variants = {"FSDP": {}, "FSDP + torch.compile": {"compile": True},
+                "FSDP + torch.compile + Float8": {"compile": True, "precision": "fp8"}}
+    rows = []
+    table3 = {"FSDP": (5605, 67.0), "FSDP + torch.compile": (6514, 62.0),
+              "FSDP + torch.compile + Float8": (8380, 61.8)}  # the case's notes (128 GPUs)
+    for technique, tps, gib in case["published"]["rows"]:
+        training = {**base, **variants[technique]}
+        rows.append(Row(case["id"], f"8 GPUs {technique}", model, training,
+                        {"dp": 8, "sharding": "fsdp-full-shard"}, H100_96_HBM2E,
+                        Interconnect.nvlink(900, inter_node_gbit=400), memory_gib=gib, tokens_per_gpu=tps))
+        tps128, gib128 = table3[technique]
+        rows.append(Row(case["id"], f"128 GPUs {technique}", model, training,
+                        {"dp": 128, "sharding": "fsdp-full-shard"}, H100_96_HBM2E,
+                        Interconnect.nvlink(900, inter_node_gbit=400), memory_gib=gib128,
+                        tokens_per_gpu=tps128))
+    return rows
+
+
+TUNE_LORA_TARGETS = ("q_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+def torchtune_rows(case: dict) -> list[Row]:
+    model = model_from_hf_config(LLAMA_32_3B, name="llama-3.2-3b")
+    ladder = [  # what each row adds (torchtune recipe flags -> estimator knobs)
+        ("Baseline", {}, ["unpacked variable-length samples (dataset-dependent sequence lengths)"]),
+        ("+ Packed Dataset", {}, []),
+        ("+ Compile", {"compile": True}, []),
+        ("+ Chunked Cross Entropy", {"loss": "chunked"}, []),
+        ("+ Activation Checkpointing", {"checkpointing": "full"}, []),
+        ("+ Fuse optimizer step into backward", {"optimizer_in_backward": True}, []),
+        ("+ Activation Offloading", {"activation_offload": True}, []),
+        ("+ 8-bit AdamW", {"optimizer": "adamw-8bit"}, []),
+    ]
+    training = {"precision": "bf16", "micro_batch": 2, "seq_len": 4096, "attention": "sdpa",
+                "checkpointing": "none", "stack": "eager"}
+    published = {r[0]: r for r in case["published"]["rows"]}
+    rows = []
+    for technique, adds, unmodelled in ladder:
+        training = {**training, **adds}
+        _, gib, tps = published[technique]
+        rows.append(Row(case["id"], technique, model, dict(training), {}, A100_80, SINGLE, memory_gib=gib,
+                        memory_metric="active", tokens_per_gpu=tps, unmodelled=list(unmodelled),
+                        assumed="A100 80GB; torch.optim.AdamW in bf16 until the 8-bit row"))
+    peft = {k: v for k, v in training.items() if k not in ("optimizer_in_backward", "optimizer")}
+    for technique, adds in (("LoRA", {"finetune": "lora"}), ("QLoRA", {"finetune": "qlora"})):
+        _, gib, tps = published[technique]
+        rows.append(Row(case["id"], technique, model,
+                        {**peft, **adds, "lora_rank": 64, "lora_targets": TUNE_LORA_TARGETS},
+                        {}, A100_80, SINGLE, memory_gib=gib, memory_metric="active", tokens_per_gpu=tps,
+                        assumed="LoRA rank 64 on q,v,output and the MLP (the 3B LoRA recipe); bf16 adapters"))
+    return rows
+
+
+def peft_rows(case: dict) -> list[Row]:
+    model = model_from_hf_config(LLAMA_32_3B, name="llama-3.2-3b")
+    rows = []
+    for method, _trainable, _max, p99, _avg in case["published"]["rows"]:
+        training = {"precision": "bf16", "micro_batch": 4, "seq_len": 768, "attention": "sdpa",
+                    "checkpointing": "none", "stack": "eager"}
+        unmodelled = []
+        if method.startswith("LoRA"):
+            rank = int(method.split("r=")[1].split()[0])
+            training |= {"finetune": "lora", "lora_rank": rank, "lora_targets": ("q_proj", "v_proj")}
+        elif method.startswith("IA3"):
+            unmodelled.append("IA3 adapters (finetune=ia3)")
+        rows.append(Row(case["id"], method, model, training, {}, L40S, SINGLE, memory_gib=p99 / GIB,
+                        memory_metric="reserved",
+                        unmodelled=unmodelled,
+                        assumed="99th-percentile reserved over training steps; samples at the 768-token cap"))
+    return rows
+
+
+BUILDERS = {
+    "korthikanti_table5_e2e": korthikanti_rows,
+    "narayanan_table1_weak_scaling": narayanan_rows,
+    "llm_foundry_mpt_throughput": foundry_rows,
+    "flashattention_readme": flashattention_rows,
+    "torchtitan_llama3.1_8B_fsdp_8gpu": torchtitan_rows,
+    "torchtune_readme_optimization_ladder": torchtune_rows,
+    "peft_metamathqa_llama3.2_3B": peft_rows,
+}
+NOT_RUNS = {  # measured cases that are not a training step we can configure
+    "eleuther_a100_throughput_anchors": "a range of TFLOP/s with no model, batch or layout",
+    "mamf_max_achievable_matmul": "a single-matmul benchmark (feeds the matmul efficiency table)",
+}
+
+
+def missing_knobs(cls, kwargs: dict) -> list[str]:
+    """Settings the estimator's config class does not accept (unknown field or value)."""
+    names = {f.name for f in fields(cls)}
+    missing = [f"{k}={v!r}" for k, v in kwargs.items() if k not in names]
+    if missing:
+        return missing
+    try:
+        cls(**kwargs)
+    except ValueError as exc:
+        return [str(exc)]
+    return []
+
+
+def published_memory_view(est, metric: str) -> float:
+    """Our figure for the source's memory metric, GiB."""
+    g = est.per_gpu
+    allocated = g.total - g.framework_overhead
+    if metric == "active":
+        return allocated / GIB
+    return (allocated * (1 + mem.ALLOCATOR_FRAGMENTATION) + mem.CUBLAS_WORKSPACE_BYTES) / GIB
+
+
+# --closest: what the estimator gives with each unknown knob dropped or replaced by its nearest
+# existing value (how the estimator was configured before these knobs existed; for comparison).
+CLOSEST_VALUE = {("checkpointing", "selective-op"): "selective", ("precision", "fp8"): "fp8"}
+
+
+def closest(cls, kwargs: dict) -> dict:
+    names = {f.name for f in fields(cls)}
+    kept = {k: v for k, v in kwargs.items() if k in names}
+    for k in list(kept):
+        try:
+            cls(**{k: kept[k]})
+        except ValueError:
+            if (k, kept[k]) in CLOSEST_VALUE:
+                kept[k] = CLOSEST_VALUE[k, kept[k]]
+            else:
+                del kept[k]
+        except TypeError:
+            pass
+    return kept
+
+
+def evaluate(row: Row, nearest: bool = False) -> dict:
+    out = {"case": row.case, "row": row.label, "assumed": row.assumed}
+    if nearest:
+        row = Row(**{**row.__dict__, "training": closest(TrainingConfig, row.training),
+                     "parallel": closest(ParallelConfig, row.parallel)})
+    missing = list(row.unmodelled)
+    missing += missing_knobs(TrainingConfig, row.training)
+    missing += missing_knobs(ParallelConfig, row.parallel)
+    if missing:
+        out["unmodelled"] = missing
+        return out
+    training, parallel = TrainingConfig(**row.training), ParallelConfig(**row.parallel)
+    try:
+        est = estimate(row.model, training, parallel, gpu=row.gpu, interconnect=row.link)
+    except ValueError as exc:
+        out["unmodelled"] = [str(exc)]
+        return out
+    if row.memory_gib is not None:
+        ours = published_memory_view(est, row.memory_metric)
+        out["memory"] = (row.memory_gib, ours, (ours - row.memory_gib) / row.memory_gib)
+    if row.tokens_per_gpu is not None:
+        ours = est.compute.tokens_per_second / parallel.world_size
+        out["throughput"] = (row.tokens_per_gpu, ours, (ours - row.tokens_per_gpu) / row.tokens_per_gpu)
+    return out
+
+
+def rows() -> list[Row]:
+    cases = {c["id"]: c for c in json.loads(CASES_PATH.read_text())["cases"]}
+    out = []
+    for cid, build in BUILDERS.items():
+        out.extend(build(cases[cid]))
+    return out
+
+
+def table(results: list[dict], key: str, unit: str) -> list[str]:
+    lines = [f"## {key} ({unit})", "", "| case | row | published | ours | error |",
+             "| --- | --- | ---: | ---: | ---: |"]
+    errs = []
+    for r in results:
+        if key in r:
+            pub, ours, err = r[key]
+            errs.append(abs(err))
+            lines.append(f"| {r['case']} | {r['row']} | {pub:,.1f} | {ours:,.1f} | {err:+.1%} |")
+    if errs:
+        lines += ["", f"{key}: {len(errs)} rows, median |error| {statistics.median(errs):.1%},"
+                      f" max |error| {max(errs):.1%}", ""]
+    return lines
+
+
+def main() -> None:
+    results = [evaluate(r, nearest="--closest" in sys.argv) for r in rows()]
+    if "--json" in sys.argv:
+        print(json.dumps(results, indent=1, default=str))
+        return
+    lines = table(results, "memory", "GiB per GPU") + table(results, "throughput", "tokens/s per GPU")
+    lines += ["## unmodelled", ""]
+    for r in results:
+        if "unmodelled" in r:
+            lines.append(f"- {r['case']} / {r['row']}: unmodelled: {r['unmodelled']}")
+    for cid, why in NOT_RUNS.items():
+        lines.append(f"- {cid}: not a configurable training run ({why})")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

@@ -165,7 +165,7 @@ def flashattention_rows(case: dict) -> list[Row]:
 def torchtitan_rows(case: dict) -> list[Row]:
     model = get_preset("llama-3.1-8b")
     base = {"precision": "bf16-mixed", "mixed_layout": "fsdp2", "micro_batch": 2, "seq_len": 8192,
-            "checkpointing": "selective-op", "attention": "flash", "stack": "eager"}
+            "checkpointing": "selective-op", "attention": "flash"}
     variants = {"FSDP": {}, "FSDP + torch.compile": {"compile": True},
                 "FSDP + torch.compile + Float8": {"compile": True, "precision": "fp8"}}
     rows = []
@@ -192,7 +192,7 @@ def torchtune_rows(case: dict) -> list[Row]:
     ladder = [  # what each row adds (torchtune recipe flags -> estimator knobs)
         ("Baseline", {}, ["unpacked variable-length samples (dataset-dependent sequence lengths)"]),
         ("+ Packed Dataset", {}, []),
-        ("+ Compile", {"compile": True}, []),
+        ("+ Compile", {"compile": True, "compile_loss": True}, []),
         ("+ Chunked Cross Entropy", {"loss": "chunked"}, []),
         ("+ Activation Checkpointing", {"checkpointing": "full"}, []),
         ("+ Fuse optimizer step into backward", {"optimizer_in_backward": True}, []),
@@ -200,7 +200,7 @@ def torchtune_rows(case: dict) -> list[Row]:
         ("+ 8-bit AdamW", {"optimizer": "adamw-8bit"}, []),
     ]
     training = {"precision": "bf16", "micro_batch": 2, "seq_len": 4096, "attention": "sdpa",
-                "checkpointing": "none", "stack": "eager"}
+                "checkpointing": "none"}
     published = {r[0]: r for r in case["published"]["rows"]}
     rows = []
     for technique, adds, unmodelled in ladder:
@@ -224,7 +224,7 @@ def peft_rows(case: dict) -> list[Row]:
     rows = []
     for method, _trainable, _max, p99, _avg in case["published"]["rows"]:
         training = {"precision": "bf16", "micro_batch": 4, "seq_len": 768, "attention": "sdpa",
-                    "checkpointing": "none", "stack": "eager"}
+                    "checkpointing": "none"}
         unmodelled = []
         if method.startswith("LoRA"):
             rank = int(method.split("r=")[1].split()[0])

@@ -91,7 +91,11 @@ def layer_terms(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> dic
     p = tc.dropout if tc.dropout is not None else m.dropout
     core = _attention_core(m, tc, dt, b, s, p)
     if m.family == "llama":
-        norm = (4 * h + 4 + dt.norm_out * h) * T  # fp32 input/upcast, rsqrt, normalised
+        fused = tc.compile and not dt.autocast
+        if fused:  # compiled RMSNorm: its input and rsqrt (no fp32 upcast, no normalised copy)
+            norm = (dt.residual * h + 4) * T
+        else:
+            norm = (4 * h + 4 + dt.norm_out * h) * T  # fp32 input/upcast, rsqrt, normalised
         replicated = 2 * norm + (_lin_in(dt, 3) + _lin_in(dt, 2)) * T * h
         if m.is_moe:
             k, e = m.experts_per_token, m.num_experts
@@ -99,8 +103,8 @@ def layer_terms(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> dic
             if dt.autocast:
                 routing += 2 * T * h  # router input cast
             mlp = dt.act * T * k * (2 * h + 4 * inter) + routing
-        else:
-            mlp = 4 * dt.act * T * inter
+        else:  # gate, silu(gate), up, product; compiled: silu is recomputed in backward
+            mlp = (3 if fused else 4) * dt.act * T * inter
     elif m.family == "gpt2":
         ln = (dt.residual * h + STATS_BYTES) * T
         replicated = 2 * ln + 2 * _lin_in(dt, 1) * T * h
@@ -147,34 +151,90 @@ def outside_layers(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> 
     return emb + head + STATS_BYTES * T
 
 
-def logits_and_loss(m: ModelSpec, dt: Dt, b: int, s: int, tp: int) -> int:
-    """Vocabulary-sized tensors saved by the loss (fp32 log-softmax) + the int64 targets."""
+def op_sac_layer(m: ModelSpec, dt: Dt, b: int, s: int) -> tuple[int, int]:
+    """torchtitan op-level SAC on a llama layer: (replicated, TP-sharded) bytes kept.
+
+    Its policy saves the outputs of every other aten.mm of a layer (wq, wv, w1, w2 of
+    wq, wk, wv, wo, w1, w3, w2) and of the fused attention (output + fp32 log-sum-exp), plus
+    the layer input; everything else is recomputed in backward."""
     T = b * s
+    replicated = dt.residual * T * m.hidden_size + dt.act * T * m.hidden_size  # input, w2 out
+    sharded = dt.act * T * (2 * m.q_dim + m.kv_dim + m.intermediate_size) + LSE_BYTES * b * m.num_heads * s
+    return replicated, sharded
+
+
+def op_sac_recompute_matmul_params(m: ModelSpec) -> int:
+    """Matmul weights per layer whose forward op SAC runs again (wk, wo, w3)."""
+    h = m.hidden_size
+    return h * m.kv_dim + m.q_dim * h + h * m.intermediate_size
+
+
+def logits_and_loss(m: ModelSpec, dt: Dt, b: int, s: int, tp: int, loss: str = "full",
+                    compiled: bool = False) -> int:
+    """Vocabulary-sized tensors saved by the loss + the int64 targets.
+
+    full / chunked: the fp32 log-softmax output (chunked keeps every chunk's); fused linear
+    cross-entropy keeps an fp32 log-sum-exp per token only."""
+    T = b * s
+    if loss == "fused":
+        return 4 * T + INDEX_BYTES * T
+    if compiled:  # the fused kernel recomputes softmax from the half logits and the lse
+        return dt.act * T * m.vocab_size // tp + (4 + INDEX_BYTES) * T
     per = 2 if (m.family == "bert" and dt.half_model) else 4
     return per * T * m.vocab_size // tp + INDEX_BYTES * T
 
 
-def logits_backward_transient(m: ModelSpec, b: int, s: int, tp: int) -> int:
-    """At the start of backward: fp32 grad of the log-softmax output and of the logits."""
-    return 8 * b * s * m.vocab_size // tp
+def fused_loss_chunk_tokens(m: ModelSpec, tokens: int) -> int:
+    """Liger's fused linear cross-entropy chunk: next_power_of_2(ceil(T / ceil(V / h)))."""
+    chunks = -(-m.vocab_size // m.hidden_size)
+    return min(tokens, 1 << max(0, (-(-tokens // chunks) - 1).bit_length()))
+
+
+def logits_backward_transient(m: ModelSpec, b: int, s: int, tp: int, loss: str = "full",
+                              chunks: int = 8, compiled: bool = False) -> int:
+    """Around the loss: full: fp32 grad of the log-softmax output and of the logits (8 B per
+    logit) at the start of backward. chunked: the bf16 logits plus one chunk's fp32 copy in
+    forward, or one chunk's two fp32 grads in backward. fused: one chunk of fp32 logits and
+    their grad."""
+    elems = b * s * m.vocab_size // tp
+    if compiled and loss != "fused":  # one fused kernel writes the half logits' gradient
+        return 2 * elems // (chunks if loss == "chunked" else 1)
+    if loss == "chunked":
+        return max(2 * elems + 4 * elems // chunks, 8 * elems // chunks)
+    if loss == "fused":
+        return 8 * fused_loss_chunk_tokens(m, b * s) * m.vocab_size // tp
+    return 8 * elems
 
 
 def activation_bytes(
     m: ModelSpec, tc: TrainingConfig, pc: ParallelConfig, dt: Dt, layers_per_stage: int
-) -> tuple[int, int]:
-    """(saved activations on the busiest pipeline stage, one recomputed layer for backward)."""
+) -> tuple[int, int, int]:
+    """(saved activations on the busiest pipeline stage, one recomputed layer for backward,
+    bytes moved to host RAM by activation offloading)."""
     b, s, t = tc.micro_batch, tc.seq_len, pc.tp
     terms = layer_terms(m, tc, dt, b, s)
     replicated = terms["replicated"] // t if pc.sp else terms["replicated"]
     full_layer = replicated + (terms["sharded"] + terms["scores"]) // t
+    ckpt_input = checkpointed_layer_input(m, tc, dt, b, s) // (t if pc.sp else 1)
     if tc.checkpointing == "full":
-        per_layer = checkpointed_layer_input(m, tc, dt, b, s) // (t if pc.sp else 1)
-        recompute = full_layer
+        kept = -(-layers_per_stage // tc.checkpoint_every)  # layers checkpointed
+        layers = kept * ckpt_input + (layers_per_stage - kept) * full_layer
+        per_layer, recompute = ckpt_input, full_layer
+    elif tc.checkpointing == "selective-op":
+        rep, shard = op_sac_layer(m, dt, b, s)
+        per_layer = (rep // t if pc.sp else rep) + shard // t
+        layers, recompute = per_layer * layers_per_stage, full_layer
     elif tc.checkpointing == "selective":
         per_layer, recompute = full_layer - terms["scores"] // t, terms["scores"] // t
+        layers = per_layer * layers_per_stage
     else:
         per_layer, recompute = full_layer, 0
+        layers = per_layer * layers_per_stage
     # 1F1B: the first stage holds min(pp, microbatches) micro-batches in flight.
     in_flight = min(pc.pp, pc.pp_microbatches or tc.grad_accum) if pc.pp > 1 else 1
-    saved = per_layer * layers_per_stage * in_flight + outside_layers(m, tc, dt, b, s)
-    return saved, recompute
+    layers *= in_flight
+    offloaded = 0
+    if tc.activation_offload:  # the layer being computed stays on the GPU
+        offloaded = max(0, layers - max(per_layer, ckpt_input))
+    saved = layers - offloaded + outside_layers(m, tc, dt, b, s)
+    return saved, recompute, offloaded

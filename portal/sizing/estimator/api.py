@@ -108,6 +108,11 @@ def validate(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfi
         )
     if training.finetune != "full" and training.optimizer == "adafactor":
         pass  # allowed
+    if training.mixed_layout == "fsdp2" and parallel.sharding not in mem.FSDP_SHARDING:
+        raise ValueError("mixed_layout='fsdp2' is FSDP2's MixedPrecisionPolicy: use an fsdp-* sharding")
+    if training.checkpointing == "selective-op" and (model.family != "llama" or model.is_moe):
+        raise ValueError("selective-op checkpointing is modelled for dense llama-family models"
+                         " (torchtitan's policy counts their aten.mm calls); use full or selective")
     if training.precision == "fp8" and training.finetune == "qlora":
         raise ValueError("qlora trains in bf16 on top of NF4 weights; use bf16-mixed")
 
@@ -190,10 +195,22 @@ def estimate_memory(
     p, weights, grads, optim, cpu_per_gpu, gathered, step_extra, params, checkpoint = _model_states(
         model, training.precision, training.mixed_layout, training.optimizer, training.finetune,
         training.lora_rank, training.lora_targets, parallel)
-    activations, logits, backward = _activations(model, training, parallel.tp, parallel.sp, parallel.pp,
-                                                 parallel.pp_microbatches, p.layout)
-    # activations are freed before the optimizer step: the larger moment counts
-    transient = max(backward, step_extra - activations - logits)
+    activations, logits, backward, offloaded = _activations(
+        model, training, parallel.tp, parallel.sp, parallel.pp, parallel.pp_microbatches, p.layout)
+    cpu_per_gpu += offloaded
+    forward_backward = activations + logits + backward
+    if training.optimizer_in_backward:
+        # each gradient is freed right after its parameter's step: no step moment
+        grads = mem.largest_gradient_bytes(model, training, parallel, p)
+        peak = grads + forward_backward
+    elif mem.grads_freed_between_steps(training, parallel):
+        # backward turns activations into gradients; the step holds gradients, not activations
+        peak = max(forward_backward, grads + step_extra)
+    else:
+        peak = grads + max(forward_backward, activations + logits + step_extra)
+    # transient = what the peak moment holds beyond the listed terms; negative when gradients
+    # are not resident at the peak (freed by zero_grad before the forward)
+    transient = peak - grads - activations - logits
     allocated = weights + grads + optim + activations + logits + transient + gathered
     overhead = mem.framework_overhead_bytes(allocated, parallel.world_size)
     w, g, o, a, lg, t, gb, fo = (int(weights), int(grads), int(optim), int(activations), int(logits),
@@ -218,18 +235,19 @@ def estimate_memory(
 
 @lru_cache(maxsize=8192)
 def _activations(model: ModelSpec, training: TrainingConfig, tp: int, sp: bool, pp: int,
-                 pp_microbatches: int | None, layout: str) -> tuple[int, int, int]:
-    """(saved activations, logits and loss, backward transient): they depend on the training
-    settings and on TP/SP/PP, not on data parallelism or sharding (only through the dtype
-    layout). Cached, so strategies that share a layout share them."""
+                 pp_microbatches: int | None, layout: str) -> tuple[int, int, int, int]:
+    """(saved activations, logits and loss, backward transient, offloaded to host): they
+    depend on the training settings and on TP/SP/PP, not on data parallelism or sharding (only
+    through the dtype layout). Cached, so strategies that share a layout share them."""
     parallel = ParallelConfig(tp=tp, sp=sp, pp=pp, pp_microbatches=pp_microbatches)
     dt = act.dtype_facts(training, layout)
     layers_per_stage = math.ceil(model.num_layers / pp)
-    activations, recompute = act.activation_bytes(model, training, parallel, dt, layers_per_stage)
-    logits = act.logits_and_loss(model, dt, training.micro_batch, training.seq_len, tp)
-    backward = max(recompute,
-                   act.logits_backward_transient(model, training.micro_batch, training.seq_len, tp))
-    return activations, logits, backward
+    activations, recompute, offloaded = act.activation_bytes(model, training, parallel, dt, layers_per_stage)
+    b, s = training.micro_batch, training.seq_len
+    logits = act.logits_and_loss(model, dt, b, s, tp, training.loss, training.compile_loss)
+    backward = max(recompute, act.logits_backward_transient(model, b, s, tp, training.loss,
+                                                            training.loss_chunks, training.compile_loss))
+    return activations, logits, backward, offloaded
 
 
 @lru_cache(maxsize=8192)
@@ -279,16 +297,28 @@ def estimate_compute(
     """
     training, parallel = memory.training, memory.parallel
     if mfu is None:
-        mfu = cmp.mfu(training)
+        mfu = cmp.mfu(training, memory.spec, gpu, parallel.tp)
     elif not 0 < mfu <= 1:
         raise ValueError(f"mfu must be in (0, 1], got {mfu}")
     f = memory.step
+    if training.precision == "fp8" and training.mfu is None and gpu.memory_bandwidth_gbps:
+        peak = gpu.bf16_tflops / cmp.fp8_time_factor(training, memory.spec, gpu, parallel.tp)
+    else:
+        peak = gpu.peak_tflops(training.precision)
     compute_s = f.hardware_flops_per_token * f.tokens_per_gpu_group / f.model_parallel / (
-        gpu.peak_tflops(training.precision) * 1e12 * mfu)
+        peak * 1e12 * mfu)
+    # kernels cannot run faster than they are launched; pipeline stages pay per micro-batch
+    microbatches = f.tokens_per_gpu_group // (training.micro_batch * training.seq_len)
+    stage_layers = math.ceil(memory.spec.num_layers / parallel.pp)
+    launch = cmp.LAYER_LAUNCH_SECONDS[training.kernel_stack] * stage_layers * microbatches
+    compute_s = max(compute_s, launch)
+    if parallel.pp > 1:
+        compute_s += cmp.PIPELINE_MICROBATCH_SECONDS * microbatches
     comm_s = cmp.comm_seconds(f.comm_bytes, parallel, interconnect or DEFAULT_LINK)
     backward_s = compute_s * 2 / 3
     exposed = comm_s["tp"] + comm_s["pp"] + comm_s["ep"]
-    exposed += max(0.0, comm_s["dp"] - cmp.DP_OVERLAP * backward_s)
+    overlap = cmp.DP_OVERLAP_BY_STACK.get(training.kernel_stack, cmp.DP_OVERLAP)
+    exposed += max(0.0, comm_s["dp"] - overlap * backward_s)
     step = compute_s / (1 - f.bubble_fraction) + exposed
     tps = f.tokens_per_step / step
     return _frozen(
@@ -357,7 +387,7 @@ def _step_facts(model: ModelSpec, training: TrainingConfig, parallel: ParallelCo
         tokens_per_gpu_group=tokens_per_gpu_group,
         tokens_per_step=tokens_per_gpu_group * parallel.dp,
         model_parallel=parallel.tp * parallel.pp,
-        bubble_fraction=cmp.bubble_fraction(parallel.pp, microbatches),
+        bubble_fraction=cmp.bubble_fraction(parallel.pp, microbatches, parallel.pp_interleave),
         comm_bytes=cmp.comm_bytes_per_step(model, training, parallel, trainable_local, compute_bytes),
     )
 

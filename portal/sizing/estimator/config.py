@@ -5,9 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16", "fp8")
-MIXED_LAYOUTS = ("autocast", "master")
+MIXED_LAYOUTS = ("autocast", "master", "fsdp2")
 OPTIMIZERS = ("adamw", "adamw-8bit", "sgd-momentum", "adafactor", "lion")
-CHECKPOINTING = ("none", "selective", "full")
+CHECKPOINTING = ("none", "selective", "full")  # what the recommender searches by default
+# every policy the estimator models: + torchtitan's op-level SAC (dense llama-family models)
+CHECKPOINTING_POLICIES = (*CHECKPOINTING, "selective-op")
+LOSSES = ("full", "chunked", "fused")
+STACKS = ("default", "eager", "compiled", "fused", "megatron")
 ATTENTION = ("eager", "sdpa", "flash")
 FINETUNE = ("full", "lora", "qlora")
 SHARDING = (
@@ -39,7 +43,21 @@ class TrainingConfig:
     mixed_layout (mixed precision only): ``autocast`` = PyTorch AMP / HF Trainer / FSDP
     MixedPrecision: fp32 weights and grads, half copies made for compute;
     ``master`` = DeepSpeed / Megatron: half weights and grads plus an fp32 master copy in the
-    optimizer. ``None`` picks ``master`` for DeepSpeed ZeRO sharding, else ``autocast``.
+    optimizer; ``fsdp2`` = FSDP2 ``MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)``
+    (torchtitan): sharded fp32 weights and grads, no master copy, bf16 compute and activations
+    without per-linear autocast copies. ``None`` picks ``master`` for DeepSpeed ZeRO sharding,
+    else ``autocast``.
+
+    checkpointing: ``selective`` = Korthikanti (drop the s^2 attention scores: nothing to drop
+    under SDPA/flash); ``selective-op`` = torchtitan's op-level SAC (keep every other matmul
+    output and the attention output, recompute the rest); ``full`` (with ``checkpoint_every``
+    N: every N-th layer, torchtitan's layer SAC).
+    loss: ``full`` (fp32 log-softmax over the vocabulary), ``chunked`` (torchtune's
+    CEWithChunkedOutputLoss, ``loss_chunks`` chunks upcast one at a time), ``fused`` (fused
+    linear cross-entropy, e.g. Liger: no vocabulary-sized tensor kept).
+    compile: torch.compile fusions (memory: RMSNorm and SwiGLU save less; speed: see stack).
+    stack: the kernel quality the time model assumes (docs/sizing.md "Time"): ``default``
+    picks ``compiled`` with compile, else ``eager``.
     """
 
     precision: str = "bf16-mixed"
@@ -55,16 +73,26 @@ class TrainingConfig:
     lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
     dropout: float | None = None  # None: the model's own dropout probability
     mfu: float | None = None  # None: the MFU model in compute.py
+    checkpoint_every: int = 1  # full checkpointing on every N-th layer
+    loss: str = "full"
+    loss_chunks: int = 8  # torchtune's num_output_chunks
+    compile: bool = False
+    compile_loss: bool = False  # the loss compiled too (torchtune): saves bf16 logits + lse
+    optimizer_in_backward: bool = False  # step each parameter in its grad hook (torchtune)
+    activation_offload: bool = False  # saved activations to host RAM (torchtune OffloadActivations)
+    stack: str = "default"
 
     def __post_init__(self) -> None:
         _choice("precision", self.precision, PRECISIONS)
         if self.mixed_layout is not None:
             _choice("mixed_layout", self.mixed_layout, MIXED_LAYOUTS)
         _choice("optimizer", self.optimizer, OPTIMIZERS)
-        _choice("checkpointing", self.checkpointing, CHECKPOINTING)
+        _choice("checkpointing", self.checkpointing, CHECKPOINTING_POLICIES)
         _choice("attention", self.attention, ATTENTION)
         _choice("finetune", self.finetune, FINETUNE)
-        for label in ("micro_batch", "seq_len", "grad_accum"):
+        _choice("loss", self.loss, LOSSES)
+        _choice("stack", self.stack, STACKS)
+        for label in ("micro_batch", "seq_len", "grad_accum", "checkpoint_every", "loss_chunks"):
             _positive(label, getattr(self, label))
         if self.finetune != "full":
             _positive("lora_rank", self.lora_rank)
@@ -74,6 +102,23 @@ class TrainingConfig:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
         if self.mfu is not None and not 0 < self.mfu <= 1:
             raise ValueError(f"mfu must be in (0, 1], got {self.mfu}")
+        if self.checkpoint_every > 1 and self.checkpointing != "full":
+            raise ValueError("checkpoint_every applies to checkpointing='full'; set both")
+        if self.optimizer_in_backward and self.grad_accum > 1:
+            raise ValueError("optimizer_in_backward steps in backward: it cannot accumulate gradients"
+                             " (grad_accum must be 1)")
+        if self.mixed_layout == "fsdp2" and self.precision not in ("bf16-mixed", "fp8"):
+            raise ValueError("mixed_layout='fsdp2' is bf16 compute over fp32 parameters: use"
+                             " precision='bf16-mixed' (or 'fp8' for float8 matmuls)")
+        if self.checkpointing == "selective-op" and self.attention == "eager":
+            raise ValueError("selective-op checkpointing saves the fused attention output; use"
+                             " attention='sdpa' or 'flash'")
+
+    @property
+    def kernel_stack(self) -> str:
+        if self.stack != "default":
+            return self.stack
+        return "compiled" if self.compile else "eager"
 
 
 @dataclass(frozen=True)
@@ -90,9 +135,12 @@ class ParallelConfig:
     ep: int = 1
     hybrid_shard_size: int = 8  # fsdp-hybrid: shard within this many GPUs (a node)
     ddp_bucket_view: bool = False  # DDP gradient_as_bucket_view
+    reshard_after_forward: bool = True  # FSDP: free gathered layers after their forward
+    pp_interleave: int = 1  # virtual pipeline stages per GPU (interleaved 1F1B)
+    ds_sub_group_size: int = 1_000_000_000  # DeepSpeed ZeRO-3 optimizer sub-group (elements)
 
     def __post_init__(self) -> None:
-        for label in ("dp", "tp", "pp", "ep", "hybrid_shard_size"):
+        for label in ("dp", "tp", "pp", "ep", "hybrid_shard_size", "pp_interleave", "ds_sub_group_size"):
             _positive(label, getattr(self, label))
         if self.pp_microbatches is not None:
             _positive("pp_microbatches", self.pp_microbatches)
@@ -104,6 +152,8 @@ class ParallelConfig:
             raise ValueError("offloading parameters needs zero3 or fsdp-full-shard")
         if self.sp and self.tp == 1:
             raise ValueError("sequence parallel (sp) needs tp > 1")
+        if self.pp_interleave > 1 and self.pp == 1:
+            raise ValueError("pp_interleave (virtual stages) needs pp > 1")
         if self.dp % self.ep:
             raise ValueError(f"ep={self.ep} must divide dp={self.dp} (experts shard over DP ranks)")
 

@@ -10,6 +10,8 @@ from .config import DEEPSPEED_SHARDING, ParallelConfig, TrainingConfig
 from .dtypes import NF4_DOUBLE_QUANT_BYTES
 from .models import ModelSpec, Tensor, arch_scale, param_tensors
 
+FSDP_SHARDING = ("fsdp-full-shard", "fsdp-shard-grad-op", "fsdp-hybrid")
+
 # Framework overhead, named and documented (docs/sizing.md "Overheads").
 CUDA_CONTEXT_BYTES = 512 * 2**20  # CUDA context + kernels (lazy loading), outside PyTorch
 CUBLAS_WORKSPACE_BYTES = 32 * 2**20  # cuBLAS workspace on Hopper, allocated by PyTorch
@@ -41,13 +43,13 @@ def mixed_layout(training: TrainingConfig, parallel: ParallelConfig) -> str:
             return training.mixed_layout
         return "master" if parallel.sharding in DEEPSPEED_SHARDING else "autocast"
     if training.precision == "fp8":
-        return "master"
+        return "fsdp2" if training.mixed_layout == "fsdp2" else "master"
     return "fp32" if training.precision == "fp32" else "pure-half"
 
 
 def placement(training: TrainingConfig, parallel: ParallelConfig) -> Placement:
     layout = mixed_layout(training, parallel)
-    full = layout in ("fp32", "autocast")
+    full = layout in ("fp32", "autocast", "fsdp2")
     weight = 4 if full else 2
     master = 4 if layout == "master" else 0
     shard = parallel.dp
@@ -190,12 +192,26 @@ def _trainable_local(model: ModelSpec, full: bool, targets: tuple[str, ...], ran
                for t in _trainable(model, full, targets, rank))
 
 
+def bf16_optimizer(training: TrainingConfig, parallel: ParallelConfig) -> bool:
+    """DeepSpeed runs ZeRO-1 (and no ZeRO) with bf16 through its BF16_Optimizer, which keeps a
+    full fp32 gradient accumulation buffer next to the bf16 gradients."""
+    return training.precision == "bf16-mixed" and parallel.sharding == "zero1"
+
+
 def deepspeed_fp32_grad_partition_bytes(model, training, parallel, p: Placement) -> float:
-    """DeepSpeed ZeRO (master layout) casts its gradient partition to fp32 for the step."""
+    """DeepSpeed ZeRO (master layout) casts its gradient partition to fp32 for the step.
+
+    ZeRO-1/2 cast the whole partition; ZeRO-3 steps the optimizer one sub-group of
+    ``sub_group_size`` elements at a time, so its fp32 copy is capped at one sub-group.
+    BF16_Optimizer already holds fp32 gradients (counted in gradient_bytes)."""
     if p.layout != "master" or parallel.sharding not in DEEPSPEED_SHARDING:
         return 0.0
-    total = trainable_sum(model, training, parallel, 4)
-    return total / p.shard
+    if bf16_optimizer(training, parallel):
+        return 0.0
+    total = trainable_sum(model, training, parallel, 4) / p.shard
+    if parallel.sharding == "zero3":
+        total = min(total, 4.0 * parallel.ds_sub_group_size)
+    return total
 
 
 def frozen_weight_bytes(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig,
@@ -220,7 +236,27 @@ def weights_bytes(model, training, parallel, p: Placement) -> float:
 
 def gradient_bytes(model, training, parallel, p: Placement) -> float:
     total = trainable_sum(model, training, parallel, p.grad_bytes)
+    total = total / p.shard if p.shard_grads else total
+    if p.layout == "master" and bf16_optimizer(training, parallel):
+        total += trainable_sum(model, training, parallel, 4)  # fp32 accumulation, not sharded
+    return total
+
+
+def largest_gradient_bytes(model, training, parallel, p: Placement) -> float:
+    """The biggest single gradient (optimizer step in backward frees each after its step)."""
+    biggest = max(trainable_tensors(model, training), key=lambda t: t.numel)
+    share = local_share(biggest, model, parallel) * arch_scale(model)
+    total = biggest.numel * share * p.grad_bytes
     return total / p.shard if p.shard_grads else total
+
+
+def grads_freed_between_steps(training: TrainingConfig, parallel: ParallelConfig) -> bool:
+    """zero_grad(set_to_none=True), PyTorch's default since 2.0, frees the gradients after the
+    step, so they do not sit next to the next forward's activations -- unless micro-batches
+    accumulate into them, DDP's gradients are views of its buckets, or DeepSpeed keeps its
+    own gradient partitions."""
+    return (training.grad_accum == 1 and parallel.sharding not in DEEPSPEED_SHARDING
+            and not parallel.ddp_bucket_view)
 
 
 def optimizer_elem_bytes(t: Tensor, training: TrainingConfig, p: Placement) -> float:
@@ -286,7 +322,9 @@ def gathered_bytes(model, training, parallel, p: Placement, layer_params: int,
     """
     compute = 4 if p.layout == "fp32" else 2
     out = 0.0
-    if p.shard_weights:
+    if p.shard_weights and p.layout == "fsdp2":
+        out += fsdp2_buffers(model, parallel, p, layer_params)
+    elif p.shard_weights:
         tp = parallel.tp
         root = root_param_elems(model) / tp
         out += root * compute + 3 * layer_params / tp * compute
@@ -298,6 +336,23 @@ def gathered_bytes(model, training, parallel, p: Placement, layer_params: int,
         total = trainable_elems(model, training)
         out += min(DEEPSPEED_REDUCE_BUCKET_ELEMENTS, total) * 2
     return out
+
+
+def fsdp2_buffers(model: ModelSpec, parallel: ParallelConfig, p: Placement, layer_params: int) -> float:
+    """FSDP2 with MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32), per GPU.
+
+    - the root unit (embeddings, final norm, head) is not resharded after forward: its bf16
+      parameters stay gathered for the step;
+    - per transformer block: the all-gather input (the bf16 shard), the unsharded bf16
+      parameters of the current and the prefetched block (every block of the stage without
+      reshard-after-forward, as under pipeline parallelism), and in backward one block's
+      unsharded bf16 gradients and their fp32 reduce-scatter input."""
+    tp = parallel.tp
+    layer = layer_params / tp
+    stage_layers = math.ceil(model.num_layers / parallel.pp)
+    live = 2 if parallel.reshard_after_forward else stage_layers
+    root = root_param_elems(model) * arch_scale(model) / tp
+    return root * 2 + layer * (2 / p.shard + 2 * live + 2 + 4)
 
 
 def framework_overhead_bytes(allocated: float, world_size: int) -> float:

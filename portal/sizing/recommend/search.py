@@ -16,8 +16,9 @@ Pruning, none of which leaves out part of the search space:
   setting, and micro-batches stop at the first that does not fit;
 - with no pipeline the estimator's step time does not depend on the micro-batch (the same
   tokens per step; communication per step is fixed), so only the largest fitting micro-batch
-  is timed (fewest accumulation steps; best kernel efficiency in practice); with a pipeline
-  the 1F1B bubble shrinks with more micro-batches per step, so the smallest is timed.
+  is timed (fewest accumulation steps, fewest kernel launches); with a pipeline the 1F1B
+  bubble shrinks with more micro-batches per step while each micro-batch pays a per-stage
+  overhead, so every fitting micro-batch is timed.
   The benchmark and a test check that this finds the same times as the exhaustive loop.
 """
 
@@ -336,16 +337,20 @@ class Searcher:
         s, tp, pp, ckpt = lay.strategy, lay.tp, lay.pp, lay.checkpointing
         dp = sc.world // (tp * pp)
         mbs = self.micro_batches(dp)
-        pick = 0
+        pick, more = 0, ()
         if mbs:
             least = "full" if "full" in self.options.checkpointing else ckpt
             smallest = self.mem(s, dp, tp, pp, mbs[0], least)
             if not _fits(smallest, usable, host_ram, per_node):
                 sc.decided[i] = smallest  # a MemoryEstimate (or None): kept for the closest miss
             elif pp > 1:
-                # 1F1B: the bubble shrinks with more micro-batches per step: the smallest is fastest.
-                if _fits(self.mem(s, dp, tp, pp, mbs[0], ckpt), usable, host_ram, per_node):
-                    pick = mbs[0]
+                # 1F1B: the bubble shrinks with more micro-batches per step, but each micro-batch
+                # pays the estimator's per-stage overhead: every fitting micro-batch is timed.
+                for mb in mbs:
+                    if not _fits(self.mem(s, dp, tp, pp, mb, ckpt), usable, host_ram, per_node):
+                        break
+                    more = (*more, mb) if pick else ()
+                    pick = pick or mb
             else:
                 for mb in mbs:
                     if not _fits(self.mem(s, dp, tp, pp, mb, ckpt), usable, host_ram, per_node):
@@ -356,7 +361,7 @@ class Searcher:
                 sc.decided[i] = NO_FIT
             sc.skip[i] = i + 1
             return None
-        entry = sc.decided[i] = (dp, pick, pp == 1 or pick == mbs[0])
+        entry = sc.decided[i] = (dp, pick, pp == 1 or pick == mbs[0], more)
         return entry
 
     def closest_miss(self, sc: Scan) -> Miss | None:
@@ -415,8 +420,13 @@ class Searcher:
         if st.best is None:
             st.miss = self.closest_miss(sc)
 
-    def _run(self, st: SizeState, lay: Layout, dp: int, pick: int, first_mb: bool) -> None:
-        """Time a layout that fits at micro-batch `pick`; keep it if it is the size's fastest."""
+    def _run(self, st: SizeState, lay: Layout, dp: int, pick: int, first_mb: bool, more: tuple = ()) -> None:
+        """Time a layout that fits at micro-batch `pick` (and at `more`); keep the size's fastest."""
+        self._time_one(st, lay, dp, pick, first_mb)
+        for mb in more:
+            self._time_one(st, lay, dp, mb, False)
+
+    def _time_one(self, st: SizeState, lay: Layout, dp: int, pick: int, first_mb: bool) -> None:
         size = st.size
         self.evaluated += 1
         est, mfu = self.time(size, lay, dp, pick)
@@ -481,7 +491,8 @@ class Scan:
     usable: int
     host_ram: int
     gpus_per_node: int
-    # per layout: None (not decided yet), (dp, micro-batch, is the smallest micro-batch) when
+    # per layout: None (not decided yet), (dp, micro-batch, is the smallest micro-batch, further
+    # micro-batches to time under a pipeline) when
     # it fits, else its smallest MemoryEstimate (for the closest miss) or NO_FIT
     decided: list
     skip: list  # skip[i] == i unless layout i does not fit; then a later index (see _next)

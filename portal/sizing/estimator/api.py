@@ -158,6 +158,11 @@ class MemoryEstimate:
     def fits(self, gpu: GPUSpec) -> bool:
         return self.per_gpu.total <= gpu.memory_bytes
 
+    @property
+    def represents(self) -> tuple[str, ...]:
+        """The regime this estimate models, knob by knob (what it does not model raises)."""
+        return represented_knobs(self.training, self.parallel, self.layout)
+
     @cached_property
     def step(self) -> StepFacts:
         """GPU-independent compute facts, worked out on first use (then kept)."""
@@ -169,6 +174,31 @@ class MemoryEstimate:
             "cpu_bytes_per_gpu": int(self.cpu_bytes_per_gpu), "layout": self.layout,
             "checkpoint": asdict(self.checkpoint), "world_size": self.world_size,
         }
+
+
+def represented_knobs(training: TrainingConfig, parallel: ParallelConfig, layout: str) -> tuple[str, ...]:
+    out = [f"precision={training.precision}", f"layout={layout}", f"optimizer={training.optimizer}",
+           f"checkpointing={training.checkpointing}", f"attention={training.attention}",
+           f"loss={training.loss}", f"stack={training.kernel_stack}"]
+    if training.checkpoint_every > 1:
+        out.append(f"checkpoint_every={training.checkpoint_every}")
+    for flag in ("compile", "compile_loss", "optimizer_in_backward", "activation_offload"):
+        if getattr(training, flag):
+            out.append(flag)
+    if training.finetune != "full":
+        out.append(f"finetune={training.finetune} r={training.lora_rank}")
+    out.append(f"sharding={parallel.sharding}" + (f" offload={parallel.offload}" if parallel.offload != "none"
+                                                   else ""))
+    if layout == "fsdp2" and not parallel.reshard_after_forward:
+        out.append("reshard_after_forward=False")
+    if parallel.pp > 1:
+        out.append(f"pp={parallel.pp} 1F1B" + (f" interleave={parallel.pp_interleave}"
+                                               if parallel.pp_interleave > 1 else ""))
+    if parallel.tp > 1:
+        out.append(f"tp={parallel.tp}" + (" +sp" if parallel.sp else ""))
+    out.append("gradients freed between steps" if mem.grads_freed_between_steps(training, parallel)
+               else "gradients resident across steps")
+    return tuple(out)
 
 
 def estimate(
@@ -207,7 +237,7 @@ def estimate_memory(
         # backward turns activations into gradients; the step holds gradients, not activations
         peak = max(forward_backward, grads + step_extra)
     else:
-        peak = grads + max(forward_backward, activations + logits + step_extra)
+        peak = grads + max(forward_backward, step_extra)
     # transient = what the peak moment holds beyond the listed terms; negative when gradients
     # are not resident at the peak (freed by zero_grad before the forward)
     transient = peak - grads - activations - logits

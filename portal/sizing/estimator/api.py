@@ -427,6 +427,7 @@ def clear_caches() -> None:
 
     Results never depend on the caches; this is for measuring a cold start (and for tests)."""
     for cached in (_model_states, _activations, ckpt._full_state_bytes, cmp.matmul_params_per_token,
+                   cmp._utilisation, cmp._fp8_time_factor,
                    mem._lora_tensors, mem._trainable_sum, mem._optimizer_sum, mem._frozen_sum,
                    mem._trainable_local, mem.linear_param_elems, mem.root_param_elems, mem._trainable_elems,
                    param_tensors, count_params, arch_scale, layer_params):

@@ -106,21 +106,35 @@ def mfu(training: TrainingConfig, model: ModelSpec | None = None, gpu=None, tp: 
         return MFU_BY_PRECISION["fp32"]
     if model is None or gpu is None or not gpu.memory_bandwidth_gbps:
         return MFU_BY_PRECISION["fp8" if training.precision == "fp8" else "half"]
-    u, _ = STACK_EFFICIENCY[training.kernel_stack]
-    return matmul_efficiency(gpu.name) * u / (1 + memory_bound_share(training, model, gpu, tp))
+    return _utilisation(training.kernel_stack, model.hidden_size, tp, gpu)
+
+
+@lru_cache(maxsize=4096)
+def _utilisation(stack: str, hidden: int, tp: int, gpu) -> float:
+    u, h0 = STACK_EFFICIENCY[stack]
+    return matmul_efficiency(gpu.name) * u / (1 + _memory_bound_share(h0, hidden, tp, gpu))
+
+
+def _memory_bound_share(h0: float, hidden: int, tp: int, gpu) -> float:
+    ratio = gpu.bf16_tflops * 1e12 / (gpu.memory_bandwidth_gbps * 1e9) / A100_FLOPS_PER_BYTE
+    return h0 * ratio * tp / hidden
 
 
 def memory_bound_share(training: TrainingConfig, model: ModelSpec, gpu, tp: int = 1) -> float:
     """Memory-bound time per unit of matmul time: h0 * r / (h / tp)."""
-    _, h0 = STACK_EFFICIENCY[training.kernel_stack]
-    ratio = gpu.bf16_tflops * 1e12 / (gpu.memory_bandwidth_gbps * 1e9) / A100_FLOPS_PER_BYTE
-    return h0 * ratio * tp / model.hidden_size
+    return _memory_bound_share(STACK_EFFICIENCY[training.kernel_stack][1], model.hidden_size, tp, gpu)
 
 
 def fp8_time_factor(training: TrainingConfig, model: ModelSpec, gpu, tp: int = 1) -> float:
     """Step time under float8 / the same step in bf16. The linear layers' matmuls run at the
     measured fp8 matmul rate, attention stays bf16, and the memory-bound part grows by the
     scaling casts."""
+    return _fp8_time_factor(training.kernel_stack, training.seq_len, model, gpu, tp)
+
+
+@lru_cache(maxsize=1024)
+def _fp8_time_factor(stack: str, seq_len: int, model: ModelSpec, gpu, tp: int) -> float:
+    training = TrainingConfig(seq_len=seq_len, stack=stack)
     attention = 12 * model.num_layers * model.q_dim * training.seq_len
     total = model_flops_per_token(model, training.seq_len)
     bf16 = gpu.bf16_tflops * matmul_efficiency(gpu.name)

@@ -141,7 +141,7 @@ def outside_layers(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> 
     if m.family == "gpt2":
         emb = ids + INDEX_BYTES * s + (DROPOUT_MASK_BYTES * T * h if p > 0 else 0)
         if tc.attention == "eager" and tc.checkpointing == "full":
-            emb += dt.residual * s * s  # the additive causal mask, an input of every block
+            emb += dt.residual * b * s * s  # the causal mask, expanded to the batch, input of every block
         return emb + (dt.residual * h + STATS_BYTES) * T + _lin_in(dt, 1) * T * h
     ln_in = 2 if dt.half_model else 4
     emb = 2 * ids + INDEX_BYTES * m.max_position_embeddings + (ln_in * h + STATS_BYTES) * T

@@ -422,11 +422,17 @@ class Searcher:
 
     def _run(self, st: SizeState, lay: Layout, dp: int, pick: int, first_mb: bool, more: tuple = ()) -> None:
         """Time a layout that fits at micro-batch `pick` (and at `more`); keep the size's fastest."""
-        self._time_one(st, lay, dp, pick, first_mb)
+        # Under a pipeline the step time is convex in the number of micro-batches (bubble
+        # C*(p-1)/m against per-micro-batch overhead c*m), so it is unimodal over the
+        # micro-batch sizes: stop at the first that is slower than the one before.
+        last = self._time_one(st, lay, dp, pick, first_mb)
         for mb in more:
-            self._time_one(st, lay, dp, mb, False)
+            t = self._time_one(st, lay, dp, mb, False)
+            if t > last:
+                break
+            last = t
 
-    def _time_one(self, st: SizeState, lay: Layout, dp: int, pick: int, first_mb: bool) -> None:
+    def _time_one(self, st: SizeState, lay: Layout, dp: int, pick: int, first_mb: bool) -> float:
         size = st.size
         self.evaluated += 1
         est, mfu = self.time(size, lay, dp, pick)
@@ -438,6 +444,7 @@ class Searcher:
         if st.best is None or c.time_to_train_seconds < st.best.train_seconds * (1 - TIE):
             st.best = Candidate(size, lay, dp, pick, self.workload.global_batch_sequences // (pick * dp),
                                 est, mfu)
+        return c.time_to_train_seconds
 
     def best(self, size: Size) -> tuple[Candidate | None, Miss | None]:
         """The fastest fitting configuration of one size (full branch and bound)."""

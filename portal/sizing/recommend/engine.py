@@ -9,6 +9,7 @@ from .catalog import CatalogData, NvmeOptionSpec, StorageProviderSpec
 from .pareto import pareto_front, rank
 from .plan import MemoryBreakdown, Plan
 from .search import Candidate, Miss, Searcher, Size, make_gpu, make_link, naive_best, size_price_hourly
+from .stacks import strategy_stacks
 from .strategies import get_strategy
 from .types import Goal, Point, Recommendation, Rejection, SearchOptions, Workload
 
@@ -87,7 +88,11 @@ def recommend(workload: Workload, goal: Goal, catalog: CatalogData,
     storage_tb = infra.storage_need_tb(full_state, model_only, catalog.checkpoints_kept)
     sizes = build_sizes(workload, catalog, options, nvme, provider, storage_tb)
 
-    searcher = Searcher(model, workload, options, base_mfu, flops)
+    stacks = strategy_stacks(catalog.stack)
+    if not any(s.data_parallel for s in stacks):
+        raise ValueError("the catalog declares no training stack that can run a layout (stack options of"
+                         " kind strategy with their capabilities); seed it (manage.py seed_catalog)")
+    searcher = Searcher(model, workload, options, base_mfu, flops, stacks)
     if exhaustive:
         states = []
         for size in sizes:
@@ -172,9 +177,9 @@ def _search(searcher: Searcher, sizes: list[Size]) -> list:
 def _plan(x: Candidate, workload: Workload, catalog: CatalogData, model: ModelSpec, extras: dict) -> Plan:
     size, lay, est = x.size, x.layout, x.estimate
     m = est.per_gpu
-    stack = infra.stack_config(lay.strategy, tp=lay.tp, pp=lay.pp, micro_batch=x.micro_batch,
+    stack = infra.stack_config(lay.strategy, lay.stack, tp=lay.tp, pp=lay.pp, micro_batch=x.micro_batch,
                                grad_accum=x.grad_accum, checkpointing=lay.checkpointing,
-                               precision=workload.precision, catalog=catalog)
+                               workload=workload, catalog=catalog)
     warnings = []
     if size.sku.stock_nodes is not None and size.sku.stock_nodes < size.nodes:
         warnings.append(f"only {size.sku.stock_nodes} {size.sku.name} node(s) are ready in stock")

@@ -40,6 +40,7 @@ from portal.sizing.estimator import (
 
 from .catalog import GpuSpec, NetworkOptionSpec, NvmeOptionSpec, SkuSpec, StorageProviderSpec
 from .pricing import Priced, server_price
+from .stacks import Needs, choose_stack
 from .strategies import STRATEGIES, Strategy, layout_supported, max_tp
 from .types import SearchOptions, Workload
 
@@ -124,16 +125,17 @@ class Layout:
     tp: int
     pp: int
     checkpointing: str
+    stack: str = ""  # slug of the catalog stack that runs it (stacks.choose_stack)
 
 
 _LAYOUTS: dict[tuple, Layout] = {}  # the Layout value objects, made once per process
 
 
-def _layout(s: Strategy, tp: int, pp: int, ckpt: str) -> Layout:
-    key = (s, tp, pp, ckpt)
+def _layout(s: Strategy, tp: int, pp: int, ckpt: str, stack: str) -> Layout:
+    key = (s, tp, pp, ckpt, stack)
     lay = _LAYOUTS.get(key)
     if lay is None:
-        lay = _LAYOUTS[key] = Layout(s, tp, pp, ckpt)
+        lay = _LAYOUTS[key] = Layout(s, tp, pp, ckpt, stack)
     return lay
 
 
@@ -183,6 +185,7 @@ class Searcher:
     options: SearchOptions
     base_mfu: float
     hw_flops_per_token: dict[str, float]
+    stacks: tuple = ()  # the catalog's strategy stacks (StackOptionSpec), in catalog order
     memory: dict = field(default_factory=dict)  # (strategy, dp, tp, pp, mb, ckpt) -> MemoryEstimate
     timed: dict = field(default_factory=dict)
     layout_cache: dict = field(default_factory=dict)
@@ -289,14 +292,27 @@ class Searcher:
         tps = [t for t in self.options.tp_sizes if t <= tp_limit]
         shapes = {}
         for s in STRATEGIES:
-            shapes[s] = [(tp, pp) for tp in tps for pp in self.options.pp_sizes
+            shapes[s] = [(tp, pp, stack) for tp in tps for pp in self.options.pp_sizes
                          if not world % (tp * pp) and layout_supported(s, tp, pp, world)
-                         and not seqs % (world // (tp * pp))]
+                         and not seqs % (world // (tp * pp)) and (stack := self.stack_of(s, tp, pp))]
         out = []
         for rel, s, ckpt in self.groups:
-            for tp, pp in shapes[s]:
-                out.append((rel, len(out), _layout(s, tp, pp, ckpt)))
+            for tp, pp, stack in shapes[s]:
+                out.append((rel, len(out), _layout(s, tp, pp, ckpt, stack)))
         return out
+
+    def stack_of(self, s: Strategy, tp: int, pp: int) -> str:
+        """The slug of the stack that runs the strategy with this TP and PP for this workload
+        ("" when no stack of the catalog declares all it needs: the layout is not proposed)."""
+        key = ("stack", s.name, tp, pp)
+        slug = self.configs.get(key)
+        if slug is None:
+            w = self.workload
+            needs = Needs.of(sharding=s.sharding, offload=s.offload, tp=tp, pp=pp, finetune=w.finetune,
+                             precision=w.precision)
+            stack = choose_stack(needs, self.stacks, prefer=s.stack)
+            slug = self.configs[key] = stack.slug if stack is not None else ""
+        return slug
 
     def micro_batches(self, dp: int) -> list[int]:
         mbs = self.mb_cache.get(dp)

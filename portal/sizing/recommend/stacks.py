@@ -15,6 +15,8 @@ from typing import Any
 
 from portal.catalog.capabilities import DATA_PARALLEL_KINDS, FEATURES
 
+from .strategies import BY_NAME
+
 # The estimator's sharding value -> the stack's data-parallel kind that runs it. FSDP2 has no
 # SHARD_GRAD_OP: it is FULL_SHARD without resharding after forward, so a full-shard stack runs it.
 SHARDING_TO_DATA_PARALLEL = {
@@ -53,10 +55,12 @@ class Needs:
             value = plan.get(key)
             return value if isinstance(value, str) and value else default
 
-        sharding = text("sharding", "")
+        # A partial plan may name only the recommender's strategy (e.g. "zero3"): it says the rest.
+        strategy = BY_NAME.get(text("strategy", ""))
+        sharding = text("sharding", strategy.sharding if strategy else "")
+        offload = text("offload", strategy.offload if strategy else "none")
         return cls(SHARDING_TO_DATA_PARALLEL.get(sharding), whole("tp"), whole("pp"), whole("cp"),
-                   text("offload", "none") != "none", text("finetune", "full"),
-                   text("precision", "") == "fp8")
+                   offload != "none", text("finetune", "full"), text("precision", "") == "fp8")
 
 
 def missing(stack: Any, needs: Needs) -> list[str]:

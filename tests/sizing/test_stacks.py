@@ -146,3 +146,18 @@ def test_every_ranked_plan_is_declared_by_its_stack(catalog, preset, finetune):
                 assert declared.pipeline_parallel or plan.pp == 1
             checked += 1
     assert checked or preset == "llama-3.1-405b"
+
+
+def test_every_plan_leaves_at_least_ten_percent_of_gpu_memory_free(catalog):
+    """The safety margin: never 1 GiB of headroom on a 180 GB GPU."""
+    from portal.sizing.recommend import MEMORY_RESERVE_FRACTION
+
+    assert MEMORY_RESERVE_FRACTION >= 0.10
+    for model in ("llama-3.1-70b", "mistral-7b"):
+        rec = recommend(work(model=model), Goal("cheapest"), catalog, SearchOptions(top_n=10))
+        for plan in rec.plans:
+            assert plan.usable_memory_bytes <= plan.gpu_memory_bytes * 0.90
+            assert plan.memory.total <= plan.gpu_memory_bytes * (1 - MEMORY_RESERVE_FRACTION)
+        for point in rec.points:
+            gpu = catalog.gpu(point.gpu)
+            assert gpu.memory_bytes - point.per_gpu_total_bytes >= 0.10 * gpu.memory_bytes

@@ -44,7 +44,15 @@ from .stacks import Needs, choose_stack
 from .strategies import STRATEGIES, Strategy, layout_supported, max_tp
 from .types import SearchOptions, Workload
 
-MEMORY_RESERVE_FRACTION = 0.05  # of GPU memory kept free: allocator spikes, eval, NCCL growth
+# The safety margin of GPU memory a plan leaves free (docs/sizing.md, "Safety margin"): what the
+# estimator may under-count (its worst measured under-estimate: eager GPT-2 attention, ~8 %
+# below CPU measurement; most published GPU runs it over-estimates) plus the allocator's
+# fragmentation, NCCL buffers and evaluation spikes (~3 %), and never below 10 % of the GPU.
+ESTIMATOR_UNDERCOUNT_FRACTION = 0.08
+RUNTIME_SPIKE_FRACTION = 0.03
+MIN_MEMORY_RESERVE_FRACTION = 0.10
+MEMORY_RESERVE_FRACTION = max(MIN_MEMORY_RESERVE_FRACTION,
+                              ESTIMATOR_UNDERCOUNT_FRACTION + RUNTIME_SPIKE_FRACTION)
 HOST_RAM_RESERVE_FRACTION = 0.20  # of node RAM kept for the OS, DataLoader workers, page cache
 REFERENCE_MATMUL_EFFICIENCY = 0.80  # H100 SXM: 794.5 of 989 TFLOPS, on which planning MFUs rest
 # Achievable dense bf16 matmul / datasheet peak (shared/reference/gpu_specs.json, measured by

@@ -161,3 +161,32 @@ def test_every_plan_leaves_at_least_ten_percent_of_gpu_memory_free(catalog):
         for point in rec.points:
             gpu = catalog.gpu(point.gpu)
             assert gpu.memory_bytes - point.per_gpu_total_bytes >= 0.10 * gpu.memory_bytes
+
+
+def test_no_tensor_parallelism_over_plain_pcie_and_at_most_pairs_over_nvlink_bridges(catalog):
+    rec = recommend(work(model="llama-2-13b"), Goal("cheapest"), catalog, SearchOptions(top_n=10))
+    interconnect = {s.slug: s.interconnect for s in catalog.skus}
+    points = [*rec.points, *rec.plans]
+    assert any(interconnect[p.sku] == "pcie" for p in points)
+    for p in points:
+        if interconnect[p.sku] == "pcie":
+            assert p.tp == 1, p
+        elif interconnect[p.sku] == "nvlink-bridge":
+            assert p.tp <= 2, p
+
+
+def test_pipeline_stages_only_when_memory_needs_them(catalog):
+    """A size where a layout without pipeline fits is never given one; exhaustive agrees."""
+    small = replace(catalog, skus=tuple(s for s in catalog.skus if s.slug in (
+        "8x-h100-sxm-80gb", "4x-a100-sxm-80gb", "2x-a100-pcie-80gb-nvl")))
+    options = SearchOptions(node_counts=(1, 2), top_n=10)
+    for model in ("mistral-7b", "llama-3.1-70b"):
+        fast = recommend(work(model=model), Goal("fastest"), small, options)
+        slow = recommend(work(model=model), Goal("fastest"), small, options, exhaustive=True)
+        flat_sizes = {(p.sku, p.nodes) for p in fast.points if p.pp == 1}
+        assert all((p.sku, p.nodes) not in flat_sizes for p in fast.points if p.pp > 1)
+        assert [(p.sku, p.nodes, p.tp, p.pp) for p in fast.plans] == [
+            (p.sku, p.nodes, p.tp, p.pp) for p in slow.plans]
+    # a fixed pipeline size (the wizard's field) is still honoured
+    fixed = recommend(work(), Goal("fastest"), small, SearchOptions(node_counts=(1,), pp_sizes=(2,)))
+    assert {p.pp for p in fixed.plans} == {2}

@@ -348,7 +348,28 @@ class Searcher:
             sc = self.scans[key] = Scan(layouts, size.world, size.usable_bytes, size.host_ram_bytes,
                                         size.sku.gpus_per_node,
                                         [None] * len(layouts), list(range(len(layouts) + 1)))
+            self._pipeline_only_if_needed(sc)
         return sc
+
+    def _pipeline_only_if_needed(self, sc: Scan) -> None:
+        """Pipeline stages only when memory needs them: when a layout without a pipeline fits
+        this class, its pipelined layouts are not proposed (the bubble, the stage imbalance and
+        a harder launch for what the estimator may show as a small gain)."""
+        flat = [lay for _, _, lay in sc.layouts if lay.pp == 1]
+        if len(flat) == len(sc.layouts) or not any(self.frugal_fit(lay, sc.world, sc.usable, sc.host_ram,
+                                                                    sc.gpus_per_node) for lay in flat):
+            return
+        for i, (_, _, lay) in enumerate(sc.layouts):
+            if lay.pp > 1:
+                sc.decided[i], sc.skip[i] = NO_FIT, i + 1
+
+    def frugal_fit(self, lay: Layout, world: int, usable: int, host_ram: int, per_node: int) -> bool:
+        """Whether the layout fits at its most frugal: the smallest micro-batch, full checkpointing."""
+        dp = world // (lay.tp * lay.pp)
+        mbs = self.micro_batches(dp)
+        least = "full" if "full" in self.options.checkpointing else lay.checkpointing
+        return bool(mbs) and _fits(self.mem(lay.strategy, dp, lay.tp, lay.pp, mbs[0], least),
+                                   usable, host_ram, per_node)
 
     def decide(self, sc: Scan, i: int) -> tuple | None:
         """Whether layout i of a class fits: (dp, micro-batch to time, that is the smallest
@@ -535,7 +556,10 @@ def naive_best(searcher: Searcher, size: Size) -> Candidate | None:
     """The same search space without pruning or memo: every layout x micro-batch is estimated
     (memory and time in one call). For the benchmark and the equivalence test."""
     best = None
-    for _, _, lay in searcher.layouts(size):
+    layouts = [lay for _, _, lay in searcher.layouts(size)]
+    if any(lay.pp == 1 and _naive_frugal_fit(searcher, size, lay) for lay in layouts):
+        layouts = [lay for lay in layouts if lay.pp == 1]  # pipeline stages only when memory needs them
+    for lay in layouts:
         dp = size.world // (lay.tp * lay.pp)
         for mb in searcher.micro_batches(dp):
             searcher.evaluated += 1
@@ -554,6 +578,23 @@ def naive_best(searcher: Searcher, size: Size) -> Candidate | None:
             if best is None or cand.train_seconds < best.train_seconds * (1 - TIE):
                 best = cand
     return best
+
+
+def _naive_frugal_fit(searcher: Searcher, size: Size, lay: Layout) -> bool:
+    """Searcher.frugal_fit with a fresh estimator call (the naive loop has no memo)."""
+    dp = size.world // (lay.tp * lay.pp)
+    mbs = searcher.micro_batches(dp)
+    if not mbs:
+        return False
+    least = "full" if "full" in searcher.options.checkpointing else lay.checkpointing
+    searcher.calls += 1
+    try:
+        est = estimate(searcher.model, searcher.training(mbs[0], searcher.workload.global_batch_sequences
+                                                         // (mbs[0] * dp), least),
+                       searcher.parallel(lay.strategy, dp, lay.tp, lay.pp))
+    except ValueError:
+        return False
+    return searcher.fits(size, est)
 
 
 def size_price_hourly(sku: SkuSpec, nodes: int, network: NetworkOptionSpec | None,

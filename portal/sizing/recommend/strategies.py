@@ -48,9 +48,14 @@ def get_strategy(name: str) -> Strategy:
 
 
 def max_tp(interconnect: str, gpus_per_node: int) -> int:
-    """Tensor parallel stays inside a node; above 2 only over NVSwitch (an NVLink bridge joins
-    pairs of GPUs, so a TP group of 4 on a bridged server would talk over PCIe)."""
-    return gpus_per_node if interconnect == "nvswitch" else min(2, gpus_per_node)
+    """Tensor parallel stays inside a node and on NVLink: every GPU over NVSwitch; a bridged pair
+    (tp=2) on an NVLink-bridge server (a TP group of 4 there would talk over PCIe); none over
+    plain PCIe (a TP all-reduce per layer at 32-64 GB/s costs more than it saves)."""
+    if interconnect == "nvswitch":
+        return gpus_per_node
+    if interconnect == "nvlink-bridge":
+        return min(2, gpus_per_node)
+    return 1
 
 
 def layout_supported(strategy: Strategy, tp: int, pp: int, world: int) -> bool:

@@ -113,7 +113,7 @@ def recommend(workload: Workload, goal: Goal, catalog: CatalogData,
         return x.price_total_usd
 
     front = pareto_front(found, t, c)
-    ranked, goal_met = rank(front, goal, t, c, lambda x: x.train_hours)
+    ranked, goal_met, delivery = _deliverable_first(found, front, goal, t, c)
     extras = dict(nvme=nvme, nvme_warning=nvme_warning, provider=provider, storage_tb=storage_tb,
                   checkpoint_bytes=full_state, checkpoints_kept=catalog.checkpoints_kept)
     plans = tuple(_plan(x, workload, catalog, model, extras) for x in ranked[: options.top_n])
@@ -133,12 +133,46 @@ def recommend(workload: Workload, goal: Goal, catalog: CatalogData,
     return Recommendation(
         goal=goal, goal_met=goal_met, plans=plans,
         explanations=(explain.why(best, goal, goal_met, get_strategy(best.strategy).label),
-                      *(r.message for r in rejections)),
+                      *((delivery,) if delivery else ()), *(r.message for r in rejections)),
         alternatives=_alternatives(front, ranked[0], workload, catalog, model, extras),
         rejections=rejections, points=points, data=data, warnings=warnings,
         candidates_evaluated=searcher.evaluated, estimator_calls=searcher.calls,
         stats={"sizes": len(sizes), "feasible_sizes": len(found), "pareto": len(front)},
     )
+
+
+def ready(x: Candidate) -> bool:
+    """Enough ready nodes in stock for the size (unknown stock, a catalog without inventory, counts)."""
+    stock = x.size.sku.stock_nodes
+    return stock is None or stock >= x.size.nodes
+
+
+def _deliverable_first(found: list[Candidate], front: list[Candidate], goal: Goal, t, c):
+    """Rank by the goal among what can be delivered now; plans needing more nodes than are ready
+    follow ("on request"), unless only they meet the goal's deadline or budget. Returns the ranked
+    candidates, whether the goal is met, and a sentence saying why when stock changed the order."""
+    def hours(x):
+        return x.train_hours
+
+    ranked, goal_met = rank(front, goal, t, c, hours)
+    if ready(ranked[0]):
+        return ranked, goal_met, ""
+    waiting = ranked[0]
+    short = (f"{waiting.size.nodes} × {waiting.size.sku.name} would be {_verdict(goal)}, but it needs "
+             f"{waiting.size.nodes} node(s) and {waiting.size.sku.stock_nodes} are ready")
+    deliverable = [x for x in found if ready(x)]
+    if deliverable:
+        now, now_met = rank(pareto_front(deliverable, t, c), goal, t, c, hours)
+        if now_met or not goal_met:
+            later = [x for x in ranked if not ready(x)]
+            return now + later, now_met, f"{short}: it is listed after the plans ready now, on request."
+    return ranked, goal_met, (f"{short}: only it meets your {goal.kind}, so it comes first, on request;"
+                              " staff confirm when the nodes are free.")
+
+
+def _verdict(goal: Goal) -> str:
+    return {"fastest": "faster", "cheapest": "cheaper", "deadline": "cheaper within your deadline",
+            "budget": "faster within your budget"}[goal.kind]
 
 
 def _search(searcher: Searcher, sizes: list[Size]) -> list:
@@ -181,8 +215,10 @@ def _plan(x: Candidate, workload: Workload, catalog: CatalogData, model: ModelSp
                                grad_accum=x.grad_accum, checkpointing=lay.checkpointing,
                                workload=workload, catalog=catalog)
     warnings = []
-    if size.sku.stock_nodes is not None and size.sku.stock_nodes < size.nodes:
-        warnings.append(f"only {size.sku.stock_nodes} {size.sku.name} node(s) are ready in stock")
+    availability = "unknown" if size.sku.stock_nodes is None else "ready" if ready(x) else "on-request"
+    if availability == "on-request":
+        warnings.append(f"on request: {size.nodes} {size.sku.name} node(s) needed, {size.sku.stock_nodes}"
+                        " ready in stock; staff confirm an ETA before approval")
     if size.network and size.network.on_request:
         warnings.append(f"{size.network.name} is on request: staff check the fabric before approval")
     nvme, provider = extras["nvme"], extras["provider"]
@@ -206,7 +242,7 @@ def _plan(x: Candidate, workload: Workload, catalog: CatalogData, model: ModelSp
         raid=nvme.raid if nvme else "", storage_provider=provider.slug if provider else "",
         storage_tb=extras["storage_tb"], checkpoint_bytes=extras["checkpoint_bytes"],
         checkpoints_kept=extras["checkpoints_kept"], stack=stack, mfu=x.mfu, cpu_bytes_per_node=est.cpu_bytes,
-        warnings=tuple(warnings),
+        warnings=tuple(warnings), availability=availability,
     )
 
 

@@ -122,6 +122,7 @@ class Plan:
     checkpoint_bytes: int = 0  # one full training state (weights, optimizer states, step)
     checkpoints_kept: int = 0  # full states the bucket keeps: storage_tb holds that many
     warnings: tuple[str, ...] = ()
+    availability: str = "unknown"  # ready | on-request (more nodes than are ready) | unknown (no stock)
     schema_version: int = PLAN_SCHEMA_VERSION
 
     @property
@@ -175,7 +176,7 @@ class Plan:
             "checkpoint_bytes": self.checkpoint_bytes, "checkpoints_kept": self.checkpoints_kept,
             "stack": self.stack.slug, "stack_name": self.stack.name,
             "stack_settings": dict(self.stack.settings),
-            "warnings": list(self.warnings),
+            "warnings": list(self.warnings), "availability": self.availability,
         }
 
     @classmethod
@@ -209,7 +210,7 @@ class Plan:
 
 
 _NESTED = ("model_spec", "memory", "stack")  # read from their own keys below
-_OPTIONAL = ("mfu", "cpu_bytes_per_node", "checkpoint_bytes", "checkpoints_kept")
+_OPTIONAL = ("mfu", "cpu_bytes_per_node", "checkpoint_bytes", "checkpoints_kept", "availability")
 
 
 def number_keys() -> tuple[str, ...]:

@@ -8,7 +8,7 @@ from . import explain, infra
 from .catalog import CatalogData, NvmeOptionSpec, StorageProviderSpec
 from .pareto import pareto_front, rank
 from .plan import MemoryBreakdown, Plan
-from .search import Candidate, Miss, Searcher, Size, make_gpu, make_link, naive_best, size_price_hourly
+from .search import Candidate, Miss, Searcher, Size, make_gpu, make_link, naive_best, size_price
 from .stacks import strategy_stacks
 from .strategies import get_strategy
 from .types import Goal, Point, Recommendation, Rejection, SearchOptions, Workload
@@ -62,8 +62,9 @@ def build_sizes(workload: Workload, catalog: CatalogData, options: SearchOptions
         est_gpu = make_gpu(gpu)
         for nodes in sorted(set(options.node_counts)):
             for net in ((single,) if nodes == 1 else multi):
-                price = size_price_hourly(sku, nodes, net, nvme, provider, storage_tb)
-                sizes.append(Size(sku, gpu, nodes, net, est_gpu, make_link(sku, gpu, nodes, net), price))
+                price = size_price(sku, nodes, net, nvme, provider, storage_tb)
+                sizes.append(Size(sku, gpu, nodes, net, est_gpu, make_link(sku, gpu, nodes, net),
+                                  float(price.hourly), float(price.monthly)))
     return sizes
 
 
@@ -242,7 +243,8 @@ def _plan(x: Candidate, workload: Workload, catalog: CatalogData, model: ModelSp
         raid=nvme.raid if nvme else "", storage_provider=provider.slug if provider else "",
         storage_tb=extras["storage_tb"], checkpoint_bytes=extras["checkpoint_bytes"],
         checkpoints_kept=extras["checkpoints_kept"], stack=stack, mfu=x.mfu, cpu_bytes_per_node=est.cpu_bytes,
-        warnings=tuple(warnings), availability=availability,
+        warnings=tuple(warnings), availability=availability, billed_hours=x.billing.billed_hours,
+        billing=x.billing.billing, price_per_month_usd=x.billing.per_month_usd or 0.0,
     )
 
 

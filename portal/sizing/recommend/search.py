@@ -24,6 +24,7 @@ Pruning, none of which leaves out part of the search space:
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from portal.sizing.estimator import (
     Estimate,
@@ -39,7 +40,7 @@ from portal.sizing.estimator import (
 )
 
 from .catalog import GpuSpec, NetworkOptionSpec, NvmeOptionSpec, SkuSpec, StorageProviderSpec
-from .pricing import Priced, server_price
+from .pricing import JobPrice, Price, Priced, job_price, server_price
 from .stacks import Needs, choose_stack
 from .strategies import STRATEGIES, Strategy, layout_supported, max_tp
 from .types import SearchOptions, Workload
@@ -85,6 +86,15 @@ class Size:
     est_gpu: GPUSpec
     link: Interconnect
     price_hourly_usd: float  # all nodes, GPUs + NVMe + network + storage
+    price_monthly_usd: float = 0.0  # the same at the monthly rates
+
+    def job_price(self, train_seconds: float) -> JobPrice:
+        return job_price(hourly_usd=self.price_hourly_usd, monthly_usd=self.price_monthly_usd,
+                         train_hours=train_seconds / 3600)
+
+    def cost(self, train_seconds: float) -> float:
+        """The billed total for a job of this length; never falls as the job gets longer."""
+        return self.job_price(train_seconds).total_usd
 
     @property
     def world(self) -> int:
@@ -167,9 +177,13 @@ class Candidate:
     def train_hours(self) -> float:
         return self.train_seconds / 3600
 
+    @cached_property
+    def billing(self) -> JobPrice:
+        return self.size.job_price(self.train_seconds)
+
     @property
     def price_total_usd(self) -> float:
-        return self.size.price_hourly_usd * self.train_hours
+        return self.billing.total_usd
 
 
 @dataclass(frozen=True)
@@ -427,7 +441,7 @@ class Searcher:
         if sc is None:
             sc = st.scan = self.scan(size)
         layouts, decided, skip = sc.layouts, sc.decided, sc.skip
-        scale, price, n = st.scale, size.price_hourly_usd, len(layouts)
+        scale, cost, n = st.scale, size.cost, len(layouts)
         i = _next(skip, st.next)
         while i < n:
             rel, _, lay = layouts[i]
@@ -437,7 +451,7 @@ class Searcher:
                 if dominated is None or bound >= best.train_seconds * (1 - TIE):
                     st.next = i
                     return
-                if dominated(bound, bound / 3600 * price):
+                if dominated(bound, cost(bound)):
                     st.next = i
                     return
                 known = st.exposed.get((lay.tp, lay.pp))
@@ -447,7 +461,7 @@ class Searcher:
                     bubble, fixed_seconds = known
                     tight = bound / (1 - bubble) + fixed_seconds
                     if tight >= best.train_seconds * (1 - TIE) or (
-                            dominated and dominated(tight, tight / 3600 * price)):
+                            dominated and dominated(tight, cost(tight))):
                         i = _next(skip, i + 1)
                         continue
             entry = decided[i]
@@ -600,9 +614,14 @@ def _naive_frugal_fit(searcher: Searcher, size: Size, lay: Layout) -> bool:
 def size_price_hourly(sku: SkuSpec, nodes: int, network: NetworkOptionSpec | None,
                       nvme: NvmeOptionSpec | None, storage: StorageProviderSpec | None,
                       storage_tb: int) -> float:
+    return float(size_price(sku, nodes, network, nvme, storage, storage_tb).hourly)
+
+
+def size_price(sku: SkuSpec, nodes: int, network: NetworkOptionSpec | None, nvme: NvmeOptionSpec | None,
+               storage: StorageProviderSpec | None, storage_tb: int) -> Price:
     """The hourly price the configurator quotes for this size (``pricing.server_price``)."""
     per_node = tuple(Priced(o.slug, o.price_monthly_usd) for o in (nvme, network) if o is not None)
     shared = (Priced(storage.slug, storage.price_per_tb_monthly_usd, quantity=storage_tb),) if storage else ()
     price = server_price(nodes=nodes, server=Priced(sku.slug, sku.price_monthly_usd, sku.price_hourly_usd),
                          per_node=per_node, shared=shared)
-    return float(price.hourly)
+    return price

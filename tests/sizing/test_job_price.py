@@ -52,3 +52,18 @@ def test_recommended_plans_are_priced_as_billed():
         if plan.billing == "hourly":
             assert plan.price_total_usd == pytest.approx(expected, rel=1e-6)
         assert sku.price_hourly_usd * plan.nodes <= plan.price_hourly_usd
+
+
+def test_honest_alternatives_show_each_other_gpu_family_with_price_and_time():
+    catalog = catalog_from_seed()
+    work = Workload(model="llama-3.1-8b", seq_len=4096, global_batch_tokens=4096 * 256, dataset_tokens=10**9)
+    rec = recommend(work, Goal("cheapest"), catalog)
+    families = {p.gpu for p in rec.points} - {rec.best.gpu}
+    assert {p.gpu for p in rec.other_gpus} == families and len(families) > 3
+    prices = [p.price_total_usd for p in rec.other_gpus]
+    assert prices == sorted(prices)
+    for point in rec.other_gpus:  # each is that family's cheapest
+        assert point.price_total_usd == min(p.price_total_usd for p in rec.points if p.gpu == point.gpu)
+        sku_name = catalog.sku(point.sku).name
+        assert any(line.startswith("On ") and sku_name in line for line in rec.alternatives)
+    assert rec.to_dict()["other_gpus"][0]["train_hours"] > 0

@@ -120,13 +120,12 @@ def recommend(workload: Workload, goal: Goal, catalog: CatalogData,
     plans = tuple(_plan(x, workload, catalog, model, extras) for x in ranked[: options.top_n])
     best = plans[0]
     on_front = {id(x) for x in front}
-    points = tuple(
-        Point(x.size.sku.slug, x.size.gpu.slug, x.size.nodes, x.layout.strategy.name, x.layout.tp,
-              x.layout.pp,
-              x.micro_batch, x.layout.checkpointing, x.train_hours, x.price_total_usd,
-              x.estimate.per_gpu.total, id(x) in on_front)
-        for x in sorted(found, key=lambda x: (x.train_seconds, x.price_total_usd))
-    )
+    point_of = {id(x): Point(x.size.sku.slug, x.size.gpu.slug, x.size.nodes, x.layout.strategy.name,
+                             x.layout.tp, x.layout.pp, x.micro_batch, x.layout.checkpointing, x.train_hours,
+                             x.price_total_usd, x.estimate.per_gpu.total, id(x) in on_front)
+                for x in found}
+    points = tuple(point_of[id(x)] for x in sorted(found, key=lambda x: (x.train_seconds, x.price_total_usd)))
+    other = [point_of[id(x)] for x in _other_gpus(found, ranked[0], goal)]
     rejections = _rejections(misses, ranked[0])
     data = infra.data_advice(workload, ranked[0].size.sku, ranked[0].size.nodes, ranked[0].size.network)
     warnings = tuple(w for w in (nvme_warning, infra.network_warning(workload.dataset_bytes,
@@ -135,11 +134,31 @@ def recommend(workload: Workload, goal: Goal, catalog: CatalogData,
         goal=goal, goal_met=goal_met, plans=plans,
         explanations=(explain.why(best, goal, goal_met, get_strategy(best.strategy).label),
                       *((delivery,) if delivery else ()), *(r.message for r in rejections)),
-        alternatives=_alternatives(front, ranked[0], workload, catalog, model, extras),
+        alternatives=(*_alternatives(front, ranked[0], workload, catalog, model, extras),
+                      *(explain.other_gpu(p, best, catalog.sku(p.sku).name) for p in other)),
+        other_gpus=tuple(other),
         rejections=rejections, points=points, data=data, warnings=warnings,
         candidates_evaluated=searcher.evaluated, estimator_calls=searcher.calls,
         stats={"sizes": len(sizes), "feasible_sizes": len(found), "pareto": len(front)},
     )
+
+
+def _other_gpus(found: list[Candidate], chosen: Candidate, goal: Goal) -> list[Candidate]:
+    """Honest alternatives: the same job on each other GPU family, its best by the goal, cheapest
+    first (so the customer sees what the chosen GPU buys)."""
+    def t(x):
+        return x.train_seconds
+
+    def c(x):
+        return x.price_total_usd
+
+    by_gpu: dict[str, list[Candidate]] = {}
+    for x in found:
+        if x.size.gpu.slug != chosen.size.gpu.slug:
+            by_gpu.setdefault(x.size.gpu.slug, []).append(x)
+    picks = [rank(pareto_front(group, t, c), goal, t, c, lambda x: x.train_hours)[0][0]
+             for group in by_gpu.values()]
+    return sorted(picks, key=lambda x: (x.price_total_usd, x.train_seconds))
 
 
 def ready(x: Candidate) -> bool:

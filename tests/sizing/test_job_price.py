@@ -67,3 +67,12 @@ def test_honest_alternatives_show_each_other_gpu_family_with_price_and_time():
         sku_name = catalog.sku(point.sku).name
         assert any(line.startswith("On ") and sku_name in line for line in rec.alternatives)
     assert rec.to_dict()["other_gpus"][0]["train_hours"] > 0
+
+
+def test_the_search_s_quick_total_is_the_billed_total():
+    from portal.sizing.recommend.pricing import billed_total_usd
+
+    for hours in (0.0, 0.5, 1.0, 2.2, 100.0, 700.0, 729.0, 1500.0, 5000.0):
+        for monthly in (0.0, 1900.0, 5000.0):
+            full = job_price(hourly_usd=7.3, monthly_usd=monthly, train_hours=hours).total_usd
+            assert billed_total_usd(7.3, monthly, hours) == full

@@ -93,6 +93,21 @@ class JobPrice:
     per_month_usd: float | None  # multi-week jobs: the total spread over the months it runs
 
 
+def billed_total_usd(hourly_usd: float, monthly_usd: float, train_hours: float,
+                     provisioning_hours: float = PROVISIONING_HOURS) -> float:
+    """``job_price(...).total_usd`` without building the breakdown (the search calls it often)."""
+    billed = max(1, math.ceil(train_hours + provisioning_hours - 1e-9))
+    hourly_total = hourly_usd * billed
+    if monthly_usd > 0:
+        monthly_total = monthly_usd * math.ceil(billed / _HOURS_PER_MONTH - 1e-9)
+        if monthly_total < hourly_total:
+            return monthly_total
+    return hourly_total
+
+
+_HOURS_PER_MONTH = float(HOURS_PER_MONTH)
+
+
 def job_price(*, hourly_usd: float, monthly_usd: float, train_hours: float,
               provisioning_hours: float = PROVISIONING_HOURS) -> JobPrice:
     """``hourly_usd`` and ``monthly_usd`` are the whole server size's rates (``server_price``: all

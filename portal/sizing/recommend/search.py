@@ -40,7 +40,7 @@ from portal.sizing.estimator import (
 )
 
 from .catalog import GpuSpec, NetworkOptionSpec, NvmeOptionSpec, SkuSpec, StorageProviderSpec
-from .pricing import JobPrice, Price, Priced, job_price, server_price
+from .pricing import JobPrice, Price, Priced, billed_total_usd, job_price, server_price
 from .stacks import Needs, choose_stack
 from .strategies import STRATEGIES, Strategy, layout_supported, max_tp
 from .types import SearchOptions, Workload
@@ -94,7 +94,7 @@ class Size:
 
     def cost(self, train_seconds: float) -> float:
         """The billed total for a job of this length; never falls as the job gets longer."""
-        return self.job_price(train_seconds).total_usd
+        return billed_total_usd(self.price_hourly_usd, self.price_monthly_usd, train_seconds / 3600)
 
     @property
     def world(self) -> int:

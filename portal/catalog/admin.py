@@ -43,4 +43,6 @@ class StorageProviderAdmin(admin.ModelAdmin):
 
 @admin.register(StackOption)
 class StackOptionAdmin(admin.ModelAdmin):
-    list_display = ("name", "kind")
+    list_display = ("name", "kind", "data_parallel", "tensor_parallel", "pipeline_parallel",
+                    "cpu_offload", "qlora", "fp8")
+    list_filter = ("kind",)

@@ -1,6 +1,9 @@
 from decimal import Decimal
 
+from django.core.exceptions import ValidationError
 from django.db import models
+
+from portal.catalog.capabilities import FEATURES, data_parallel_problems, package_problems
 
 
 class GPUModel(models.Model):
@@ -138,6 +141,18 @@ class StorageProvider(models.Model):
         return self.name
 
 
+def _validate_data_parallel(value) -> None:
+    problems = data_parallel_problems(value)
+    if problems:
+        raise ValidationError("; ".join(problems))
+
+
+def _validate_packages(value) -> None:
+    problems = package_problems(value)
+    if problems:
+        raise ValidationError("; ".join(problems))
+
+
 class StackOption(models.Model):
     class Kind(models.TextChoices):
         STRATEGY = "strategy", "Parallel strategy"
@@ -146,9 +161,31 @@ class StackOption(models.Model):
     slug = models.SlugField(unique=True)
     name = models.CharField(max_length=60)
     kind = models.CharField(max_length=10, choices=Kind.choices)
+    description = models.CharField(max_length=240, blank=True)
+    # Capabilities (strategy stacks): what the stack can run (names in catalog/capabilities.py).
+    data_parallel = models.JSONField(
+        "data-parallel kinds", default=list, blank=True, validators=[_validate_data_parallel],
+        help_text="e.g. [\"ddp\"], [\"zero1\", \"zero2\", \"zero3\"], [\"fsdp2-full-shard\", "
+                  "\"fsdp2-hybrid-shard\"].")
+    tensor_parallel = models.BooleanField(default=False)
+    sequence_parallel = models.BooleanField(default=False)
+    pipeline_parallel = models.BooleanField(default=False)
+    context_parallel = models.BooleanField(default=False)
+    cpu_offload = models.BooleanField("CPU offload", default=False)
+    lora = models.BooleanField("LoRA", default=False)
+    qlora = models.BooleanField("QLoRA", default=False)
+    fp8 = models.BooleanField("fp8", default=False)
+    packages = models.JSONField(
+        default=list, blank=True, validators=[_validate_packages],
+        help_text="Pinned pip requirements the node installs for this stack, e.g. [\"torch==2.13.0\"].")
 
     class Meta:
         ordering = ["kind", "name"]
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def features(self) -> list[str]:
+        """The boolean capabilities it has, as a person reads them."""
+        return [label for name, label in FEATURES.items() if getattr(self, name)]

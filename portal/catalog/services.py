@@ -5,6 +5,7 @@ from pathlib import Path
 
 from django.db import transaction
 
+from portal.catalog.capabilities import data_parallel_problems, package_problems
 from portal.catalog.models import (
     GPUModel,
     NetworkOption,
@@ -34,6 +35,7 @@ def catalog_seed(*, data: dict | None = None) -> dict[str, int]:
         defaults = _without(row, "slug", "gpu") | {"gpu": gpus[row["gpu"]]}
         ServerSKU.objects.update_or_create(slug=row["slug"], defaults=defaults)
     counts["skus"] = len(data["skus"])
+    _check_stacks(data["stack"])
     for key, model in (("nvme", NvmeOption), ("network", NetworkOption),
                        ("storage", StorageProvider), ("stack", StackOption)):
         for row in data[key]:
@@ -44,3 +46,12 @@ def catalog_seed(*, data: dict | None = None) -> dict[str, int]:
 
 def _without(row: dict, *keys: str) -> dict:
     return {k: v for k, v in row.items() if k not in keys}
+
+
+def _check_stacks(rows: list[dict]) -> None:
+    """Stack rows declare known capabilities and pinned packages (the seed is loaded unvalidated)."""
+    for row in rows:
+        problems = (data_parallel_problems(row.get("data_parallel", []))
+                    + package_problems(row.get("packages", [])))
+        if problems:
+            raise ValueError(f"stack option {row.get('slug')!r}: {'; '.join(problems)}")

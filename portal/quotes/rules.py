@@ -10,6 +10,7 @@ from portal.core.units import tb
 from portal.quotes.configuration import Configuration, CustomStorage
 from portal.quotes.pricing import price
 from portal.sizing.recommend.pricing import Price
+from portal.sizing.recommend.stacks import Needs, stack_problem
 
 MIN_MULTI_NODE_ETHERNET_GBPS = 100
 MAX_NODES = 32
@@ -41,9 +42,13 @@ class Evaluation:
 
 
 def check(config: Configuration, *, recommended_nvme_tb: float | None = None,
-          stock: int | None = None) -> tuple[Message, ...]:
-    """The rules, each with a message a customer can act on."""
+          stock: int | None = None, plan: dict | None = None, stacks: tuple = ()) -> tuple[Message, ...]:
+    """The rules, each with a message a customer can act on. `plan` is the sizing plan the
+    configuration came from; `stacks` the catalog's strategy stacks (to name one that can run it)."""
     messages: list[Message] = []
+    stack = stack_message(config.strategy, plan, stacks)
+    if stack is not None:
+        messages.append(stack)
     n, net = config.node_count, config.network
     if not 1 <= n <= MAX_NODES:
         messages.append(Message(ERROR, "node_count", f"Choose between 1 and {MAX_NODES} nodes."))
@@ -107,9 +112,20 @@ def _storage_rules(config: Configuration) -> list[Message]:
 
 
 def evaluate(config: Configuration, *, recommended_nvme_tb: float | None = None,
-             stock: int | None = None) -> Evaluation:
+             stock: int | None = None, plan: dict | None = None, stacks: tuple = ()) -> Evaluation:
     return Evaluation(price=price(config),
-                      messages=check(config, recommended_nvme_tb=recommended_nvme_tb, stock=stock))
+                      messages=check(config, recommended_nvme_tb=recommended_nvme_tb, stock=stock,
+                                     plan=plan, stacks=stacks))
+
+
+def stack_message(strategy, plan: dict | None, stacks=()) -> Message | None:
+    """The one check of a chosen training stack against the sizing plan (configurator, quote and
+    order creation, API serializers): an error naming what the stack cannot run and a stack that
+    can; None when no stack is chosen, the plan says nothing, or the stack runs it."""
+    if strategy is None or not plan:
+        return None
+    problem = stack_problem(strategy, Needs.from_plan(plan), stacks)
+    return Message(ERROR, "strategy", problem) if problem else None
 
 
 def pick_nvme(options, size_tb: float, raid: str | None = None):

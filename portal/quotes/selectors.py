@@ -1,6 +1,7 @@
 from django.db.models import QuerySet
 
 from portal.accounts.selectors import organisations_for
+from portal.catalog.models import StackOption
 from portal.catalog.selectors import sku_list
 from portal.quotes.models import Quote
 
@@ -11,6 +12,11 @@ def sku_stock(sku) -> int | None:
         return sku.stock
     row = sku_list().filter(pk=sku.pk).first()
     return row.stock if row is not None else None
+
+
+def strategy_stacks() -> tuple:
+    """The catalog's training stacks with their capabilities, in catalog order."""
+    return tuple(StackOption.objects.filter(kind=StackOption.Kind.STRATEGY))
 
 
 def quotes_visible(*, organisations) -> QuerySet[Quote]:

@@ -9,8 +9,8 @@ from django.utils import timezone
 from portal.quotes.configuration import Configuration
 from portal.quotes.models import QUOTE_VALID_DAYS, Quote
 from portal.quotes.plans import plan_check, plan_nvme_tb
-from portal.quotes.rules import Evaluation, Message, evaluate
-from portal.quotes.selectors import sku_stock
+from portal.quotes.rules import Evaluation, Message, evaluate, stack_message
+from portal.quotes.selectors import sku_stock, strategy_stacks
 
 
 class ConfigurationError(ValueError):
@@ -35,7 +35,14 @@ def storage_fields(configuration: Configuration, *, keeps_storage: bool = True) 
 
 def configuration_evaluate(configuration: Configuration, *, plan: dict | None = None) -> Evaluation:
     return evaluate(configuration, recommended_nvme_tb=plan_nvme_tb(plan or {}) or None,
-                    stock=sku_stock(configuration.sku))
+                    stock=sku_stock(configuration.sku), plan=plan, stacks=strategy_stacks())
+
+
+def quote_stack_problem(quote: Quote) -> str:
+    """Why the quote's training stack cannot run its plan ("" when it can); for quotes stored
+    before stacks declared capabilities."""
+    message = stack_message(quote.strategy, quote.plan, strategy_stacks())
+    return message.text if message else ""
 
 
 @transaction.atomic

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.conf import settings
 
+from portal.catalog.capabilities import FEATURES
 from portal.sizing.recommend.catalog import (
     CatalogData,
     GpuSpec,
@@ -57,8 +58,17 @@ def _options(data: dict) -> dict[str, tuple]:
                                             bool(r.get("is_default"))) for r in data["network"]),
         "storage": tuple(StorageProviderSpec(r["slug"], r["name"], r["kind"], _f(r["price_per_tb_monthly"]))
                          for r in data["storage"]),
-        "stack": tuple(StackOptionSpec(r["slug"], r["name"], r["kind"]) for r in data["stack"]),
+        "stack": tuple(_stack(r) for r in data["stack"]),
     }
+
+
+def _stack(row: dict) -> StackOptionSpec:
+    """A stack option with its capabilities (a row without them, e.g. a tracker, declares none)."""
+    features = {name: bool(row.get(name, False)) for name in FEATURES}
+    return StackOptionSpec(row["slug"], row["name"], row["kind"],
+                           data_parallel=tuple(row.get("data_parallel") or ()),
+                           packages=tuple(row.get("packages") or ()),
+                           description=row.get("description") or "", **features)
 
 
 def catalog_from_dict(data: dict) -> CatalogData:
@@ -99,7 +109,8 @@ def catalog_from_db() -> CatalogData:
                     for o in NetworkOption.objects.all()],
         "storage": [row(o, "slug", "name", "kind", "price_per_tb_monthly")
                     for o in StorageProvider.objects.all()],
-        "stack": [row(o, "slug", "name", "kind") for o in StackOption.objects.all()],
+        "stack": [row(o, "slug", "name", "kind", "data_parallel", "packages", "description", *FEATURES)
+                  for o in StackOption.objects.all()],
     }
     return CatalogData(gpus=gpus, skus=skus, **_options(data),
                        checkpoints_kept=settings.STORAGE_KEEP_VERSIONS)

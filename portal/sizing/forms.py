@@ -6,7 +6,7 @@ import re
 from django import forms
 
 from portal.sizing import services
-from portal.sizing.recommend import Goal, SearchOptions, Workload, get_strategy
+from portal.sizing.recommend import Goal, SearchOptions, Workload
 from portal.sizing.recommend.types import CHECKPOINTING, MAX_TOKENS, NODE_COUNTS, PP_SIZES, TP_SIZES
 
 STEPS = (
@@ -190,9 +190,12 @@ class WizardForm(forms.Form):
                                      f"{model.intermediate_size}.")
         if pp and pp > model.num_layers:
             self.add_error("pp", f"{pp} pipeline stages are more than the model's {model.num_layers} layers.")
-        if tp and data.get("strategy") and not _strategy_allows_tp(data["strategy"], tp):
+        if data.get("strategy") and (tp or pp) and not services.strategy_runs(data["strategy"], tp=tp or 1,
+                                                                               pp=pp or 1):
+            shape = " and ".join(f"{label} {n}" for label, n in (("tensor parallel", tp), ("pipeline", pp))
+                                 if n and n > 1)
             self.add_error("strategy", f"{dict(STRATEGY_CHOICES)[data['strategy']]} cannot be combined "
-                                       f"with tensor parallel {tp}.")
+                                       f"with {shape}: no training stack in the catalog runs it.")
         positions = model.max_position_embeddings
         if model.family in ("gpt2", "bert") and data.get("seq_len") and data["seq_len"] > positions:
             self.add_error("seq_len", f"{model.name} has {positions} learned positions; "
@@ -256,10 +259,6 @@ class WizardForm(forms.Form):
         if d["goal"] == "budget":
             out["budget_usd"] = d["budget_usd"]
         return out
-
-
-def _strategy_allows_tp(strategy: str, tp: int) -> bool:
-    return tp == 1 or get_strategy(strategy).allows_tp
 
 
 def _stem(filename: str) -> str:

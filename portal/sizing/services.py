@@ -37,6 +37,7 @@ from portal.sizing.recommend import (
     recommend,
 )
 from portal.sizing.recommend.search import make_gpu, make_link
+from portal.sizing.recommend.stacks import Needs, choose_stack
 
 MAX_CONFIG_BYTES = 256 * 1024
 HF_TIMEOUT_S = 5.0
@@ -167,6 +168,13 @@ def _reachable(endpoint: str) -> bool:
 # --- Recommendation -----------------------------------------------------------------------
 def catalog():
     return catalog_from_db()
+
+
+def strategy_runs(strategy: str, *, tp: int = 1, pp: int = 1) -> bool:
+    """Whether a stack of the catalog runs the strategy with this tensor and pipeline size."""
+    s = get_strategy(strategy)
+    needs = Needs.of(sharding=s.sharding, offload=s.offload, tp=tp, pp=pp)
+    return choose_stack(needs, catalog_from_db().stack) is not None
 
 
 def recommendation_run(*, workload: Workload, goal: Goal, options: SearchOptions | None = None,

@@ -107,7 +107,8 @@ def test_anonymous_quote_goes_to_login_and_back_with_the_configuration(client, c
 def test_a_member_creates_a_quote_with_the_plan(client, alice):
     client.force_login(alice)
     response = client.post("/configure/", GOOD | {"plan": plan_sign(PLAN), "sku": "8x-h100-sxm-80gb",
-                                                  "node_count": "2", "network": "ib-ndr-400g"})
+                                                  "node_count": "2", "network": "ib-ndr-400g",
+                                                  "strategy": "deepspeed"})
     quote = Quote.objects.get()
     assert response.status_code == 302
     assert response["Location"] == f"/configure/quotes/{quote.reference}/"
@@ -158,3 +159,28 @@ def test_a_stored_plan_with_odd_values_still_renders(client, catalog, plan):
     response = client.get("/configure/", {"plan": plan_sign(plan)})
     assert response.status_code == 200
     assert "Configure your server" in response.content.decode()
+
+
+TP_PLAN = PLAN | {"strategy": "fsdp", "sharding": "fsdp-full-shard", "offload": "none", "tp": 4, "pp": 2,
+                  "stack": "torchtitan"}
+
+
+def test_a_stack_that_cannot_run_the_plan_is_an_inline_error_naming_one_that_can(client, alice):
+    client.force_login(alice)
+    form = GOOD | {"plan": plan_sign(TP_PLAN), "sku": "8x-h100-sxm-80gb", "node_count": "2",
+                   "network": "ib-ndr-400g", "strategy": "deepspeed"}
+    response = client.post("/configure/", form)
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert ("DeepSpeed (ZeRO stage 1–3) cannot run FSDP2 full shard, tensor parallelism 4 and pipeline "
+            "parallelism 2 of this plan: choose torchtitan (FSDP2 + TP + PP + CP).") in html
+    assert not Quote.objects.exists()
+    response = client.post("/configure/", form | {"strategy": "torchtitan"})
+    assert response.status_code == 302
+    assert Quote.objects.get().strategy.slug == "torchtitan"
+
+
+def test_the_live_price_partial_shows_the_stack_error(client, alice):
+    client.force_login(alice)
+    html = client.get("/configure/", GOOD | {"plan": plan_sign(TP_PLAN), "strategy": "ddp"}).content.decode()
+    assert "PyTorch DDP (torchrun) cannot run FSDP2 full shard, tensor parallelism 4 and pipeline" in html

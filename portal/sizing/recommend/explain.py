@@ -61,6 +61,17 @@ def alternative(kind: str, plan: Plan, ref: Plan) -> str:
     )
 
 
+def other_gpu(point, ref: Plan, sku_name: str) -> str:
+    """The same job on another GPU family (a ``Point``), against the chosen plan."""
+    dt = point.train_hours - ref.train_hours
+    dc = point.price_total_usd - ref.price_total_usd
+    nodes = f"{point.nodes} × {sku_name}" if point.nodes > 1 else sku_name
+    return (
+        f"On {nodes}: in {hours(point.train_hours)} for {usd_approx(point.price_total_usd)}"
+        f" ({'+' if dt >= 0 else '−'}{hours(abs(dt))}, {'+' if dc >= 0 else '−'}{usd_approx(abs(dc))})."
+    )
+
+
 def rejection(gpus_per_node: int, gpu_name: str, memory_bytes: int, nodes: int, needed: int, usable: int,
               strategy_label: str, offload_cpu_bytes: int = 0, offload_label: str = "",
               host_ram_bytes: int = 0) -> str:

@@ -139,29 +139,31 @@ def data_advice(workload: Workload, sku: SkuSpec, nodes: int,
     return DataAdvice("as-is", files, int(mean), workers, hours, message)
 
 
-def stack_config(strategy: Strategy, *, tp: int, pp: int, micro_batch: int, grad_accum: int,
-                 checkpointing: str, precision: str, catalog: CatalogData) -> StackConfig:
+def stack_config(strategy: Strategy, stack: str, *, tp: int, pp: int, micro_batch: int, grad_accum: int,
+                 checkpointing: str, workload: Workload, catalog: CatalogData) -> StackConfig:
+    """The key settings of the launch config for the stack that runs the layout (`stack`, a
+    slug that stacks.choose_stack picked from the catalog's declared capabilities)."""
     names = {s.slug: s.name for s in catalog.stack}
-    slug = strategy.stack
+    precision = workload.precision
     dtype = "bf16" if precision.startswith("bf16") or precision == "fp8" else (
         "fp16" if precision.startswith("fp16") else "no")
     settings: list[tuple[str, object]] = []
-    if slug == "ddp":
+    if stack == "ddp":
         settings += [("launcher", "torchrun"), ("mixed_precision", dtype),
                      ("gradient_accumulation_steps", grad_accum),
                      ("per_device_train_batch_size", micro_batch),
                      ("gradient_checkpointing", checkpointing != "none")]
-        if strategy.name == "zero1":
-            settings.append(("optimizer", "ZeroRedundancyOptimizer"))
-    elif slug == "fsdp":
-        settings += [("fsdp_sharding_strategy", "FULL_SHARD"),
+    elif stack == "fsdp":
+        settings += [("fsdp_version", 2), ("fsdp_reshard_after_forward", True),
                      ("fsdp_auto_wrap_policy", "TRANSFORMER_BASED_WRAP"),
-                     ("fsdp_backward_prefetch", "BACKWARD_PRE"),
                      ("fsdp_state_dict_type", "SHARDED_STATE_DICT"),
                      ("fsdp_offload_params", strategy.offload != "none"),
                      ("fsdp_activation_checkpointing", checkpointing != "none"),
                      ("mixed_precision", dtype), ("gradient_accumulation_steps", grad_accum),
                      ("per_device_train_batch_size", micro_batch)]
+    elif stack == "torchtitan":
+        settings += _torchtitan(strategy, tp=tp, pp=pp, micro_batch=micro_batch, grad_accum=grad_accum,
+                                checkpointing=checkpointing, precision=precision)
     else:
         stage = {"zero1": 1, "zero2": 2, "zero3": 3}[strategy.sharding]
         settings += [("zero_optimization.stage", stage),
@@ -175,8 +177,39 @@ def stack_config(strategy: Strategy, *, tp: int, pp: int, micro_batch: int, grad
             settings += [("zero_optimization.overlap_comm", True),
                          ("zero_optimization.stage3_gather_16bit_weights_on_model_save", True)]
         settings.append(("activation_checkpointing", checkpointing))
+    settings += _adapters(workload)
+    return StackConfig(slug=stack, name=names.get(stack, stack), settings=tuple(settings))
+
+
+def _torchtitan(strategy: Strategy, *, tp: int, pp: int, micro_batch: int, grad_accum: int,
+                checkpointing: str, precision: str) -> list[tuple[str, object]]:
+    """torchtitan's job config keys (TOML section.key); the data-parallel shard degree is what
+    the other dimensions leave (-1)."""
+    out: list[tuple[str, object]] = [
+        ("parallelism.data_parallel_shard_degree", -1),
+        ("parallelism.tensor_parallel_degree", tp),
+        ("parallelism.pipeline_parallel_degree", pp),
+        ("training.local_batch_size", micro_batch),
+        ("training.gradient_accumulation_steps", grad_accum),
+        ("training.mixed_precision_param", "bfloat16"),
+        ("training.enable_cpu_offload", strategy.offload != "none"),
+        ("activation_checkpoint.mode", checkpointing),
+    ]
     if tp > 1:
-        settings.append(("tensor_parallel_size", tp))
+        out.append(("parallelism.enable_async_tensor_parallel", False))
     if pp > 1:
-        settings += [("pipeline_parallel_size", pp), ("pipeline_schedule", "1F1B")]
-    return StackConfig(slug=slug, name=names.get(slug, slug), settings=tuple(settings))
+        out.append(("parallelism.pipeline_parallel_schedule", "1F1B"))
+    if precision == "fp8":
+        out.append(("model.converters", ["float8"]))
+    return out
+
+
+def _adapters(workload: Workload) -> list[tuple[str, object]]:
+    """LoRA trains adapters on a frozen base; QLoRA also loads that base in 4 bits (NF4)."""
+    if workload.finetune not in ("lora", "qlora"):
+        return []
+    out: list[tuple[str, object]] = [("adapters", "lora"), ("lora_r", workload.lora_rank or 16)]
+    if workload.finetune == "qlora":
+        out += [("base_weights", "4-bit NF4"), ("load_in_4bit", True), ("bnb_4bit_quant_type", "nf4"),
+                ("bnb_4bit_compute_dtype", "bfloat16"), ("bnb_4bit_use_double_quant", True)]
+    return out

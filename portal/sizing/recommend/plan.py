@@ -122,6 +122,11 @@ class Plan:
     checkpoint_bytes: int = 0  # one full training state (weights, optimizer states, step)
     checkpoints_kept: int = 0  # full states the bucket keeps: storage_tb holds that many
     warnings: tuple[str, ...] = ()
+    availability: str = "unknown"  # ready | on-request (more nodes than are ready) | unknown (no stock)
+    # As billed (pricing.job_price): started hours over provisioning + training, or started months.
+    billed_hours: int = 0
+    billing: str = "hourly"  # hourly | monthly (the monthly rate was cheaper)
+    price_per_month_usd: float = 0.0  # multi-week jobs: cost per month; 0 otherwise
     schema_version: int = PLAN_SCHEMA_VERSION
 
     @property
@@ -175,7 +180,9 @@ class Plan:
             "checkpoint_bytes": self.checkpoint_bytes, "checkpoints_kept": self.checkpoints_kept,
             "stack": self.stack.slug, "stack_name": self.stack.name,
             "stack_settings": dict(self.stack.settings),
-            "warnings": list(self.warnings),
+            "warnings": list(self.warnings), "availability": self.availability,
+            "billed_hours": self.billed_hours, "billing": self.billing,
+            "price_per_month_usd": round(self.price_per_month_usd, 2),
         }
 
     @classmethod
@@ -209,7 +216,8 @@ class Plan:
 
 
 _NESTED = ("model_spec", "memory", "stack")  # read from their own keys below
-_OPTIONAL = ("mfu", "cpu_bytes_per_node", "checkpoint_bytes", "checkpoints_kept")
+_OPTIONAL = ("mfu", "cpu_bytes_per_node", "checkpoint_bytes", "checkpoints_kept", "availability",
+             "billed_hours", "billing", "price_per_month_usd")
 
 
 def number_keys() -> tuple[str, ...]:

@@ -8,6 +8,7 @@ monthly options are turned into an hourly figure over ``HOURS_PER_MONTH``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
@@ -72,3 +73,56 @@ def server_price(*, nodes: int, server: Priced, per_node: tuple[Priced, ...] = (
     lines += [_line(item, 1, item.label) for item in shared]
     return Price(lines=tuple(lines), hourly=sum((line.hourly for line in lines), Decimal("0.00")),
                  monthly=sum((line.monthly for line in lines), Decimal("0.00")))
+
+
+# Billing of a training job (docs/sizing.md, "Priced as billed").
+PROVISIONING_HOURS = 1.0  # reserve → handover (OS, stack, acceptance): the nodes are billed from reservation
+MULTI_WEEK_HOURS = 14 * 24  # from two weeks on, a plan also shows its cost per month
+
+
+@dataclass(frozen=True)
+class JobPrice:
+    """What a job costs as billed: every node by the started hour over provisioning and training,
+    or by the started month at the monthly rate when that is cheaper."""
+
+    billed_hours: int
+    hourly_total_usd: float
+    monthly_total_usd: float
+    total_usd: float
+    billing: str  # hourly | monthly
+    per_month_usd: float | None  # multi-week jobs: the total spread over the months it runs
+
+
+def billed_total_usd(hourly_usd: float, monthly_usd: float, train_hours: float,
+                     provisioning_hours: float = PROVISIONING_HOURS) -> float:
+    """``job_price(...).total_usd`` without building the breakdown (the search calls it often)."""
+    billed = max(1, math.ceil(train_hours + provisioning_hours - 1e-9))
+    hourly_total = hourly_usd * billed
+    if monthly_usd > 0:
+        monthly_total = monthly_usd * math.ceil(billed / _HOURS_PER_MONTH - 1e-9)
+        if monthly_total < hourly_total:
+            return monthly_total
+    return hourly_total
+
+
+_HOURS_PER_MONTH = float(HOURS_PER_MONTH)
+
+
+def job_price(*, hourly_usd: float, monthly_usd: float, train_hours: float,
+              provisioning_hours: float = PROVISIONING_HOURS) -> JobPrice:
+    """``hourly_usd`` and ``monthly_usd`` are the whole server size's rates (``server_price``: all
+    nodes); each node is billed the same started hours, so rounding the job's hours rounds each node's."""
+    if not (math.isfinite(train_hours) and train_hours >= 0):
+        raise ValueError(f"train_hours must be a finite number >= 0, got {train_hours!r}")
+    wall = train_hours + provisioning_hours
+    billed = max(1, math.ceil(wall - 1e-9))
+    hourly_total = hourly_usd * billed
+    months = math.ceil(billed / float(HOURS_PER_MONTH) - 1e-9)
+    monthly_total = monthly_usd * months if monthly_usd > 0 else math.inf
+    monthly = monthly_total < hourly_total
+    total = monthly_total if monthly else hourly_total
+    per_month = total / (billed / float(HOURS_PER_MONTH)) if billed >= MULTI_WEEK_HOURS else None
+    if per_month is not None and monthly:
+        per_month = monthly_usd  # a whole number of months at the monthly rate
+    return JobPrice(billed, hourly_total, monthly_total if monthly_usd > 0 else 0.0, total,
+                    "monthly" if monthly else "hourly", per_month)

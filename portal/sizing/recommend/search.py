@@ -25,6 +25,7 @@ Pruning, none of which leaves out part of the search space:
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from portal.sizing.estimator import (
     Estimate,
@@ -40,11 +41,20 @@ from portal.sizing.estimator import (
 )
 
 from .catalog import GpuSpec, NetworkOptionSpec, NvmeOptionSpec, SkuSpec, StorageProviderSpec
-from .pricing import Priced, server_price
+from .pricing import JobPrice, Price, Priced, billed_total_usd, job_price, server_price
+from .stacks import Needs, choose_stack
 from .strategies import STRATEGIES, Strategy, layout_supported, max_tp
 from .types import SearchOptions, Workload
 
-MEMORY_RESERVE_FRACTION = 0.05  # of GPU memory kept free: allocator spikes, eval, NCCL growth
+# The safety margin of GPU memory a plan leaves free (docs/sizing.md, "Safety margin"): what the
+# estimator may under-count (its worst measured under-estimate: eager GPT-2 attention, ~8 %
+# below CPU measurement; most published GPU runs it over-estimates) plus the allocator's
+# fragmentation, NCCL buffers and evaluation spikes (~3 %), and never below 10 % of the GPU.
+ESTIMATOR_UNDERCOUNT_FRACTION = 0.08
+RUNTIME_SPIKE_FRACTION = 0.03
+MIN_MEMORY_RESERVE_FRACTION = 0.10
+MEMORY_RESERVE_FRACTION = max(MIN_MEMORY_RESERVE_FRACTION,
+                              ESTIMATOR_UNDERCOUNT_FRACTION + RUNTIME_SPIKE_FRACTION)
 HOST_RAM_RESERVE_FRACTION = 0.20  # of node RAM kept for the OS, DataLoader workers, page cache
 REFERENCE_MATMUL_EFFICIENCY = 0.80  # H100 SXM: 794.5 of 989 TFLOPS, on which planning MFUs rest
 # Achievable dense bf16 matmul / datasheet peak (shared/reference/gpu_specs.json, measured by
@@ -77,6 +87,15 @@ class Size:
     est_gpu: GPUSpec
     link: Interconnect
     price_hourly_usd: float  # all nodes, GPUs + NVMe + network + storage
+    price_monthly_usd: float = 0.0  # the same at the monthly rates
+
+    def job_price(self, train_seconds: float) -> JobPrice:
+        return job_price(hourly_usd=self.price_hourly_usd, monthly_usd=self.price_monthly_usd,
+                         train_hours=train_seconds / 3600)
+
+    def cost(self, train_seconds: float) -> float:
+        """The billed total for a job of this length; never falls as the job gets longer."""
+        return billed_total_usd(self.price_hourly_usd, self.price_monthly_usd, train_seconds / 3600)
 
     @property
     def world(self) -> int:
@@ -125,16 +144,17 @@ class Layout:
     tp: int
     pp: int
     checkpointing: str
+    stack: str = ""  # slug of the catalog stack that runs it (stacks.choose_stack)
 
 
 _LAYOUTS: dict[tuple, Layout] = {}  # the Layout value objects, made once per process
 
 
-def _layout(s: Strategy, tp: int, pp: int, ckpt: str) -> Layout:
-    key = (s, tp, pp, ckpt)
+def _layout(s: Strategy, tp: int, pp: int, ckpt: str, stack: str) -> Layout:
+    key = (s, tp, pp, ckpt, stack)
     lay = _LAYOUTS.get(key)
     if lay is None:
-        lay = _LAYOUTS[key] = Layout(s, tp, pp, ckpt)
+        lay = _LAYOUTS[key] = Layout(s, tp, pp, ckpt, stack)
     return lay
 
 
@@ -158,9 +178,13 @@ class Candidate:
     def train_hours(self) -> float:
         return self.train_seconds / 3600
 
+    @cached_property
+    def billing(self) -> JobPrice:
+        return self.size.job_price(self.train_seconds)
+
     @property
     def price_total_usd(self) -> float:
-        return self.size.price_hourly_usd * self.train_hours
+        return self.billing.total_usd
 
 
 @dataclass(frozen=True)
@@ -184,6 +208,7 @@ class Searcher:
     options: SearchOptions
     base_mfu: float
     hw_flops_per_token: dict[str, float]
+    stacks: tuple = ()  # the catalog's strategy stacks (StackOptionSpec), in catalog order
     memory: dict = field(default_factory=dict)  # (strategy, dp, tp, pp, mb, ckpt) -> MemoryEstimate
     timed: dict = field(default_factory=dict)
     layout_cache: dict = field(default_factory=dict)
@@ -290,14 +315,27 @@ class Searcher:
         tps = [t for t in self.options.tp_sizes if t <= tp_limit]
         shapes = {}
         for s in STRATEGIES:
-            shapes[s] = [(tp, pp) for tp in tps for pp in self.options.pp_sizes
+            shapes[s] = [(tp, pp, stack) for tp in tps for pp in self.options.pp_sizes
                          if not world % (tp * pp) and layout_supported(s, tp, pp, world)
-                         and not seqs % (world // (tp * pp))]
+                         and not seqs % (world // (tp * pp)) and (stack := self.stack_of(s, tp, pp))]
         out = []
         for rel, s, ckpt in self.groups:
-            for tp, pp in shapes[s]:
-                out.append((rel, len(out), _layout(s, tp, pp, ckpt)))
+            for tp, pp, stack in shapes[s]:
+                out.append((rel, len(out), _layout(s, tp, pp, ckpt, stack)))
         return out
+
+    def stack_of(self, s: Strategy, tp: int, pp: int) -> str:
+        """The slug of the stack that runs the strategy with this TP and PP for this workload
+        ("" when no stack of the catalog declares all it needs: the layout is not proposed)."""
+        key = ("stack", s.name, tp, pp)
+        slug = self.configs.get(key)
+        if slug is None:
+            w = self.workload
+            needs = Needs.of(sharding=s.sharding, offload=s.offload, tp=tp, pp=pp, finetune=w.finetune,
+                             precision=w.precision)
+            stack = choose_stack(needs, self.stacks, prefer=s.stack)
+            slug = self.configs[key] = stack.slug if stack is not None else ""
+        return slug
 
     def micro_batches(self, dp: int) -> list[int]:
         mbs = self.mb_cache.get(dp)
@@ -325,7 +363,28 @@ class Searcher:
             sc = self.scans[key] = Scan(layouts, size.world, size.usable_bytes, size.host_ram_bytes,
                                         size.sku.gpus_per_node,
                                         [None] * len(layouts), list(range(len(layouts) + 1)))
+            self._pipeline_only_if_needed(sc)
         return sc
+
+    def _pipeline_only_if_needed(self, sc: Scan) -> None:
+        """Pipeline stages only when memory needs them: when a layout without a pipeline fits
+        this class, its pipelined layouts are not proposed (the bubble, the stage imbalance and
+        a harder launch for what the estimator may show as a small gain)."""
+        flat = [lay for _, _, lay in sc.layouts if lay.pp == 1]
+        if len(flat) == len(sc.layouts) or not any(self.frugal_fit(lay, sc.world, sc.usable, sc.host_ram,
+                                                                    sc.gpus_per_node) for lay in flat):
+            return
+        for i, (_, _, lay) in enumerate(sc.layouts):
+            if lay.pp > 1:
+                sc.decided[i], sc.skip[i] = NO_FIT, i + 1
+
+    def frugal_fit(self, lay: Layout, world: int, usable: int, host_ram: int, per_node: int) -> bool:
+        """Whether the layout fits at its most frugal: the smallest micro-batch, full checkpointing."""
+        dp = world // (lay.tp * lay.pp)
+        mbs = self.micro_batches(dp)
+        least = "full" if "full" in self.options.checkpointing else lay.checkpointing
+        return bool(mbs) and _fits(self.mem(lay.strategy, dp, lay.tp, lay.pp, mbs[0], least),
+                                   usable, host_ram, per_node)
 
     def decide(self, sc: Scan, i: int) -> tuple | None:
         """Whether layout i of a class fits: (dp, micro-batch to time, that is the smallest
@@ -387,7 +446,7 @@ class Searcher:
         if sc is None:
             sc = st.scan = self.scan(size)
         layouts, decided, skip = sc.layouts, sc.decided, sc.skip
-        scale, price, n = st.scale, size.price_hourly_usd, len(layouts)
+        scale, cost, n = st.scale, size.cost, len(layouts)
         i = _next(skip, st.next)
         while i < n:
             rel, _, lay = layouts[i]
@@ -397,7 +456,7 @@ class Searcher:
                 if dominated is None or bound >= best.train_seconds * (1 - TIE):
                     st.next = i
                     return
-                if dominated(bound, bound / 3600 * price):
+                if dominated(bound, cost(bound)):
                     st.next = i
                     return
                 known = st.exposed.get((lay.tp, lay.pp))
@@ -407,7 +466,7 @@ class Searcher:
                     bubble, fixed_seconds = known
                     tight = bound / (1 - bubble) + fixed_seconds
                     if tight >= best.train_seconds * (1 - TIE) or (
-                            dominated and dominated(tight, tight / 3600 * price)):
+                            dominated and dominated(tight, cost(tight))):
                         i = _next(skip, i + 1)
                         continue
             entry = decided[i]
@@ -529,7 +588,10 @@ def naive_best(searcher: Searcher, size: Size) -> Candidate | None:
     """The same search space without pruning or memo: every layout x micro-batch is estimated
     (memory and time in one call). For the benchmark and the equivalence test."""
     best = None
-    for _, _, lay in searcher.layouts(size):
+    layouts = [lay for _, _, lay in searcher.layouts(size)]
+    if any(lay.pp == 1 and _naive_frugal_fit(searcher, size, lay) for lay in layouts):
+        layouts = [lay for lay in layouts if lay.pp == 1]  # pipeline stages only when memory needs them
+    for lay in layouts:
         dp = size.world // (lay.tp * lay.pp)
         for mb in searcher.micro_batches(dp):
             searcher.evaluated += 1
@@ -550,12 +612,34 @@ def naive_best(searcher: Searcher, size: Size) -> Candidate | None:
     return best
 
 
+def _naive_frugal_fit(searcher: Searcher, size: Size, lay: Layout) -> bool:
+    """Searcher.frugal_fit with a fresh estimator call (the naive loop has no memo)."""
+    dp = size.world // (lay.tp * lay.pp)
+    mbs = searcher.micro_batches(dp)
+    if not mbs:
+        return False
+    least = "full" if "full" in searcher.options.checkpointing else lay.checkpointing
+    searcher.calls += 1
+    try:
+        est = estimate(searcher.model, searcher.training(mbs[0], searcher.workload.global_batch_sequences
+                                                         // (mbs[0] * dp), least),
+                       searcher.parallel(lay.strategy, dp, lay.tp, lay.pp))
+    except ValueError:
+        return False
+    return searcher.fits(size, est)
+
+
 def size_price_hourly(sku: SkuSpec, nodes: int, network: NetworkOptionSpec | None,
                       nvme: NvmeOptionSpec | None, storage: StorageProviderSpec | None,
                       storage_tb: int) -> float:
+    return float(size_price(sku, nodes, network, nvme, storage, storage_tb).hourly)
+
+
+def size_price(sku: SkuSpec, nodes: int, network: NetworkOptionSpec | None, nvme: NvmeOptionSpec | None,
+               storage: StorageProviderSpec | None, storage_tb: int) -> Price:
     """The hourly price the configurator quotes for this size (``pricing.server_price``)."""
     per_node = tuple(Priced(o.slug, o.price_monthly_usd) for o in (nvme, network) if o is not None)
     shared = (Priced(storage.slug, storage.price_per_tb_monthly_usd, quantity=storage_tb),) if storage else ()
     price = server_price(nodes=nodes, server=Priced(sku.slug, sku.price_monthly_usd, sku.price_hourly_usd),
                          per_node=per_node, shared=shared)
-    return float(price.hourly)
+    return price

@@ -213,6 +213,7 @@ class Recommendation:
     points: tuple[Point, ...]
     data: DataAdvice | None
     warnings: tuple[str, ...] = ()
+    other_gpus: tuple[Point, ...] = ()  # the same job's best on each other GPU family, cheapest first
     candidates_evaluated: int = 0
     estimator_calls: int = 0
     stats: dict[str, int] = field(default_factory=dict, compare=False)
@@ -233,6 +234,7 @@ class Recommendation:
             "points": [p.to_dict() for p in self.points],
             "data": self.data.to_dict() if self.data else None,
             "warnings": list(self.warnings),
+            "other_gpus": [p.to_dict() for p in self.other_gpus],
             "candidates_evaluated": self.candidates_evaluated,
             "estimator_calls": self.estimator_calls,
         }

@@ -16,7 +16,7 @@ from portal.api.v1.views.common import get_or_404, organisation_for_create
 from portal.api.v1.views.quotes import IDEMPOTENCY_KEY
 from portal.orders.selectors import order_events, orders_for
 from portal.quotes.selectors import quotes_visible
-from portal.quotes.services import ConfigurationError
+from portal.quotes.services import ConfigurationError, quote_stack_problem
 from provisioning import services as provisioning_services
 from provisioning.fulfilment import order_cancel, order_create_and_submit, order_request_termination
 from provisioning.selectors import acceptance_report, order_access, order_last_health
@@ -71,6 +71,8 @@ class OrderListCreateView(generics.GenericAPIView):
                 reference=d["quote"]).first()
             if quote is None:
                 raise ValidationError({"quote": [f"No quote {d['quote']!r} of yours."]})
+            if problem := quote_stack_problem(quote):
+                raise ValidationError({"quote": [problem]})
             order = order_create_and_submit(by=request.user, quote=quote, organisation=organisation)
         else:
             inline = s.QuoteInputSerializer(data=request.data["configuration"])

@@ -1,5 +1,5 @@
-"""The shell scripts the pipeline runs on a node, one function each, and the built-in renderer of
-the training stack (a minimal bootstrap that writes ``/etc/trainyard/env.sh``).
+"""The shell scripts the pipeline runs on a node, one function each (the training stack's files
+are rendered by ``provisioning.stack.bundle``; the disk layout by ``provisioning.stack.disk``).
 
 Scripts read ``TRAINYARD_*`` variables the pipeline sets (order, node, rank, node count, GPUs per
 node, master address) and honour ``TRAINYARD_ROOT`` (tests run them against a scratch root).
@@ -8,11 +8,6 @@ node, master address) and honour ``TRAINYARD_ROOT`` (tests run them against a sc
 from __future__ import annotations
 
 import shlex
-
-
-def render_bootstrap(*, order, node, nodes) -> str:
-    """The default ``PROVISIONING_STACK_RENDERER``: the stack script for ``node`` of ``nodes``."""
-    return bootstrap_script(order)
 
 
 def configure_script(order, node) -> str:
@@ -60,27 +55,6 @@ if [ "{order.network.kind}" = "infiniband" ]; then
   ibstat | grep -q "State: Active" || {{ echo "no active InfiniBand port"; exit 4; }}
 fi
 echo "configure done"
-"""
-
-
-def bootstrap_script(order) -> str:
-    strategy = order.strategy.slug if order.strategy else "ddp"
-    tracker = order.tracker.slug if order.tracker else ""
-    return f"""#!/bin/sh
-set -eu
-echo "training stack: {strategy}{' + ' + tracker if tracker else ''}"
-root="${{TRAINYARD_ROOT:-}}"
-mkdir -p "$root/etc/trainyard"
-cat > "$root/etc/trainyard/env.sh" <<ENV
-export TRAINYARD_STRATEGY={strategy}
-export TRAINYARD_TRACKER={tracker}
-export NNODES=$TRAINYARD_NNODES
-export NODE_RANK=$TRAINYARD_NODE_RANK
-export NPROC_PER_NODE=$TRAINYARD_GPUS_PER_NODE
-export MASTER_ADDR=$TRAINYARD_MASTER_ADDR
-export MASTER_PORT=29500
-ENV
-echo "wrote $root/etc/trainyard/env.sh"
 """
 
 

@@ -159,7 +159,8 @@ step_python() {
     echo "reusing $venv: it holds ${requirements[*]}"
     return 0
   fi
-  python3 -m venv "$venv"
+  mkdir -p "$venv"
+  python3 -m venv "$(cd "$venv" && pwd -P)"  # the venv may be a link to a shared cache
   DS_BUILD_OPS=0 "$venv/bin/python" -m pip install --no-input --disable-pip-version-check \
     "${requirements[@]}"
   "$venv/bin/python" -c 'import torch; print("torch", torch.__version__)'

@@ -160,8 +160,10 @@ step_python() {
     return 0
   fi
   mkdir -p "$venv"
-  python3 -m venv "$(cd "$venv" && pwd -P)"  # the venv may be a link to a shared cache
-  DS_BUILD_OPS=0 "$venv/bin/python" -m pip install --no-input --disable-pip-version-check \
+  local real
+  real=$(cd "$venv" && pwd -P)  # the venv may be a link to a shared cache: scripts name the target
+  python3 -m venv "$real"
+  DS_BUILD_OPS=0 "$real/bin/python" -m pip install --no-input --disable-pip-version-check \
     "${requirements[@]}"
   "$venv/bin/python" -c 'import torch; print("torch", torch.__version__)'
   printf '%s\n' "$key" > "$venv/.trainyard-requirements"
@@ -225,6 +227,11 @@ def gpu_model(gpu_name: str) -> str:
     return words[0]
 
 
+def requirements_key(packages) -> str:
+    """The venv marker: a venv whose marker matches holds exactly these requirements."""
+    return _key(*packages)
+
+
 def _key(*parts: str) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
@@ -247,7 +254,7 @@ def render_bootstrap_script(inputs: StackInputs, files: tuple[RenderedFile, ...]
         "IB_CLUSTER": "1" if ib_cluster else "0", "IB_RATE": str(inputs.network_gbps),
         "TRACKER": inputs.tracker or "none", "STORAGE": "1" if inputs.storage else "0",
         "REQUIREMENTS": requirements,
-        "REQUIREMENTS_KEY": _key(*inputs.packages),
+        "REQUIREMENTS_KEY": requirements_key(inputs.packages),
         "FILES_KEY": _key(*(f"{f.path} {f.sha256}" for f in files)),
         "PREFLIGHT_KEY": _key(str(inputs.gpus_per_node), inputs.gpu_name, inputs.interconnect,
                               str(ib_cluster), str(inputs.network_gbps)),

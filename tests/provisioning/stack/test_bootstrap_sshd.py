@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ from provisioning.stack.discover import discover_script, parse_facts
 from tests.conftest import missing_service
 from tests.provisioning.sshd import SshdUnavailable, start_sshd
 from tests.provisioning.stack.variants import L4, order
+from tests.provisioning.stack.venv_cache import link_cached_venv
 
 TINY = """import os, torch, torch.distributed as dist
 dist.init_process_group("gloo")
@@ -67,14 +67,6 @@ class _Node:
         self.nvme_devices = []
 
 
-def _link_cached_venv(root: Path, packages) -> None:
-    key = hashlib.sha256("\n".join(packages).encode()).hexdigest()[:16]
-    cache = Path(tempfile.gettempdir()) / "trainyard-test-venvs" / key
-    cache.mkdir(parents=True, exist_ok=True)
-    (root / "opt" / "trainyard").mkdir(parents=True, exist_ok=True)
-    (root / "opt" / "trainyard" / "venv").symlink_to(cache, target_is_directory=True)
-
-
 @pytest.fixture
 def hosts(tmp_path):
     started = []
@@ -98,7 +90,7 @@ def test_bootstrap_runs_reruns_and_launches_two_gloo_processes(hosts):
     host = hosts[0]
     stack = render_stack(order=order("ddp", sku=L4, tracker="tensorboard", storage=False),
                          node=host.node, nodes=[host.node])
-    _link_cached_venv(host.root, stack.inputs.packages)
+    link_cached_venv(host.root, stack.inputs.packages)
     status, first = host.run(stack.bootstrap, "stack")
     assert status == 0, "\n".join(first[-30:])
     assert any(line.startswith("SKIP GPU count, model, driver, CUDA, persistence mode: test host")
@@ -133,7 +125,7 @@ def test_a_two_host_cluster_gets_its_ranks_and_the_fabric_interface(hosts):
         facts = parse_facts(lines)
         assert facts.socket_ifname == "lo"  # the interface that holds 127.0.0.1
         stack = render_stack(order=order("ddp", sku=L4), node=host.node, nodes=nodes, facts=facts)
-        _link_cached_venv(host.root, stack.inputs.packages)
+        link_cached_venv(host.root, stack.inputs.packages)
         status, lines = host.run(stack.bootstrap, "stack")
         assert status == 0, "\n".join(lines[-30:])
         env = _env(host.root / "etc" / "trainyard" / "env.sh")

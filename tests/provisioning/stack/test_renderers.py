@@ -164,6 +164,7 @@ def test_accelerate_loads_every_accelerate_config(name, file, tmp_path):
     # Every FSDP key is one `accelerate launch` reads from the config (it ignores no typo).
     options = {action.dest for action in launch_command_parser()._actions}
     assert set(config.fsdp_config) <= options, set(config.fsdp_config) - options
+    assert set(config.parallelism_config or {}) <= options
     data = yaml.safe_load(file.content)
     assert data["num_processes"] == data["num_machines"] * (2 if "test-host" in name else 8)
 
@@ -182,6 +183,13 @@ def test_deepspeed_reads_every_deepspeed_config(name, file):
     assert config.gradient_accumulation_steps == data["gradient_accumulation_steps"]
     assert config.zero_optimization_stage == data["zero_optimization"]["stage"]
     assert config.bfloat16_config.enabled is True
+
+
+def test_hybrid_sharding_replicates_across_nodes_and_shards_within():
+    data = yaml.safe_load(VARIANTS["fsdp-cluster-eth-hybrid"].file("accelerate.yaml").content)
+    assert data["parallelism_config"] == {"parallelism_config_dp_replicate_size": 2,
+                                          "parallelism_config_dp_shard_size": 8}
+    assert data["fsdp_config"]["fsdp_activation_checkpointing"] is True  # plan: full
 
 
 def test_deepspeed_zero3_offloads_to_cpu_from_the_plan():

@@ -81,20 +81,26 @@ at_least() {
 step_preflight_gpus() {
   on_test_host "GPU count, model, driver, CUDA, persistence mode" && return 0
   command -v nvidia-smi >/dev/null 2>&1 || fail "nvidia-smi not found: no NVIDIA driver"
-  local names found driver cuda
+  # Whole outputs into variables, then here-strings: no early-closing reader in a pipe, so
+  # pipefail never sees a SIGPIPE.
+  local names found driver cuda persistence
   names=$(nvidia-smi --query-gpu=name --format=csv,noheader)
-  found=$(printf '%s\n' "$names" | grep -c .)
+  found=$(grep -c . <<< "$names")
   [ "$found" -eq "$gpus" ] || fail "expected $gpus GPUs, found $found"
-  if printf '%s\n' "$names" | grep -viwq -- "$model"; then
-    fail "expected $gpus x $model, found: $(printf '%s\n' "$names" | sort | uniq -c | tr '\n' ' ')"
+  if grep -viwq -- "$model" <<< "$names"; then
+    fail "expected $gpus x $model, found: $(sort <<< "$names" | uniq -c | tr '\n' ' ')"
   fi
-  echo "PASS $found x $(printf '%s\n' "$names" | head -n 1)"
-  driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1)
-  cuda=$(nvidia-smi | sed -n 's/.*CUDA Version: *\([0-9.]*\).*/\1/p' | head -n 1)
+  echo "PASS $found x ${names%%$'\n'*}"
+  driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader)
+  driver=${driver%%$'\n'*}
+  cuda=$(nvidia-smi)
+  cuda=$(sed -n 's/.*CUDA Version: *\([0-9.]*\).*/\1/p' <<< "$cuda")
+  cuda=${cuda%%$'\n'*}
   at_least "$driver" @@MIN_DRIVER@@ || fail "driver $driver is older than @@MIN_DRIVER@@"
   at_least "${cuda:-0}" @@MIN_CUDA@@ || fail "CUDA ${cuda:-unknown} is older than @@MIN_CUDA@@"
   echo "PASS driver $driver, CUDA $cuda"
-  if nvidia-smi --query-gpu=persistence_mode --format=csv,noheader | grep -vq Enabled; then
+  persistence=$(nvidia-smi --query-gpu=persistence_mode --format=csv,noheader)
+  if grep -vq Enabled <<< "$persistence"; then
     fail "persistence mode is off on some GPU (enable nvidia-persistenced)"
   fi
   echo "PASS persistence mode enabled"
@@ -118,7 +124,7 @@ step_preflight_topology() {
   printf '%s\n' "$topo"
   # nvswitch: NV# between all pairs; nvlink-bridge: NV# only within bridged pairs (0-1, 2-3, ...);
   # pcie: no NV# at all.
-  bad=$(printf '%s\n' "$topo" | awk -v n="$gpus" -v mode="$interconnect" '
+  bad=$(awk -v n="$gpus" -v mode="$interconnect" '
     $1 ~ /^GPU[0-9]+$/ {
       i = substr($1, 4) + 0
       if ($(i + 2) != "X") next
@@ -128,7 +134,7 @@ step_preflight_topology() {
         want = (mode == "nvswitch") ? 1 : (mode == "nvlink-bridge") ? (int(i / 2) == int(j / 2)) : 0
         if (nv != want) printf "GPU%d-GPU%d=%s ", i, j, c
       }
-    }')
+    }' <<< "$topo")
   [ -z "$bad" ] || fail "topology does not match $interconnect: $bad"
   echo "PASS topology matches $interconnect"
 }
@@ -140,11 +146,12 @@ step_preflight_infiniband() {
   fi
   on_test_host "InfiniBand ports at $ib_rate Gb/s" && return 0
   command -v ibstat >/dev/null 2>&1 || fail "ibstat not found: no InfiniBand stack"
-  local active
-  active=$(ibstat | awk -v rate="$ib_rate" '
+  local ports active
+  ports=$(ibstat)
+  active=$(awk -v rate="$ib_rate" '
     /^[[:space:]]*State:/ { state = $2 }
     /^[[:space:]]*Rate:/ { if (state == "Active" && $2 + 0 >= rate) n++ }
-    END { print n + 0 }')
+    END { print n + 0 }' <<< "$ports")
   [ "$active" -ge 1 ] || fail "no InfiniBand port is Active at $ib_rate Gb/s"
   echo "PASS $active InfiniBand port(s) Active at $ib_rate Gb/s or more"
 }

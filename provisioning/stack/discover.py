@@ -18,7 +18,8 @@ addr=@@ADDR@@
 cluster=@@CLUSTER@@
 infiniband=@@IB@@
 if [ "$cluster" = 1 ]; then
-  ifname=$(ip -o addr show | awk -v a="$addr" '{ split($4, p, "/"); if (p[1] == a) { print $2; exit } }')
+  addrs=$(ip -o addr show)  # read whole: an early-exiting reader would SIGPIPE under pipefail
+  ifname=$(awk -v a="$addr" '{ split($4, p, "/"); if (p[1] == a) { print $2; exit } }' <<< "$addrs")
   if [ -z "$ifname" ]; then
     echo "no network interface holds the fabric address $addr"
     exit 1

@@ -260,3 +260,15 @@ def test_torchtitan_70b_fp8_layout_comes_from_the_plan():
 def importlib_spec(name):
     import importlib.util
     return importlib.util.find_spec(name)
+
+
+@pytest.mark.parametrize("name", ["ddp-single-empty-plan", "ddp-cluster-ib-rank1",
+                                  "fsdp-cluster-eth-hybrid", "ddp-test-host-cluster"])
+def test_the_discovery_script_passes_shellcheck(name, tmp_path):
+    from provisioning.stack.discover import discover_script
+
+    path = tmp_path / "discover.sh"
+    path.write_text(discover_script(VARIANTS[name].inputs))
+    done = subprocess.run([shellcheck(), "--severity=style", str(path)], capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stdout

@@ -103,6 +103,7 @@ def test_bootstrap_runs_reruns_and_launches_two_gloo_processes(hosts):
         on_host = host.root / file.path.lstrip("/")
         assert hashlib.sha256(on_host.read_bytes()).hexdigest() == file.sha256, file.name
 
+    assert not (host.root / "data").exists()  # /data is the configure step's, never the stack's
     status, second = host.run(stack.bootstrap, "stack")
     assert status == 0, "\n".join(second[-30:])
     for step in ("preflight_gpus", "files", "python", "tracking", "checkpoint_sync"):
@@ -134,3 +135,9 @@ def test_a_two_host_cluster_gets_its_ranks_and_the_fabric_interface(hosts):
         assert env["MASTER_ADDR"] == "127.0.0.1" and env["NCCL_SOCKET_IFNAME"] == "lo"
         assert env["TRAINYARD_DIST_BACKEND"] == "gloo"
         assert (host.root / "etc" / "nccl.conf").read_text().count("NCCL_SOCKET_IFNAME=lo") == 1
+
+
+def test_redeploying_the_stack_does_not_lay_out_the_disks_again():
+    from provisioning.states import STEPS, RunKind
+
+    assert "configure" not in [spec.name for spec in STEPS[RunKind.REDEPLOY_STACK]]

@@ -302,11 +302,11 @@ PROVISIONING_HEALTH_INTERVAL_S = env_int("PROVISIONING_HEALTH_INTERVAL_S", 300, 
 # The pipeline's plug-ins, by dotted path (like NODE_DRIVERS). Storage backend: a class with
 # provision(ctx) and revoke(ctx) (default: buckets and keys through provisioning.storage;
 # empty: none, and ordering storage then fails the step with a reason staff can act on).
-# Stack renderer: (*, order, node, nodes) -> the stack script.
+# Stack renderer: (*, order, node, nodes, facts) -> RenderedStack (provisioning.stack.bundle).
 PROVISIONING_STORAGE_BACKEND = env_str("PROVISIONING_STORAGE_BACKEND",
                                        "provisioning.storage.backend.ServiceStorageBackend")
 PROVISIONING_STACK_RENDERER = env_str("PROVISIONING_STACK_RENDERER",
-                                      "provisioning.stack.scripts.render_bootstrap")
+                                      "provisioning.stack.bundle.render_stack")
 # The account customers log in with on a handed-over server (a node's driver_options.login_user
 # wins); shown on the server page.
 PROVISIONING_LOGIN_USER = env_str("PROVISIONING_LOGIN_USER", "ubuntu")

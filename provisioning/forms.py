@@ -58,6 +58,10 @@ class NodeEnrolForm(forms.Form):
     fabric_group = forms.CharField(max_length=60, required=False, label="Fabric group",
                                    help_text="Nodes of one cluster order share a fabric group "
                                              "(e.g. the InfiniBand leaf). Empty for stand-alone nodes.")
+    fabric_address = forms.GenericIPAddressField(
+        required=False, label="Fabric address",
+        help_text="The node's address on the cluster fabric (InfiniBand / RoCE): a cluster's "
+                  "MASTER_ADDR and NCCL interface. Needed for cluster orders.")
     nvme_devices = forms.CharField(required=False, label="NVMe data devices",
                                    help_text="Comma or space separated, e.g. /dev/nvme1n1 /dev/nvme2n1.")
     notes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))

@@ -26,6 +26,10 @@ class Node(models.Model):
                                       help_text="Per-node driver options (no secrets).")
     fabric_group = models.CharField(max_length=60, blank=True, db_index=True,
                                     help_text="Nodes of one cluster order share a fabric group.")
+    fabric_address = models.CharField(
+        max_length=255, blank=True,
+        help_text="The node's address on the cluster fabric (InfiniBand / RoCE / data network): "
+                  "a cluster's MASTER_ADDR and NCCL interface. Not the management address.")
     nvme_devices = models.JSONField(default=list, blank=True,
                                     help_text='e.g. ["/dev/nvme0n1", "/dev/nvme1n1"]')
     notes = models.TextField(blank=True)

@@ -49,6 +49,7 @@ def _require_staff(by) -> None:
 # --- nodes ------------------------------------------------------------------------------------
 def node_enrol(*, by, sku, hostname: str, management_address: str, driver: str | None = None,
                fabric_group: str = "", nvme_devices=(), driver_options: dict | None = None,
+               fabric_address: str = "",
                notes: str = "", ready: bool = False) -> Node:
     """Adds a server to inventory (enrolled; ``ready=True`` also accepts it into stock)."""
     _require_operator(by)
@@ -72,6 +73,7 @@ def node_enrol(*, by, sku, hostname: str, management_address: str, driver: str |
                 node = Node.objects.create(
                     hostname=hostname, sku=sku, management_address=management_address.strip(),
                     driver=driver, fabric_group=fabric_group.strip(), nvme_devices=list(nvme_devices),
+                    fabric_address=fabric_address.strip(),
                     driver_options=driver_options or {}, notes=notes, state=NodeState.ENROLLED,
                 )
         except IntegrityError:

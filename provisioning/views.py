@@ -228,6 +228,7 @@ def node_enrol(request):
                 by=request.user, sku=data["sku"], hostname=data["hostname"],
                 management_address=data["management_address"], driver=data["driver"],
                 fabric_group=data["fabric_group"], nvme_devices=data["nvme_devices"],
+                fabric_address=data["fabric_address"] or "",
                 notes=data["notes"], ready=data["ready"])
         except DomainError as exc:
             form.add_error("hostname" if "named" in str(exc) else None, str(exc))

@@ -21,7 +21,8 @@ class OrderAdmin(admin.ModelAdmin):
                     "price_monthly", "created_at")
     list_filter = ("state", "sku")
     search_fields = ("reference", "organisation__name")
-    readonly_fields = [f.name for f in Order._meta.fields]
+    # Staff may allow configure to erase what it finds on the data devices (the wipe flag).
+    readonly_fields = [f.name for f in Order._meta.fields if f.name != "wipe_data_devices"]
     inlines = [OrderEventInline]
 
     def has_add_permission(self, request):

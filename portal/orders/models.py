@@ -38,6 +38,9 @@ class Order(StorageChoice):
     tracker = models.ForeignKey("catalog.StackOption", null=True, blank=True,
                                 on_delete=models.PROTECT, related_name="+")
     plan = models.JSONField(default=dict, blank=True)
+    wipe_data_devices = models.BooleanField(
+        default=False, help_text="Configure may erase the partitions, filesystems or arrays it "
+                                 "finds on the nodes' data devices (otherwise it refuses them).")
     price_lines = models.JSONField(default=list, blank=True)
     price_hourly = models.DecimalField(max_digits=10, decimal_places=2)
     price_monthly = models.DecimalField(max_digits=12, decimal_places=2)

@@ -12,6 +12,8 @@ urlpatterns = [
     path("<str:reference>/cancel/", views.order_cancel, name="cancel"),
     path("<str:reference>/terminate/", views.order_terminate, name="terminate"),
     path("<str:reference>/server/", views.server_detail, name="server"),
+    path("<str:reference>/server/files/<str:hostname>/<str:name>", views.server_stack_file,
+         name="stack-file"),
     path("<str:reference>/server/reboot/", views.server_action, {"action": "reboot"}, name="reboot"),
     path("<str:reference>/server/redeploy/", views.server_action, {"action": "redeploy"},
          name="redeploy"),

@@ -34,6 +34,7 @@ from provisioning.selectors import (
     order_last_health,
     order_progress,
 )
+from provisioning.stack.selectors import StaleFile, stack_downloads, stack_file
 from provisioning.storage.selectors import storage_for
 from provisioning.storage.services import (
     credential_reveal,
@@ -152,7 +153,25 @@ def server_detail(request, reference: str):
         "health": order_last_health(order), "progress": progress,
         "day2_busy": progress.run_id is not None and not progress.done,
         "is_staff": request.user.is_hosting_staff, "storage": storage_for(order),
+        "stack_files": stack_downloads(order),
     })
+
+
+@login_required
+@require_GET
+def server_stack_file(request, reference: str, hostname: str, name: str):
+    """One file the stack step put on a node, rendered again on demand (as recorded)."""
+    order = get_object_or_404(orders_for(request.user), reference=reference)
+    try:
+        file = stack_file(order, hostname=hostname, name=name)
+    except StaleFile as exc:
+        return HttpResponse(str(exc), status=409, content_type="text/plain; charset=utf-8")
+    if file is None:
+        raise Http404("No such file on this server.")
+    response = HttpResponse(file.content, content_type=f"{file.content_type}; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{hostname}-{file.name}"'
+    response["X-Content-SHA256"] = file.sha256
+    return response
 
 
 @never_cache

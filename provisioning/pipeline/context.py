@@ -13,9 +13,14 @@ from django.db import InterfaceError, OperationalError, connection
 from django.utils import timezone
 
 from portal.orders.models import Order
-from provisioning.drivers import DriverError, Fence, RunResult, driver_for
+from provisioning.drivers import DriverError, Fence, RunResult, driver_for, driver_options
 from provisioning.models import Node, ProvisioningRun, StepLogLine, StepRun
 from provisioning.states import StepStatus
+
+
+def is_test_host(node) -> bool:
+    """A CPU test host is declared (driver option ``test_host: true``), never inferred."""
+    return driver_options(node).get("test_host") is True
 
 
 class StepFailed(Exception):
@@ -100,7 +105,8 @@ class StepContext:
     @property
     def env(self) -> dict[str, str]:
         nodes = self.cluster
-        return {
+        test_host = {"TRAINYARD_TEST_HOST": "1"} if is_test_host(self.node) else {}
+        return {**test_host,
             "TRAINYARD_ORDER": self.order.reference,
             "TRAINYARD_NODE": self.node.hostname,
             "TRAINYARD_NODE_RANK": str(self.rank),

@@ -1,5 +1,5 @@
-"""The shell scripts the pipeline runs on a node, one function each, and the built-in renderer of
-the training stack (a minimal bootstrap that writes ``/etc/trainyard/env.sh``).
+"""The shell scripts the pipeline runs on a node, one function each (the training stack's files
+are rendered by ``provisioning.stack.bundle``; the disk layout by ``provisioning.stack.disk``).
 
 Scripts read ``TRAINYARD_*`` variables the pipeline sets (order, node, rank, node count, GPUs per
 node, master address) and honour ``TRAINYARD_ROOT`` (tests run them against a scratch root).
@@ -8,80 +8,6 @@ node, master address) and honour ``TRAINYARD_ROOT`` (tests run them against a sc
 from __future__ import annotations
 
 import shlex
-
-
-def render_bootstrap(*, order, node, nodes) -> str:
-    """The default ``PROVISIONING_STACK_RENDERER``: the stack script for ``node`` of ``nodes``."""
-    return bootstrap_script(order)
-
-
-def configure_script(order, node) -> str:
-    """NVMe layout (array, filesystem, mount) and network checks. Re-runnable: each part checks
-    what is already there and skips it, so a retried step on real hardware does not fail on its
-    own earlier work. ``TRAINYARD_MD_DEVICE`` names the array (default ``/dev/md0``); the data
-    mount is ``$TRAINYARD_ROOT/mnt/nvme``."""
-    devices = " ".join(shlex.quote(d) for d in node.nvme_devices)
-    raid = order.nvme.raid
-    level = 0 if raid == "raid0" else 10
-    first = shlex.quote(node.nvme_devices[0]) if node.nvme_devices else "''"
-    return f"""#!/bin/sh
-set -eu
-echo "configuring $TRAINYARD_NODE for order $TRAINYARD_ORDER"
-echo "NVMe: {order.nvme} on {len(node.nvme_devices)} device(s): {devices or 'none recorded'}"
-root="${{TRAINYARD_ROOT:-}}"
-md="${{TRAINYARD_MD_DEVICE:-/dev/md0}}"
-data=""
-if [ -n "{devices}" ] && command -v mdadm >/dev/null 2>&1 && [ "{raid}" != "single" ]; then
-  if mdadm --detail "$md" >/dev/null 2>&1; then
-    echo "array $md already assembled; skipping mdadm --create"
-  else
-    mdadm --create "$md" --run --level={level} --raid-devices={len(node.nvme_devices)} {devices}
-  fi
-  data="$md"
-elif [ -n "{devices}" ]; then
-  data={first}
-fi
-if [ -n "$data" ] && [ -e "$data" ] && command -v mkfs.ext4 >/dev/null 2>&1; then
-  if blkid "$data" >/dev/null 2>&1; then
-    echo "$data already has a filesystem; skipping mkfs"
-  else
-    mkfs.ext4 -q -L trainyard-data "$data"
-  fi
-  mkdir -p "$root/mnt/nvme"
-  if mountpoint -q "$root/mnt/nvme"; then
-    echo "$root/mnt/nvme already mounted; skipping mount"
-  else
-    mount "$data" "$root/mnt/nvme"
-  fi
-fi
-echo "network: {order.network} ({order.network.kind}, {order.network.speed_gbps} Gb/s)"
-if [ "{order.network.kind}" = "infiniband" ]; then
-  command -v ibstat >/dev/null 2>&1 || {{ echo "ibstat not found: no InfiniBand stack"; exit 3; }}
-  ibstat | grep -q "State: Active" || {{ echo "no active InfiniBand port"; exit 4; }}
-fi
-echo "configure done"
-"""
-
-
-def bootstrap_script(order) -> str:
-    strategy = order.strategy.slug if order.strategy else "ddp"
-    tracker = order.tracker.slug if order.tracker else ""
-    return f"""#!/bin/sh
-set -eu
-echo "training stack: {strategy}{' + ' + tracker if tracker else ''}"
-root="${{TRAINYARD_ROOT:-}}"
-mkdir -p "$root/etc/trainyard"
-cat > "$root/etc/trainyard/env.sh" <<ENV
-export TRAINYARD_STRATEGY={strategy}
-export TRAINYARD_TRACKER={tracker}
-export NNODES=$TRAINYARD_NNODES
-export NODE_RANK=$TRAINYARD_NODE_RANK
-export NPROC_PER_NODE=$TRAINYARD_GPUS_PER_NODE
-export MASTER_ADDR=$TRAINYARD_MASTER_ADDR
-export MASTER_PORT=29500
-ENV
-echo "wrote $root/etc/trainyard/env.sh"
-"""
 
 
 def acceptance_script(expected_gpus: int) -> str:
@@ -115,9 +41,9 @@ def wipe_script(devices: list[str]) -> str:
     return f"""#!/bin/sh
 set -eu
 root="${{TRAINYARD_ROOT:-}}"
-md="${{TRAINYARD_MD_DEVICE:-/dev/md0}}"
-if command -v mountpoint >/dev/null 2>&1 && mountpoint -q "$root/mnt/nvme"; then
-  umount "$root/mnt/nvme"
+md="${{TRAINYARD_MD_DEVICE:-/dev/md/trainyard-data}}"
+if command -v mountpoint >/dev/null 2>&1 && mountpoint -q "$root/data"; then
+  umount "$root/data"
 fi
 if command -v mdadm >/dev/null 2>&1 && mdadm --detail "$md" >/dev/null 2>&1; then
   mdadm --stop "$md"

@@ -32,10 +32,12 @@ from provisioning.fulfilment import order_submit
 from provisioning.models import ProvisioningRun, StepLogLine, StepRun
 from provisioning.pipeline import engine
 from provisioning.services import node_enrol
+from provisioning.stack.packages import TORCH
 from provisioning.states import STEPS, NodeState, RunKind, RunStatus, StepStatus
 from tests.conftest import missing_service
 from tests.factories import OrganisationFactory, member_of, staff
 from tests.provisioning.sshd import SshdUnavailable, start_sshd
+from tests.provisioning.stack.venv_cache import link_cached_venv
 
 SKU = "2x-l4-24gb"
 FAKE_NVIDIA_SMI = """#!/bin/sh
@@ -75,6 +77,7 @@ def gpu_host(tmp_path_factory):
     host.key_file = key_file
     host.bin_dir = base / "bin"
     host.trainyard_root = base / "root"
+    link_cached_venv(host.trainyard_root, (TORCH,))  # the test host's stack: torch only
     try:
         yield host
     finally:
@@ -106,7 +109,7 @@ def ssh_node(catalog, gpu_host):
                       driver_options={"host_key": gpu_host.host_public_key,
                                       "private_key_file": str(gpu_host.key_file),
                                       "apt_packages": ["bash", "coreutils"],
-                                      "connect_timeout_s": 5},
+                                      "connect_timeout_s": 5, "test_host": True},
                       ready=True)
 
 
@@ -162,7 +165,8 @@ def test_an_order_goes_active_with_the_ssh_driver(ssh_node, gpus, gpu_host, sett
     # Each step's output came from the host, line by line.
     assert f"os-release: {_pretty_name()}" in log_of(run, "deploy_os")
     assert "prerequisites present: bash coreutils" in log_of(run, "deploy_os")
-    assert "configure done" in log_of(run, "configure")
+    assert "no NVMe data devices recorded on this node: /data stays on the system disk" in log_of(
+        run, "configure")
     assert "no object storage ordered; nothing to do" in log_of(run, "storage")
     env_sh = gpu_host.trainyard_root / "etc/trainyard/env.sh"
     assert f"wrote {env_sh}" in log_of(run, "stack")

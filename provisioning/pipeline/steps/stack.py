@@ -1,14 +1,26 @@
-"""Training stack: run the script of the renderer named in ``settings.PROVISIONING_STACK_RENDERER``
-(``(*, order, node, nodes) -> str``; default: the built-in minimal bootstrap)."""
+"""Training stack: discover the node's fabric (``stack.discover``), render every file of the
+node from the order, plan and cluster (the renderer named in
+``settings.PROVISIONING_STACK_RENDERER``: ``(*, order, node, nodes, facts) -> RenderedStack``),
+and run its ``bootstrap.sh``. The result records each rendered file's name, path and SHA-256 and
+the facts the files were rendered with, so the server page renders the same bytes on demand."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-from provisioning.pipeline.context import StepContext, StepResult
+from provisioning.pipeline.context import StepContext, StepFailed, StepResult
+from provisioning.stack.discover import discover_script, parse_facts
+from provisioning.stack.inputs import NodeFacts, stack_inputs
+
+
+@dataclass(frozen=True)
+class StackFile(StepResult):
+    name: str = ""
+    path: str = ""
+    sha256: str = ""
 
 
 @dataclass(frozen=True)
@@ -16,12 +28,55 @@ class StackResult(StepResult):
     strategy: str = ""
     tracker: str = ""
     renderer: str = ""
+    facts: dict = field(default_factory=dict)  # NodeFacts.to_dict()
+    files: tuple[StackFile, ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: dict | None) -> StackResult:
+        data = data if isinstance(data, dict) else {}
+        result = super().from_dict(data)
+        return cls(**{**result.__dict__,
+                      "files": tuple(StackFile.from_dict(f) for f in data.get("files") or ())})
+
+    @property
+    def node_facts(self) -> NodeFacts:
+        return NodeFacts.from_dict(self.facts)
+
+
+def renderer():
+    return import_string(settings.PROVISIONING_STACK_RENDERER)
+
+
+def discover(ctx: StepContext) -> NodeFacts:
+    try:
+        inputs = stack_inputs(order=ctx.order, node=ctx.node, nodes=ctx.cluster)
+    except ValueError as exc:
+        raise StepFailed(str(exc)) from None
+    if not inputs.cluster:
+        return NodeFacts()  # one node: NCCL stays on the host, there is no fabric to find
+    lines: list[str] = []
+
+    def capture(line: str) -> None:
+        lines.append(line)
+        ctx.log(line)
+
+    result = ctx.driver.run(discover_script(inputs), name="stack_discover", on_line=capture,
+                            env=ctx.env)
+    if not result.ok:
+        raise StepFailed(f"fabric discovery on {ctx.node.hostname} failed (exit "
+                         f"{result.exit_status}): {lines[-1] if lines else 'no output'}")
+    return parse_facts(lines)
 
 
 def stack(ctx: StepContext) -> StackResult:
-    renderer = settings.PROVISIONING_STACK_RENDERER
-    script = import_string(renderer)(order=ctx.order, node=ctx.node, nodes=ctx.cluster)
-    ctx.run_script(script, name="stack")
-    return StackResult(strategy=ctx.order.strategy.slug if ctx.order.strategy else "",
-                       tracker=ctx.order.tracker.slug if ctx.order.tracker else "",
-                       renderer=renderer)
+    facts = discover(ctx)
+    try:
+        rendered = renderer()(order=ctx.order, node=ctx.node, nodes=ctx.cluster, facts=facts)
+    except ValueError as exc:
+        raise StepFailed(f"the stack cannot be rendered: {exc}") from None
+    ctx.result.update(facts=facts.to_dict())
+    ctx.run_script(rendered.bootstrap, name="stack")
+    return StackResult(strategy=rendered.inputs.strategy, tracker=rendered.inputs.tracker,
+                       renderer=settings.PROVISIONING_STACK_RENDERER, facts=facts.to_dict(),
+                       files=tuple(StackFile(name=f.name, path=f.path, sha256=f.sha256)
+                                   for f in rendered.files))

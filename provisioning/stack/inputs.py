@@ -1,0 +1,280 @@
+"""What the stack renderers read: the training settings from the order's plan (with documented
+defaults for an empty or partial plan) and the node's place in the cluster. Pure: the renderers
+take a ``StackInputs`` and return text; ``stack_inputs()`` builds one from the order, node and
+cluster rows (read by attribute only, so this module imports no model).
+
+Defaults (an API quote may carry no plan, or only some keys):
+
+======================  ============================  =========================================
+setting                 default                       from the plan key
+======================  ============================  =========================================
+micro_batch             1                             ``micro_batch``
+grad_accum              1                             ``grad_accum``
+sharding                per stack: ddp ``none``,       ``sharding``
+                        fsdp ``fsdp-full-shard``,
+                        deepspeed ``zero2``,
+                        torchtitan ``fsdp-full-shard``
+offload                 ``none``                      ``offload``
+checkpointing           ``selective``                 ``checkpointing``
+precision               ``bf16-mixed``                ``precision``
+tp / pp / cp            1 / 1 / 1                     ``tp`` / ``pp`` / ``stack_settings.cp``
+seq_len                 2048                          ``seq_len``
+model                   ``llama-3.1-8b``              ``model`` (+ ``model_spec.family``)
+======================  ============================  =========================================
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from provisioning.drivers import driver_options
+from provisioning.stack.packages import SYNC_PACKAGES, stack_packages, tracker_packages
+
+MASTER_PORT = 29500
+TEST_HOST_NPROC = 2
+DEFAULT_MODEL = "llama-3.1-8b"
+DEFAULT_SHARDING = {"ddp": "none", "fsdp": "fsdp-full-shard", "deepspeed": "zero2",
+                    "torchtitan": "fsdp-full-shard"}
+STRATEGIES = tuple(DEFAULT_SHARDING)
+CHECKPOINT_DIR = "/data/checkpoints"
+SINGLE_NODE_MASTER = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class TrainingSettings:
+    """The plan's training layout, every value checked and defaulted."""
+
+    model: str = DEFAULT_MODEL
+    family: str = "llama"
+    micro_batch: int = 1
+    grad_accum: int = 1
+    sharding: str = "none"
+    offload: str = "none"
+    checkpointing: str = "selective"
+    precision: str = "bf16-mixed"
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    seq_len: int = 2048
+    hidden_size: int = 4096  # sizes DeepSpeed's buckets
+    train_steps: int = 0  # optimizer steps to see the plan's tokens; 0: not in the plan
+    defaulted: tuple[str, ...] = ()  # the settings the plan did not give
+
+    @property
+    def bf16(self) -> bool:
+        return self.precision in ("bf16-mixed", "bf16", "fp8")
+
+    @property
+    def fp8(self) -> bool:
+        return self.precision == "fp8"
+
+    @property
+    def offload_optimizer(self) -> bool:
+        return self.offload in ("optimizer", "optimizer+params")
+
+    @property
+    def offload_params(self) -> bool:
+        return self.offload == "optimizer+params"
+
+
+def _whole(plan: dict, key: str) -> int | None:
+    value = plan.get(key)
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"In the order's plan, {key} must be a whole number of at least 1, "
+                         f"got {value!r}.")
+    return value
+
+
+def _choice(plan: dict, key: str, allowed: tuple[str, ...]) -> str | None:
+    value = plan.get(key)
+    if value is None:
+        return None
+    if value not in allowed:
+        raise ValueError(f"In the order's plan, {key} must be one of {', '.join(allowed)}, "
+                         f"got {value!r}.")
+    return value
+
+
+SHARDING = ("none", "zero1", "zero2", "zero3", "fsdp-full-shard", "fsdp-shard-grad-op",
+            "fsdp-hybrid")
+OFFLOAD = ("none", "optimizer", "optimizer+params")
+CHECKPOINTING = ("none", "selective", "full")
+PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16", "fp8")
+
+
+def training_settings(plan: Any, strategy: str) -> TrainingSettings:
+    """The settings of a (possibly empty or partial) plan dict; ValueError for a wrong value."""
+    plan = plan if isinstance(plan, dict) else {}
+    stack_settings = plan.get("stack_settings") if isinstance(plan.get("stack_settings"), dict) else {}
+    spec = plan.get("model_spec") if isinstance(plan.get("model_spec"), dict) else {}
+    base = TrainingSettings(sharding=DEFAULT_SHARDING.get(strategy, "none"))
+    given: dict[str, Any] = {
+        "micro_batch": _whole(plan, "micro_batch"), "grad_accum": _whole(plan, "grad_accum"),
+        "tp": _whole(plan, "tp"), "pp": _whole(plan, "pp"),
+        "cp": _whole({"cp": stack_settings.get("cp", plan.get("cp"))}, "cp"),
+        "seq_len": _whole(plan, "seq_len"), "hidden_size": _whole(spec, "hidden_size"),
+        "sharding": _choice(plan, "sharding", SHARDING), "offload": _choice(plan, "offload", OFFLOAD),
+        "checkpointing": _choice(plan, "checkpointing", CHECKPOINTING),
+        "precision": _choice(plan, "precision", PRECISIONS),
+        "model": plan.get("model") if isinstance(plan.get("model"), str) and plan.get("model") else None,
+        "family": spec.get("family") if isinstance(spec.get("family"), str) else None,
+    }
+    defaulted = tuple(k for k, v in given.items() if v is None)
+    given["train_steps"] = _train_steps(plan)
+    values = {k: v for k, v in given.items() if v is not None}
+    if "family" not in values:
+        values["family"] = _family_of(values.get("model", DEFAULT_MODEL))
+    return TrainingSettings(**{**base.__dict__, **values, "defaulted": defaulted})
+
+
+def _train_steps(plan: dict) -> int | None:
+    tokens, per_step = plan.get("train_tokens"), plan.get("global_batch_tokens")
+    if isinstance(tokens, int) and isinstance(per_step, int) and tokens > 0 and per_step > 0:
+        return math.ceil(tokens / per_step)
+    return None
+
+
+def _family_of(model: str) -> str:
+    name = model.lower()
+    if name.startswith("gpt2"):
+        return "gpt2"
+    if name.startswith("bert"):
+        return "bert"
+    return "llama"
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    """What the stack step discovered on the node before rendering (``discover.py``)."""
+
+    socket_ifname: str = ""
+    ib_hcas: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {"socket_ifname": self.socket_ifname, "ib_hcas": list(self.ib_hcas)}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> NodeFacts:
+        data = data if isinstance(data, dict) else {}
+        return cls(socket_ifname=str(data.get("socket_ifname") or ""),
+                   ib_hcas=tuple(str(h) for h in data.get("ib_hcas") or ()))
+
+
+@dataclass(frozen=True)
+class StackInputs:
+    """Everything a renderer needs about one node of one order."""
+
+    order: str
+    strategy: str  # ddp | fsdp | deepspeed | torchtitan
+    tracker: str  # tensorboard | mlflow | wandb | ""
+    training: TrainingSettings
+    packages: tuple[str, ...]
+    hostname: str
+    node_rank: int = 0
+    nnodes: int = 1
+    gpus_per_node: int = 1
+    gpu_name: str = ""
+    cpu_cores: int = 0
+    interconnect: str = "pcie"  # pcie | nvlink-bridge | nvswitch
+    network_kind: str = "ethernet"  # ethernet | infiniband
+    network_gbps: int = 0
+    master_addr: str = SINGLE_NODE_MASTER
+    fabric_address: str = ""  # this node's (a cluster's nodes all have one)
+    master_port: int = MASTER_PORT
+    test_host: bool = False
+    facts: NodeFacts = field(default_factory=NodeFacts)
+    storage: bool = False  # a bucket was ordered: the checkpoint sync timer runs
+    data_devices: tuple[str, ...] = ()
+
+    @property
+    def cluster(self) -> bool:
+        return self.nnodes > 1
+
+    @property
+    def nproc_per_node(self) -> int:
+        return TEST_HOST_NPROC if self.test_host else self.gpus_per_node
+
+    @property
+    def world_size(self) -> int:
+        return self.nproc_per_node * self.nnodes
+
+    @property
+    def backend(self) -> str:
+        return "gloo" if self.test_host else "nccl"
+
+    @property
+    def infiniband(self) -> bool:
+        return self.network_kind == "infiniband"
+
+    @property
+    def checkpoint_prefix(self) -> str:
+        """Where the sync timer copies ``/data/checkpoints`` (as the retain step does)."""
+        return f"checkpoints/{self.hostname}"
+
+    @property
+    def dataloader_workers(self) -> int:
+        """CPU cores per process, one left for the training loop; 2 to 8."""
+        if not self.cpu_cores:
+            return 4
+        return max(2, min(8, self.cpu_cores // max(1, self.nproc_per_node) - 1))
+
+    @property
+    def prefetch_factor(self) -> int:
+        """Batches each worker keeps ready: more for small micro-batches (cheap, short steps)."""
+        return 4 if self.training.micro_batch <= 2 else 2
+
+
+def fabric_address(node) -> str:
+    """The node's address on the cluster fabric: its ``fabric_address`` field or driver option.
+    A simulated node has no network: its management host stands in."""
+    value = getattr(node, "fabric_address", "") or (node.driver_options or {}).get("fabric_address", "")
+    if not value and getattr(node, "driver", "") == "simulated":
+        value = (node.management_address or "").rsplit(":", 1)[0]
+    return str(value or "").strip()
+
+
+def is_test_host(node) -> bool:
+    """Declared by the node's driver option ``test_host: true`` (settings' options overlaid)."""
+    return driver_options(node).get("test_host") is True
+
+
+def stack_inputs(*, order, node, nodes, facts: NodeFacts | None = None) -> StackInputs:
+    """The inputs for ``node`` of ``nodes`` (the cluster, ordered by hostname: rank = index).
+    ValueError when the plan holds a wrong value, or a cluster node has no fabric address."""
+    nodes = list(nodes) or [node]
+    strategy = order.strategy.slug if order.strategy else "ddp"
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown training stack {strategy!r}; the renderers know "
+                         f"{', '.join(STRATEGIES)}")
+    rank = next((i for i, n in enumerate(nodes) if n.pk == node.pk), 0)
+    master = SINGLE_NODE_MASTER
+    if len(nodes) > 1:
+        if missing := [n.hostname for n in nodes if not fabric_address(n)]:
+            raise ValueError(f"{', '.join(missing)}: no fabric address recorded. A cluster's "
+                             f"MASTER_ADDR and NCCL interface are on the fabric, not the "
+                             f"management network: record each node's fabric_address and retry.")
+        master = fabric_address(nodes[0])
+    test_host = is_test_host(node)
+    storage = bool(getattr(order, "storage_provider_id", None)) and bool(
+        getattr(order, "has_object_storage", False))
+    tracker = order.tracker.slug if order.tracker else ""
+    return StackInputs(
+        order=order.reference, strategy=strategy,
+        tracker=tracker,
+        training=training_settings(order.plan, strategy),
+        packages=(stack_packages(order.strategy, strategy, test_host=test_host)
+                  + tracker_packages(tracker, test_host=test_host)
+                  + (SYNC_PACKAGES if storage and not test_host else ())),
+        hostname=node.hostname, node_rank=rank, nnodes=len(nodes),
+        gpus_per_node=order.sku.gpu_count, gpu_name=order.sku.gpu.name,
+        cpu_cores=order.sku.cpu_cores, interconnect=order.sku.interconnect,
+        network_kind=order.network.kind, network_gbps=order.network.speed_gbps,
+        master_addr=master, fabric_address=fabric_address(node), test_host=test_host,
+        facts=facts or NodeFacts(), storage=storage,
+        data_devices=tuple(node.nvme_devices or ()))

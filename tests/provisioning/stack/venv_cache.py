@@ -1,0 +1,28 @@
+"""One venv per requirement set, built once per machine and linked into each test host's root:
+the bootstrap reuses a venv whose marker matches, as it does on a re-deployed node. Building it
+here (not inside a pipeline step) keeps a slow first pip install out of a step's lease."""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+from pathlib import Path
+
+from provisioning.stack.bootstrap import requirements_key
+
+MARKER = ".trainyard-requirements"
+
+
+def link_cached_venv(root: Path, packages) -> Path:
+    key = requirements_key(packages)
+    cache = Path(tempfile.gettempdir()) / "trainyard-test-venvs" / key
+    if (cache / MARKER).read_text().strip() != key if (cache / MARKER).exists() else True:
+        subprocess.run(["python3", "-m", "venv", str(cache)], check=True)
+        subprocess.run([str(cache / "bin" / "python"), "-m", "pip", "install", "--no-input",
+                        "--disable-pip-version-check", "-q", *packages], check=True)
+        (cache / MARKER).write_text(key + "\n")
+    target = root / "opt" / "trainyard" / "venv"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not target.is_symlink():
+        target.symlink_to(cache, target_is_directory=True)
+    return cache

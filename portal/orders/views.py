@@ -34,6 +34,7 @@ from provisioning.selectors import (
     order_last_health,
     order_progress,
 )
+from provisioning.ssh_keys import order_ssh_keys
 from provisioning.storage.selectors import storage_for
 from provisioning.storage.services import (
     credential_reveal,
@@ -152,6 +153,7 @@ def server_detail(request, reference: str):
         "health": order_last_health(order), "progress": progress,
         "day2_busy": progress.run_id is not None and not progress.done,
         "is_staff": request.user.is_hosting_staff, "storage": storage_for(order),
+        "ssh_keys": order_ssh_keys(order),
     })
 
 

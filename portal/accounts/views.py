@@ -74,6 +74,7 @@ class SSHKeySection:
     add_url: str
     can_manage: bool
     added: SSHKey | None = None
+    refused: str = ""  # why the person may not do what they asked
 
 
 def _personal_section(request, form=None, added=None) -> SSHKeySection:
@@ -86,7 +87,8 @@ def _personal_section(request, form=None, added=None) -> SSHKeySection:
         added=added)
 
 
-def organisation_ssh_section(request, organisation, form=None, added=None) -> SSHKeySection:
+def organisation_ssh_section(request, organisation, form=None, added=None,
+                             refused: str = "") -> SSHKeySection:
     return SSHKeySection(
         title="SSH keys",
         intro=f"Keys of {organisation.name} log in to all its servers, next to each member's "
@@ -95,7 +97,7 @@ def organisation_ssh_section(request, organisation, form=None, added=None) -> SS
               for k in ssh_keys_of_organisation(organisation)],
         form=form or SSHKeyForm(),
         add_url=reverse("accounts:ssh-keys", args=[organisation.slug]),
-        can_manage=can_manage_ssh_keys(request.user, organisation), added=added)
+        can_manage=can_manage_ssh_keys(request.user, organisation), added=added, refused=refused)
 
 
 def _add_key(request, form, **owner) -> SSHKey | None:
@@ -147,19 +149,18 @@ def account_ssh_key_remove(request, key_id: int):
 def organisation_ssh_keys(request, slug):
     organisation = get_object_or_404(organisations_for(request.user), slug=slug)
     form = SSHKeyForm(request.POST or None)
-    added, status = None, 200
+    added, status, refused = None, 200, ""
     if request.method == "POST" and not can_manage_ssh_keys(request.user, organisation):
         form, status = SSHKeyForm(), 403
-        form.add_error(None, "Only an admin of this organisation can add its SSH keys; no key was "
-                             "added.")
+        refused = "Only an admin of this organisation can add its SSH keys; no key was added."
     elif request.method == "POST":
         added = _add_key(request, form, organisation=organisation)
         status = 200 if added else 400
     if added is not None and not request.htmx:
         messages.success(request, f"Key “{added.name}” added ({added.fingerprint}).")
         return redirect(reverse("accounts:organisation", args=[slug]) + "#ssh-keys")
-    section = organisation_ssh_section(request, organisation,
-                                       form=SSHKeyForm() if added else form, added=added)
+    section = organisation_ssh_section(request, organisation, form=SSHKeyForm() if added else form,
+                                       added=added, refused=refused)
     return _keys_response(request, section, page_title=f"SSH keys of {organisation.name}",
                           back_url=reverse("accounts:organisation", args=[slug]), status=status)
 
@@ -170,9 +171,9 @@ def organisation_ssh_key_remove(request, slug, key_id: int):
     organisation = get_object_or_404(organisations_for(request.user), slug=slug)
     key = get_object_or_404(ssh_keys_of_organisation(organisation), pk=key_id)
     if not can_manage_ssh_keys(request.user, organisation):
-        form = SSHKeyForm()
-        form.add_error(None, "Only an admin of this organisation can remove its SSH keys.")
-        return _keys_response(request, organisation_ssh_section(request, organisation, form=form),
+        refused = "Only an admin of this organisation can remove its SSH keys; the key stays."
+        return _keys_response(request, organisation_ssh_section(request, organisation,
+                                                                refused=refused),
                               page_title=f"SSH keys of {organisation.name}",
                               back_url=reverse("accounts:organisation", args=[slug]), status=403)
     ssh_keys.ssh_key_remove(ssh_key=key, by=request.user)

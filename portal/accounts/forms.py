@@ -25,3 +25,7 @@ class SSHKeyForm(forms.Form):
                   "rsa of at least 2048 bits). Never the private key.")
     name = forms.CharField(max_length=100, required=False,
                            help_text="Optional; default: the key's comment, e.g. “you@laptop”.")
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("auto_id", "ssh_key_%s")  # unique ids next to the API key form
+        super().__init__(*args, **kwargs)

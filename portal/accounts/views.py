@@ -79,7 +79,7 @@ class SSHKeySection:
 
 def _personal_section(request, form=None, added=None) -> SSHKeySection:
     return SSHKeySection(
-        title="Your SSH keys",
+        title="Keys on your account",
         intro="Your own keys log in to every server of the organisations you belong to.",
         rows=[(k, reverse("account:ssh-key-remove", args=[k.pk]))
               for k in ssh_keys_of_user(request.user)],

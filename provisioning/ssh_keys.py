@@ -75,16 +75,11 @@ def keys_sync(*, organisations, by=None) -> list[ProvisioningRun]:
 class OrderSshKeys:
     installed: AccessResult | None  # as the latest key installation on the order's nodes recorded
     current: tuple[SSHKey, ...]  # the keys that should be there now
-    login_user: str
 
     @property
     def in_sync(self) -> bool:
         installed = set(self.installed.fingerprints) if self.installed else set()
         return installed == {k.fingerprint for k in self.current}
-
-    @property
-    def none_yet(self) -> bool:
-        return not self.current and not (self.installed and self.installed.key_count)
 
 
 def installed_keys(order) -> AccessResult | None:
@@ -97,9 +92,7 @@ def installed_keys(order) -> AccessResult | None:
 def order_ssh_keys(order) -> OrderSshKeys:
     installed = installed_keys(order)
     current = {k.fingerprint: k for k in ssh_keys_for_servers_of(order.organisation)}
-    login_user = installed.login_user if installed and installed.login_user else ""
-    return OrderSshKeys(installed=installed, current=tuple(current.values()),
-                        login_user=login_user)
+    return OrderSshKeys(installed=installed, current=tuple(current.values()))
 
 
 def _url(name: str, *args) -> str:

@@ -28,6 +28,10 @@ def test_installed_keys_are_listed_by_name_and_fingerprint(login, people, active
     drain(ProvisioningRun.objects.get(order=active, kind=RunKind.SYNC_KEYS).pk)
     html = _html(login(people.alice), active)
     assert "alice laptop" in html and key.fingerprint in html and "No SSH key yet" not in html
+    assert "Recent key changes" not in html
+    ssh_key_add(public_key=new_public_key(), name="second", user=people.alice)
+    html = _html(login(people.alice), active)
+    assert "Recent key changes are not on the server yet" in html and "second" not in html
 
 
 def test_a_cluster_lists_every_node_with_its_rank(login, people, catalog, sim_dir):

@@ -14,6 +14,7 @@ from provisioning.ssh_keys import installed_keys, order_ssh_keys, ssh_key_add, s
 from provisioning.states import RunKind, RunStatus
 from tests.accounts.ssh_keygen import new_public_key
 from tests.factories import H100_SKU, MembershipFactory, approved_order, drain, make_node
+from tests.provisioning.test_tasks_worker import wait_for
 
 
 @pytest.fixture
@@ -127,3 +128,20 @@ def test_other_emails_carry_no_access_lines(people, active_order):
     mail.outbox.clear()
     order_event_notify(event_id=event.pk)
     assert "How to log in" not in mail.outbox[-1].body
+
+
+@pytest.mark.celery_worker
+@pytest.mark.usefixtures("require_postgres")
+def test_a_real_worker_installs_a_key_added_through_the_page(
+        celery_worker_process, login, people, catalog, sim_dir):
+    """The page answers at once; the worker runs the sync run it queued after the commit."""
+    make_node(sku=H100_SKU, state_dir=sim_dir, hostname="gpu-sync-w1")
+    order = approved_order(people)
+    drain(order.runs.get().pk)
+    response = login(people.alice).post("/orgs/acme-ai/ssh-keys/", {"public_key": new_public_key(),
+                                                                    "name": "from the page"})
+    assert response.status_code == 302
+    run = _sync_runs(order).get()
+    wait_for(lambda: ProvisioningRun.objects.get(pk=run.pk).status == RunStatus.SUCCEEDED,
+             worker=celery_worker_process, what="the sync_keys run to succeed")
+    assert [k.name for k in installed_keys(order).keys] == ["from the page"]

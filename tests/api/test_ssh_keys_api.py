@@ -1,10 +1,13 @@
 """SSH keys through the API: /api/v1/ssh-keys (list, add) and /api/v1/ssh-keys/{id} (retrieve,
 remove), for the key's organisation and, for a reseller, its customers."""
 
-from portal.accounts.models import SSHKey
+from rest_framework.test import APIClient
+
+from portal.accounts.models import Membership, SSHKey
 from portal.accounts.services import api_key_revoke, ssh_key_add
 from tests.accounts.ssh_keygen import new_public_key
 from tests.api.conftest import assert_problem, key_client
+from tests.factories import MembershipFactory
 
 
 def test_a_customer_key_adds_lists_reads_and_removes_its_keys(people):
@@ -105,3 +108,14 @@ def test_adding_is_idempotent(people):
                      HTTP_IDEMPOTENCY_KEY="k-1")
     assert_problem(other, 422)
     assert SSHKey.objects.count() == 1
+
+
+def test_a_signed_in_non_admin_cannot_change_the_organisations_keys_through_the_api(people):
+    member = MembershipFactory(organisation=people.reseller, role=Membership.Role.MEMBER).user
+    key = ssh_key_add(public_key=new_public_key(), organisation=people.reseller)
+    client = APIClient()
+    client.force_login(member)
+    assert client.get("/api/v1/ssh-keys").json()["results"][0]["id"] == key.pk
+    assert_problem(client.post("/api/v1/ssh-keys", {"public_key": new_public_key()}, format="json"), 403)
+    assert_problem(client.delete(f"/api/v1/ssh-keys/{key.pk}"), 403)
+    assert list(SSHKey.objects.all()) == [key]

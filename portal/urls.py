@@ -10,6 +10,7 @@ urlpatterns = [
     path("healthz", core_views.healthz, name="healthz"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("orgs/", include("portal.accounts.urls")),
+    path("account/", include("portal.accounts.urls_account")),
     path("catalog/", include("portal.catalog.urls")),
     path("sizing/", include("portal.sizing.urls")),
     path("orders/", include("portal.orders.urls")),

@@ -27,6 +27,7 @@ RUN_ORDER_STATES = {
     RunKind.TERMINATE: frozenset({OrderState.TERMINATING}),
     RunKind.REBOOT: frozenset({OrderState.ACTIVE}),
     RunKind.REDEPLOY_STACK: frozenset({OrderState.ACTIVE}),
+    RunKind.SYNC_KEYS: frozenset({OrderState.ACTIVE}),
 }
 
 

@@ -60,6 +60,7 @@ class RunKind(models.TextChoices):
     REBOOT = "reboot", "Reboot"
     REDEPLOY_STACK = "redeploy_stack", "Re-deploy training stack"
     ROTATE_STORAGE_KEY = "rotate_storage_key", "Rotate bucket key"
+    SYNC_KEYS = "sync_keys", "Install SSH keys"
 
 
 class RunStatus(models.TextChoices):
@@ -110,6 +111,7 @@ _PROVISION = (
     StepSpec("configure", "Configure", enter="configure", on_failure="fail_deploy"),
     StepSpec("storage", "Object storage", enter="configure", on_failure="fail_deploy"),
     StepSpec("stack", "Training stack", enter="configure", on_failure="fail_deploy"),
+    StepSpec("access", "SSH keys", enter="configure", on_failure="fail_deploy"),
     StepSpec("acceptance", "Acceptance test", enter="validate", on_failure="fail_validation"),
     StepSpec("handover", "Handover", enter="validate", on_success="activate",
              on_failure="fail_validation"),
@@ -127,6 +129,7 @@ _TERMINATE = (
 _REBOOT = (StepSpec("reboot", "Reboot"),)
 _REDEPLOY_STACK = tuple(s for s in _PROVISION if s.name in ("stack", "acceptance", "handover"))
 _ROTATE_STORAGE_KEY = (StepSpec("rotate_storage_key", "Rotate bucket key"),)
+_SYNC_KEYS = (StepSpec("access", "Install SSH keys"),)
 
 STEPS: dict[str, tuple[StepSpec, ...]] = {
     RunKind.PROVISION: _PROVISION,
@@ -134,6 +137,7 @@ STEPS: dict[str, tuple[StepSpec, ...]] = {
     RunKind.REBOOT: _REBOOT,
     RunKind.REDEPLOY_STACK: _REDEPLOY_STACK,
     RunKind.ROTATE_STORAGE_KEY: _ROTATE_STORAGE_KEY,
+    RunKind.SYNC_KEYS: _SYNC_KEYS,
 }
 
 

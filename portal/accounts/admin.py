@@ -1,7 +1,7 @@
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 
-from portal.accounts.models import ApiKey, Membership, Organisation, User
+from portal.accounts.models import ApiKey, Membership, Organisation, SSHKey, User
 from portal.accounts.services import api_key_issue, api_key_revoke
 
 
@@ -46,3 +46,22 @@ class ApiKeyAdmin(admin.ModelAdmin):
     def revoke(self, request, queryset):
         for key in queryset:
             api_key_revoke(api_key=key)
+
+
+@admin.register(SSHKey)
+class SSHKeyAdmin(admin.ModelAdmin):
+    """Read-only for support: keys are added and removed on the pages or the API, which
+    validate them and bring running servers up to date."""
+
+    list_display = ("name", "fingerprint", "key_type", "bits", "organisation", "user", "created_at")
+    list_filter = ("key_type",)
+    search_fields = ("name", "fingerprint", "organisation__slug", "user__username")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

@@ -112,3 +112,52 @@ class ApiKey(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+
+class SSHKey(models.Model):
+    """A public key that logs in to servers: a person's own (on every server of the organisations
+    they belong to) or an organisation's (on all its servers). Validated by
+    ``portal.accounts.ssh_keys``; only the public half is ever stored."""
+
+    class KeyType(models.TextChoices):
+        ED25519 = "ssh-ed25519", "Ed25519"
+        ECDSA_P256 = "ecdsa-sha2-nistp256", "ECDSA P-256"
+        ECDSA_P384 = "ecdsa-sha2-nistp384", "ECDSA P-384"
+        ECDSA_P521 = "ecdsa-sha2-nistp521", "ECDSA P-521"
+        RSA = "ssh-rsa", "RSA"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                             on_delete=models.CASCADE, related_name="ssh_keys")
+    organisation = models.ForeignKey(Organisation, null=True, blank=True,
+                                     on_delete=models.CASCADE, related_name="ssh_keys")
+    name = models.CharField(max_length=100)
+    public_key = models.TextField(help_text="The key line: type and base64, no options.")
+    key_type = models.CharField(max_length=32, choices=KeyType.choices)
+    bits = models.PositiveIntegerField()
+    fingerprint = models.CharField(max_length=64, help_text="SHA256:…, as ssh-keygen -l prints it.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(user__isnull=True, organisation__isnull=False)
+                | Q(user__isnull=False, organisation__isnull=True),
+                name="ssh_key_belongs_to_a_user_or_an_organisation",
+            ),
+            models.UniqueConstraint(fields=["user", "fingerprint"], condition=Q(user__isnull=False),
+                                    name="one_ssh_key_per_user_and_fingerprint"),
+            models.UniqueConstraint(fields=["organisation", "fingerprint"],
+                                    condition=Q(organisation__isnull=False),
+                                    name="one_ssh_key_per_organisation_and_fingerprint"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.fingerprint})"
+
+    @property
+    def type_label(self) -> str:
+        label = self.get_key_type_display()
+        return f"{label} {self.bits}" if self.key_type == self.KeyType.RSA else label

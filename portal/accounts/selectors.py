@@ -1,6 +1,6 @@
 from django.db.models import Q, QuerySet
 
-from portal.accounts.models import Membership, Organisation
+from portal.accounts.models import Membership, Organisation, SSHKey
 from portal.accounts.principals import ApiKeyPrincipal
 
 
@@ -58,3 +58,25 @@ def acting_organisation(user, *, customer: str = "") -> Organisation | None:
 
 def customers_of(reseller: Organisation) -> QuerySet[Organisation]:
     return Organisation.objects.filter(parent=reseller).order_by("name", "pk")
+
+
+def can_manage_ssh_keys(user, organisation: Organisation) -> bool:
+    """Who adds and removes an organisation's SSH keys: whoever manages its API keys (a
+    reseller admin for its organisation and its customers; a customer's members; staff)."""
+    return can_manage_api_keys(user, organisation)
+
+
+def ssh_keys_of_organisation(organisation: Organisation) -> QuerySet[SSHKey]:
+    return SSHKey.objects.filter(organisation=organisation).order_by("-created_at", "-pk")
+
+
+def ssh_keys_of_user(user) -> QuerySet[SSHKey]:
+    return SSHKey.objects.filter(user=user).order_by("-created_at", "-pk")
+
+
+def ssh_keys_for_servers_of(organisation: Organisation) -> QuerySet[SSHKey]:
+    """The keys that log in to ``organisation``'s servers: its own and its members' personal
+    keys (of active accounts), oldest first so the installed file reads in a stable order."""
+    members = Membership.objects.filter(organisation=organisation, user__is_active=True)
+    return (SSHKey.objects.filter(Q(organisation=organisation) | Q(user__in=members.values("user")))
+            .select_related("user").order_by("created_at", "pk"))

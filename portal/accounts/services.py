@@ -5,12 +5,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.text import slugify
 
-from portal.accounts.models import ApiKey, Organisation
+from portal.accounts.models import ApiKey, Organisation, SSHKey
+from portal.accounts.ssh_keys import InvalidPublicKey, parse_public_key
 
 KEY_PREFIX_LENGTH = 8
 SCOPES = tuple(ApiKey.Scope.values)
@@ -114,3 +115,47 @@ def customer_update(*, customer: Organisation, name: str) -> Organisation:
     customer.name = name
     customer.save(update_fields=["name"])
     return customer
+
+
+# --- SSH public keys ------------------------------------------------------------------------
+SSH_KEY_NAME_MAX = SSHKey._meta.get_field("name").max_length
+
+
+def ssh_key_add(*, public_key: str, name: str = "", user=None,
+                organisation: Organisation | None = None, by=None) -> SSHKey:
+    """Adds a public key for ``user`` (their own) or ``organisation`` (exactly one of them).
+    ValidationError by field (``public_key``, ``name``) on anything that is not one good key,
+    or on a key this owner already has; nothing is stored then. Installing the key on running
+    servers is ``provisioning.ssh_keys``'s part."""
+    if (user is None) == (organisation is None):
+        raise ValueError("An SSH key belongs to a user or to an organisation, not both or neither.")
+    try:
+        parsed = parse_public_key(public_key)
+    except InvalidPublicKey as exc:
+        raise ValidationError({"public_key": str(exc)}) from None
+    name = " ".join((name or parsed.comment or f"{parsed.label} key").split())[:SSH_KEY_NAME_MAX]
+    owner = {"user": user} if user is not None else {"organisation": organisation}
+    existing = SSHKey.objects.filter(**owner, fingerprint=parsed.fingerprint).first()
+    if existing is not None:
+        raise ValidationError({"public_key": _duplicate(existing)})
+    try:
+        with transaction.atomic():
+            return SSHKey.objects.create(
+                **owner, name=name, public_key=parsed.line, key_type=parsed.key_type,
+                bits=parsed.bits, fingerprint=parsed.fingerprint,
+                created_by=by if getattr(by, "pk", None) else None)
+    except IntegrityError:  # the same key added twice at once: the first one won
+        existing = SSHKey.objects.filter(**owner, fingerprint=parsed.fingerprint).first()
+        if existing is None:
+            raise
+        raise ValidationError({"public_key": _duplicate(existing)}) from None
+
+
+def _duplicate(existing: SSHKey) -> str:
+    return (f"This key is already added as “{existing.name}” ({existing.fingerprint}), on "
+            f"{existing.created_at:%d %b %Y}.")
+
+
+def ssh_key_remove(*, ssh_key: SSHKey) -> None:
+    """Removes the key; servers drop it at their next key sync (``provisioning.ssh_keys``)."""
+    SSHKey.objects.filter(pk=ssh_key.pk).delete()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from django.apps import apps
 from django.conf import settings
 from django.core.mail import send_mail
 from django.urls import NoReverseMatch, reverse
@@ -76,6 +77,18 @@ def kept_data_sentence(order, *, done: bool) -> str:
             f"wiped; the bucket is kept {until} after termination, then deleted.")
 
 
+def _lines_from_apps(order, event) -> list[str]:
+    """Paragraphs that apps above orders add to an e-mail (provisioning: how to log in) through
+    an ``order_email_lines(order=, event=)`` method on their AppConfig; no import of them."""
+    lines = []
+    for config in apps.get_app_configs():
+        contribute = getattr(config, "order_email_lines", None)
+        if contribute is not None:
+            extra = contribute(order=order, event=event)
+            lines += ["", *extra] if extra else []
+    return lines
+
+
 def order_event_notify(*, event_id: int) -> int:
     """Sends the e-mail for one order event; returns the number of messages sent (0 or 1)."""
     event = (OrderEvent.objects.select_related("order__organisation", "order__placed_by",
@@ -93,6 +106,7 @@ def order_event_notify(*, event_id: int) -> int:
         lines += ["", f"Reason: {order.rejection_reason}"]
     if event.to_state in (OrderState.TERMINATING, OrderState.TERMINATED):
         lines += ["", kept_data_sentence(order, done=event.to_state == OrderState.TERMINATED)]
+    lines += _lines_from_apps(order, event)
     lines += ["", f"Details: {order_url(order)}"]
     try:
         return send_mail(

@@ -35,6 +35,7 @@ from provisioning.selectors import (
     order_progress,
 )
 from provisioning.stack.selectors import StaleFile, stack_downloads, stack_file
+from provisioning.ssh_keys import order_ssh_keys
 from provisioning.storage.selectors import storage_for
 from provisioning.storage.services import (
     credential_reveal,
@@ -154,6 +155,7 @@ def server_detail(request, reference: str):
         "day2_busy": progress.run_id is not None and not progress.done,
         "is_staff": request.user.is_hosting_staff, "storage": storage_for(order),
         "stack_files": stack_downloads(order),
+        "ssh_keys": order_ssh_keys(order),
     })
 
 

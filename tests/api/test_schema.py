@@ -8,6 +8,7 @@ PATHS = [
     "/api/v1/orders/{reference}/server", "/api/v1/orders/{reference}/server/reboot",
     "/api/v1/orders/{reference}/server/redeploy",
     "/api/v1/customers", "/api/v1/customers/{slug}",
+    "/api/v1/ssh-keys", "/api/v1/ssh-keys/{key_id}",
 ]
 
 

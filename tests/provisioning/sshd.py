@@ -95,8 +95,11 @@ def _write_secret(path: Path, text: str) -> None:
     path.chmod(0o600)
 
 
-def start_sshd(root: Path, *, env: dict[str, str] | None = None, timeout: float = 15.0) -> SshTestHost:
-    """Starts sshd; ``env`` is set in every session (``SetEnv``), e.g. a PATH with fake tools."""
+def start_sshd(root: Path, *, env: dict[str, str] | None = None, timeout: float = 15.0,
+               authorized_keys_files: tuple[str, ...] = ()) -> SshTestHost:
+    """Starts sshd; ``env`` is set in every session (``SetEnv``), e.g. a PATH with fake tools.
+    ``authorized_keys_files`` are read too, after the driver's own (e.g. the customer keys the
+    pipeline installs under the host's scratch root)."""
     binary = sshd_path()
     if binary is None:
         raise SshdUnavailable("sshd is not installed (apt-get install openssh-server)")
@@ -121,7 +124,7 @@ def start_sshd(root: Path, *, env: dict[str, str] | None = None, timeout: float 
             "ListenAddress 127.0.0.1",
             f"HostKey {root / 'ssh_host_ed25519_key'}",
             f"PidFile {root / 'sshd.pid'}",
-            f"AuthorizedKeysFile {root / 'authorized_keys'}",
+            f"AuthorizedKeysFile {' '.join([str(root / 'authorized_keys'), *authorized_keys_files])}",
             f"AllowUsers {user}",
             "UsePAM no",
             "StrictModes no",

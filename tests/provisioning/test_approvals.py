@@ -96,7 +96,8 @@ class TestApprove:
         run = order.runs.get()
         assert run.status == RunStatus.PENDING
         assert list(run.steps.values_list("step", flat=True)) == [
-            "reserve", "deploy_os", "configure", "storage", "stack", "acceptance", "handover"]
+            "reserve", "deploy_os", "configure", "storage", "stack", "access", "acceptance",
+            "handover"]
         assert order.events.get(to_state="approved").note == f"looks good; nodes: {node.hostname}"
 
     def test_staff_may_pick_other_nodes(self, catalog, people, sim_dir):

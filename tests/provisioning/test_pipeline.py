@@ -14,10 +14,10 @@ from provisioning.fulfilment import order_request_termination
 from provisioning.models import Node, ProvisioningRun, StepRun
 from provisioning.pipeline import engine
 from provisioning.selectors import acceptance_report, order_progress
-from provisioning.states import NodeState, RunStatus, StepStatus, step_spec
+from provisioning.states import STEPS, NodeState, RunKind, RunStatus, StepStatus, step_spec
 from tests.factories import H100_SKU, approved_order, drain, make_node
 
-PROVISION_STEPS = ["reserve", "deploy_os", "configure", "storage", "stack", "acceptance", "handover"]
+PROVISION_STEPS = [spec.name for spec in STEPS[RunKind.PROVISION]]
 
 
 def _journal_ok(node, sim_dir):
@@ -28,7 +28,7 @@ def test_an_approved_order_becomes_active(catalog, people, sim_dir):
     node = make_node(sku=H100_SKU, state_dir=sim_dir)
     order = approved_order(people)
     outcomes = drain(order.runs.get().pk)
-    assert [o.status for _, o in outcomes] == ["succeeded"] * 7
+    assert [o.status for _, o in outcomes] == ["succeeded"] * len(STEPS[RunKind.PROVISION])
     order.refresh_from_db()
     node.refresh_from_db()
     assert (order.state, order.target_state, node.state) == ("active", "", "active")
@@ -39,7 +39,8 @@ def test_an_approved_order_becomes_active(catalog, people, sim_dir):
     run = order.runs.get()
     assert run.status == RunStatus.SUCCEEDED
     assert set(run.steps.values_list("status", flat=True)) == {"succeeded"}
-    assert _journal_ok(node, sim_dir) == ["power_on", "deploy_os", "configure", "stack", "acceptance"]
+    assert _journal_ok(node, sim_dir) == ["power_on", "deploy_os", "configure", "stack", "access",
+                                          "acceptance"]
     report = acceptance_report(order)
     assert report.passed and report.gpu_count == 8
     progress = order_progress(order)
@@ -60,7 +61,8 @@ def test_a_succeeded_step_is_never_executed_again(catalog, people, sim_dir):
         assert (outcome.status, outcome.next_steps) == ("already_done", ())
     assert read_journal(node.hostname, sim_dir) == before
     assert runs.run_start(run_id=run.pk) == []  # a redelivered start does nothing either
-    assert list(StepRun.objects.filter(run=run).values_list("attempts", flat=True)) == [1] * 7
+    assert list(StepRun.objects.filter(run=run).values_list("attempts", flat=True)) == [1] * len(
+        STEPS[RunKind.PROVISION])
 
 
 def test_a_step_is_not_run_before_the_one_before_it(catalog, people, sim_dir):

@@ -9,7 +9,7 @@ from portal.orders import services as order_services
 from portal.orders.states import OrderState
 from provisioning import approvals, fulfilment
 from provisioning.models import Node, NodeEvent
-from provisioning.states import NodeState, RunStatus, StepStatus
+from provisioning.states import STEPS, NodeState, RunKind, RunStatus, StepStatus
 from tests.factories import H100_SKU, L4_SKU, drain, make_node, make_quote
 
 A100_SKU = "4x-a100-sxm-80gb"
@@ -216,7 +216,7 @@ def test_swapping_a_failed_node_brings_in_a_ready_one(login, people, failed_run,
     assert "gpu-bad swapped for gpu-spare" in response.content.decode()
     spare.refresh_from_db()
     assert spare.order_id == failed_run.order_id
-    assert failed_run.steps.filter(node=spare).count() == 7
+    assert failed_run.steps.filter(node=spare).count() == len(STEPS[RunKind.PROVISION])
 
 
 def test_swapping_in_a_node_of_the_wrong_sku_is_an_inline_error(login, people, failed_run, sim_dir):

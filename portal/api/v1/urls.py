@@ -1,6 +1,6 @@
 from django.urls import path
 
-from portal.api.v1.views import catalog, customers, orders, quotes, sizing
+from portal.api.v1.views import catalog, customers, orders, quotes, sizing, ssh_keys
 
 app_name = "api-v1"
 urlpatterns = [
@@ -20,4 +20,6 @@ urlpatterns = [
          name="server-redeploy"),
     path("customers", customers.CustomerListCreateView.as_view(), name="customers"),
     path("customers/<slug:slug>", customers.CustomerDetailView.as_view(), name="customer"),
+    path("ssh-keys", ssh_keys.SSHKeyListCreateView.as_view(), name="ssh-keys"),
+    path("ssh-keys/<int:key_id>", ssh_keys.SSHKeyDetailView.as_view(), name="ssh-key"),
 ]

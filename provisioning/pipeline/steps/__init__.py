@@ -1,6 +1,7 @@
 """What each step does: one function per step, each returning its own typed result."""
 
 from provisioning.pipeline.steps.acceptance import acceptance
+from provisioning.pipeline.steps.access import access
 from provisioning.pipeline.steps.configure import configure
 from provisioning.pipeline.steps.deploy_os import deploy_os
 from provisioning.pipeline.steps.handover import handover
@@ -15,4 +16,5 @@ STEP_FUNCTIONS = {
     "stack": stack, "acceptance": acceptance, "handover": handover,
     "revoke_credentials": revoke_credentials, "retain_data": retain_data, "wipe": wipe,
     "ready": ready, "reboot": reboot, "rotate_storage_key": rotate_storage_key,
+    "access": access,
 }

@@ -42,7 +42,8 @@ def test_a_gpu_node_without_nccl_tests_fails_and_says_why(tmp_path):
 
 def test_all_reduce_perf_is_judged_against_the_baseline(tmp_path):
     fake = tmp_path / "all_reduce_perf"  # a recorded nccl-tests summary line, as the tool prints it
-    fake.write_text("#!/bin/sh\necho '# Out of bounds values : 0 OK'\necho '# Avg bus bandwidth    : 201.5 '\n")
+    fake.write_text("#!/bin/sh\necho '# Out of bounds values : 0 OK'\n"
+                    "echo '# Avg bus bandwidth    : 201.5 '\n")
     fake.chmod(0o755)
     status, data = node_checks(tmp_path, {}, "--gpus", "8", "--baseline-busbw-gbps", "315",
                                "--probe-skip-reason", "no plan")

@@ -128,11 +128,14 @@ def order_progress(order, *, run: ProvisioningRun | None = None, log_lines: int 
 
 def acceptance_report(order) -> AcceptanceReport | None:
     """The report of the latest acceptance test that passed on ``order``."""
-    sr = (StepRun.objects.filter(run__order=order, step="acceptance", status=StepStatus.SUCCEEDED)
-          .order_by("-finished_at").first())
-    if sr is None or not (sr.result or {}).get("report"):
+    latest = (StepRun.objects.filter(run__order=order, step="acceptance", status=StepStatus.SUCCEEDED)
+              .order_by("-finished_at").first())
+    if latest is None or not (latest.result or {}).get("report"):
         return None
-    return AcceptanceResult.from_dict(sr.result).report
+    # On a cluster each node reports; the one that ran the training job (rank 0) is the report.
+    reports = [AcceptanceResult.from_dict(sr.result).report for sr in StepRun.objects.filter(
+        run_id=latest.run_id, step="acceptance", status=StepStatus.SUCCEEDED).order_by("-finished_at")]
+    return next((r for r in reports if r.trained), AcceptanceResult.from_dict(latest.result).report)
 
 
 @dataclass(frozen=True)

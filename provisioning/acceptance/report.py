@@ -41,6 +41,15 @@ class AcceptanceCheck(StepResult):
     def failed(self) -> bool:
         return self.outcome == "fail"
 
+    @property
+    def measured(self) -> str:
+        """The check's number with its unit, for the report table ("" when it has none)."""
+        return _with_unit(self.value, self.unit)
+
+    @property
+    def limit(self) -> str:
+        return _with_unit(self.threshold, self.unit)
+
     @classmethod
     def from_node(cls, data: dict, *, node: str = "") -> AcceptanceCheck:
         status = data.get("status") if data.get("status") in STATUSES else "fail"
@@ -64,6 +73,10 @@ class CheckpointRoundTrip(StepResult):
     load_s: float = 0.0
     upload_mib_per_s: float | None = None
     download_mib_per_s: float | None = None
+
+    @property
+    def size(self) -> str:
+        return _with_unit(self.bytes, "bytes")
 
 
 @dataclass(frozen=True)
@@ -109,9 +122,65 @@ class AcceptanceReport(StepResult):
         return "; ".join(f"{_where(c)}{c.name} ({c.detail})" for c in self.checks if c.failed)
 
     @property
+    def sparkline(self) -> Sparkline | None:
+        return Sparkline.of(self.ddp_losses, self.fsdp_losses)
+
+    @property
+    def version_rows(self) -> tuple[tuple[str, str], ...]:
+        labels = {"driver": "NVIDIA driver", "cuda": "CUDA", "torch": "PyTorch", "nccl": "NCCL",
+                  "backend": "Backend", "strategy": "Stack", "accelerate": "Accelerate",
+                  "deepspeed": "DeepSpeed", "torchtitan": "torchtitan", "transformers": "Transformers",
+                  "python": "Python", "gpu": "GPU"}
+        return tuple((labels.get(k, k), v) for k, v in self.versions.items() if v)
+
+    @property
     def trained(self) -> bool:
         """Whether this report carries a training run (rows before train-smoke do not)."""
         return bool(self.ddp_losses or self.fsdp_losses)
+
+
+@dataclass(frozen=True)
+class Sparkline:
+    """Two loss curves (DDP, FSDP2) as SVG polyline points in a WIDTH × HEIGHT box, one scale."""
+
+    WIDTH = 240
+    HEIGHT = 48
+    ddp_points: str
+    fsdp_points: str
+    first: float
+    last: float
+    steps: int
+
+    @classmethod
+    def of(cls, *curves: tuple[float, ...]) -> Sparkline | None:
+        values = [v for curve in curves for v in curve]
+        if not values or max(len(c) for c in curves) < 2:
+            return None
+        top, bottom = max(values), min(values)
+        span = (top - bottom) or 1.0
+        steps = max(len(c) for c in curves)
+
+        def points(curve) -> str:
+            return " ".join(f"{cls.WIDTH * i / (steps - 1):.1f},"
+                            f"{2 + (cls.HEIGHT - 4) * (top - v) / span:.1f}" for i, v in enumerate(curve))
+
+        ddp, fsdp = (curves + ((), ()))[:2]
+        main = fsdp or ddp
+        return cls(ddp_points=points(ddp), fsdp_points=points(fsdp), first=main[0], last=main[-1],
+                   steps=steps)
+
+
+def _with_unit(value: float | None, unit: str) -> str:
+    if value is None:
+        return ""
+    if unit == "fraction":
+        return f"{value:.0%}"
+    if unit == "bytes":
+        return f"{value / 1e9:.2f} GB" if value >= 1e9 else f"{value / 1e6:.1f} MB"
+    if unit == "°C":
+        return f"{value:.0f} °C"
+    number = f"{value:.1f}" if value != int(value) else f"{value:.0f}"
+    return f"{number} {unit}".strip()
 
 
 def _where(check: AcceptanceCheck) -> str:

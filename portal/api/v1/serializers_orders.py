@@ -135,7 +135,7 @@ class AcceptanceCheckSerializer(serializers.Serializer):
     name = serializers.CharField()
     ok = serializers.BooleanField()
     detail = serializers.CharField()
-    status = serializers.CharField(source="outcome", help_text="pass, fail or skip (with the reason in detail).")
+    status = serializers.CharField(source="outcome", help_text="pass, fail or skip (reason in detail).")
     node = serializers.CharField(help_text="The node that ran it; empty for the training job.")
     value = serializers.FloatField(allow_null=True)
     threshold = serializers.FloatField(allow_null=True)

@@ -57,15 +57,25 @@ def acceptance(ctx: StepContext) -> AcceptanceResult:
     fields: dict = {}
     tail: list[str] = []
     if ctx.rank == 0:
-        job, tail = _run_job(ctx, nodes)
-        fields = job_fields(job)
-        checks += [AcceptanceCheck.from_node(c) for c in job.get("checks") or ()]
+        try:
+            job, tail = _run_job(ctx, nodes)
+        except StepFailed as exc:  # no report: the reason is the check (the others still run)
+            checks.append(AcceptanceCheck("training job", False, exc.message, status="fail"))
+        else:
+            fields = job_fields(job)
+            checks += [AcceptanceCheck.from_node(c) for c in job.get("checks") or ()]
     else:
         checks.append(AcceptanceCheck("training job", True, f"runs across the cluster from "
                                       f"{nodes[0].hostname}", status="skip"))
-    node_checks, _ = _run_on(ctx, ctx.node, _checks_script(ctx, test_host), name="acceptance-checks",
-                             marker=NODE_MARKER, timeout_s=JOB_TIMEOUT_S)
-    checks += [AcceptanceCheck.from_node(c, node=ctx.node.hostname) for c in node_checks.get("checks") or ()]
+    try:
+        node_checks, _ = _run_on(ctx, ctx.node, _checks_script(ctx, test_host),
+                                 name="acceptance-checks", marker=NODE_MARKER, timeout_s=JOB_TIMEOUT_S)
+    except StepFailed as exc:
+        checks.append(AcceptanceCheck("node checks", False, exc.message, status="fail",
+                                      node=ctx.node.hostname))
+    else:
+        checks += [AcceptanceCheck.from_node(c, node=ctx.node.hostname)
+                   for c in node_checks.get("checks") or ()]
     health = ctx.result.pop("health", None) or {}
     report = AcceptanceReport(
         passed=not any(c.failed for c in checks), checks=tuple(checks),

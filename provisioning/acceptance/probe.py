@@ -8,6 +8,7 @@ import dataclasses
 import json
 
 from portal.sizing.estimator import ParallelConfig, TrainingConfig, estimate_memory
+from portal.sizing.estimator import memory as memory_terms
 from portal.sizing.recommend.plan import Plan
 
 PROBE_LAYERS = 2
@@ -39,5 +40,13 @@ def memory_probe(plan_data: dict | None) -> tuple[str, str]:
     probe = {"vocab": spec.vocab_size, "hidden": spec.hidden_size, "layers": layers,
              "heads": spec.num_heads, "kv_heads": spec.num_kv_heads or spec.num_heads,
              "ffn": spec.intermediate_size, "seq": plan.seq_len, "micro_batch": plan.micro_batch,
-             "checkpointing": training.checkpointing, "estimate_bytes": estimate.per_gpu.total}
+             "checkpointing": training.checkpointing, "estimate_bytes": allocator_bytes(estimate.per_gpu),
+             "estimate_total_bytes": estimate.per_gpu.total}
     return json.dumps(probe, separators=(",", ":")), ""
+
+
+def allocator_bytes(per_gpu) -> int:
+    """The part of the estimate PyTorch's caching allocator holds (``max_memory_allocated``):
+    the total less what lives outside it (CUDA context, NCCL buffers), as bench/gpu_peak.py
+    compares it."""
+    return int(per_gpu.total - (per_gpu.framework_overhead - memory_terms.CUBLAS_WORKSPACE_BYTES))

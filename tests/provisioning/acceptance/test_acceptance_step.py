@@ -54,7 +54,8 @@ def test_the_memory_probe_is_the_plans_layout_at_reduced_depth():
     probe_json, why = memory_probe(json.loads(json.dumps(plan.to_dict())))
     assert why == ""
     probe = json.loads(probe_json)
-    assert (probe["layers"], probe["hidden"], probe["kv_heads"], probe["seq"]) == (PROBE_LAYERS, 2048, 8, 1024)
+    shape = (probe["layers"], probe["hidden"], probe["kv_heads"], probe["seq"])
+    assert shape == (PROBE_LAYERS, 2048, 8, 1024)
     assert probe["micro_batch"] == plan.micro_batch
     # What the allocator holds is the estimate less what lives outside it (context, NCCL).
     assert 0 < probe["estimate_bytes"] < probe["estimate_total_bytes"]

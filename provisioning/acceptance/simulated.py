@@ -14,15 +14,15 @@ SIMULATED_CHECK = {"name": "simulated node", "status": "skip", "ok": True,
                    "detail": "simulated driver: no real job ran; the numbers are illustrative"}
 
 
-def _losses(steps: int, floor: float, seed: float) -> list[float]:
-    return [round(6.2 * math.exp(-i / 5) + floor + 0.05 * math.sin(i * seed), 4) for i in range(steps)]
+def _losses(steps: int, floor: float, seed: float, pace: float) -> list[float]:
+    return [round(6.2 * math.exp(-i / pace) + floor + 0.05 * math.sin(i * seed), 4) for i in range(steps)]
 
 
 def simulated_lines(script: str, *, hostname: str, gpus: int, nnodes: int) -> list[str]:
     lines = []
     world = max(1, gpus) * max(1, nnodes)
     if TRAIN_SMOKE.name in script and "--workdir" in script:
-        ddp, fsdp = _losses(30, 0.02, 1.3), _losses(30, 0.03, 0.7)
+        ddp, fsdp = _losses(30, 0.12, 1.3, 4.0), _losses(30, 0.05, 0.7, 6.0)
         job = {
             "simulated": True, "test_host": False, "world_size": world, "nnodes": nnodes,
             "device": "cuda", "autocast": "bf16",

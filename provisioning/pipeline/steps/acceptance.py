@@ -40,7 +40,10 @@ from provisioning.states import StepStatus
 __all__ = ["AcceptanceCheck", "AcceptanceReport", "AcceptanceResult", "CheckpointRoundTrip",
            "acceptance", "is_test_host"]
 
-JOB_TIMEOUT_S = 1800
+# The job and the node checks together stay inside the step's deadline
+# (PROVISIONING_STEP_DEADLINE_S, one hour by default).
+JOB_TIMEOUT_S = 1200
+CHECKS_TIMEOUT_S = 1200
 TEST_HOST_REASON = "test host (driver option test_host): no GPUs by declaration"
 
 
@@ -69,7 +72,7 @@ def acceptance(ctx: StepContext) -> AcceptanceResult:
                                       f"{nodes[0].hostname}", status="skip"))
     try:
         node_checks, _ = _run_on(ctx, ctx.node, _checks_script(ctx, test_host),
-                                 name="acceptance-checks", marker=NODE_MARKER, timeout_s=JOB_TIMEOUT_S)
+                                 name="acceptance-checks", marker=NODE_MARKER, timeout_s=CHECKS_TIMEOUT_S)
     except StepFailed as exc:
         checks.append(AcceptanceCheck("node checks", False, exc.message, status="fail",
                                       node=ctx.node.hostname))

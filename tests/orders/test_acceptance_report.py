@@ -7,6 +7,7 @@ from django.utils import timezone
 from provisioning.models import StepRun
 from provisioning.selectors import acceptance_report
 from tests.api.conftest import key_client
+from tests.factories import H100_SKU, approved_order, drain, make_node
 
 # A row as the acceptance step wrote it before train-smoke: health checks and a script tail.
 OLD_ROW = {"report": {"passed": True, "gpu_count": 8, "expected_gpu_count": 8, "ecc_errors": 0,
@@ -54,3 +55,17 @@ def test_a_report_stored_before_train_smoke_still_reads(login, people, active):
     assert body["acceptance"]["checks"][1] == {"name": "GPUs visible", "ok": True, "detail": "8 of 8",
                                                "status": "pass", "node": "", "value": None,
                                                "threshold": None, "unit": ""}
+
+
+def test_a_failed_acceptance_is_reported_with_its_reason(people, catalog, sim_dir):
+    node = make_node(sku=H100_SKU, state_dir=sim_dir, gpu_count=7)
+    order = approved_order(people)
+    drain(order.runs.get().pk)
+    order.refresh_from_db()
+    assert order.state == "provision_failed"
+    assert f"{node.hostname}: GPUs visible (7 of 8)" in order.failure_reason
+    body = key_client(order.organisation).get(f"/api/v1/orders/{order.reference}/server").json()
+    report = body["acceptance"]
+    assert report["passed"] is False
+    failed = [c for c in report["checks"] if c["status"] == "fail"]
+    assert [(c["name"], c["value"], c["threshold"]) for c in failed] == [("GPUs visible", 7, 8)]

@@ -127,12 +127,19 @@ def order_progress(order, *, run: ProvisioningRun | None = None, log_lines: int 
 
 
 def acceptance_report(order) -> AcceptanceReport | None:
-    """The report of the latest acceptance test that passed on ``order``."""
-    sr = (StepRun.objects.filter(run__order=order, step="acceptance", status=StepStatus.SUCCEEDED)
-          .order_by("-finished_at").first())
-    if sr is None or not (sr.result or {}).get("report"):
+    """The report of the latest acceptance test on ``order`` that reported (passed, or failed
+    with its checks), so the page says why a server was not handed over."""
+    done = (StepStatus.SUCCEEDED, StepStatus.FAILED)
+    latest = (StepRun.objects.filter(run__order=order, step="acceptance", status__in=done)
+              .exclude(result={}).order_by("-finished_at").first())
+    if latest is None or not (latest.result or {}).get("report"):
         return None
-    return AcceptanceResult.from_dict(sr.result).report
+    # On a cluster each node reports; the one that ran the training job (rank 0) is the report.
+    reports = [AcceptanceResult.from_dict(sr.result).report for sr in StepRun.objects.filter(
+        run_id=latest.run_id, step="acceptance", status__in=done).order_by("-finished_at")]
+    # A node whose checks failed explains the run's failure; else the training job's report.
+    failed = next((r for r in reports if r.checks and not r.passed), None)
+    return failed or next((r for r in reports if r.trained), AcceptanceResult.from_dict(latest.result).report)
 
 
 @dataclass(frozen=True)

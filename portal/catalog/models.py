@@ -59,6 +59,10 @@ class ServerSKU(models.Model):
     approval_policy = models.CharField(max_length=16, choices=ApprovalPolicy.choices,
                                        default=ApprovalPolicy.MANUAL)
     is_active = models.BooleanField(default=True)
+    nccl_busbw_gbps = models.FloatField(
+        "NCCL all-reduce bus bandwidth (GB/s)", null=True, blank=True,
+        help_text="Expected nccl-tests all_reduce_perf bus bandwidth over all GPUs of one node; "
+                  "acceptance fails a node below 80% of it. Empty: no baseline (1-GPU SKUs).")
 
     class Meta:
         ordering = ["gpu__name", "gpu_count"]

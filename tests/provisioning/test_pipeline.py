@@ -40,9 +40,10 @@ def test_an_approved_order_becomes_active(catalog, people, sim_dir):
     assert run.status == RunStatus.SUCCEEDED
     assert set(run.steps.values_list("status", flat=True)) == {"succeeded"}
     assert _journal_ok(node, sim_dir) == ["power_on", "deploy_os", "configure", "stack", "access",
-                                          "acceptance"]
+                                          "acceptance", "acceptance-checks"]
     report = acceptance_report(order)
     assert report.passed and report.gpu_count == 8
+    assert report.simulated and report.trained and report.fsdp_losses[-1] < report.fsdp_losses[0]
     progress = order_progress(order)
     assert progress.percent == 100 and progress.done
     assert [s.name for s in progress.nodes[0].steps] == PROVISION_STEPS
@@ -213,7 +214,7 @@ def test_acceptance_fails_when_a_gpu_is_missing(catalog, people, sim_dir):
     order = approved_order(people)
     drain(order.runs.get().pk)
     step = StepRun.objects.get(step="acceptance")
-    assert step.error == "acceptance test failed: GPUs visible (7 of 8)"
+    assert step.error == f"acceptance test failed: {node.hostname}: GPUs visible (7 of 8)"
     assert step.result["report"]["passed"] is False
     node.refresh_from_db()
     order.refresh_from_db()
@@ -252,7 +253,7 @@ def test_day_two_reboot_and_redeploy(catalog, people, sim_dir):
     node.refresh_from_db()
     assert (order.state, node.state) == ("active", "active")
     assert ProvisioningRun.objects.get(pk=redeploy.pk).status == "succeeded"
-    assert _journal_ok(node, sim_dir)[-3:] == ["power_reboot", "stack", "acceptance"]
+    assert _journal_ok(node, sim_dir)[-4:] == ["power_reboot", "stack", "acceptance", "acceptance-checks"]
 
 
 def test_a_step_whose_worker_died_is_taken_over_after_its_lease(catalog, people, sim_dir):

@@ -9,13 +9,18 @@ What is a stand-in, and why:
 - ``TRAINYARD_ROOT`` (set for every session through sshd's ``SetEnv``) points the stack
   bootstrap at a temp dir, so the test writes ``<tmp>/etc/trainyard/env.sh`` and not this
   machine's ``/etc``. The rendered scripts honour ``TRAINYARD_ROOT`` for exactly this.
-- A fake ``nvidia-smi`` on the session's PATH (recorded output format, N rows for the SKU's
-  N GPUs) stands in for the GPUs, which cannot exist here. Without it, the acceptance test
-  fails the way a host without a GPU driver must, which the last test checks.
+- The node is enrolled as a declared CPU test host (driver option ``test_host``): acceptance
+  trains for real with 2 gloo processes and its GPU checks skip with that reason. The same
+  host enrolled as a GPU node fails acceptance the way a host without a GPU driver must.
+- The stack step also runs ``tests/provisioning/stack_standin.py`` (venv + launcher, only if
+  the real bootstrap did not make them) until the real bootstrap is merged.
+- A fake ``nvidia-smi`` on the session's PATH (recorded output format) stands in for the GPUs
+  of the day-2 health check.
 """
 
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -31,15 +36,19 @@ from provisioning.approvals import order_approve
 from provisioning.fulfilment import order_submit
 from provisioning.models import ProvisioningRun, StepLogLine, StepRun
 from provisioning.pipeline import engine
+from provisioning.selectors import acceptance_report
 from provisioning.services import node_enrol
+from provisioning.stack.bundle import RenderedStack, render_stack
 from provisioning.stack.packages import TORCH
 from provisioning.states import STEPS, NodeState, RunKind, RunStatus, StepStatus
+from provisioning.storage.models import Bucket
 from tests.conftest import missing_service
 from tests.factories import OrganisationFactory, member_of, staff
 from tests.provisioning.sshd import SshdUnavailable, start_sshd
 from tests.provisioning.stack.venv_cache import link_cached_venv
 
 SKU = "2x-l4-24gb"
+WITHOUT_STACK = "tests.provisioning.test_pipeline_ssh.render_without_stack"
 FAKE_NVIDIA_SMI = """#!/bin/sh
 # Stand-in for nvidia-smi on a host without GPUs: {count} GPU(s), as an L4 host answers.
 case "$*" in
@@ -98,26 +107,49 @@ def gpus(gpu_host):
     shutil.rmtree(gpu_host.trainyard_root / "etc", ignore_errors=True)
 
 
-@pytest.fixture
-def ssh_node(catalog, gpu_host):
+def _enrol(gpu_host, hostname: str, **options):
     operator = staff("operator")
     sku = ServerSKU.objects.get(slug=SKU)
     # Public facts only in driver_options: the pinned host key and where the key file is.
     # The private key itself is read from that file by the worker (see the driver's docstring).
-    return node_enrol(by=operator, sku=sku, hostname="l4-ssh-01",
+    return node_enrol(by=operator, sku=sku, hostname=hostname,
                       management_address=f"{gpu_host.host}:{gpu_host.port}", driver="ssh",
                       driver_options={"host_key": gpu_host.host_public_key,
                                       "private_key_file": str(gpu_host.key_file),
                                       "apt_packages": ["bash", "coreutils"],
-                                      "connect_timeout_s": 5, "test_host": True},
+                                      "connect_timeout_s": 5, **options},
                       ready=True)
 
 
-def approved_order(node) -> Order:
+def render_without_stack(**kwargs) -> RenderedStack:
+    """The real rendering with a bootstrap that installs nothing: a node left without its stack."""
+    real = render_stack(**kwargs)
+    skipped = replace(real.files[0], content="#!/bin/bash\necho 'stack left out by this test'\n")
+    return RenderedStack(real.inputs, (skipped,))
+
+
+@pytest.fixture
+def ssh_node(catalog, gpu_host, settings):
+    """The sshd host enrolled as a declared CPU test host: acceptance trains with 2 gloo
+    processes through the real bootstrap (its venv prebuilt by ``link_cached_venv``)."""
+    # Acceptance trains for a minute or more. The lease thread renews on its own connection,
+    # which cannot see this test's uncommitted rows: no renewal falls due within the test.
+    settings.PROVISIONING_STEP_LEASE_S = 1800
+    return _enrol(gpu_host, "l4-ssh-01", test_host=True)
+
+
+@pytest.fixture
+def gpu_ssh_node(catalog, gpu_host):
+    """The same host enrolled as a GPU node (no test_host): what it lacks fails acceptance."""
+    return _enrol(gpu_host, "l4-ssh-02")
+
+
+def approved_order(node, storage_provider=None) -> Order:
     org = OrganisationFactory(slug="acme", name="Acme AI")
     customer = member_of(org)
+    storage = {"storage_provider": storage_provider, "storage_tb": 1} if storage_provider else {}
     config = Configuration(sku=node.sku, nvme=NvmeOption.objects.order_by("size_tb").first(),
-                           network=NetworkOption.objects.get(slug="eth-1g"))
+                           network=NetworkOption.objects.get(slug="eth-1g"), **storage)
     order = order_place(quote=quote_create(organisation=org, by=customer, configuration=config),
                         by=customer)
     order_submit(order=order, by=customer)
@@ -146,16 +178,21 @@ def log_of(run, step) -> list[str]:
                 .values_list("text", flat=True))
 
 
+@pytest.mark.torch
 @pytest.mark.django_db
-def test_an_order_goes_active_with_the_ssh_driver(ssh_node, gpus, gpu_host, settings):
+def test_an_order_goes_active_with_the_ssh_driver(ssh_node, gpu_host, settings, storage_provider,
+                                                  admin_s3):
+    """End to end: the real pipeline over SSH; acceptance trains DDP and FSDP2 with 2 gloo
+    processes through the launcher, the checkpoint goes to the order's bucket (loopback S3) and
+    comes back, and the order becomes active with the report."""
     settings.PROVISIONING_OS_IMAGE = _os_image()
-    gpus(ssh_node.sku.gpu_count)
-    order = approved_order(ssh_node)
+    order = approved_order(ssh_node, storage_provider)
     run = ProvisioningRun.objects.get(order=order, kind=RunKind.PROVISION)
 
     outcomes = drive(run)
 
-    assert outcomes == [f"{spec.name}:succeeded" for spec in STEPS[RunKind.PROVISION]]
+    assert outcomes == [f"{spec.name}:succeeded" for spec in STEPS[RunKind.PROVISION]], \
+        StepRun.objects.filter(run=run).exclude(error="").values_list("step", "error").first()
     order.refresh_from_db()
     ssh_node.refresh_from_db()
     run.refresh_from_db()
@@ -167,14 +204,44 @@ def test_an_order_goes_active_with_the_ssh_driver(ssh_node, gpus, gpu_host, sett
     assert "prerequisites present: bash coreutils" in log_of(run, "deploy_os")
     assert "no NVMe data devices recorded on this node: /data stays on the system disk" in log_of(
         run, "configure")
-    assert "no object storage ordered; nothing to do" in log_of(run, "storage")
     env_sh = gpu_host.trainyard_root / "etc/trainyard/env.sh"
     assert f"wrote {env_sh}" in log_of(run, "stack")
     assert "export NNODES=1" in env_sh.read_text()
-    assert "export NPROC_PER_NODE=2" in env_sh.read_text()
-    assert "acceptance passed" in log_of(run, "acceptance")
-    report = StepRun.objects.get(run=run, step="acceptance").result["report"]
-    assert report["passed"] and report["gpu_count"] == 2
+    # The acceptance job ran for real on the host and its report is the order's.
+    report = acceptance_report(order)
+    assert report.passed and report.trained and not report.simulated and report.test_host
+    assert (report.world_size, report.device, report.versions["backend"]) == (2, "cpu", "gloo")
+    assert report.fsdp_losses[-1] < 0.5 * report.fsdp_losses[0]
+    assert report.ddp_losses[-1] < 0.5 * report.ddp_losses[0]
+    outcomes = {c.name: c.outcome for c in report.checks}
+    assert outcomes["DDP loss falls"] == outcomes["FSDP2 loss falls"] == "pass"
+    assert outcomes["sharded checkpoint round trip"] == "pass"
+    # Hardware checks found no hardware on the test host: skipped, with the reason.
+    skipped = [c for c in report.checks if c.outcome == "skip"]
+    assert {c.name for c in skipped} >= {"GPU health (nvidia-smi)", "NCCL all-reduce bus bandwidth",
+                                         "DCGM diagnostics (dcgmi diag -r 1)"}
+    assert all("test host" in c.detail for c in skipped)
+    assert report.checkpoint.bucket and report.checkpoint.mismatched == 0
+    bucket = Bucket.objects.get(order=order).name
+    prefix = f"acceptance/run-{run.pk}/attempt-1/"
+    keys = {o["Key"] for o in admin_s3.list_objects_v2(Bucket=bucket, Prefix=prefix)["Contents"]}
+    assert {prefix + ".metadata", prefix + "__0_0.distcp", prefix + "__1_0.distcp"} <= keys
+
+
+@pytest.mark.django_db
+def test_a_node_without_the_stack_fails_acceptance_and_says_why(ssh_node, gpu_host, settings):
+    settings.PROVISIONING_OS_IMAGE = _os_image()
+    settings.PROVISIONING_STACK_RENDERER = WITHOUT_STACK
+    (gpu_host.trainyard_root / "etc/trainyard/launch.sh").unlink(missing_ok=True)
+    order = approved_order(ssh_node)
+    run = ProvisioningRun.objects.get(order=order, kind=RunKind.PROVISION)
+
+    assert drive(run)[-1] == "acceptance:failed"
+    step = StepRun.objects.get(run=run, step="acceptance")
+    assert "training job (l4-ssh-01: the training stack is not installed on l4-ssh-01" in step.error
+    assert "launch.sh" in step.error and "run the stack step first" in step.error
+    order.refresh_from_db()
+    assert order.state == OrderState.PROVISION_FAILED
 
 
 @pytest.mark.django_db
@@ -187,7 +254,8 @@ def test_day_two_health_check_over_ssh(ssh_node, gpus):
 
 
 @pytest.mark.django_db
-def test_a_host_without_gpus_fails_acceptance_and_says_why(ssh_node, gpu_host, settings):
+def test_a_host_without_gpus_fails_acceptance_and_says_why(gpu_ssh_node, gpu_host, settings):
+    ssh_node = gpu_ssh_node  # not a declared test host: no GPUs is a failure
     settings.PROVISIONING_OS_IMAGE = _os_image()
     order = approved_order(ssh_node)  # no fake nvidia-smi: a plain host
     run = ProvisioningRun.objects.get(order=order, kind=RunKind.PROVISION)
@@ -201,8 +269,8 @@ def test_a_host_without_gpus_fails_acceptance_and_says_why(ssh_node, gpu_host, s
     assert ssh_node.state == NodeState.FAILED_VALIDATION
     step = StepRun.objects.get(run=run, step="acceptance")
     assert step.status == StepStatus.FAILED
-    assert "GPUs visible (0 of 2)" in step.error
-    assert "nvidia-smi not found: no GPU driver" in log_of(run, "acceptance")
+    assert "GPUs visible (0 of 2: nvidia-smi not found: no NVIDIA GPU driver" in step.error
+    assert any("FAIL l4-ssh-02: GPUs visible" in line for line in log_of(run, "acceptance"))
 
 
 @pytest.mark.django_db
@@ -223,10 +291,11 @@ def test_a_host_with_another_os_fails_deploy_permanently(ssh_node, settings):
     assert ssh_node.state == NodeState.FAILED_DEPLOY
 
 
+@pytest.mark.torch
 @pytest.mark.celery_worker
 @pytest.mark.django_db(transaction=True)  # the catalog fixture asks for `db`: commit for real
 def test_an_order_goes_active_through_a_real_worker(request, monkeypatch, ssh_node, gpus, gpu_host):
-    # The worker is another process: it reads the image from its environment.
+    # The worker is another process: it reads the image and the renderer from its environment.
     monkeypatch.setenv("PROVISIONING_OS_IMAGE", _os_image())
     worker = request.getfixturevalue("celery_worker_process")
     gpus(ssh_node.sku.gpu_count)
@@ -236,11 +305,10 @@ def test_an_order_goes_active_through_a_real_worker(request, monkeypatch, ssh_no
         order = approved_order(ssh_node)  # provisioning is queued when this commits
 
     _wait_for(lambda: Order.objects.get(pk=order.pk).state in (
-        OrderState.ACTIVE, OrderState.PROVISION_FAILED), worker)
+        OrderState.ACTIVE, OrderState.PROVISION_FAILED), worker, timeout=600)
     order.refresh_from_db()
-    run = ProvisioningRun.objects.get(order=order, kind=RunKind.PROVISION)
     assert order.state == OrderState.ACTIVE, (order.failure_reason, worker.output()[-3000:])
-    assert "acceptance passed" in log_of(run, "acceptance")
+    assert acceptance_report(order).passed and acceptance_report(order).trained
     assert os.path.exists(gpu_host.trainyard_root / "etc/trainyard/env.sh")
 
 

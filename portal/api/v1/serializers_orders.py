@@ -135,6 +135,22 @@ class AcceptanceCheckSerializer(serializers.Serializer):
     name = serializers.CharField()
     ok = serializers.BooleanField()
     detail = serializers.CharField()
+    status = serializers.CharField(source="outcome", help_text="pass, fail or skip (reason in detail).")
+    node = serializers.CharField(help_text="The node that ran it; empty for the training job.")
+    value = serializers.FloatField(allow_null=True)
+    threshold = serializers.FloatField(allow_null=True)
+    unit = serializers.CharField()
+
+
+class CheckpointRoundTripSerializer(serializers.Serializer):
+    ok = serializers.BooleanField()
+    bucket = serializers.BooleanField(help_text="False: no bucket ordered; saved and loaded on the node.")
+    prefix = serializers.CharField()
+    bytes = serializers.IntegerField()
+    tensors = serializers.IntegerField()
+    mismatched = serializers.IntegerField()
+    upload_mib_per_s = serializers.FloatField(allow_null=True)
+    download_mib_per_s = serializers.FloatField(allow_null=True)
 
 
 class AcceptanceReportSerializer(serializers.Serializer):
@@ -144,6 +160,19 @@ class AcceptanceReportSerializer(serializers.Serializer):
     expected_gpu_count = serializers.IntegerField()
     max_temperature_c = serializers.FloatField(allow_null=True)
     ecc_errors = serializers.IntegerField()
+    simulated = serializers.BooleanField(help_text="True: the simulated driver answered; no job ran.")
+    test_host = serializers.BooleanField()
+    nodes = serializers.IntegerField()
+    world_size = serializers.IntegerField()
+    device = serializers.CharField()
+    autocast = serializers.CharField()
+    parameters = serializers.IntegerField()
+    versions = serializers.DictField(child=serializers.CharField())
+    ddp_losses = serializers.ListField(child=serializers.FloatField())
+    fsdp_losses = serializers.ListField(child=serializers.FloatField())
+    tokens_per_s = serializers.DictField(child=serializers.FloatField())
+    allreduce_busbw_gbps = serializers.FloatField(allow_null=True)
+    checkpoint = CheckpointRoundTripSerializer(allow_null=True)
 
 
 class HealthOutputSerializer(serializers.Serializer):

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from portal.api.v1.views import catalog, customers, orders, quotes, sizing
+from portal.api.v1.views import catalog, customers, orders, quotes, sizing, webhooks
 
 app_name = "api-v1"
 urlpatterns = [
@@ -20,4 +20,11 @@ urlpatterns = [
          name="server-redeploy"),
     path("customers", customers.CustomerListCreateView.as_view(), name="customers"),
     path("customers/<slug:slug>", customers.CustomerDetailView.as_view(), name="customer"),
+    path("webhooks", webhooks.WebhookListCreateView.as_view(), name="webhooks"),
+    path("webhooks/<str:reference>", webhooks.WebhookDetailView.as_view(), name="webhook"),
+    path("webhooks/<str:reference>/rotate-secret", webhooks.WebhookRotateSecretView.as_view(),
+         name="webhook-rotate-secret"),
+    path("webhooks/<str:reference>/test", webhooks.WebhookTestView.as_view(), name="webhook-test"),
+    path("webhooks/<str:reference>/deliveries", webhooks.WebhookDeliveryListView.as_view(),
+         name="webhook-deliveries"),
 ]

@@ -254,6 +254,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {"OrderStateEnum": "portal.orders.states.OrderState"},
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
+                             "portal.api.v1.schema.problem_responses"],
 }
 
 # --- Logging: one JSON object per line on stdout ------------------------------------------

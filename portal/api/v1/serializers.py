@@ -92,6 +92,8 @@ class QuoteOutputSerializer(serializers.ModelSerializer):
     price_lines = PriceLineSerializer(many=True, read_only=True)
     plan = serializers.DictField(read_only=True)
     is_valid = serializers.BooleanField(read_only=True)
+    storage_endpoint_url = serializers.CharField(read_only=True,
+                                                 help_text="Custom S3 endpoint only; empty otherwise.")
 
     class Meta:
         model = Quote

@@ -56,6 +56,8 @@ class OrderOutputSerializer(serializers.ModelSerializer):
     organisation = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     quote = serializers.SlugRelatedField(slug_field="reference", read_only=True, allow_null=True)
     state_label = serializers.CharField(source="get_state_display", read_only=True)
+    target_state = serializers.ChoiceField(choices=OrderState.choices, allow_blank=True, read_only=True,
+                                           help_text="Where in-flight work takes the order; empty when none.")
     sku = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     nvme = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     network = serializers.SlugRelatedField(slug_field="slug", read_only=True)

@@ -31,7 +31,8 @@ class WebhookListCreateView(generics.GenericAPIView):
     pagination_class = NewestFirstCursor
     serializer_class = sw.WebhookEndpointOutputSerializer
 
-    @extend_schema(operation_id="webhooks_list", summary="Webhook endpoints, newest first")
+    @extend_schema(operation_id="webhooks_list", responses=sw.WebhookEndpointOutputSerializer(many=True),
+                   summary="Webhook endpoints, newest first")
     def get(self, request):
         page = self.paginate_queryset(_endpoints(request))
         return self.get_paginated_response(sw.WebhookEndpointOutputSerializer(page, many=True).data)
@@ -99,7 +100,8 @@ class WebhookDeliveryListView(generics.GenericAPIView):
     pagination_class = NewestFirstCursor
     serializer_class = sw.WebhookDeliverySerializer
 
-    @extend_schema(operation_id="webhooks_deliveries", summary="The endpoint's delivery log, "
+    @extend_schema(operation_id="webhooks_deliveries", responses=sw.WebhookDeliverySerializer(many=True),
+                   summary="The endpoint's delivery log, "
                                                                "newest first, with every attempt")
     def get(self, request, reference: str):
         endpoint = _endpoint(request, reference)

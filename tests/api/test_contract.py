@@ -21,7 +21,7 @@ OPERATIONS = [
     "orders_list", "orders_create", "orders_retrieve", "orders_events_list", "servers_retrieve",
     "customers_list", "customers_create", "customers_retrieve",
     "webhooks_list", "webhooks_create", "webhooks_retrieve", "webhooks_deliveries",
-    "webhooks_rotate_secret",
+    "webhooks_rotate_secret", "api_keys_list", "api_keys_create", "api_keys_rotate",
 ]
 
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from portal.api.v1.views import catalog, customers, orders, quotes, sizing, webhooks
+from portal.api.v1.views import catalog, customers, keys, orders, quotes, sizing, webhooks
 
 app_name = "api-v1"
 urlpatterns = [
@@ -20,6 +20,9 @@ urlpatterns = [
          name="server-redeploy"),
     path("customers", customers.CustomerListCreateView.as_view(), name="customers"),
     path("customers/<slug:slug>", customers.CustomerDetailView.as_view(), name="customer"),
+    path("api-keys", keys.ApiKeyListCreateView.as_view(), name="api-keys"),
+    path("api-keys/<str:prefix>/revoke", keys.ApiKeyRevokeView.as_view(), name="api-key-revoke"),
+    path("api-keys/<str:prefix>/rotate", keys.ApiKeyRotateView.as_view(), name="api-key-rotate"),
     path("webhooks", webhooks.WebhookListCreateView.as_view(), name="webhooks"),
     path("webhooks/<str:reference>", webhooks.WebhookDetailView.as_view(), name="webhook"),
     path("webhooks/<str:reference>/rotate-secret", webhooks.WebhookRotateSecretView.as_view(),

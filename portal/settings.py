@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "portal.sizing",
     "portal.quotes",
     "portal.orders",
+    "portal.webhooks",
     "provisioning",
     "portal.api",
 ]
@@ -235,6 +236,15 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
 }
 API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 1024 * 1024)  # a JSON body; larger is a 400
+# Webhooks: https only (plain http to loopback where allowed: DEBUG, tests); each attempt waits
+# WEBHOOK_TIMEOUT_S; retries back off exponentially from WEBHOOK_RETRY_BASE_S up to
+# WEBHOOK_RETRY_MAX_S for WEBHOOK_RETRY_WINDOW_S; an endpoint failing that long is disabled.
+WEBHOOK_ALLOW_HTTP_LOOPBACK = env_bool("WEBHOOK_ALLOW_HTTP_LOOPBACK", DEBUG)
+WEBHOOK_TIMEOUT_S = env_float("WEBHOOK_TIMEOUT_S", 10.0, minimum=0.1)
+WEBHOOK_RETRY_BASE_S = env_float("WEBHOOK_RETRY_BASE_S", 30.0, minimum=0.01)
+WEBHOOK_RETRY_MAX_S = env_float("WEBHOOK_RETRY_MAX_S", 3600.0, minimum=0.01)
+WEBHOOK_RETRY_WINDOW_S = env_int("WEBHOOK_RETRY_WINDOW_S", 24 * 3600, minimum=1)
+WEBHOOK_DISABLE_AFTER_S = env_int("WEBHOOK_DISABLE_AFTER_S", 24 * 3600, minimum=1)
 SPECTACULAR_SETTINGS = {
     "TITLE": "Trainyard reseller API",
     "DESCRIPTION": "Quotes, orders and training servers for resellers.",
@@ -244,6 +254,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {"OrderStateEnum": "portal.orders.states.OrderState"},
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
+                             "portal.api.v1.schema.problem_responses"],
 }
 
 # --- Logging: one JSON object per line on stdout ------------------------------------------

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from django.db import transaction
+
 from provisioning.drivers import DriverError, HealthReport, driver_for
 from provisioning.models import HealthCheck, Node
+from provisioning.webhooks import health_degraded_publish
 
 # Above this a GPU is too hot: the periodic health check reports it and acceptance fails it.
 MAX_GPU_TEMPERATURE_C = 85.0
@@ -33,11 +36,17 @@ def node_health_check(*, node: Node) -> HealthCheck:
     try:
         report = driver_for(node).health()
     except DriverError as exc:
-        return HealthCheck.objects.create(node=node, ok=False, expected_gpu_count=expected,
-                                          problems=[f"health check failed: {exc.message}"])
+        return _record(node, dict(ok=False, expected_gpu_count=expected,
+                                  problems=[f"health check failed: {exc.message}"]))
     problems = health_problems(report, expected_gpus=expected)
-    return HealthCheck.objects.create(
-        node=node, ok=not problems, gpu_count=report.gpu_count, expected_gpu_count=expected,
+    return _record(node, dict(
+        ok=not problems, gpu_count=report.gpu_count, expected_gpu_count=expected,
         max_temperature_c=report.max_temperature_c, ecc_errors=report.ecc_errors,
-        problems=problems, raw=report.raw[:20000],
-    )
+        problems=problems, raw=report.raw[:20000]))
+
+
+def _record(node: Node, fields: dict) -> HealthCheck:
+    with transaction.atomic():
+        check = HealthCheck.objects.create(node=node, **fields)
+        health_degraded_publish(node=node, check=check)
+    return check

@@ -84,6 +84,18 @@ def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
     return api_key
 
 
+@transaction.atomic
+def api_key_rotate(*, api_key: ApiKey, by=None) -> IssuedApiKey:
+    """A new key with the same organisation, name and scopes; the old one is revoked at once."""
+    locked = ApiKey.objects.select_for_update().get(pk=api_key.pk)
+    if not locked.is_active:
+        raise ValueError(f"Key {locked.prefix} is revoked; issue a new key instead.")
+    issued = api_key_issue(organisation=locked.organisation, name=locked.name, by=by,
+                           scopes=locked.scopes)
+    api_key_revoke(api_key=locked)
+    return issued
+
+
 # --- a reseller's customers -----------------------------------------------------------------
 def _require_reseller(reseller: Organisation) -> None:
     if reseller.kind != Organisation.Kind.RESELLER:

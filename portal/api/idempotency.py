@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from datetime import timedelta
 from functools import wraps
 
@@ -25,6 +26,8 @@ from portal.api.models import IdempotencyKey
 HEADER = "Idempotency-Key"
 TTL = timedelta(hours=24)
 MAX_KEY_LENGTH = 255
+# Printable ASCII without surrounding spaces (what an HTTP header carries intact), e.g. a UUID.
+KEY_PATTERN = r"^[!-~]([ -~]*[!-~])?$"
 
 
 def principal_id(user) -> str:
@@ -47,8 +50,8 @@ def idempotent(method):
         if key is None:
             return method(view, request, *args, **kwargs)
         key = key.strip()
-        if not key or len(key) > MAX_KEY_LENGTH or not key.isprintable():
-            raise ValidationError({HEADER: [f"Give 1 to {MAX_KEY_LENGTH} printable characters, "
+        if len(key) > MAX_KEY_LENGTH or not re.fullmatch(KEY_PATTERN, key):
+            raise ValidationError({HEADER: [f"Give 1 to {MAX_KEY_LENGTH} printable ASCII characters, "
                                             f"e.g. a UUID."]})
         principal, digest = principal_id(request.user), request_hash(request)
         with transaction.atomic():

@@ -9,7 +9,9 @@ from django.db.models import QuerySet
 from portal.accounts.selectors import organisations_for
 from portal.catalog.models import NetworkOption, ServerSKU
 from portal.orders.models import Order, OrderEvent
-from portal.orders.states import OrderState
+from portal.orders.states import ORDER_TRANSITIONS, OrderState
+
+PLACE_LABEL = "Order placed"
 
 
 def orders_for(user) -> QuerySet[Order]:
@@ -22,6 +24,17 @@ def orders_for(user) -> QuerySet[Order]:
 
 def order_events(order: Order) -> QuerySet[OrderEvent]:
     return order.events.select_related("actor").order_by("at", "pk")
+
+
+def order_event_text(event: OrderEvent) -> str:
+    """What happened, in words a customer may read: the transition's label (and, on rejection,
+    the reason staff wrote for the customer), never staff notes or the failure reason."""
+    if event.transition not in ORDER_TRANSITIONS.by_name:
+        return PLACE_LABEL if event.transition == "place" else event.transition.replace("_", " ")
+    text = ORDER_TRANSITIONS.get(event.transition).label
+    if event.to_state == OrderState.REJECTED and event.order.rejection_reason:
+        text += f": {event.order.rejection_reason}"
+    return text
 
 
 def organisation_is_existing_customer(organisation_id: int) -> bool:

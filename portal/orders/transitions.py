@@ -1,7 +1,7 @@
 """Applies one move of the order state machine: lock the row, check the table, record who did it.
 
 Used by the order services and by provisioning (approval, fulfilment, the pipeline). No I/O: the
-customer's e-mail goes out after the commit (``transaction.on_commit``).
+customer's e-mail and the webhook deliveries go out after the commit (``transaction.on_commit``).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from portal.core.states import transition
 from portal.orders.models import Order, OrderEvent
 from portal.orders.notifications import order_event_notify
 from portal.orders.states import ORDER_TARGETS, ORDER_TRANSITIONS
+from portal.orders.webhooks import order_event_publish
 
 
 def order_transition(*, order: Order, name: str, by=None, note: str = "", **fields) -> Order:
@@ -35,5 +36,6 @@ def order_transition(*, order: Order, name: str, by=None, note: str = "", **fiel
             subject=f"order {order.reference}",
             fields={"target_state": ORDER_TARGETS.get(target, ""),
                     "state_changed_at": timezone.now(), **fields})
+        order_event_publish(event=event)
         transaction.on_commit(lambda: order_event_notify(event_id=event.pk))
     return order

@@ -44,6 +44,7 @@ from provisioning.pipeline.context import LogWriter, StepContext, StepFailed
 from provisioning.pipeline.dbretry import DB_ERRORS, reset_connection, with_db_retry
 from provisioning.pipeline.lease import Lease
 from provisioning.pipeline.steps import STEP_FUNCTIONS
+from provisioning.pipeline.steps.acceptance import AcceptanceResult
 from provisioning.runs import StepKey
 from provisioning.states import (
     NODE_TRANSITIONS,
@@ -56,6 +57,7 @@ from provisioning.states import (
     step_spec,
 )
 from provisioning.transitions import node_transition, run_transition
+from provisioning.webhooks import acceptance_failed_publish
 
 logger = logging.getLogger(__name__)
 
@@ -382,6 +384,11 @@ def _fail_run(run: ProvisioningRun, sr: StepRun, message: str) -> None:
     if run.kind == RunKind.PROVISION and order.state in (OrderState.PROVISIONING,
                                                          OrderState.VERIFYING):
         order_transition(order=order, name="fail", note=summary, failure_reason=summary)
+        if sr.step == "acceptance":
+            stored = StepRun.objects.filter(pk=sr.pk).values_list("result", flat=True).first()
+            report = AcceptanceResult.from_dict(stored).report
+            acceptance_failed_publish(order=order, hostname=node.hostname, failed_checks=[
+                f"{c.name} ({c.detail})" for c in report.checks if not c.ok])
     else:
         Order.objects.filter(pk=order.pk).update(failure_reason=summary)
 

@@ -81,6 +81,27 @@ def test_recommendation_matches_the_recommender(api):
     assert len(got["plans"]) == 3 and got["points"]
 
 
+def test_goal_as_a_string_is_shorthand_for_the_object(api):
+    body = {"model": "llama-3.1-8b", "dataset_tokens": 200_000_000, "options": {"top_n": 2}}
+    short = api.post("/api/v1/recommendations", body | {"goal": "cheapest"}, format="json")
+    full = api.post("/api/v1/recommendations", body | {"goal": {"kind": "cheapest"}}, format="json")
+    assert short.status_code == full.status_code == 200, short.content
+    assert short.json()["goal"]["kind"] == "cheapest"
+    assert [p["sku"] for p in short.json()["plans"]] == [p["sku"] for p in full.json()["plans"]]
+
+
+@pytest.mark.parametrize(("goal", "text"), [
+    ("deadline", 'Give {"kind": "deadline", "deadline_hours": …}'),
+    ("quickest", "Use fastest or cheapest, or an object"),
+    (5, "Expected a dictionary"),
+])
+def test_a_goal_shorthand_that_cannot_work_says_why(api, goal, text):
+    response = api.post("/api/v1/recommendations", {"model": "llama-3.1-8b", "dataset_tokens": 10**9,
+                                                    "goal": goal}, format="json")
+    assert response.status_code == 400
+    assert text in str(response.json()["errors"]["goal"])
+
+
 def test_recommendation_bad_goal_says_what_is_missing(api):
     response = api.post("/api/v1/recommendations", {"model": "llama-3.1-8b", "dataset_tokens": 10**9,
                                                     "goal": {"kind": "deadline"}}, format="json")

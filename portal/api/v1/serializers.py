@@ -2,6 +2,7 @@
 
 import json
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from portal.catalog.models import NetworkOption, NvmeOption, ServerSKU, StackOption, StorageProvider
@@ -100,6 +101,8 @@ class QuoteOutputSerializer(serializers.ModelSerializer):
     price_lines = PriceLineSerializer(many=True, read_only=True)
     plan = serializers.DictField(read_only=True)
     is_valid = serializers.BooleanField(read_only=True)
+    storage_endpoint_url = serializers.CharField(read_only=True,
+                                                 help_text="Custom S3 endpoint only; empty otherwise.")
 
     class Meta:
         model = Quote
@@ -188,6 +191,29 @@ class GoalInputSerializer(serializers.Serializer):
     budget_usd = serializers.FloatField(required=False, min_value=0)
 
 
+SHORTHAND_GOALS = ("fastest", "cheapest")
+
+
+@extend_schema_field({"oneOf": [
+    {"type": "string", "enum": list(SHORTHAND_GOALS),
+     "description": "Shorthand for {\"kind\": \"fastest\"} or {\"kind\": \"cheapest\"}."},
+    {"$ref": "#/components/schemas/GoalInput"}]})
+class GoalField(serializers.Field):
+    """`goal`: a string for the goals that need no number, or the object."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str):
+            if data not in SHORTHAND_GOALS:
+                needs = {"deadline": "deadline_hours", "budget": "budget_usd"}.get(data)
+                hint = (f' Give {{"kind": "{data}", "{needs}": …}}.' if needs
+                        else f" Use {' or '.join(SHORTHAND_GOALS)}, or an object.")
+                raise serializers.ValidationError(f"Goal {data!r} is not a shorthand.{hint}")
+            data = {"kind": data}
+        goal = GoalInputSerializer(data=data)
+        goal.is_valid(raise_exception=True)
+        return goal.validated_data
+
+
 class SearchInputSerializer(serializers.Serializer):
     # Bounded so one request cannot make the search arbitrarily slow.
     node_counts = serializers.ListField(child=serializers.IntegerField(min_value=1, max_value=32),
@@ -214,7 +240,8 @@ class RecommendationInputSerializer(ModelInputMixin):
     epochs = serializers.FloatField(min_value=0, default=1.0)
     train_tokens = serializers.IntegerField(min_value=0, default=0)
     lora_rank = serializers.IntegerField(min_value=1, default=16)
-    goal = GoalInputSerializer(required=False)
+    goal = GoalField(required=False, help_text='"fastest", "cheapest", or {"kind": …, "deadline_hours" '
+                                                '| "budget_usd": …}; default fastest.')
     options = SearchInputSerializer(required=False)
 
 

@@ -6,7 +6,8 @@ from portal.accounts.models import Organisation
 from portal.api.v1.serializers import QuoteInputSerializer
 from portal.catalog.models import GPUModel, NetworkOption, NvmeOption, ServerSKU, StackOption, StorageProvider
 from portal.orders.models import Order, OrderEvent
-from portal.orders.states import ORDER_TRANSITIONS, OrderState
+from portal.orders.selectors import order_event_text
+from portal.orders.states import OrderState
 
 CUSTOMER_HELP = "A reseller acts for one of its customers: the customer's slug. Default: the key's own."
 
@@ -55,6 +56,8 @@ class OrderOutputSerializer(serializers.ModelSerializer):
     organisation = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     quote = serializers.SlugRelatedField(slug_field="reference", read_only=True, allow_null=True)
     state_label = serializers.CharField(source="get_state_display", read_only=True)
+    target_state = serializers.ChoiceField(choices=OrderState.choices, allow_blank=True, read_only=True,
+                                           help_text="Where in-flight work takes the order; empty when none.")
     sku = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     nvme = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     network = serializers.SlugRelatedField(slug_field="slug", read_only=True)
@@ -73,7 +76,6 @@ class OrderOutputSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-PLACE_LABEL = "Order placed"
 
 
 class OrderEventOutputSerializer(serializers.ModelSerializer):
@@ -88,12 +90,7 @@ class OrderEventOutputSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def get_text(self, event) -> str:
-        if event.transition not in ORDER_TRANSITIONS.by_name:
-            return PLACE_LABEL if event.transition == "place" else event.transition.replace("_", " ")
-        text = ORDER_TRANSITIONS.get(event.transition).label
-        if event.to_state == OrderState.REJECTED and event.order.rejection_reason:
-            text += f": {event.order.rejection_reason}"
-        return text
+        return order_event_text(event)
 
     def get_by(self, event) -> str:
         """`api_key:<prefix>`, `staff`, `member` or `system`."""

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from portal.api.v1.views import catalog, customers, orders, quotes, sizing, ssh_keys
+from portal.api.v1.views import catalog, customers, keys, orders, quotes, sizing, ssh_keys, webhooks
 
 app_name = "api-v1"
 urlpatterns = [
@@ -22,4 +22,14 @@ urlpatterns = [
     path("customers/<slug:slug>", customers.CustomerDetailView.as_view(), name="customer"),
     path("ssh-keys", ssh_keys.SSHKeyListCreateView.as_view(), name="ssh-keys"),
     path("ssh-keys/<int:key_id>", ssh_keys.SSHKeyDetailView.as_view(), name="ssh-key"),
+    path("api-keys", keys.ApiKeyListCreateView.as_view(), name="api-keys"),
+    path("api-keys/<str:prefix>/revoke", keys.ApiKeyRevokeView.as_view(), name="api-key-revoke"),
+    path("api-keys/<str:prefix>/rotate", keys.ApiKeyRotateView.as_view(), name="api-key-rotate"),
+    path("webhooks", webhooks.WebhookListCreateView.as_view(), name="webhooks"),
+    path("webhooks/<str:reference>", webhooks.WebhookDetailView.as_view(), name="webhook"),
+    path("webhooks/<str:reference>/rotate-secret", webhooks.WebhookRotateSecretView.as_view(),
+         name="webhook-rotate-secret"),
+    path("webhooks/<str:reference>/test", webhooks.WebhookTestView.as_view(), name="webhook-test"),
+    path("webhooks/<str:reference>/deliveries", webhooks.WebhookDeliveryListView.as_view(),
+         name="webhook-deliveries"),
 ]

@@ -27,7 +27,8 @@ class CustomerListCreateView(generics.GenericAPIView):
     pagination_class = NewestFirstCursor
     serializer_class = so.CustomerOutputSerializer
 
-    @extend_schema(operation_id="customers_list", summary="The reseller's customer organisations")
+    @extend_schema(operation_id="customers_list", responses=so.CustomerOutputSerializer(many=True),
+                   summary="The reseller's customer organisations")
     def get(self, request):
         page = self.paginate_queryset(customers_of(_reseller(request)))
         return self.get_paginated_response(so.CustomerOutputSerializer(page, many=True).data)

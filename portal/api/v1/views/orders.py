@@ -48,6 +48,7 @@ class OrderListCreateView(generics.GenericAPIView):
         return orders
 
     @extend_schema(operation_id="orders_list", parameters=[so.OrderListFilterSerializer],
+                   responses=so.OrderOutputSerializer(many=True),
                    summary="Orders, newest first (cursor pages); filters: state, customer, created time")
     def get(self, request):
         page = self.paginate_queryset(self.get_queryset())

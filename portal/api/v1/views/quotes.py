@@ -7,7 +7,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from portal.accounts.selectors import organisations_for
-from portal.api.idempotency import idempotent
+from portal.api.idempotency import KEY_PATTERN, MAX_KEY_LENGTH, idempotent
 from portal.api.v1 import serializers as s
 from portal.api.v1 import serializers_orders as so
 from portal.api.v1.pagination import NewestFirstCursor
@@ -15,9 +15,11 @@ from portal.api.v1.views.common import get_or_404, organisation_for_create
 from portal.quotes.selectors import quotes_visible
 from portal.quotes.services import ConfigurationError, quote_create
 
-IDEMPOTENCY_KEY = OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
-                                   description="Retry safely: the same key and body within 24 h "
-                                               "answer the first response; another body → 422.")
+IDEMPOTENCY_KEY = OpenApiParameter(
+    "Idempotency-Key", {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH,
+                        "pattern": KEY_PATTERN}, OpenApiParameter.HEADER, required=False,
+    description="Retry safely: the same key and body within 24 h answer the first response; "
+                "another body → 422. 1–255 printable ASCII characters, e.g. a UUID.")
 
 
 def quote_from_input(data, *, organisation, by):
@@ -44,6 +46,7 @@ class QuoteListCreateView(generics.GenericAPIView):
         return quotes
 
     @extend_schema(operation_id="quotes_list", parameters=[so.QuoteListFilterSerializer],
+                   responses=s.QuoteOutputSerializer(many=True),
                    summary="Quotes of the key's organisation (a reseller's: also its customers'), "
                            "newest first")
     def get(self, request):

@@ -1,0 +1,104 @@
+"""Writes on webhook endpoints: create (the secret is returned once), update, rotate, delete."""
+
+from __future__ import annotations
+
+import ipaddress
+import secrets
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from portal.accounts.models import Organisation
+from portal.webhooks.events import SUBSCRIBABLE
+from portal.webhooks.models import WebhookDelivery, WebhookEndpoint
+
+SECRET_PREFIX = "whsec_"
+LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
+
+
+def _new_secret() -> str:
+    return SECRET_PREFIX + secrets.token_urlsafe(32)
+
+
+def _is_loopback(host: str) -> bool:
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def endpoint_url_check(url: str) -> str:
+    """The URL, or ValidationError: https only; http only to loopback where
+    WEBHOOK_ALLOW_HTTP_LOOPBACK is on (DEBUG, tests)."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    if not host:
+        raise ValidationError({"url": ["Give a full URL, e.g. https://example.com/hooks/trainyard."]})
+    if parts.username or parts.password:
+        raise ValidationError({"url": ["Leave credentials out of the URL; verify the signature "
+                                       "header instead."]})
+    if parts.scheme == "https":
+        return url
+    if parts.scheme == "http" and _is_loopback(host) and settings.WEBHOOK_ALLOW_HTTP_LOOPBACK:
+        return url
+    raise ValidationError({"url": ["Webhook URLs must use https://."]})
+
+
+def event_types_check(event_types: list[str] | None) -> list[str]:
+    if event_types is None:
+        return list(SUBSCRIBABLE)
+    unknown = sorted(set(event_types) - set(SUBSCRIBABLE))
+    if unknown:
+        raise ValidationError({"event_types": [f"Unknown event type(s) {', '.join(unknown)}; "
+                                               f"choose from {', '.join(SUBSCRIBABLE)}."]})
+    if not event_types:
+        raise ValidationError({"event_types": ["Subscribe to at least one event type."]})
+    return sorted(set(event_types), key=SUBSCRIBABLE.index)
+
+
+def endpoint_create(*, organisation: Organisation, url: str, event_types: list[str] | None = None,
+                    description: str = "") -> tuple[WebhookEndpoint, str]:
+    """A new enabled endpoint and its signing secret (returned here once; stored encrypted)."""
+    secret = _new_secret()
+    endpoint = WebhookEndpoint.objects.create(
+        organisation=organisation, url=endpoint_url_check(url), description=description,
+        event_types=event_types_check(event_types), secret=secret)
+    return endpoint, secret
+
+
+def endpoint_update(*, endpoint: WebhookEndpoint, url: str | None = None,
+                    event_types: list[str] | None = None, description: str | None = None,
+                    enabled: bool | None = None) -> WebhookEndpoint:
+    """Changes what is given. Enabling a disabled endpoint clears its failure record."""
+    if url is not None:
+        endpoint.url = endpoint_url_check(url)
+    if event_types is not None:
+        endpoint.event_types = event_types_check(event_types)
+    if description is not None:
+        endpoint.description = description
+    if enabled is not None and enabled != endpoint.enabled:
+        endpoint.enabled = enabled
+        endpoint.failing_since = None
+        endpoint.disabled_reason = "" if enabled else "Disabled by the organisation."
+    endpoint.save()
+    return endpoint
+
+
+def endpoint_rotate_secret(*, endpoint: WebhookEndpoint) -> str:
+    """A new signing secret, used from the next attempt on; returned once."""
+    secret = _new_secret()
+    endpoint.secret = secret
+    endpoint.save(update_fields=["secret", "updated_at"])
+    return secret
+
+
+def endpoint_delete(*, endpoint: WebhookEndpoint) -> None:
+    with transaction.atomic():
+        WebhookDelivery.objects.filter(endpoint=endpoint, state=WebhookDelivery.State.PENDING).update(
+            state=WebhookDelivery.State.FAILED)
+        endpoint.delete()
+

@@ -193,6 +193,18 @@ STORAGES = {
     },
 }
 
+# --- Request and upload limits ---------------------------------------------------------------
+# Form bodies without files; files are refused past UPLOAD_MAX_BYTES while they stream in
+# (portal.core.uploads), before any view reads them.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 1024 * 1024, minimum=1024)
+DATA_UPLOAD_MAX_NUMBER_FIELDS = 500
+DATA_UPLOAD_MAX_NUMBER_FILES = 5
+UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 1024 * 1024, minimum=1024)
+FILE_UPLOAD_MAX_MEMORY_SIZE = UPLOAD_MAX_BYTES  # small enough to keep in memory
+FILE_UPLOAD_HANDLERS = ["portal.core.uploads.SizeLimitUploadHandler",
+                        "django.core.files.uploadhandler.MemoryFileUploadHandler",
+                        "django.core.files.uploadhandler.TemporaryFileUploadHandler"]
+
 # --- E-mail -------------------------------------------------------------------------------
 EMAIL_BACKEND = env_str(
     "EMAIL_BACKEND",

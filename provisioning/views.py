@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from functools import wraps
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from portal.accounts.lockouts import lockout_clear, lockout_minutes, lockouts_list
 from portal.catalog.models import ServerSKU
 from portal.core.states import DomainError, TransitionNotAllowed
 from portal.orders.models import Order
@@ -276,3 +278,18 @@ def _node_actions(node: Node) -> list[dict]:
     return [{"action": name, "label": label, "danger": name == "enter_maintenance"}
             for name, (_, label, _) in NODE_ACTIONS.items()
             if NODE_TRANSITIONS.get(name).allowed_from(node.state)]
+
+
+# --- login lockouts (operators unlock) --------------------------------------------------------
+@operator_only
+@require_http_methods(["GET", "POST"])
+def login_lockouts(request):
+    if request.method == "POST":
+        attempt = request.POST.get("attempt", "")
+        if attempt.isdigit() and lockout_clear(attempt_id=int(attempt)):
+            messages.success(request, "Unlocked: that username and address may log in again.")
+        else:
+            messages.warning(request, "That lockout had already ended.")
+        return redirect("provisioning:login-lockouts")
+    return render(request, "provisioning/login_lockouts.html", {
+        "lockouts": lockouts_list(), "limit": settings.AXES_FAILURE_LIMIT, "minutes": lockout_minutes()})

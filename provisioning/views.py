@@ -12,6 +12,7 @@ from functools import wraps
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -27,22 +28,27 @@ from provisioning.models import Node, ProvisioningRun, StepRun
 from provisioning.states import NODE_FAILED, NODE_TRANSITIONS, NodeState, RunKind, RunStatus
 
 
-def staff_only(check):
-    """Logged in and ``check(user)``, else 404: customers must not learn these pages exist."""
+def staff_only(check, *, role: str):
+    """Logged in and ``check(user)``. Anyone who is not hosting staff gets 404 (customers must
+    not learn these pages exist); staff with another role get 403 naming the role needed."""
     def decorator(view):
         @wraps(view)
         @login_required
         def wrapped(request, *args, **kwargs):
             if not check(request.user):
-                raise Http404("No such page.")
+                if not request.user.is_hosting_staff:
+                    raise Http404("No such page.")
+                raise PermissionDenied(
+                    f"This page is for {role}. Your role is {request.user.get_staff_role_display().lower()}; "
+                    "ask an administrator if you need the other role.")
             return view(request, *args, **kwargs)
         return wrapped
     return decorator
 
 
-approver_only = staff_only(lambda u: u.is_approver)
-staff_required = staff_only(lambda u: u.is_approver or u.is_operator)
-operator_only = staff_only(lambda u: u.is_operator)
+approver_only = staff_only(lambda u: u.is_approver, role="staff approvers")
+staff_required = staff_only(lambda u: u.is_approver or u.is_operator, role="approvers and operators")
+operator_only = staff_only(lambda u: u.is_operator, role="operators")
 
 
 # --- approval queue ---------------------------------------------------------------------------

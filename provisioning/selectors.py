@@ -25,9 +25,14 @@ from provisioning.states import (
 from provisioning.storage.services import StorageResult
 
 
-def nodes_for_operator(*, state: str | None = None, sku=None) -> QuerySet[Node]:
+def nodes_for_operator(*, state: str | None = None, sku=None, search: str = "") -> QuerySet[Node]:
+    """The inventory list: by state, SKU and a search in hostname, address, SKU and order."""
     nodes = Node.objects.select_related("sku__gpu", "order").annotate(
-        health_problems=Count("health_checks", filter=Q(health_checks__ok=False)))
+        health_problems=Count("health_checks", filter=Q(health_checks__ok=False))).order_by("hostname", "pk")
+    if search:
+        nodes = nodes.filter(Q(hostname__icontains=search) | Q(management_address__icontains=search)
+                             | Q(sku__slug__icontains=search) | Q(sku__name__icontains=search)
+                             | Q(order__reference__iexact=search))
     if state:
         nodes = nodes.filter(state=state)
     if sku is not None:

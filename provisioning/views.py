@@ -13,6 +13,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -212,14 +213,21 @@ def _render_run(request, run, *, swap_form=None, status=200):
 
 
 # --- inventory --------------------------------------------------------------------------------
+NODES_PER_PAGE = 50
+
+
 @staff_required
 @require_GET
 def node_list(request):
     state, sku_slug = request.GET.get("state") or None, request.GET.get("sku") or None
+    search = request.GET.get("q", "").strip()[:100]
     sku = ServerSKU.objects.filter(slug=sku_slug).first() if sku_slug else None
-    nodes = selectors.nodes_for_operator(state=state if state in NodeState.values else None, sku=sku)
+    nodes = selectors.nodes_for_operator(state=state if state in NodeState.values else None, sku=sku,
+                                         search=search)
+    page = Paginator(nodes, NODES_PER_PAGE).get_page(request.GET.get("page"))
     return render(request, "provisioning/nodes.html", {
-        "nodes": nodes, "summary": selectors.inventory_summary(), "states": NodeState.choices,
+        "nodes": page.object_list, "page": page, "q": search,
+        "summary": selectors.inventory_summary(), "states": NodeState.choices,
         "skus": ServerSKU.objects.filter(nodes__isnull=False).distinct().select_related("gpu"),
         "state": state, "sku": sku, "can_edit": request.user.is_operator,
     })

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from provisioning.drivers import DriverError, HealthReport, driver_for
 from provisioning.models import HealthCheck, Node
+from provisioning.states import NodeState
+from provisioning.transitions import node_transition
+
+UNREACHABLE = "health check failed: "
 
 # Above this a GPU is too hot: the periodic health check reports it and acceptance fails it.
 MAX_GPU_TEMPERATURE_C = 85.0
@@ -34,10 +38,28 @@ def node_health_check(*, node: Node) -> HealthCheck:
         report = driver_for(node).health()
     except DriverError as exc:
         return HealthCheck.objects.create(node=node, ok=False, expected_gpu_count=expected,
-                                          problems=[f"health check failed: {exc.message}"])
+                                          problems=[f"{UNREACHABLE}{exc.message}"])
     problems = health_problems(report, expected_gpus=expected)
     return HealthCheck.objects.create(
         node=node, ok=not problems, gpu_count=report.gpu_count, expected_gpu_count=expected,
         max_temperature_c=report.max_temperature_c, ecc_errors=report.ecc_errors,
         problems=problems, raw=report.raw[:20000],
     )
+
+
+def node_accept_if_healthy(*, node: Node, by) -> HealthCheck:
+    """An enrolled node enters stock (ready) only when its driver reaches it and its health
+    check passes; otherwise it stays enrolled with the check's problems on its page (I/O: call
+    from a task). A declared test host (driver option ``test_host``) has no GPUs to check: it is
+    accepted once reachable, and the event says the GPU checks were skipped."""
+    check = node_health_check(node=node)
+    node.refresh_from_db()
+    if node.state != NodeState.ENROLLED:
+        return check  # accepted, or taken elsewhere, meanwhile
+    reachable = not any(p.startswith(UNREACHABLE) for p in check.problems)
+    if check.ok:
+        node_transition(node=node, name="accept", by=by, note="reachability and health check passed")
+    elif reachable and node.driver_options.get("test_host"):
+        node_transition(node=node, name="accept", by=by,
+                        note="reachable; GPU checks skipped on a declared test host")
+    return check

@@ -244,11 +244,13 @@ def node_enrol(request):
                 by=request.user, sku=data["sku"], hostname=data["hostname"],
                 management_address=data["management_address"], driver=data["driver"],
                 fabric_group=data["fabric_group"], nvme_devices=data["nvme_devices"],
-                notes=data["notes"], ready=data["ready"])
+                driver_options=form.driver_options(), notes=data["notes"], ready=data["ready"])
         except DomainError as exc:
             form.add_error("hostname" if "named" in str(exc) else None, str(exc))
         else:
-            messages.success(request, f"{node.hostname} enrolled ({node.get_state_display().lower()}).")
+            messages.success(request, f"{node.hostname} enrolled" + (
+                "; its reachability and health check is running, and it becomes ready if it passes."
+                if data["ready"] else ", not in stock until it is checked and accepted."))
             return redirect("provisioning:node", pk=node.pk)
     return render(request, "provisioning/node_enrol.html", {"form": form},
                   status=400 if form.is_bound else 200)
@@ -266,7 +268,8 @@ def node_detail(request, pk: int):
 
 
 NODE_ACTIONS = {  # transition → (service, button, message)
-    "accept": (services.node_accept, "Accept into stock", "is ready for orders"),
+    "accept": (services.node_accept, "Check and accept into stock",
+               "is being checked (reachability and health); it becomes ready if the check passes"),
     "enter_maintenance": (services.node_set_maintenance, "Put into maintenance", "is in maintenance"),
     "return_to_service": (services.node_return_to_service, "Return to service", "is back in stock"),
 }

@@ -33,6 +33,7 @@ from provisioning.models import ProvisioningRun, StepLogLine, StepRun
 from provisioning.pipeline import engine
 from provisioning.services import node_enrol
 from provisioning.states import STEPS, NodeState, RunKind, RunStatus, StepStatus
+from provisioning.transitions import node_transition
 from tests.conftest import missing_service
 from tests.factories import OrganisationFactory, member_of, staff
 from tests.provisioning.sshd import SshdUnavailable, start_sshd
@@ -101,13 +102,14 @@ def ssh_node(catalog, gpu_host):
     sku = ServerSKU.objects.get(slug=SKU)
     # Public facts only in driver_options: the pinned host key and where the key file is.
     # The private key itself is read from that file by the worker (see the driver's docstring).
-    return node_enrol(by=operator, sku=sku, hostname="l4-ssh-01",
+    # Accepted directly, as make_node does: this is a CPU sshd host with no GPU to health-check.
+    node = node_enrol(by=operator, sku=sku, hostname="l4-ssh-01",
                       management_address=f"{gpu_host.host}:{gpu_host.port}", driver="ssh",
                       driver_options={"host_key": gpu_host.host_public_key,
                                       "private_key_file": str(gpu_host.key_file),
                                       "apt_packages": ["bash", "coreutils"],
-                                      "connect_timeout_s": 5},
-                      ready=True)
+                                      "connect_timeout_s": 5})
+    return node_transition(node=node, name="accept", by=operator, note="test fixture")
 
 
 def approved_order(node) -> Order:

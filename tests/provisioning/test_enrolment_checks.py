@@ -88,7 +88,8 @@ def test_a_healthy_node_becomes_ready_after_its_check(people, catalog, sim_dir):
     assert node.events.order_by("-pk").first().note == "reachability and health check passed"
 
 
-@pytest.mark.parametrize("options", [{"gpu_count": 6}, {"fail": {"health": {"permanent": "no route to host"}}}])
+@pytest.mark.parametrize("options", [{"gpu_count": 6},
+                                     {"fail": {"health": {"permanent": "no route to host"}}}])
 def test_a_broken_node_stays_out_of_stock_and_out_of_approvals(people, catalog, sim_dir, options, login):
     node = _enrolled(people, sim_dir, **options)
     assert node_accept_check_task(node.pk, people.olga.pk) is False

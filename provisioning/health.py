@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from portal.orders.staff_notifications import node_unhealthy_notify_staff
 from provisioning.drivers import DriverError, HealthReport, driver_for
 from provisioning.models import HealthCheck, Node
 from provisioning.states import NodeState
@@ -37,9 +38,13 @@ def node_health_check(*, node: Node) -> HealthCheck:
     try:
         report = driver_for(node).health()
     except DriverError as exc:
+        problems = [f"{UNREACHABLE}{exc.message}"]
+        _tell_operators_if_new(node, problems)
         return HealthCheck.objects.create(node=node, ok=False, expected_gpu_count=expected,
-                                          problems=[f"{UNREACHABLE}{exc.message}"])
+                                          problems=problems)
     problems = health_problems(report, expected_gpus=expected)
+    if problems:
+        _tell_operators_if_new(node, problems)
     return HealthCheck.objects.create(
         node=node, ok=not problems, gpu_count=report.gpu_count, expected_gpu_count=expected,
         max_temperature_c=report.max_temperature_c, ecc_errors=report.ecc_errors,
@@ -63,3 +68,13 @@ def node_accept_if_healthy(*, node: Node, by) -> HealthCheck:
         node_transition(node=node, name="accept", by=by,
                         note="reachable; GPU checks skipped on a declared test host")
     return check
+
+
+def _tell_operators_if_new(node: Node, problems: list[str]) -> None:
+    """Operators hear when a node in service turns unhealthy, once (not at every periodic check
+    while it stays so); an enrolled node's failed acceptance check is shown to whoever asked."""
+    if node.state == NodeState.ENROLLED:
+        return
+    last = node.health_checks.order_by("-at", "-pk").first()
+    if last is None or last.ok:
+        node_unhealthy_notify_staff(node, problems)

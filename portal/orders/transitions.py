@@ -13,6 +13,7 @@ from portal.accounts.principals import api_key_of
 from portal.core.states import transition
 from portal.orders.models import Order, OrderEvent
 from portal.orders.notifications import order_event_notify
+from portal.orders.staff_notifications import order_moved_notify_staff
 from portal.orders.states import ORDER_TARGETS, ORDER_TRANSITIONS
 
 
@@ -36,4 +37,5 @@ def order_transition(*, order: Order, name: str, by=None, note: str = "", **fiel
             fields={"target_state": ORDER_TARGETS.get(target, ""),
                     "state_changed_at": timezone.now(), **fields})
         transaction.on_commit(lambda: order_event_notify(event_id=event.pk))
+        order_moved_notify_staff(order, event.to_state, note)  # approvers / operators, after commit
     return order

@@ -259,6 +259,7 @@ AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "portal.accounts.lockouts.lockout_response"
 AXES_CLIENT_IP_CALLABLE = "portal.core.proxy.client_ip"
+AXES_USERNAME_CALLABLE = "portal.accounts.lockouts.login_username"
 AXES_VERBOSE = False
 
 # --- REST API -----------------------------------------------------------------------------

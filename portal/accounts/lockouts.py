@@ -17,6 +17,15 @@ from django.shortcuts import render
 from django.utils import timezone
 
 
+def login_username(request, credentials=None) -> str:
+    """The username axes counts, cut to what a username can be: Django's login form does not
+    enforce the length, and axes stores it in a 255-character column (a longer one was a 500)."""
+    name = (credentials or {}).get("username")
+    if name is None:
+        name = request.POST.get("username", "") if request is not None else ""
+    return str(name)[:150]
+
+
 def lockout_minutes() -> int:
     return max(1, int(settings.AXES_COOLOFF_TIME.total_seconds() // 60))
 

@@ -91,3 +91,9 @@ def test_the_proxy_ssl_header_is_trusted_only_when_the_operator_says_so(value, e
                          env=env | {"DJANGO_SETTINGS_MODULE": "portal.settings"}, cwd=REPO_ROOT,
                          capture_output=True, text=True, check=True)
     assert out.stdout.strip() == expected
+
+
+def test_an_overlong_username_is_an_ordinary_failed_log_in():
+    client, response = _login("x" * 3000, "wrong")
+    assert response.status_code == 200
+    assert "Please enter a correct username and password" in response.content.decode()

@@ -7,6 +7,7 @@ SQLite, an embedded Celery broker. TRAINYARD_ENV=production requires every secre
 import base64
 import hashlib
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -57,6 +58,7 @@ INSTALLED_APPS = [
     "portal.webhooks",
     "provisioning",
     "portal.api",
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -65,10 +67,13 @@ MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
+    "portal.core.middleware.RejectControlCharactersMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes requires
 ]
 
 ROOT_URLCONF = "portal.urls"
@@ -193,6 +198,18 @@ STORAGES = {
     },
 }
 
+# --- Request and upload limits ---------------------------------------------------------------
+# Form bodies without files; files are refused past UPLOAD_MAX_BYTES while they stream in
+# (portal.core.uploads), before any view reads them.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 1024 * 1024, minimum=1024)
+DATA_UPLOAD_MAX_NUMBER_FIELDS = 500
+DATA_UPLOAD_MAX_NUMBER_FILES = 5
+UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 1024 * 1024, minimum=1024)
+FILE_UPLOAD_MAX_MEMORY_SIZE = UPLOAD_MAX_BYTES  # small enough to keep in memory
+FILE_UPLOAD_HANDLERS = ["portal.core.uploads.SizeLimitUploadHandler",
+                        "django.core.files.uploadhandler.MemoryFileUploadHandler",
+                        "django.core.files.uploadhandler.TemporaryFileUploadHandler"]
+
 # --- E-mail -------------------------------------------------------------------------------
 EMAIL_BACKEND = env_str(
     "EMAIL_BACKEND",
@@ -208,7 +225,11 @@ EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Trainyard <noreply@localhost>")
 
 # --- Security (production) ----------------------------------------------------------------
-SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# true only when a reverse proxy in front of the portal sets X-Forwarded-Proto and appends the
+# client's address to X-Forwarded-For (and strips what clients send): then HTTPS is read from
+# the header, and login throttling counts the address the proxy saw.
+TRUSTED_PROXY = env_bool("TRUSTED_PROXY", False)
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if TRUSTED_PROXY else None
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", PRODUCTION)
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000 if PRODUCTION else 0, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = PRODUCTION
@@ -217,6 +238,30 @@ SESSION_COOKIE_SECURE = PRODUCTION
 CSRF_COOKIE_SECURE = PRODUCTION
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
+# Content-Security-Policy (django-csp): every script, style, image and connection from this
+# origin only, so no inline script or style runs (htmx is a static file; its inline indicator
+# style is turned off in base.html's htmx-config).
+CONTENT_SECURITY_POLICY = {"DIRECTIVES": {
+    "default-src": ["'self'"], "script-src": ["'self'"], "style-src": ["'self'"],
+    "img-src": ["'self'", "data:"], "font-src": ["'self'"], "connect-src": ["'self'"],
+    "object-src": ["'none'"], "base-uri": ["'self'"], "form-action": ["'self'"],
+    "frame-ancestors": ["'none'"]}}
+
+# --- Login throttling (django-axes) -------------------------------------------------------
+# After LOGIN_FAILURE_LIMIT failed log-ins for one username, or from one address, that
+# username or address is locked out for LOGIN_LOCKOUT_MINUTES (a success resets the count);
+# operators unlock at /ops/logins/.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend",
+                           "django.contrib.auth.backends.ModelBackend"]
+AXES_ENABLED = env_bool("LOGIN_THROTTLING", True)
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "portal.accounts.lockouts.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "portal.core.proxy.client_ip"
+AXES_USERNAME_CALLABLE = "portal.accounts.lockouts.login_username"
+AXES_VERBOSE = False
 
 # --- REST API -----------------------------------------------------------------------------
 REST_FRAMEWORK = {

@@ -1,6 +1,7 @@
+from csp.decorators import csp_update
 from django.contrib import admin
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from portal.api.views import ApiNotFound
 from portal.core import views as core_views
@@ -18,7 +19,10 @@ urlpatterns = [
     path("ops/", include("provisioning.urls")),
     path("api/v1/", include("portal.api.v1.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # The split view serves its start-up script as a file, so no inline script runs; Swagger UI
+    # (React) sets style attributes, so this developer page alone allows inline styles.
+    path("api/docs/", csp_update({"style-src": ["'unsafe-inline'"]})(
+        SpectacularSwaggerSplitView.as_view(url_name="api-schema")), name="api-docs"),
     # Anything else under /api/ is a JSON 404, never the HTML debug page (`/api/schema` and
     # `/api/docs` without their slash still get APPEND_SLASH's redirect).
     re_path(r"^api/(?!schema$|docs$)", ApiNotFound.as_view(), name="api-not-found"),

@@ -53,9 +53,9 @@ class NodeAdmin(admin.ModelAdmin):
         if ok:
             self.message_user(request, f"{ok} node(s) {done}.")
 
-    @admin.action(description="Accept into stock (enrolled → ready)")
+    @admin.action(description="Check and accept into stock (ready once the check passes)")
     def accept(self, request, queryset):
-        self._each(request, queryset, services.node_accept, "accepted into stock")
+        self._each(request, queryset, services.node_accept, "being checked; ready if the check passes")
 
     @admin.action(description="Put into maintenance")
     def maintenance(self, request, queryset):

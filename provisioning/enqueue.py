@@ -40,3 +40,16 @@ def enqueue_steps(keys: list[StepKey]) -> None:
     keys = list(keys)
     transaction.on_commit(lambda: _send(f"steps {keys}", lambda: tasks.enqueue_steps(keys),
                                         run_ids={k[0] for k in keys}))
+
+
+def enqueue_node_accept_check(node, by) -> None:
+    """After commit: check the node through its driver and accept it if it passes. A broker
+    outage leaves the node enrolled (not stock); the operator asks again from its page."""
+    node_id, by_id = node.pk, getattr(by, "pk", None)
+
+    def send():
+        try:
+            tasks.node_accept_check_task.delay(node_id, by_id)
+        except Exception:
+            logger.exception("could not queue the acceptance check of node %s", node_id)
+    transaction.on_commit(send)

@@ -3,6 +3,7 @@
 from django import forms
 
 from portal.catalog.models import ServerSKU
+from provisioning import enrolment
 from provisioning.drivers import driver_names
 from provisioning.models import Node
 
@@ -64,9 +65,19 @@ class NodeEnrolForm(forms.Form):
                   "MASTER_ADDR and NCCL interface. Needed for cluster orders.")
     nvme_devices = forms.CharField(required=False, label="NVMe data devices",
                                    help_text="Comma or space separated, e.g. /dev/nvme1n1 /dev/nvme2n1.")
+    host_key = forms.CharField(required=False, label="SSH host key (ssh nodes)",
+                               widget=forms.Textarea(attrs={"rows": 2}),
+                               help_text="Pinned: the line `ssh-keyscan -t ed25519 HOST` prints, or the "
+                                         "SHA256: fingerprint. Compare it with the node's console "
+                                         "before you paste it.")
+    bmc_address = forms.CharField(required=False, max_length=255, label="BMC address (ssh nodes)",
+                                  help_text="IPMI host[:port] for power control; the password "
+                                            "comes from IPMI_PASSWORD_FILE.")
+    bmc_user = forms.CharField(required=False, max_length=64, label="BMC user")
     notes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
-    ready = forms.BooleanField(required=False, initial=True, label="Accept into stock now",
-                               help_text="Leave unticked to keep it enrolled until it has been checked.")
+    ready = forms.BooleanField(required=False, initial=True, label="Accept into stock once checked",
+                               help_text="Runs a reachability and health check through the driver; the "
+                                         "node becomes ready only if it passes.")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -75,10 +86,38 @@ class NodeEnrolForm(forms.Form):
 
     def clean_hostname(self):
         hostname = self.cleaned_data["hostname"].strip()
+        if problem := enrolment.hostname_problem(hostname):
+            raise forms.ValidationError(problem)
         if Node.objects.filter(hostname__iexact=hostname).exists():
             raise forms.ValidationError(f"A node named {hostname} is already enrolled; hostnames "
                                         f"are unique.")
         return hostname
+
+    def clean_management_address(self):
+        address = self.cleaned_data["management_address"].strip()
+        if problem := enrolment.address_problem(address):
+            raise forms.ValidationError(problem)
+        return address
+
+    def clean(self):
+        data = super().clean()
+        if data.get("driver") == "ssh":
+            if problem := enrolment.host_key_problem(data.get("host_key", "")):
+                self.add_error("host_key", problem)
+            if problem := enrolment.bmc_problem(data.get("bmc_address", "").strip(),
+                                                data.get("bmc_user", "").strip()):
+                self.add_error("bmc_address", problem)
+        return data
+
+    def driver_options(self) -> dict:
+        """The public facts the driver needs (never a secret: those come from settings)."""
+        data, options = self.cleaned_data, {}
+        if data.get("driver") == "ssh":
+            options["host_key"] = data["host_key"].strip()
+            if data.get("bmc_address"):
+                options["ipmi"] = {"address": data["bmc_address"].strip(),
+                                   "user": data["bmc_user"].strip()}
+        return options
 
     def clean_nvme_devices(self):
         raw = self.cleaned_data["nvme_devices"].replace(",", " ").split()

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from portal.orders.staff_notifications import node_unhealthy_notify_staff
 from provisioning.drivers import DriverError, HealthReport, driver_for
 from provisioning.models import HealthCheck, Node
+from provisioning.states import NodeState
+from provisioning.transitions import node_transition
 from provisioning.webhooks import health_degraded_publish
+
+UNREACHABLE = "health check failed: "
 
 # Above this a GPU is too hot: the periodic health check reports it and acceptance fails it.
 MAX_GPU_TEMPERATURE_C = 85.0
@@ -36,9 +41,12 @@ def node_health_check(*, node: Node) -> HealthCheck:
     try:
         report = driver_for(node).health()
     except DriverError as exc:
-        return _record(node, dict(ok=False, expected_gpu_count=expected,
-                                  problems=[f"health check failed: {exc.message}"]))
+        problems = [f"{UNREACHABLE}{exc.message}"]
+        _tell_operators_if_new(node, problems)
+        return _record(node, dict(ok=False, expected_gpu_count=expected, problems=problems))
     problems = health_problems(report, expected_gpus=expected)
+    if problems:
+        _tell_operators_if_new(node, problems)
     return _record(node, dict(
         ok=not problems, gpu_count=report.gpu_count, expected_gpu_count=expected,
         max_temperature_c=report.max_temperature_c, ecc_errors=report.ecc_errors,
@@ -50,3 +58,31 @@ def _record(node: Node, fields: dict) -> HealthCheck:
         check = HealthCheck.objects.create(node=node, **fields)
         health_degraded_publish(node=node, check=check)
     return check
+
+
+def node_accept_if_healthy(*, node: Node, by) -> HealthCheck:
+    """An enrolled node enters stock (ready) only when its driver reaches it and its health
+    check passes; otherwise it stays enrolled with the check's problems on its page (I/O: call
+    from a task). A declared test host (driver option ``test_host``) has no GPUs to check: it is
+    accepted once reachable, and the event says the GPU checks were skipped."""
+    check = node_health_check(node=node)
+    node.refresh_from_db()
+    if node.state != NodeState.ENROLLED:
+        return check  # accepted, or taken elsewhere, meanwhile
+    reachable = not any(p.startswith(UNREACHABLE) for p in check.problems)
+    if check.ok:
+        node_transition(node=node, name="accept", by=by, note="reachability and health check passed")
+    elif reachable and node.driver_options.get("test_host"):
+        node_transition(node=node, name="accept", by=by,
+                        note="reachable; GPU checks skipped on a declared test host")
+    return check
+
+
+def _tell_operators_if_new(node: Node, problems: list[str]) -> None:
+    """Operators hear when a node in service turns unhealthy, once (not at every periodic check
+    while it stays so); an enrolled node's failed acceptance check is shown to whoever asked."""
+    if node.state == NodeState.ENROLLED:
+        return
+    last = node.health_checks.order_by("-at", "-pk").first()
+    if last is None or last.ok:
+        node_unhealthy_notify_staff(node, problems)

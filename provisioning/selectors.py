@@ -8,6 +8,7 @@ from datetime import datetime
 
 from django.db.models import Count, Prefetch, Q, QuerySet
 
+from portal.orders.models import Order
 from portal.orders.states import OrderState
 from provisioning.models import HealthCheck, Node, NodeEvent, ProvisioningRun, StepLogLine, StepRun
 from provisioning.pipeline.steps.acceptance import AcceptanceReport, AcceptanceResult
@@ -25,9 +26,14 @@ from provisioning.states import (
 from provisioning.storage.services import StorageResult
 
 
-def nodes_for_operator(*, state: str | None = None, sku=None) -> QuerySet[Node]:
+def nodes_for_operator(*, state: str | None = None, sku=None, search: str = "") -> QuerySet[Node]:
+    """The inventory list: by state, SKU and a search in hostname, address, SKU and order."""
     nodes = Node.objects.select_related("sku__gpu", "order").annotate(
-        health_problems=Count("health_checks", filter=Q(health_checks__ok=False)))
+        health_problems=Count("health_checks", filter=Q(health_checks__ok=False))).order_by("hostname", "pk")
+    if search:
+        nodes = nodes.filter(Q(hostname__icontains=search) | Q(management_address__icontains=search)
+                             | Q(sku__slug__icontains=search) | Q(sku__name__icontains=search)
+                             | Q(order__reference__iexact=search))
     if state:
         nodes = nodes.filter(state=state)
     if sku is not None:
@@ -227,3 +233,29 @@ def order_last_health(order) -> list[HealthCheck]:
         if last is not None:
             checks.append(last)
     return checks
+
+
+def staff_counts(user) -> dict[str, int]:
+    """What the staff navigation badges count: orders waiting for approval (approvers), failed
+    runs and failed nodes (operators)."""
+    counts = {"approvals": 0, "failures": 0}
+    if user.is_approver:
+        counts["approvals"] = Order.objects.filter(state=OrderState.PENDING_APPROVAL).count()
+    if user.is_operator:
+        counts["failures"] = (runs_needing_attention().count()
+                              + Node.objects.filter(state__in=NODE_FAILED).count())
+    return counts
+
+
+def staff_dashboard(user, *, rows: int) -> dict:
+    """The staff start page: the approval queue, what failed, and stock per SKU."""
+    pending = (Order.objects.filter(state=OrderState.PENDING_APPROVAL)
+               .select_related("organisation", "sku").order_by("state_changed_at", "pk"))
+    return {
+        "counts": staff_counts(user),
+        "pending": list(pending[:rows]) if user.is_approver else [],
+        "failed_runs": list(runs_needing_attention()[:rows]),
+        "failed_nodes": list(Node.objects.filter(state__in=NODE_FAILED).select_related("sku")
+                             .order_by("hostname")[:rows]) if user.is_operator else [],
+        "stock": inventory_summary(),
+    }

@@ -24,10 +24,10 @@ from portal.orders.states import OrderState
 from portal.orders.transitions import order_transition
 from provisioning import allocation
 from provisioning.drivers import DriverError, driver_names, secret_option_paths
-from provisioning.enqueue import enqueue_run_start, enqueue_steps
+from provisioning.enqueue import enqueue_node_accept_check, enqueue_run_start, enqueue_steps
 from provisioning.models import Node, NodeEvent, ProvisioningRun, StepRun
 from provisioning.runs import require_run_order_state, run_create, run_resume, steps_create
-from provisioning.states import NodeState, RunKind, RunStatus, StepStatus
+from provisioning.states import NODE_TRANSITIONS, NodeState, RunKind, RunStatus, StepStatus
 from provisioning.storage import selectors as storage_selectors
 from provisioning.storage import services as storage_services
 from provisioning.storage.models import Bucket
@@ -83,14 +83,20 @@ def node_enrol(*, by, sku, hostname: str, management_address: str, driver: str |
         NodeEvent.objects.create(node=node, actor=actor_or_none(by),
                                  transition="enrol", from_state=NodeState.ENROLLED,
                                  to_state=NodeState.ENROLLED, note="enrolled")
-        if ready:
-            node_transition(node=node, name="accept", by=by)
+        if ready:  # stock only once the driver reached it and its health check passed
+            enqueue_node_accept_check(node, by)
     return node
 
 
 def node_accept(*, node: Node, by, note: str = "") -> Node:
+    """Asks for the node's acceptance check (reachability and health through its driver, in a
+    worker); the node stays enrolled, out of stock, until the check passes."""
     _require_operator(by)
-    return node_transition(node=node, name="accept", by=by, note=note)
+    if not NODE_TRANSITIONS.get("accept").allowed_from(node.state):
+        raise DomainError(f"{node.hostname} is {node.get_state_display().lower()}; only an enrolled "
+                          f"node is checked and accepted into stock.")
+    enqueue_node_accept_check(node, by)
+    return node
 
 
 def node_set_maintenance(*, node: Node, by, note: str = "") -> Node:

@@ -11,7 +11,7 @@ import logging
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
-from provisioning.health import node_health_check
+from provisioning.health import node_accept_if_healthy, node_health_check
 from provisioning.models import Node
 from provisioning.pipeline.engine import step_deadline_s, step_execute
 from provisioning.runs import run_start
@@ -91,3 +91,15 @@ def storage_delete_expired_task() -> dict:
     """Beat: deletes retained buckets whose date has passed (never one before its date)."""
     report = buckets_delete_expired(log=logger.info)
     return {"deleted": list(report.deleted), "failed": list(report.failed)}
+
+
+@shared_task(name="provisioning.node_accept_check", acks_late=True)
+def node_accept_check_task(node_id: int, by_id: int | None) -> bool | None:
+    """Checks an enrolled node through its driver; it becomes ready only if the check passes."""
+    from django.contrib.auth import get_user_model
+
+    node = Node.objects.filter(pk=node_id, state=NodeState.ENROLLED).first()
+    if node is None:
+        return None  # gone, or no longer waiting: a redelivered task is harmless
+    by = get_user_model().objects.filter(pk=by_id).first() if by_id else None
+    return node_accept_if_healthy(node=node, by=by).ok

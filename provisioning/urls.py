@@ -16,4 +16,5 @@ urlpatterns = [
     path("nodes/enrol/", views.node_enrol, name="node-enrol"),
     path("nodes/<int:pk>/", views.node_detail, name="node"),
     path("nodes/<int:pk>/<str:action>/", views.node_action, name="node-action"),
+    path("logins/", views.login_lockouts, name="login-lockouts"),
 ]

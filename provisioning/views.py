@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from functools import wraps
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from portal.accounts.lockouts import lockout_clear, lockout_minutes, lockouts_list
 from portal.catalog.models import ServerSKU
 from portal.core.states import DomainError, TransitionNotAllowed
 from portal.orders.models import Order
@@ -25,22 +29,27 @@ from provisioning.models import Node, ProvisioningRun, StepRun
 from provisioning.states import NODE_FAILED, NODE_TRANSITIONS, NodeState, RunKind, RunStatus
 
 
-def staff_only(check):
-    """Logged in and ``check(user)``, else 404: customers must not learn these pages exist."""
+def staff_only(check, *, role: str):
+    """Logged in and ``check(user)``. Anyone who is not hosting staff gets 404 (customers must
+    not learn these pages exist); staff with another role get 403 naming the role needed."""
     def decorator(view):
         @wraps(view)
         @login_required
         def wrapped(request, *args, **kwargs):
             if not check(request.user):
-                raise Http404("No such page.")
+                if not request.user.is_hosting_staff:
+                    raise Http404("No such page.")
+                raise PermissionDenied(
+                    f"This page is for {role}. Your role is {request.user.get_staff_role_display().lower()}; "
+                    "ask an administrator if you need the other role.")
             return view(request, *args, **kwargs)
         return wrapped
     return decorator
 
 
-approver_only = staff_only(lambda u: u.is_approver)
-staff_required = staff_only(lambda u: u.is_approver or u.is_operator)
-operator_only = staff_only(lambda u: u.is_operator)
+approver_only = staff_only(lambda u: u.is_approver, role="staff approvers")
+staff_required = staff_only(lambda u: u.is_approver or u.is_operator, role="approvers and operators")
+operator_only = staff_only(lambda u: u.is_operator, role="operators")
 
 
 # --- approval queue ---------------------------------------------------------------------------
@@ -204,14 +213,21 @@ def _render_run(request, run, *, swap_form=None, status=200):
 
 
 # --- inventory --------------------------------------------------------------------------------
+NODES_PER_PAGE = 50
+
+
 @staff_required
 @require_GET
 def node_list(request):
     state, sku_slug = request.GET.get("state") or None, request.GET.get("sku") or None
+    search = request.GET.get("q", "").strip()[:100]
     sku = ServerSKU.objects.filter(slug=sku_slug).first() if sku_slug else None
-    nodes = selectors.nodes_for_operator(state=state if state in NodeState.values else None, sku=sku)
+    nodes = selectors.nodes_for_operator(state=state if state in NodeState.values else None, sku=sku,
+                                         search=search)
+    page = Paginator(nodes, NODES_PER_PAGE).get_page(request.GET.get("page"))
     return render(request, "provisioning/nodes.html", {
-        "nodes": nodes, "summary": selectors.inventory_summary(), "states": NodeState.choices,
+        "nodes": page.object_list, "page": page, "q": search,
+        "summary": selectors.inventory_summary(), "states": NodeState.choices,
         "skus": ServerSKU.objects.filter(nodes__isnull=False).distinct().select_related("gpu"),
         "state": state, "sku": sku, "can_edit": request.user.is_operator,
     })
@@ -229,11 +245,13 @@ def node_enrol(request):
                 management_address=data["management_address"], driver=data["driver"],
                 fabric_group=data["fabric_group"], nvme_devices=data["nvme_devices"],
                 fabric_address=data["fabric_address"] or "",
-                notes=data["notes"], ready=data["ready"])
+                driver_options=form.driver_options(), notes=data["notes"], ready=data["ready"])
         except DomainError as exc:
             form.add_error("hostname" if "named" in str(exc) else None, str(exc))
         else:
-            messages.success(request, f"{node.hostname} enrolled ({node.get_state_display().lower()}).")
+            messages.success(request, f"{node.hostname} enrolled" + (
+                "; its reachability and health check is running, and it becomes ready if it passes."
+                if data["ready"] else ", not in stock until it is checked and accepted."))
             return redirect("provisioning:node", pk=node.pk)
     return render(request, "provisioning/node_enrol.html", {"form": form},
                   status=400 if form.is_bound else 200)
@@ -251,7 +269,8 @@ def node_detail(request, pk: int):
 
 
 NODE_ACTIONS = {  # transition → (service, button, message)
-    "accept": (services.node_accept, "Accept into stock", "is ready for orders"),
+    "accept": (services.node_accept, "Check and accept into stock",
+               "is being checked (reachability and health); it becomes ready if the check passes"),
     "enter_maintenance": (services.node_set_maintenance, "Put into maintenance", "is in maintenance"),
     "return_to_service": (services.node_return_to_service, "Return to service", "is back in stock"),
 }
@@ -277,3 +296,18 @@ def _node_actions(node: Node) -> list[dict]:
     return [{"action": name, "label": label, "danger": name == "enter_maintenance"}
             for name, (_, label, _) in NODE_ACTIONS.items()
             if NODE_TRANSITIONS.get(name).allowed_from(node.state)]
+
+
+# --- login lockouts (operators unlock) --------------------------------------------------------
+@operator_only
+@require_http_methods(["GET", "POST"])
+def login_lockouts(request):
+    if request.method == "POST":
+        attempt = request.POST.get("attempt", "")
+        if attempt.isdigit() and lockout_clear(attempt_id=int(attempt)):
+            messages.success(request, "Unlocked: that username and address may log in again.")
+        else:
+            messages.warning(request, "That lockout had already ended.")
+        return redirect("provisioning:login-lockouts")
+    return render(request, "provisioning/login_lockouts.html", {
+        "lockouts": lockouts_list(), "limit": settings.AXES_FAILURE_LIMIT, "minutes": lockout_minutes()})

@@ -40,7 +40,7 @@ def organisation_detail(request, slug):
     return render(request, "accounts/organisation_detail.html", {
         "organisation": organisation,
         "memberships": organisation.memberships.select_related("user"),
-        "children": organisation.children.all(),
+        "children": organisations_for(request.user).filter(parent=organisation),  # only those it acts for
         "api_keys": organisation.api_keys.all(),
         "form": form,
         "new_key": new_key,

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from http import HTTPStatus
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import exceptions, status
 from rest_framework.fields import get_error_detail
@@ -36,6 +38,9 @@ def problem_exception_handler(exc, context):
         exc = exceptions.ValidationError(detail=get_error_detail(exc))
     elif isinstance(exc, DomainError):
         exc = Conflict(str(exc), code="conflict")
+    elif isinstance(exc, RequestDataTooBig):  # Django's DATA_UPLOAD_MAX_MEMORY_SIZE, as DRF reads the body
+        exc = exceptions.ParseError(f"The body is larger than the {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} "
+                                    "bytes accepted.")
     response = drf_exception_handler(exc, context)
     if response is None:
         return None  # an unexpected error: Django's 500 (logged)

@@ -11,3 +11,6 @@ class CatalogFilterForm(forms.Form):
     memory = forms.TypedChoiceField(label="GPU memory", choices=MIN_MEMORY_GB, required=False,
                                     coerce=int, empty_value=None)
     interconnect = forms.ChoiceField(label="Interconnect", choices=INTERCONNECTS, required=False)
+    q = forms.CharField(label="Search", required=False, max_length=100,
+                        widget=forms.TextInput(attrs={"type": "search",
+                                                      "placeholder": "GPU or SKU, e.g. H100"}))

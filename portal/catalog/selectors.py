@@ -4,9 +4,12 @@ from portal.catalog.models import ServerSKU
 
 
 def sku_list(*, gpus: int | None = None, min_memory_gb: int | None = None,
-             interconnect: str = "") -> QuerySet[ServerSKU]:
+             interconnect: str = "", search: str = "") -> QuerySet[ServerSKU]:
     """Active SKUs with their GPU and `stock`: the inventory's ready nodes of each."""
     skus = ServerSKU.objects.filter(is_active=True).select_related("gpu")
+    if search:
+        skus = skus.filter(Q(slug__icontains=search) | Q(name__icontains=search)
+                           | Q(gpu__name__icontains=search))
     if gpus:
         skus = skus.filter(gpu_count=gpus)
     if min_memory_gb:

@@ -8,6 +8,7 @@ from portal.core.health import health_report
 from portal.orders.selectors import orders_for
 from portal.orders.states import ORDER_FINAL
 from portal.quotes.selectors import quotes_visible
+from provisioning.selectors import staff_dashboard
 
 DASHBOARD_ROWS = 5
 
@@ -15,6 +16,8 @@ DASHBOARD_ROWS = 5
 def home(request):
     if not request.user.is_authenticated:
         return redirect("catalog:list")
+    if request.user.is_hosting_staff:
+        return render(request, "staff_home.html", staff_dashboard(request.user, rows=DASHBOARD_ROWS))
     live_orders = orders_for(request.user).exclude(state__in=ORDER_FINAL)
     open_quotes = (quotes_visible(organisations=organisations_for(request.user))
                    .filter(valid_until__gt=timezone.now())

@@ -10,6 +10,7 @@ from portal.accounts.selectors import organisations_for
 from portal.catalog.models import NetworkOption, ServerSKU
 from portal.orders.models import Order, OrderEvent
 from portal.orders.states import ORDER_TRANSITIONS, OrderState
+from portal.quotes.plans import UNREADABLE_PLAN, plan_readable
 
 PLACE_LABEL = "Order placed"
 
@@ -85,6 +86,9 @@ def plan_fit(order: Order) -> PlanFit:
     plan = order.plan or {}
     if not plan:
         return PlanFit(None, "No sizing plan attached.")
+    plan = plan_readable(plan)
+    if plan is None:
+        return PlanFit(None, UNREADABLE_PLAN)
     problems = []
     if plan.get("sku") and plan["sku"] != order.sku.slug:
         problems.append(f"plan was sized for {plan.get('sku_name') or plan['sku']}")

@@ -13,6 +13,7 @@ from portal.accounts.principals import api_key_of
 from portal.core.states import transition
 from portal.orders.models import Order, OrderEvent
 from portal.orders.notifications import order_event_notify
+from portal.orders.staff_notifications import order_moved_notify_staff
 from portal.orders.states import ORDER_TARGETS, ORDER_TRANSITIONS
 from portal.orders.webhooks import order_event_publish
 
@@ -38,4 +39,5 @@ def order_transition(*, order: Order, name: str, by=None, note: str = "", **fiel
                     "state_changed_at": timezone.now(), **fields})
         order_event_publish(event=event)
         transaction.on_commit(lambda: order_event_notify(event_id=event.pk))
+        order_moved_notify_staff(order, event.to_state, note)  # approvers / operators, after commit
     return order

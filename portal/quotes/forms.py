@@ -4,7 +4,7 @@ from django.conf import settings
 from portal.catalog.models import NetworkOption, NvmeOption, StackOption, StorageProvider
 from portal.catalog.selectors import sku_list
 from portal.quotes.configuration import Configuration, CustomStorage
-from portal.quotes.plans import plan_to_configuration
+from portal.quotes.plans import plan_check, plan_to_configuration
 from portal.quotes.rules import (
     MAX_NODES,
     MAX_RETENTION_DAYS,
@@ -90,7 +90,7 @@ class ConfiguratorForm(forms.Form):
         token = self.cleaned_data.get("plan") or ""
         if token:
             try:
-                self.plan_data = plan_unsign(token)
+                self.plan_data = plan_check(plan_unsign(token))
             except ValueError as exc:
                 raise forms.ValidationError(str(exc)) from None
         return token

@@ -10,6 +10,7 @@ import math
 from portal.catalog.models import NetworkOption, NvmeOption, StackOption, StorageProvider
 from portal.catalog.selectors import sku_list
 from portal.quotes.configuration import Configuration
+from portal.quotes.plan_bounds import plan_bound_problems
 from portal.quotes.rules import pick_network, pick_nvme
 from portal.sizing.recommend.plan import Plan, figure_problems, is_number
 
@@ -27,6 +28,8 @@ def plan_check(plan: dict | None) -> dict:
         raise ValueError("The sizing plan must be plain JSON data (finite numbers only).") from None
     if "\\u0000" in text.replace("\\\\", ""):  # PostgreSQL's jsonb cannot store NUL characters
         raise ValueError("The sizing plan must not contain NUL characters.")
+    if bounds := plan_bound_problems(plan):
+        raise ValueError(f"In the sizing plan, {'; '.join(bounds)}.")
     if plan.get("workload") is not None and not isinstance(plan["workload"], dict):
         raise ValueError("In the sizing plan, workload must be an object of the job's inputs.")
     if "schema_version" in plan:
@@ -37,6 +40,19 @@ def plan_check(plan: dict | None) -> dict:
         raise ValueError(f"In the sizing plan, {', '.join(bad)} must be a number; send the plan "
                          f"as POST /api/v1/recommendations returned it.")
     return plan
+
+
+UNREADABLE_PLAN = ("Unreadable sizing plan: it holds figures out of any sane range (stored before "
+                   "plans were checked). Review the configuration by hand.")
+
+
+def plan_readable(plan) -> dict | None:
+    """A stored plan pages may compute with, or None: a plan stored before the checks of
+    ``plan_check`` existed is shown as unreadable, never a 500."""
+    try:
+        return plan_check(plan) if isinstance(plan, dict) else None
+    except (ValueError, RecursionError):
+        return None
 
 
 def plan_nvme_tb(plan: dict) -> float:

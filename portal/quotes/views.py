@@ -10,6 +10,7 @@ from django_htmx.http import replace_url
 
 from portal.accounts.selectors import organisations_for, primary_organisation
 from portal.quotes.forms import ConfiguratorForm, default_initial, initial_from_plan
+from portal.quotes.plans import plan_check
 from portal.quotes.selectors import quote_for_user
 from portal.quotes.services import ConfigurationError, configuration_evaluate, quote_create
 from portal.sizing.plan_tokens import plan_sign, plan_unsign
@@ -97,7 +98,7 @@ def _data_from_query(query) -> dict:
     token = query.get("plan")
     if token:
         try:
-            data |= initial_from_plan(plan_unsign(token))
+            data |= initial_from_plan(plan_check(plan_unsign(token)))
         except ValueError:
             pass  # the form's clean_plan() reports it on the page
     data |= {key: query.get(key) for key in FORM_FIELDS if key in query}

@@ -163,7 +163,7 @@ class WizardForm(forms.Form):
             if source == "upload":
                 upload = data.get("config_file")
                 if upload:
-                    self.loaded = services.model_from_config_text(upload.read(), name=_stem(upload.name))
+                    self.loaded = services.model_from_upload(upload, name=_stem(upload.name))
                     self._carry("model_config", services.config_token(self.loaded))
                 elif data.get("model_config"):
                     self.loaded = services.model_from_config_token(data["model_config"])

@@ -7,6 +7,7 @@ goal are built from plain values; the catalog is read from the database.
 from __future__ import annotations
 
 import json
+import re
 import socket
 from dataclasses import dataclass
 from urllib.parse import urlencode, urlparse
@@ -16,6 +17,7 @@ from django.core.cache import cache
 from django.urls import reverse
 
 from portal.sizing.catalog_data import catalog_from_db
+from portal.sizing.config_json import load_config_json, shape_problem
 from portal.sizing.estimator import (
     Estimate,
     ModelSpec,
@@ -41,6 +43,9 @@ from portal.sizing.recommend.stacks import Needs, choose_stack
 
 MAX_CONFIG_BYTES = 256 * 1024
 HF_TIMEOUT_S = 5.0
+# The Hub's rule for repo ids: two parts of up to 96 characters, no '--' or '..' (checked apart)
+HF_REPO_ID = re.compile(r"[A-Za-z0-9](?:[\w.-]{0,94}[A-Za-z0-9_])?/[A-Za-z0-9](?:[\w.-]{0,94}[A-Za-z0-9_])?",
+                        re.ASCII)
 HF_CACHE_S = 24 * 3600
 CONFIG_SALT = "trainyard.sizing.config"
 
@@ -78,18 +83,27 @@ def model_from_config_text(text: bytes | str, *, name: str = "") -> LoadedModel:
             text = text.decode("utf-8")
         except UnicodeDecodeError:
             raise ModelSourceError("That file is not text; upload the model's config.json.") from None
+    if len(text) > MAX_CONFIG_BYTES:
+        raise ModelSourceError("That config.json is too large (over 256 KB).")
     try:
-        config = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ModelSourceError(
-            f"That config.json is not valid JSON (line {exc.lineno}: {exc.msg}).") from None
-    if not isinstance(config, dict):
-        raise ModelSourceError("A config.json holds a JSON object ({…}); this one does not.")
+        config = load_config_json(text)
+    except ValueError as exc:
+        raise ModelSourceError(str(exc)) from None
     try:
         spec = model_from_hf_config(config, name=name)
-    except (ValueError, TypeError) as exc:
-        raise ModelSourceError(f"Cannot read this config.json: {exc}.") from None
+    except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+        raise ModelSourceError(f"Cannot read this config.json: {str(exc).rstrip('.')}.") from None
+    if problem := shape_problem(spec):
+        raise ModelSourceError(f"Cannot size this config.json: {problem}.")
     return LoadedModel(spec=spec, label=name or spec.name, config=config)
+
+
+def model_from_upload(upload, *, name: str = "") -> LoadedModel:
+    """A model from an uploaded config.json: its size is checked before a byte is read."""
+    if upload.size is None or upload.size > MAX_CONFIG_BYTES:
+        raise ModelSourceError(f"That file is too large for a config.json ({upload.size or 0:,} bytes; "
+                               f"at most {MAX_CONFIG_BYTES // 1024} KB).")
+    return model_from_config_text(upload.read(MAX_CONFIG_BYTES + 1), name=name)
 
 
 def config_token(loaded: LoadedModel) -> str:
@@ -108,8 +122,10 @@ def model_from_config_token(token: str) -> LoadedModel:
 def model_from_hf(repo_id: str) -> LoadedModel:
     """Fetch config.json from the Hugging Face Hub (cached); a clear message when offline."""
     repo_id = (repo_id or "").strip()
-    if not repo_id or repo_id.count("/") != 1 or " " in repo_id:
-        raise ModelSourceError("A Hugging Face model id looks like organisation/name, "
+    if not HF_REPO_ID.fullmatch(repo_id) or "--" in repo_id or ".." in repo_id:
+        shown = repo_id if len(repo_id) <= 60 else repo_id[:57] + "…"
+        raise ModelSourceError(f"{shown!r} is not a Hugging Face model id. An id looks like "
+                               "organisation/name, in letters, digits, '-', '_' and '.', "
                                "e.g. mistralai/Mistral-7B-v0.1.")
     key = f"sizing:hf-config:{repo_id}"
     text = cache.get(key)

@@ -9,7 +9,7 @@ from django.db import IntegrityError, connection, transaction
 from portal.catalog.models import ServerSKU
 from portal.catalog.selectors import sku_list
 from portal.core.states import DomainError, TransitionNotAllowed
-from provisioning.health import node_health_check
+from provisioning.health import node_accept_if_healthy, node_health_check
 from provisioning.models import HealthCheck, Node
 from provisioning.selectors import node_history, node_last_health
 from provisioning.services import node_enrol, node_return_to_service, node_set_maintenance
@@ -21,7 +21,10 @@ def test_an_operator_enrols_a_node_into_stock(catalog, people, sim_dir):
     sku = ServerSKU.objects.get(slug=H100_SKU)
     node = node_enrol(by=people.olga, sku=sku, hostname="gpu-h100-01",
                       management_address="10.1.0.1", fabric_group="ib-a",
-                      nvme_devices=["/dev/nvme0n1"], ready=True)
+                      nvme_devices=["/dev/nvme0n1"], driver_options={"state_dir": str(sim_dir)})
+    assert node.state == "enrolled" and sku_list().get(pk=sku.pk).stock == 0  # not stock until checked
+    node_accept_if_healthy(node=node, by=people.olga)  # what the queued check task runs
+    node.refresh_from_db()
     assert (node.state, node.driver) == ("ready", "simulated")
     assert [e.transition for e in node_history(node)] == ["enrol", "accept"]
     assert sku_list().get(pk=sku.pk).stock == 1

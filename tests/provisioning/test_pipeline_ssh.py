@@ -42,6 +42,7 @@ from provisioning.stack.bundle import RenderedStack, render_stack
 from provisioning.stack.packages import TORCH
 from provisioning.states import STEPS, NodeState, RunKind, RunStatus, StepStatus
 from provisioning.storage.models import Bucket
+from provisioning.transitions import node_transition
 from tests.conftest import missing_service
 from tests.factories import OrganisationFactory, member_of, staff
 from tests.provisioning.sshd import SshdUnavailable, start_sshd
@@ -112,13 +113,14 @@ def _enrol(gpu_host, hostname: str, **options):
     sku = ServerSKU.objects.get(slug=SKU)
     # Public facts only in driver_options: the pinned host key and where the key file is.
     # The private key itself is read from that file by the worker (see the driver's docstring).
-    return node_enrol(by=operator, sku=sku, hostname=hostname,
+    # Accepted directly, as make_node does: this is a CPU sshd host with no GPU to health-check.
+    node = node_enrol(by=operator, sku=sku, hostname=hostname,
                       management_address=f"{gpu_host.host}:{gpu_host.port}", driver="ssh",
                       driver_options={"host_key": gpu_host.host_public_key,
                                       "private_key_file": str(gpu_host.key_file),
                                       "apt_packages": ["bash", "coreutils"],
-                                      "connect_timeout_s": 5, **options},
-                      ready=True)
+                                      "connect_timeout_s": 5, **options})
+    return node_transition(node=node, name="accept", by=operator, note="test fixture")
 
 
 def render_without_stack(**kwargs) -> RenderedStack:

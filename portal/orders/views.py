@@ -34,8 +34,8 @@ from provisioning.selectors import (
     order_last_health,
     order_progress,
 )
-from provisioning.stack.selectors import StaleFile, stack_downloads, stack_file
 from provisioning.ssh_keys import order_ssh_keys
+from provisioning.stack.selectors import StaleFile, stack_downloads, stack_file
 from provisioning.storage.selectors import storage_for
 from provisioning.storage.services import (
     credential_reveal,

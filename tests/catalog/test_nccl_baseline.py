@@ -6,7 +6,7 @@ from django.apps import apps
 
 from portal.catalog.models import ServerSKU
 
-migration = importlib.import_module("portal.catalog.migrations.0003_serversku_nccl_busbw_gbps")
+migration = importlib.import_module("portal.catalog.migrations.0004_serversku_nccl_busbw_gbps")
 
 
 def test_the_seed_sets_the_baselines(catalog):

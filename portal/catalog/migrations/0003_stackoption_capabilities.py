@@ -26,7 +26,7 @@ TORCHTITAN = {
     "name": "torchtitan (FSDP2 + TP + PP + CP)", "kind": "strategy",
     "data_parallel": ["fsdp2-full-shard", "fsdp2-hybrid-shard"], "tensor_parallel": True,
     "sequence_parallel": True, "pipeline_parallel": True, "context_parallel": True, "cpu_offload": True,
-    "fp8": True, "packages": ["torch==2.13.0", "torchtitan==0.3.0", "torchao==0.18.0"],
+    "fp8": True, "packages": ["torch==2.13.0", "torchtitan==0.2.2", "torchao==0.18.0"],
     "description": "PyTorch-native pre-training of large models: FSDP2 with tensor, sequence, pipeline "
                    "and context parallelism and float8.",
 }

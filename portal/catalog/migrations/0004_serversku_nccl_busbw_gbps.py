@@ -19,7 +19,7 @@ def baselines_from_seed(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('catalog', '0002_storageprovider_region_addressing'),
+        ('catalog', '0003_stackoption_capabilities'),
     ]
 
     operations = [

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('provisioning', '0007_rotate_storage_key_run'),
+        ('provisioning', '0008_node_fabric_address'),
     ]
 
     operations = [

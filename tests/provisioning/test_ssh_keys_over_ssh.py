@@ -27,11 +27,14 @@ from provisioning.models import ProvisioningRun
 from provisioning.selectors import order_access
 from provisioning.services import node_enrol
 from provisioning.ssh_keys import installed_keys, ssh_key_add, ssh_key_remove
+from provisioning.stack.packages import TORCH
 from provisioning.states import STEPS, RunKind, RunStatus
+from provisioning.transitions import node_transition
 from tests.accounts.ssh_keygen import private_key, private_text, public_line
 from tests.conftest import missing_service
 from tests.factories import OrganisationFactory, member_of, staff
 from tests.provisioning.sshd import SshdUnavailable, start_sshd
+from tests.provisioning.stack.venv_cache import link_cached_venv
 from tests.provisioning.test_pipeline_ssh import FAKE_NVIDIA_SMI, _os_image, drive
 
 SKU = "2x-l4-24gb"
@@ -53,6 +56,7 @@ def cluster_hosts(tmp_path_factory):
             host = start_sshd(base / "sshd", env={"PATH": path, "TRAINYARD_ROOT": str(base / "root")},
                               authorized_keys_files=(str(base / "root/etc/trainyard/authorized_keys"),))
             host.hostname, host.trainyard_root = name, base / "root"
+            link_cached_venv(host.trainyard_root, (TORCH,))  # the test host's stack: torch only
             host.key_file = base / "id_ed25519"
             host.key_file.write_text(host.client_key_pem)
             host.key_file.chmod(0o600)
@@ -68,11 +72,13 @@ def cluster_hosts(tmp_path_factory):
 
 def _enrol(hosts):
     operator, sku = staff("operator"), ServerSKU.objects.get(slug=SKU)
-    return [node_enrol(by=operator, sku=sku, hostname=h.hostname,
-                       management_address=f"{h.host}:{h.port}", driver="ssh", fabric_group="keys-f1",
-                       driver_options={"host_key": h.host_public_key, "private_key_file": str(h.key_file),
-                                       "login_user": h.user, "connect_timeout_s": 5},
-                       ready=True)
+    return [node_transition(
+        node=node_enrol(by=operator, sku=sku, hostname=h.hostname,
+                        management_address=f"{h.host}:{h.port}", fabric_address=h.host, driver="ssh",
+                        fabric_group="keys-f1",
+                        driver_options={"host_key": h.host_public_key, "private_key_file": str(h.key_file),
+                                        "login_user": h.user, "connect_timeout_s": 5, "test_host": True}),
+        name="accept", by=operator, note="test fixture: a CPU sshd host")
             for h in hosts]
 
 

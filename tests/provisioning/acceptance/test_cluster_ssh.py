@@ -17,12 +17,15 @@ from provisioning.models import ProvisioningRun, StepRun
 from provisioning.pipeline import engine
 from provisioning.selectors import acceptance_report
 from provisioning.services import node_enrol
+from provisioning.stack.packages import TORCH
 from provisioning.states import RunKind
 from provisioning.storage.models import Bucket
+from provisioning.transitions import node_transition
 from tests.conftest import missing_service
 from tests.factories import OrganisationFactory, member_of, staff
 from tests.provisioning.sshd import SshdUnavailable, start_sshd
-from tests.provisioning.test_pipeline_ssh import SKU, STACK_STANDIN, _os_image
+from tests.provisioning.stack.venv_cache import link_cached_venv
+from tests.provisioning.test_pipeline_ssh import SKU, _os_image
 
 pytestmark = pytest.mark.torch
 
@@ -34,6 +37,7 @@ def two_hosts(tmp_path_factory):
         for name in ("a", "b"):
             base = tmp_path_factory.mktemp(f"cluster-{name}")
             (base / "root").mkdir()
+            link_cached_venv(base / "root", (TORCH,))  # the test host's stack: torch only
             host = start_sshd(base / "sshd", env={"TRAINYARD_ROOT": str(base / "root")})
             key = base / "id_ed25519"
             key.write_text(host.client_key_pem)
@@ -68,14 +72,16 @@ def drive_until_done(run: ProvisioningRun, *, limit: int = 60) -> list[str]:
 def test_a_two_node_cluster_trains_across_both_hosts(two_hosts, catalog, settings, storage_provider,
                                                      admin_s3):
     settings.PROVISIONING_OS_IMAGE = _os_image()
-    settings.PROVISIONING_STACK_RENDERER = STACK_STANDIN
     settings.PROVISIONING_STEP_LEASE_S = 1800  # see the ssh_node fixture: no renewal in-test
     sku = ServerSKU.objects.get(slug=SKU)
-    nodes = [node_enrol(by=staff("operator"), sku=sku, hostname=f"cpu-ssh-{i}", fabric_group="loop",
-                        management_address=f"{h.host}:{h.port}", driver="ssh", ready=True,
+    operator = staff("operator")
+    nodes = [node_transition(
+        node=node_enrol(by=operator, sku=sku, hostname=f"cpu-ssh-{i}", fabric_group="loop",
+                        management_address=f"{h.host}:{h.port}", fabric_address=h.host, driver="ssh",
                         driver_options={"host_key": h.host_public_key, "private_key_file": str(h.key_file),
                                         "apt_packages": ["bash"], "connect_timeout_s": 5,
-                                        "test_host": True})
+                                        "test_host": True}),
+        name="accept", by=operator, note="test fixture: a CPU sshd host")
              for i, h in enumerate(two_hosts)]
     org = OrganisationFactory(slug="acme", name="Acme AI")
     customer = member_of(org)

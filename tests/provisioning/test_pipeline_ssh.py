@@ -39,7 +39,7 @@ from provisioning.pipeline import engine
 from provisioning.selectors import acceptance_report
 from provisioning.services import node_enrol
 from provisioning.stack.bundle import RenderedStack, render_stack
-from provisioning.stack.packages import TORCH
+from provisioning.stack.packages import TEST_HOST_PACKAGES
 from provisioning.states import STEPS, NodeState, RunKind, RunStatus, StepStatus
 from provisioning.storage.models import Bucket
 from provisioning.transitions import node_transition
@@ -87,7 +87,7 @@ def gpu_host(tmp_path_factory):
     host.key_file = key_file
     host.bin_dir = base / "bin"
     host.trainyard_root = base / "root"
-    link_cached_venv(host.trainyard_root, (TORCH,))  # the test host's stack: torch only
+    link_cached_venv(host.trainyard_root, TEST_HOST_PACKAGES)  # the test host's stack
     try:
         yield host
     finally:

@@ -27,7 +27,7 @@ from provisioning.models import ProvisioningRun
 from provisioning.selectors import order_access
 from provisioning.services import node_enrol
 from provisioning.ssh_keys import installed_keys, ssh_key_add, ssh_key_remove
-from provisioning.stack.packages import TORCH
+from provisioning.stack.packages import TEST_HOST_PACKAGES
 from provisioning.states import STEPS, RunKind, RunStatus
 from provisioning.transitions import node_transition
 from tests.accounts.ssh_keygen import private_key, private_text, public_line
@@ -57,7 +57,7 @@ def cluster_hosts(tmp_path_factory):
             host = start_sshd(base / "sshd", env={"PATH": path, "TRAINYARD_ROOT": str(base / "root")},
                               authorized_keys_files=(str(base / "root/etc/trainyard/authorized_keys"),))
             host.hostname, host.trainyard_root = name, base / "root"
-            link_cached_venv(host.trainyard_root, (TORCH,))  # the test host's stack: torch only
+            link_cached_venv(host.trainyard_root, TEST_HOST_PACKAGES)  # the test host's stack
             host.key_file = base / "id_ed25519"
             host.key_file.write_text(host.client_key_pem)
             host.key_file.chmod(0o600)

@@ -17,7 +17,7 @@ from provisioning.models import ProvisioningRun, StepRun
 from provisioning.pipeline import engine
 from provisioning.selectors import acceptance_report
 from provisioning.services import node_enrol
-from provisioning.stack.packages import TORCH
+from provisioning.stack.packages import TEST_HOST_PACKAGES
 from provisioning.states import RunKind
 from provisioning.storage.models import Bucket
 from provisioning.transitions import node_transition
@@ -37,7 +37,7 @@ def two_hosts(tmp_path_factory):
         for name in ("a", "b"):
             base = tmp_path_factory.mktemp(f"cluster-{name}")
             (base / "root").mkdir()
-            link_cached_venv(base / "root", (TORCH,))  # the test host's stack: torch only
+            link_cached_venv(base / "root", TEST_HOST_PACKAGES)  # the test host's stack
             host = start_sshd(base / "sshd", env={"TRAINYARD_ROOT": str(base / "root")})
             key = base / "id_ed25519"
             key.write_text(host.client_key_pem)

@@ -83,9 +83,11 @@ def _enrol(hosts):
             for h in hosts]
 
 
-def _approved_cluster(org, customer, nodes):
+def _approved_cluster(org, customer, nodes, storage_provider):
+    # With a bucket: cluster acceptance round-trips its checkpoint through it (every node reads it).
     config = Configuration(sku=nodes[0].sku, nvme=NvmeOption.objects.order_by("size_tb").first(),
-                           network=NetworkOption.objects.get(slug="eth-100g"), node_count=2)
+                           network=NetworkOption.objects.get(slug="eth-100g"), node_count=2,
+                           storage_provider=storage_provider, storage_tb=1)
     order = order_place(quote=quote_create(organisation=org, by=customer, configuration=config),
                         by=customer)
     order_submit(order=order, by=customer)
@@ -121,16 +123,17 @@ def _sync(order) -> None:
     assert run.status == RunStatus.SUCCEEDED
 
 
+@pytest.mark.torch
 @pytest.mark.django_db
 def test_the_customers_key_logs_in_to_every_node_and_a_removed_key_is_refused(
-        catalog, cluster_hosts, settings):
+        catalog, cluster_hosts, settings, storage_provider):
     settings.PROVISIONING_OS_IMAGE = _os_image()
     settings.PROVISIONING_STEP_LEASE_S = 1800  # see the ssh_node fixture: no renewal in-test
     org = OrganisationFactory(slug="keys-lab", name="Keys Lab")
     alice = member_of(org)
     laptop = private_key("ssh-ed25519")
     laptop_key = ssh_key_add(public_key=public_line(laptop), name="laptop", user=alice, by=alice)
-    order = _approved_cluster(org, alice, _enrol(cluster_hosts))
+    order = _approved_cluster(org, alice, _enrol(cluster_hosts), storage_provider)
 
     # Cluster acceptance waits (transient retries) until both nodes' stacks are in.
     outcomes = drive_until_done(ProvisioningRun.objects.get(order=order, kind=RunKind.PROVISION))

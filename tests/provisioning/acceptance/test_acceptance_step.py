@@ -26,14 +26,14 @@ def test_a_cluster_waits_for_every_stack_before_its_training_job(catalog, people
     first, second = (make_node(sku=H100_SKU, state_dir=sim_dir, fabric_group="f1") for _ in range(2))
     run = approved_order(people, node_count=2).runs.get()
     runs.run_start(run_id=run.pk)
-    for step in ("reserve", "deploy_os", "configure", "storage", "stack"):
+    for step in ("reserve", "deploy_os", "configure", "storage", "stack", "access"):
         assert engine.step_execute(run_id=run.pk, node_id=first.pk, step=step).status == "succeeded"
 
     waiting = engine.step_execute(run_id=run.pk, node_id=first.pk, step="acceptance")
 
     assert waiting.status == "retry" and waiting.retry_in_s > 0
     assert f"waiting for the training stack on {second.hostname}" in waiting.message
-    for step in ("reserve", "deploy_os", "configure", "storage", "stack"):
+    for step in ("reserve", "deploy_os", "configure", "storage", "stack", "access"):
         engine.step_execute(run_id=run.pk, node_id=second.pk, step=step)
     StepRun.objects.filter(run=run, step="acceptance").update(retry_at=None)  # backoff elapsed
     assert engine.step_execute(run_id=run.pk, node_id=first.pk, step="acceptance").status == "succeeded"

@@ -121,12 +121,12 @@ def test_a_worker_killed_mid_step_is_replaced_and_nothing_happens_twice(
     ok = Counter(e["name"] for e in journal if e["event"] == "ok")
     # The interrupted step (power on, then write the image) is done again from its start; its
     # image is written to completion once, and no other step repeats anything.
-    assert ok == {"power_on": 2, "deploy_os": 1, "configure": 1, "stack": 1, "acceptance": 1,
-                  "acceptance-checks": 1}
+    assert ok == {"power_on": 2, "deploy_os": 1, "configure": 1, "stack": 1, "access": 1,
+                  "acceptance": 1, "acceptance-checks": 1}
     assert _events(journal, "deploy_os")["start"] == 2  # interrupted once, completed once
     attempts = dict(StepRun.objects.values_list("step", "attempts"))
     assert attempts == {"reserve": 1, "deploy_os": 2, "configure": 1, "storage": 1, "stack": 1,
-                        "acceptance": 1, "handover": 1}
+                        "access": 1, "acceptance": 1, "handover": 1}
     assert set(StepRun.objects.values_list("status", flat=True)) == {"succeeded"}
     transitions = Counter(NodeEvent.objects.filter(node=node).values_list("transition", flat=True))
     assert transitions == {"enrol": 1, "reserve": 1, "deploy": 1, "configure": 1, "validate": 1,

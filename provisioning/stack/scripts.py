@@ -10,18 +10,6 @@ from __future__ import annotations
 import shlex
 
 
-def acceptance_script(expected_gpus: int) -> str:
-    return f"""#!/bin/sh
-set -eu
-echo "acceptance: expecting {expected_gpus} GPU(s)"
-command -v nvidia-smi >/dev/null 2>&1 || {{ echo "nvidia-smi not found: no GPU driver"; exit 2; }}
-found=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
-echo "found $found GPU(s)"
-[ "$found" -eq {expected_gpus} ] || {{ echo "expected {expected_gpus} GPUs, found $found"; exit 1; }}
-echo "acceptance passed"
-"""
-
-
 def revoke_script() -> str:
     return """#!/bin/sh
 set -eu

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.conf import settings
 from django.utils import timezone
 
 from provisioning.drivers import DriverError, driver_options, split_address
 from provisioning.pipeline.context import StepContext, StepResult
+from provisioning.pipeline.steps.access import login_user_for
 
 SSH_PORT = 22
 
@@ -46,7 +46,7 @@ class HandoverResult(StepResult):
 def handover(ctx: StepContext) -> HandoverResult:
     node = ctx.node
     options = driver_options(node)
-    login_user = str(options.get("login_user") or settings.PROVISIONING_LOGIN_USER)
+    login_user = login_user_for(node)
     simulated = bool(ctx.driver.simulated)
     if simulated:
         host, port = node.hostname, SSH_PORT

@@ -28,8 +28,10 @@ TINY = """import os, torch, torch.distributed as dist
 dist.init_process_group("gloo")
 total = torch.tensor([dist.get_rank() + 1.0])
 dist.all_reduce(total)
-print(f"rank {dist.get_rank()} of {dist.get_world_size()} sum {total.item():.0f} "
-      f"backend {os.environ['TRAINYARD_DIST_BACKEND']}", flush=True)
+# One write per line: torchrun runs workers unbuffered, where print() writes the text and the
+# newline separately, so two ranks' lines could interleave.
+os.write(1, (f"rank {dist.get_rank()} of {dist.get_world_size()} sum {total.item():.0f} "
+             f"backend {os.environ['TRAINYARD_DIST_BACKEND']}\n").encode())
 dist.destroy_process_group()
 """
 

@@ -4,6 +4,7 @@ here (not inside a pipeline step) keeps a slow first pip install out of a step's
 
 from __future__ import annotations
 
+import fcntl
 import subprocess
 import tempfile
 from pathlib import Path
@@ -16,11 +17,15 @@ MARKER = ".trainyard-requirements"
 def link_cached_venv(root: Path, packages) -> Path:
     key = requirements_key(packages)
     cache = Path(tempfile.gettempdir()) / "trainyard-test-venvs" / key
-    if (cache / MARKER).read_text().strip() != key if (cache / MARKER).exists() else True:
-        subprocess.run(["python3", "-m", "venv", str(cache)], check=True)
-        subprocess.run([str(cache / "bin" / "python"), "-m", "pip", "install", "--no-input",
-                        "--disable-pip-version-check", "-q", *packages], check=True)
-        (cache / MARKER).write_text(key + "\n")
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    # Test processes running side by side (pytest -n) build a missing venv once, one at a time.
+    with open(cache.parent / f"{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (cache / MARKER).exists() or (cache / MARKER).read_text().strip() != key:
+            subprocess.run(["python3", "-m", "venv", str(cache)], check=True)
+            subprocess.run([str(cache / "bin" / "python"), "-m", "pip", "install", "--no-input",
+                            "--disable-pip-version-check", "-q", *packages], check=True)
+            (cache / MARKER).write_text(key + "\n")
     target = root / "opt" / "trainyard" / "venv"
     target.parent.mkdir(parents=True, exist_ok=True)
     if not target.is_symlink():

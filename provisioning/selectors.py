@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from django.db.models import Count, Prefetch, Q, QuerySet
@@ -134,18 +134,27 @@ def order_progress(order, *, run: ProvisioningRun | None = None, log_lines: int 
 
 def acceptance_report(order) -> AcceptanceReport | None:
     """The report of the latest acceptance test on ``order`` that reported (passed, or failed
-    with its checks), so the page says why a server was not handed over."""
+    with its checks), so the page says why a server was not handed over. On a cluster each
+    node's step reports: the one that explains a failure, else the training job's (rank 0),
+    with every other node's own checks (nccl-tests, DCGM, memory …) added to its table."""
     done = (StepStatus.SUCCEEDED, StepStatus.FAILED)
     latest = (StepRun.objects.filter(run__order=order, step="acceptance", status__in=done)
               .exclude(result={}).order_by("-finished_at").first())
     if latest is None or not (latest.result or {}).get("report"):
         return None
-    # On a cluster each node reports; the one that ran the training job (rank 0) is the report.
     reports = [AcceptanceResult.from_dict(sr.result).report for sr in StepRun.objects.filter(
         run_id=latest.run_id, step="acceptance", status__in=done).order_by("-finished_at")]
     # A node whose checks failed explains the run's failure; else the training job's report.
     failed = next((r for r in reports if r.checks and not r.passed), None)
-    return failed or next((r for r in reports if r.trained), AcceptanceResult.from_dict(latest.result).report)
+    main = failed or next((r for r in reports if r.trained), AcceptanceResult.from_dict(latest.result).report)
+    return _with_node_checks(main, [r for r in reports if r is not main])
+
+
+def _with_node_checks(main: AcceptanceReport, others: list[AcceptanceReport]) -> AcceptanceReport:
+    seen = {(c.node, c.name) for c in main.checks}
+    extra = sorted((c for r in others for c in r.checks if c.node and (c.node, c.name) not in seen),
+                   key=lambda c: c.node)  # stable: each node's checks keep their order
+    return replace(main, checks=main.checks + tuple(extra)) if extra else main
 
 
 @dataclass(frozen=True)

@@ -143,8 +143,9 @@ def approved_order(people, **quote_kwargs):
 def drain(run_id: int, *, limit: int = 500) -> list:
     """Runs a started run's steps in this process, as workers would, until nothing is left.
 
-    A step waiting to retry is run again at once: its backoff is taken as elapsed (``retry_at``
-    moved to now, as if the Celery task's countdown had run out)."""
+    A step waiting to retry (a transient failure's backoff, or a cluster step waiting for the
+    other nodes) is run again at once: ``retry_at`` moved to now, as if the Celery task's
+    countdown had run out."""
     queue = list(run_start(run_id=run_id))
     outcomes = []
     while queue:
@@ -154,7 +155,7 @@ def drain(run_id: int, *, limit: int = 500) -> list:
         outcome = step_execute(run_id=key[0], node_id=key[1], step=key[2])
         outcomes.append((key, outcome))
         queue.extend(outcome.next_steps)
-        if outcome.status == "retry":
+        if outcome.status in ("retry", "waiting"):
             StepRun.objects.filter(run_id=key[0], node_id=key[1], step=key[2]).update(
                 retry_at=timezone.now())
             queue.append(key)

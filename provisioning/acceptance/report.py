@@ -3,11 +3,16 @@ the server page and ``GET /api/v1/orders/{ref}/server``.
 
 Rows written before train-smoke (a health script and four checks) read back too: unknown keys
 are ignored and a check without ``status`` takes it from ``ok``.
+
+Numbers that are not finite (a diverged loss is ``NaN``) never reach a field: JSON has no NaN
+and PostgreSQL refuses the ``NaN`` token Python's json writes, so they read as ``None`` (and a
+loss curve ends where it stopped being finite).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 
 from provisioning.acceptance.markers import ERROR_MARKER, JOB_MARKER, NODE_MARKER
@@ -53,11 +58,9 @@ class AcceptanceCheck(StepResult):
     @classmethod
     def from_node(cls, data: dict, *, node: str = "") -> AcceptanceCheck:
         status = data.get("status") if data.get("status") in STATUSES else "fail"
-        value, threshold = data.get("value"), data.get("threshold")
         return cls(name=str(data.get("name") or "unnamed check"), ok=status != "fail",
                    detail=str(data.get("detail") or ""), status=status, node=node,
-                   value=float(value) if isinstance(value, int | float) else None,
-                   threshold=float(threshold) if isinstance(threshold, int | float) else None,
+                   value=_float(data.get("value")), threshold=_float(data.get("threshold")),
                    unit=str(data.get("unit") or ""))
 
 
@@ -101,6 +104,7 @@ class AcceptanceReport(StepResult):
     fsdp_losses: tuple[float, ...] = ()
     tokens_per_s: dict = field(default_factory=dict)
     allreduce_busbw_gbps: float | None = None
+    peak_memory_bytes: int | None = None  # the job's largest max_memory_allocated (CUDA only)
     checkpoint: CheckpointRoundTrip | None = None
 
     @classmethod
@@ -198,16 +202,18 @@ class AcceptanceResult(StepResult):
 
 
 def find_marker(lines, marker: str) -> dict | None:
-    """The JSON object of the last ``marker`` line in ``lines``; None when there is none."""
+    """The JSON object after the last ``marker`` in ``lines``; None when there is none. The
+    marker may stand anywhere in its line (another process's output can land in front of it);
+    ``NaN`` and ``Infinity`` read as None."""
     found = None
     for line in lines:
-        text = line.strip()
-        if text.startswith(marker + " "):
-            found = text[len(marker) + 1:]
+        at = line.rfind(marker + " ")
+        if at >= 0:
+            found = line[at + len(marker) + 1:].strip()
     if found is None:
         return None
     try:
-        data = json.loads(found)
+        data = json.loads(found, parse_constant=lambda _: None)
     except ValueError as exc:
         raise ReportUnreadable(f"{marker} line is not JSON: {exc}") from None
     if not isinstance(data, dict):
@@ -228,9 +234,10 @@ def job_fields(job: dict) -> dict:
         "parameters": _int(model.get("parameters")),
         "versions": {str(k): str(v) for k, v in (job.get("versions") or {}).items()},
         "ddp_losses": _floats(losses.get("ddp")), "fsdp_losses": _floats(losses.get("fsdp2")),
-        "tokens_per_s": {k: float(v) for k, v in (job.get("throughput") or {}).items()
-                         if isinstance(v, int | float)},
+        "tokens_per_s": {str(k): _float(v) for k, v in (job.get("throughput") or {}).items()
+                         if _float(v) is not None},
         "allreduce_busbw_gbps": _float(bandwidths.get("allreduce_busbw_gbps")),
+        "peak_memory_bytes": _int(job.get("peak_memory_bytes")) or None,
     }
     if ckpt is not None:
         fields["checkpoint"] = CheckpointRoundTrip(
@@ -244,12 +251,23 @@ def job_fields(job: dict) -> dict:
 
 
 def _int(value) -> int:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+    number = _float(value)
+    return int(number) if number is not None else 0
 
 
 def _float(value) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    """A finite number, else None (booleans, strings, NaN and infinities are not numbers here)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
 
 
 def _floats(values) -> tuple[float, ...]:
-    return tuple(float(v) for v in values or () if isinstance(v, int | float))
+    """A loss curve up to its first value that is not a finite number (where it diverged)."""
+    curve = []
+    for value in values or ():
+        number = _float(value)
+        if number is None:
+            break
+        curve.append(number)
+    return tuple(curve)

@@ -34,11 +34,15 @@ def simulated_lines(script: str, *, hostname: str, gpus: int, nnodes: int) -> li
             "checkpoint": {"ok": True, "bucket": False, "prefix": "", "bytes": 12_670_000,
                            "tensors": 39, "mismatched": 0, "save_s": 0.2, "load_s": 0.1},
             "bandwidths": {"allreduce_busbw_gbps": 180.0 if world > 1 else 0.0},
+            "peak_memory_bytes": 1_180_000_000,
             "checks": [
                 SIMULATED_CHECK,
                 {"name": "DDP loss falls", "status": "pass", "detail":
                  f"loss {sum(ddp[:5]) / 5:.3f} → {sum(ddp[-5:]) / 5:.3f} (simulated)",
                  "value": 0.98, "threshold": 0.3, "unit": "fraction"},
+                {"name": "DDP replicas identical", "status": "pass", "detail":
+                 f"all {world} replicas hold the same weights after 30 steps (simulated)",
+                 "value": 0.0, "threshold": 0.0},
                 {"name": "FSDP2 loss falls", "status": "pass", "detail":
                  f"loss {sum(fsdp[:5]) / 5:.3f} → {sum(fsdp[-5:]) / 5:.3f} (simulated)",
                  "value": 0.98, "threshold": 0.3, "unit": "fraction"},

@@ -32,6 +32,18 @@ class StepFailed(Exception):
         self.result = result or {}
 
 
+class StepWaiting(Exception):
+    """The step cannot start its work yet and nothing is wrong (e.g. a cluster's acceptance
+    waits for the other nodes). Not a failed attempt: the engine looks again after
+    ``retry_after_s`` without counting it against PROVISIONING_STEP_MAX_ATTEMPTS, until the
+    step's deadline (counted from its first execution) has passed; then the step fails."""
+
+    def __init__(self, message: str, *, retry_after_s: float = 15.0):
+        super().__init__(message)
+        self.message = message
+        self.retry_after_s = retry_after_s
+
+
 @dataclass(frozen=True)
 class StepResult:
     """Base of each step's result: a frozen dataclass, stored as JSON (``to_dict``) and read back
@@ -104,12 +116,19 @@ class StepContext:
 
     @property
     def env(self) -> dict[str, str]:
+        return self.env_for(self.node)
+
+    def env_for(self, node: Node) -> dict[str, str]:
+        """The environment of a script on ``node`` (this step's node or another of the cluster).
+        ``TRAINYARD_TEST_HOST`` is always set, from that node's own declaration, so one node's
+        flag never carries over to another (nor does a host's own environment decide it)."""
         nodes = self.cluster
-        test_host = {"TRAINYARD_TEST_HOST": "1"} if is_test_host(self.node) else {}
-        return {**test_host,
+        rank = next((i for i, n in enumerate(nodes) if n.pk == node.pk), 0)
+        return {
+            "TRAINYARD_TEST_HOST": "1" if is_test_host(node) else "0",
             "TRAINYARD_ORDER": self.order.reference,
-            "TRAINYARD_NODE": self.node.hostname,
-            "TRAINYARD_NODE_RANK": str(self.rank),
+            "TRAINYARD_NODE": node.hostname,
+            "TRAINYARD_NODE_RANK": str(rank),
             "TRAINYARD_NNODES": str(len(nodes)),
             "TRAINYARD_GPUS_PER_NODE": str(self.order.sku.gpu_count),
             "TRAINYARD_MASTER_ADDR": nodes[0].management_address.split(":")[0] if nodes else "",

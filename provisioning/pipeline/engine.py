@@ -17,6 +17,10 @@ does not start on a node while an execution of an earlier run still works there:
 over (failed, cancelled), so the execution is asked to stop, and the step waits until it has.
 Database errors (a dropped connection, a failover) are transient: the connection is closed and
 the work retried (``pipeline.dbretry``).
+
+A step that raises ``StepWaiting`` (a cluster's acceptance waiting for the other nodes) is not a
+failed attempt: it waits to retry without using up PROVISIONING_STEP_MAX_ATTEMPTS, for as long as
+the step's deadline allows, counted from its first execution (``started_at``).
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from portal.orders.states import OrderState
 from portal.orders.transitions import order_transition
 from provisioning.drivers import DriverError, ExecutionStopped, Fence
 from provisioning.models import Node, ProvisioningRun, StepLogLine, StepRun
-from provisioning.pipeline.context import LogWriter, StepContext, StepFailed
+from provisioning.pipeline.context import LogWriter, StepContext, StepFailed, StepWaiting
 from provisioning.pipeline.dbretry import DB_ERRORS, reset_connection, with_db_retry
 from provisioning.pipeline.lease import Lease
 from provisioning.pipeline.steps import STEP_FUNCTIONS
@@ -63,6 +67,8 @@ logger = logging.getLogger(__name__)
 
 # What the step log (shown to the customer) says about a crash; the details go to staff.
 INTERNAL_ERROR_LINE = "internal error; our staff has been told"
+# StepRun.error of a step that waits (StepWaiting): the next execution knows it only looked.
+WAITING_PREFIX = "waiting: "
 
 
 def step_deadline_s(step: str) -> int:
@@ -179,7 +185,7 @@ def _run_claimed(sr: StepRun, token: str) -> StepOutcome:
     order = Order.objects.select_related("sku__gpu", "nvme", "network", "storage_provider",
                                          "strategy", "tracker").get(pk=run.order_id)
     log = LogWriter(sr.pk, sr.executions)
-    if sr.executions > 1:
+    if sr.executions > 1 and not sr.error.startswith(WAITING_PREFIX):  # a wait only looked
         log(f"execution {sr.executions} of {spec.label.lower()} (attempt {sr.attempts})")
     fence = Fence(token=sr.fence, execution=token)
     ctx = StepContext(run=run, order=order, node=node, step_run=sr, log=log, fence=fence)
@@ -200,6 +206,8 @@ def _run_claimed(sr: StepRun, token: str) -> StepOutcome:
         result = STEP_FUNCTIONS[sr.step](ctx).to_dict()
     except ExecutionStopped as exc:
         outcome = ("transient", exc.message)
+    except StepWaiting as exc:
+        outcome = ("waiting", exc)
     except DriverError as exc:
         outcome = ("permanent", exc.message) if exc.permanent else ("transient", exc.message)
     except StepFailed as exc:
@@ -228,6 +236,8 @@ def _run_claimed(sr: StepRun, token: str) -> StepOutcome:
         return _record(lambda: _succeed(sr, spec, value or {}, token=token))
     if kind == "transient":
         return _record(lambda: _transient(sr, value, token=token, log=log))
+    if kind == "waiting":
+        return _record(lambda: _wait(sr, spec, value, token=token, log=log))
     # An internal error's details (exception, message) are for staff: the step error and the
     # run page have them; the log, which the customer's progress card shows, says less.
     return _record(lambda: _fail(sr, value, token=token, log=log, result=ctx.result,
@@ -335,6 +345,33 @@ def _transient(sr: StepRun, message: str, *, token: str, log: LogWriter) -> Step
     log(f"attempt {attempts} failed: {message}; retrying in {delay:.1f} s")
     log.flush()
     return StepOutcome("retry", retry_in_s=delay, message=message)
+
+
+def _wait(sr: StepRun, spec: StepSpec, waiting: StepWaiting, *, token: str,
+          log: LogWriter) -> StepOutcome:
+    """The step looked and must wait: back to waiting-to-retry, the attempt given back (the
+    claim counted it), until the step's deadline from its first execution has passed."""
+    now = timezone.now()
+    deadline_s = step_deadline_s(sr.step)
+    waited_s = (now - (sr.started_at or now)).total_seconds()
+    if waited_s + waiting.retry_after_s > deadline_s:
+        return _fail(sr, f"gave up waiting after {_span(waited_s)} (the step's deadline is "
+                         f"{_span(deadline_s)}): {waiting.message}", token=token, log=log)
+    error = WAITING_PREFIX + waiting.message
+    done = StepRun.objects.filter(pk=sr.pk, status=StepStatus.RUNNING, claimed_by=token).update(
+        status=StepStatus.RETRYING, retry_at=now + timedelta(seconds=waiting.retry_after_s),
+        attempts=Greatest(F("attempts") - 1, Value(0)), error=error, claimed_by="",
+        lease_expires_at=None)
+    if done != 1:
+        return StepOutcome("lost", message="another worker took the step over")
+    if sr.error != error:  # say it once, not at every look
+        log(f"{spec.label}: {waiting.message}; looking again every {waiting.retry_after_s:.0f} s")
+        log.flush()
+    return StepOutcome("waiting", retry_in_s=waiting.retry_after_s, message=waiting.message)
+
+
+def _span(seconds: float) -> str:
+    return f"{int(seconds)} s" if seconds < 60 else f"{int(seconds // 60)} min"
 
 
 def backoff_s(attempt: int) -> float:

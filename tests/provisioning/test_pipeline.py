@@ -39,8 +39,9 @@ def test_an_approved_order_becomes_active(catalog, people, sim_dir):
     run = order.runs.get()
     assert run.status == RunStatus.SUCCEEDED
     assert set(run.steps.values_list("status", flat=True)) == {"succeeded"}
+    # The node's own checks run before the training job: never both on the node at once.
     assert _journal_ok(node, sim_dir) == ["power_on", "deploy_os", "configure", "stack", "access",
-                                          "acceptance", "acceptance-checks"]
+                                          "acceptance-checks", "acceptance"]
     report = acceptance_report(order)
     assert report.passed and report.gpu_count == 8
     assert report.simulated and report.trained and report.fsdp_losses[-1] < report.fsdp_losses[0]
@@ -253,7 +254,7 @@ def test_day_two_reboot_and_redeploy(catalog, people, sim_dir):
     node.refresh_from_db()
     assert (order.state, node.state) == ("active", "active")
     assert ProvisioningRun.objects.get(pk=redeploy.pk).status == "succeeded"
-    assert _journal_ok(node, sim_dir)[-4:] == ["power_reboot", "stack", "acceptance", "acceptance-checks"]
+    assert _journal_ok(node, sim_dir)[-4:] == ["power_reboot", "stack", "acceptance-checks", "acceptance"]
 
 
 def test_a_step_whose_worker_died_is_taken_over_after_its_lease(catalog, people, sim_dir):

@@ -12,8 +12,10 @@ What is a stand-in, and why:
 - The node is enrolled as a declared CPU test host (driver option ``test_host``): acceptance
   trains for real with 2 gloo processes and its GPU checks skip with that reason. The same
   host enrolled as a GPU node fails acceptance the way a host without a GPU driver must.
-- The stack step also runs ``tests/provisioning/stack_standin.py`` (venv + launcher, only if
-  the real bootstrap did not make them) until the real bootstrap is merged.
+- The stack step runs the real bootstrap; its venv (torch CPU build and numpy, the test host's
+  packages) is built once per machine and linked in beforehand
+  (``tests/provisioning/stack/venv_cache.py``), so a slow first pip install stays out of a
+  step's lease.
 - A fake ``nvidia-smi`` on the session's PATH (recorded output format) stands in for the GPUs
   of the day-2 health check.
 """

@@ -50,8 +50,8 @@ def test_submit_approve_and_the_worker_takes_the_order_to_active(
     assert (configure.status, configure.attempts) == ("succeeded", 3)  # two transient failures
     assert set(StepRun.objects.values_list("status", flat=True)) == {"succeeded"}
     ok = [e["name"] for e in read_journal(node.hostname, sim_dir) if e["event"] == "ok"]
-    assert ok == ["power_on", "deploy_os", "configure", "stack", "access", "acceptance",
-                  "acceptance-checks"]
+    assert ok == ["power_on", "deploy_os", "configure", "stack", "access", "acceptance-checks",
+                  "acceptance"]
     assert [e.to_state for e in Order.objects.get(pk=order.pk).events.all()] == [
         "draft", "submitted", "pending_approval", "approved", "provisioning", "verifying", "active"]
     output = celery_worker_process.output()

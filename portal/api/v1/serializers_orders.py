@@ -151,6 +151,9 @@ class CheckpointRoundTripSerializer(serializers.Serializer):
 
 
 class AcceptanceReportSerializer(serializers.Serializer):
+    """On a cluster ``checks`` holds the training job's checks and every node's own checks
+    (``node`` names it)."""
+
     passed = serializers.BooleanField()
     checks = AcceptanceCheckSerializer(many=True)
     gpu_count = serializers.IntegerField()
@@ -169,6 +172,9 @@ class AcceptanceReportSerializer(serializers.Serializer):
     fsdp_losses = serializers.ListField(child=serializers.FloatField())
     tokens_per_s = serializers.DictField(child=serializers.FloatField())
     allreduce_busbw_gbps = serializers.FloatField(allow_null=True)
+    peak_memory_bytes = serializers.IntegerField(
+        allow_null=True, help_text="The training job's largest torch.cuda.max_memory_allocated "
+                                   "over its GPUs; null on a CPU test host.")
     checkpoint = CheckpointRoundTripSerializer(allow_null=True)
 
 

@@ -1,16 +1,21 @@
 """Acceptance test: a real training job on the node (or across the cluster) plus each node's own
 checks, stored as the ``AcceptanceReport`` the server page and the API show.
 
-- The job: ``train_smoke.py`` through the stack's launcher (``etc/trainyard/launch.sh``): DDP,
-  then FSDP2, loss must fall, a sharded checkpoint round trip through the order's bucket. On a
-  cluster the step of the first node (rank 0) runs it on every node at once, after every
-  node's stack step has succeeded (until then the step is retried: a transient wait).
 - The node's checks: GPU health from the driver, then ``node_checks.py`` (nccl-tests against
   ``ServerSKU.nccl_busbw_gbps``, DCGM, memory of the plan's layout against the estimator).
+- The job: ``train_smoke.py`` through the stack's launcher (``etc/trainyard/launch.sh``): DDP
+  (whose replicas must stay identical), then FSDP2, loss must fall, a sharded checkpoint round
+  trip (through the order's bucket when there is one).
 
-A node declared a test host (driver option ``test_host: true``) gets ``TRAINYARD_TEST_HOST=1``:
-gloo on CPU, and the GPU checks skip with that reason. A failed check fails the step with it.
-See ``provisioning/acceptance``.
+On a cluster the step of the first node (rank 0) runs the job on every node at once. It waits
+first (``StepWaiting``: no attempt used up, bounded by the step's deadline) until every node's
+stack step has succeeded and every other node's acceptance step has finished its own checks, so
+the job never shares a node with that node's checks; a step of another node that failed ends the
+wait at once, naming the node. Job and checks also work in separate directories.
+
+Each node gets ``TRAINYARD_TEST_HOST`` from its own declaration (driver option ``test_host``):
+``1`` on a CPU test host (gloo on CPU; the GPU checks skip with that reason), ``0`` elsewhere.
+A failed check fails the step with it. See ``provisioning/acceptance``.
 """
 
 from __future__ import annotations
@@ -30,12 +35,12 @@ from provisioning.acceptance.report import (
     find_marker,
     job_fields,
 )
-from provisioning.acceptance.scripts import acceptance_script
-from provisioning.drivers import DriverError, RunResult, driver_for, driver_options
+from provisioning.acceptance.scripts import checks_script, job_script
+from provisioning.drivers import DriverError, RunResult, driver_for
 from provisioning.health import MAX_GPU_TEMPERATURE_C, gpu_too_hot
 from provisioning.models import StepRun
-from provisioning.pipeline.context import StepContext, StepFailed
-from provisioning.states import StepStatus
+from provisioning.pipeline.context import StepContext, StepFailed, StepWaiting, is_test_host
+from provisioning.states import STEP_DONE, StepStatus, step_spec
 
 __all__ = ["AcceptanceCheck", "AcceptanceReport", "AcceptanceResult", "CheckpointRoundTrip",
            "acceptance", "is_test_host"]
@@ -44,25 +49,23 @@ __all__ = ["AcceptanceCheck", "AcceptanceReport", "AcceptanceResult", "Checkpoin
 # (PROVISIONING_STEP_DEADLINE_S, one hour by default).
 JOB_TIMEOUT_S = 1200
 CHECKS_TIMEOUT_S = 1200
+CLUSTER_WAIT_S = 15.0  # how often the first node looks at the others while it waits
 TEST_HOST_REASON = "test host (driver option test_host): no GPUs by declaration"
-
-
-def is_test_host(node) -> bool:
-    return driver_options(node).get("test_host") is True
 
 
 def acceptance(ctx: StepContext) -> AcceptanceResult:
     nodes = ctx.cluster
-    if len(nodes) > 1:
-        _wait_for_stacks(ctx)
+    if len(nodes) > 1 and ctx.rank == 0:
+        _wait_for_cluster(ctx, nodes)
     test_host = is_test_host(ctx.node)
     checks = list(_health_checks(ctx, test_host))
+    node_checks = _node_checks(ctx, test_host)  # before the job: the node is ours alone
     fields: dict = {}
     tail: list[str] = []
     if ctx.rank == 0:
         try:
             job, tail = _run_job(ctx, nodes)
-        except StepFailed as exc:  # no report: the reason is the check (the others still run)
+        except StepFailed as exc:  # no report: the reason is the check
             checks.append(AcceptanceCheck("training job", False, exc.message, status="fail"))
         else:
             fields = job_fields(job)
@@ -70,15 +73,7 @@ def acceptance(ctx: StepContext) -> AcceptanceResult:
     else:
         checks.append(AcceptanceCheck("training job", True, f"runs across the cluster from "
                                       f"{nodes[0].hostname}", status="skip"))
-    try:
-        node_checks, _ = _run_on(ctx, ctx.node, _checks_script(ctx, test_host),
-                                 name="acceptance-checks", marker=NODE_MARKER, timeout_s=CHECKS_TIMEOUT_S)
-    except StepFailed as exc:
-        checks.append(AcceptanceCheck("node checks", False, exc.message, status="fail",
-                                      node=ctx.node.hostname))
-    else:
-        checks += [AcceptanceCheck.from_node(c, node=ctx.node.hostname)
-                   for c in node_checks.get("checks") or ()]
+    checks += node_checks
     health = ctx.result.pop("health", None) or {}
     report = AcceptanceReport(
         passed=not any(c.failed for c in checks), checks=tuple(checks),
@@ -93,13 +88,27 @@ def acceptance(ctx: StepContext) -> AcceptanceResult:
     return AcceptanceResult(report=report)
 
 
-def _wait_for_stacks(ctx: StepContext) -> None:
-    waiting = list(StepRun.objects.filter(run=ctx.run, step="stack")
-                   .exclude(status__in=(StepStatus.SUCCEEDED, StepStatus.SKIPPED))
-                   .values_list("node__hostname", flat=True))
-    if waiting:
-        raise DriverError(f"waiting for the training stack on {', '.join(sorted(waiting))} before "
-                          "the cluster's training job", permanent=False)
+def _wait_for_cluster(ctx: StepContext, nodes) -> None:
+    """StepWaiting until every node's stack is installed and every other node's acceptance step
+    (its own checks) has finished; StepFailed at once when a step of another node failed."""
+    steps = list(StepRun.objects.filter(run=ctx.run, node__in=nodes).exclude(node=ctx.node)
+                 .select_related("node").order_by("node__hostname", "position"))
+    failed = next((sr for sr in steps if sr.status == StepStatus.FAILED), None)
+    if failed is not None:
+        label = step_spec(ctx.run.kind, failed.step).label.lower()
+        why = (failed.error.strip().splitlines() or ["no reason recorded"])[0][:300]
+        raise StepFailed(f"the cluster's training job cannot run: {label} failed on "
+                         f"{failed.node.hostname} ({why})")
+    stacks = sorted({sr.node.hostname for sr in steps
+                     if sr.step == "stack" and sr.status not in STEP_DONE})
+    if stacks:
+        raise StepWaiting(f"waiting for the training stack on {', '.join(stacks)} before the "
+                          "cluster's training job", retry_after_s=CLUSTER_WAIT_S)
+    checking = sorted({sr.node.hostname for sr in steps
+                       if sr.step == "acceptance" and sr.status not in STEP_DONE})
+    if checking:
+        raise StepWaiting(f"waiting for the node checks of {', '.join(checking)} to finish before "
+                          "the cluster's training job", retry_after_s=CLUSTER_WAIT_S)
 
 
 def _health_checks(ctx: StepContext, test_host: bool):
@@ -128,27 +137,31 @@ def _health_checks(ctx: StepContext, test_host: bool):
                           threshold=MAX_GPU_TEMPERATURE_C, unit="°C")
 
 
-def _checks_script(ctx: StepContext, test_host: bool) -> str:
+def _node_checks(ctx: StepContext, test_host: bool) -> list[AcceptanceCheck]:
     probe, why = ("", TEST_HOST_REASON) if test_host else memory_probe(ctx.order.plan)
-    return acceptance_script(job=False, checks=True, prefix="", gpus=ctx.order.sku.gpu_count,
-                             baseline_busbw_gbps=ctx.order.sku.nccl_busbw_gbps,
-                             probe_json=probe, probe_skip_reason=why)
+    script = checks_script(gpus=ctx.order.sku.gpu_count,
+                           baseline_busbw_gbps=ctx.order.sku.nccl_busbw_gbps,
+                           probe_json=probe, probe_skip_reason=why)
+    try:
+        data, _ = _run_on(ctx, ctx.node, script, name="acceptance-checks", marker=NODE_MARKER,
+                          timeout_s=CHECKS_TIMEOUT_S)
+    except StepFailed as exc:
+        return [AcceptanceCheck("node checks", False, exc.message, status="fail",
+                                node=ctx.node.hostname)]
+    return [AcceptanceCheck.from_node(c, node=ctx.node.hostname) for c in data.get("checks") or ()]
 
 
 def _run_job(ctx: StepContext, nodes) -> tuple[dict, list[str]]:
-    """train-smoke on every node at once (one torchrun per node, one rendezvous); rank 0 prints
-    the report. The other nodes are reached without their fence: their own acceptance steps
-    hold it only for their local checks, and the job needs the cluster as one."""
-    script = acceptance_script(job=True, checks=False,
-                               prefix=f"acceptance/run-{ctx.run.pk}/attempt-{ctx.step_run.executions}")
+    """train-smoke on every node at once (one torchrun per node, one rendezvous); rank 0's node
+    prints the report. The other nodes are reached without their fence: their own acceptance
+    steps have finished (``_wait_for_cluster``), and the job needs the cluster as one."""
+    script = job_script(prefix=f"acceptance/run-{ctx.run.pk}/attempt-{ctx.step_run.executions}")
     if len(nodes) == 1:
         return _run_on(ctx, ctx.node, script, name="acceptance", marker=JOB_MARKER,
                        timeout_s=JOB_TIMEOUT_S)
     # Drivers and environments are built here: the threads below touch no database.
-    work = [(ctx.driver if node.pk == ctx.node.pk else driver_for(node),
-             {**ctx.env, "TRAINYARD_NODE": node.hostname, "TRAINYARD_NODE_RANK": str(rank),
-              **({"TRAINYARD_TEST_HOST": "1"} if is_test_host(node) else {})})
-            for rank, node in enumerate(nodes)]
+    work = [(ctx.driver if node.pk == ctx.node.pk else driver_for(node), ctx.env_for(node))
+            for node in nodes]
     with ThreadPoolExecutor(max_workers=len(nodes)) as pool:
         futures = [pool.submit(_run_quietly, driver, env, script) for driver, env in work]
         outcomes = [f.result() for f in futures]  # a DriverError on any node propagates here
@@ -173,14 +186,15 @@ def _run_on(ctx: StepContext, node, script: str, *, name: str, marker: str,
         lines.append(line)
         ctx.log(_shorten(line))
 
-    env = {**ctx.env, **({"TRAINYARD_TEST_HOST": "1"} if is_test_host(node) else {})}
-    result = ctx.driver.run(script, name=name, on_line=collect, env=env, timeout_s=timeout_s)
+    result = ctx.driver.run(script, name=name, on_line=collect, env=ctx.env_for(node),
+                            timeout_s=timeout_s)
     return _read(result, lines, marker=marker, where=node.hostname)
 
 
 def _read(result: RunResult, lines: list[str], *, marker: str, where: str) -> tuple[dict, list[str]]:
     """The marker's JSON, or StepFailed with the node's own words."""
-    errors = [line.split(" ", 1)[-1] for line in lines if line.startswith(ERROR_MARKER + " ")]
+    errors = [line[line.index(ERROR_MARKER) + len(ERROR_MARKER):].strip()
+              for line in lines if ERROR_MARKER + " " in line]
     if errors:
         raise StepFailed(f"{where}: {errors[-1]}")
     if result.asks_retry:
@@ -195,11 +209,11 @@ def _read(result: RunResult, lines: list[str], *, marker: str, where: str) -> tu
     if data is None:
         last = [x for x in lines if x.strip()][-1:] or ["no output"]
         raise StepFailed(f"{where}: no {marker} line in the output (last line: {last[0][:300]})")
-    return data, [x for x in lines if not x.startswith(marker)]
+    return data, [x for x in lines if marker + " " not in x]
 
 
 def _shorten(line: str) -> str:
     for marker in (JOB_MARKER, NODE_MARKER):
-        if line.startswith(marker + " "):
+        if marker + " " in line:
             return f"{marker} received ({len(line)} bytes; the report below)"
     return line

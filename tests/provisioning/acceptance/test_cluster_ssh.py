@@ -1,7 +1,8 @@
 """A 2-node cluster over two real sshd test hosts (each its own TRAINYARD_ROOT), both declared
-CPU test hosts: acceptance waits for both stacks, then one training job runs across them (one
-torchrun per host, gloo over loopback, world size 4); the checkpoint shards of both hosts meet in
-the order's bucket and each host reads all of them back."""
+CPU test hosts: the first node's acceptance waits for both stacks and for the second node's own
+checks, then one training job runs across them (one torchrun per host, gloo over loopback, world
+size 4); the checkpoint shards of both hosts meet in the order's bucket and each host reads all
+of them back."""
 
 import pytest
 
@@ -54,14 +55,15 @@ def two_hosts(tmp_path_factory):
 
 
 def drive_until_done(run: ProvisioningRun, *, limit: int = 60) -> list[str]:
-    """Runs queued steps in this process; a step waiting to retry is run again at the end of
-    the queue with its backoff taken as elapsed (as the task's countdown would)."""
+    """Runs queued steps in this process; a step waiting to retry (a backoff, or the cluster
+    wait) is run again at the end of the queue with its time taken as elapsed (as the task's
+    countdown would)."""
     queue, outcomes = list(runs.run_start(run_id=run.pk)), []
     while queue and len(outcomes) < limit:
         key = queue.pop(0)
         outcome = engine.step_execute(run_id=key[0], node_id=key[1], step=key[2])
         outcomes.append(f"{key[2]}:{outcome.status}")
-        if outcome.status == "retry":
+        if outcome.status in ("retry", "waiting"):
             StepRun.objects.filter(run_id=key[0], node_id=key[1], step=key[2]).update(retry_at=None)
             queue.append(key)
         queue += outcome.next_steps
@@ -109,3 +111,6 @@ def test_a_two_node_cluster_trains_across_both_hosts(two_hosts, catalog, setting
     assert {".metadata", "__0_0.distcp", "__1_0.distcp", "__2_0.distcp", "__3_0.distcp"} <= keys
     second = StepRun.objects.get(run=run, node=nodes[1], step="acceptance").result["report"]
     assert {c["name"]: c["status"] for c in second["checks"]}["training job"] == "skip"
+    assert "acceptance:waiting" in outcomes  # the first node waited for the second's checks
+    assert {c.node for c in report.checks if c.name == "NCCL all-reduce bus bandwidth"} == {
+        "cpu-ssh-0", "cpu-ssh-1"}

@@ -1,5 +1,6 @@
 """node_checks.py: GPU-only checks skip with their reason on a test host and fail, with the
-reason, on a GPU node that lacks the tools."""
+reason, on a GPU node that lacks the tools or whose tool hangs; nccl-tests is looked for where the
+stack's bootstrap builds it first."""
 
 import json
 import os
@@ -34,6 +35,8 @@ def test_a_gpu_node_without_nccl_tests_fails_and_says_why(tmp_path):
     assert status == 1
     nccl = checks["NCCL all-reduce bus bandwidth"]
     assert nccl["status"] == "fail" and "all_reduce_perf is not installed" in nccl["detail"]
+    expected = tmp_path / "opt/trainyard/nccl-tests/build/all_reduce_perf"
+    assert f"expected at {expected} (built by the stack's bootstrap) or on PATH" in nccl["detail"]
     assert checks["DCGM diagnostics (dcgmi diag -r 1)"]["detail"] == "DCGM is not installed on this node"
     assert checks["peak memory of one step vs the estimator"] == {
         "name": "peak memory of one step vs the estimator", "status": "skip", "ok": True,
@@ -53,3 +56,28 @@ def test_all_reduce_perf_is_judged_against_the_baseline(tmp_path):
     status, data = node_checks(tmp_path, {}, "--gpus", "8", "--baseline-busbw-gbps", "240",
                                "--probe-skip-reason", "no plan")
     assert data["checks"][0]["status"] == "pass"
+
+
+def fake_all_reduce_perf(path, busbw: float):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\necho '# Avg bus bandwidth    : {busbw} '\n")
+    path.chmod(0o755)
+
+
+def test_the_bootstraps_nccl_tests_build_comes_before_path(tmp_path):
+    fake_all_reduce_perf(tmp_path / "all_reduce_perf", 12.0)  # on PATH
+    fake_all_reduce_perf(tmp_path / "opt/trainyard/nccl-tests/build/all_reduce_perf", 301.0)
+    _, data = node_checks(tmp_path, {}, "--gpus", "8", "--baseline-busbw-gbps", "315",
+                          "--probe-skip-reason", "no plan")
+    assert (data["checks"][0]["status"], data["checks"][0]["value"]) == ("pass", 301.0)
+
+
+def test_a_tool_that_hangs_fails_its_check_with_the_reason(tmp_path):
+    hung = tmp_path / "all_reduce_perf"
+    hung.write_text("#!/bin/sh\necho starting\n/bin/sleep 60\n")  # its child keeps the pipe open
+    hung.chmod(0o755)
+    status, data = node_checks(tmp_path, {}, "--gpus", "8", "--baseline-busbw-gbps", "315",
+                               "--probe-skip-reason", "no plan", "--tool-timeout-s", "1")
+    nccl = data["checks"][0]
+    assert (status, nccl["status"]) == (1, "fail")
+    assert nccl["detail"] == "all_reduce_perf did not finish within 1 s"

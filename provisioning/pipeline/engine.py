@@ -25,6 +25,7 @@ the step's deadline allows, counted from its first execution (``started_at``).
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import uuid
@@ -232,6 +233,8 @@ def _run_claimed(sr: StepRun, token: str) -> StepOutcome:
         log.flush()
         if heartbeat.stop_requested:
             return _record(lambda: _stopped(sr, f"stopped: {heartbeat.lost}", token=token))
+    if kind == "ok" and (why := _unstorable(value or {}, sr.step)):
+        kind, value = "internal", why
     if kind == "ok":
         return _record(lambda: _succeed(sr, spec, value or {}, token=token))
     if kind == "transient":
@@ -240,8 +243,18 @@ def _run_claimed(sr: StepRun, token: str) -> StepOutcome:
         return _record(lambda: _wait(sr, spec, value, token=token, log=log))
     # An internal error's details (exception, message) are for staff: the step error and the
     # run page have them; the log, which the customer's progress card shows, says less.
-    return _record(lambda: _fail(sr, value, token=token, log=log, result=ctx.result,
+    kept = None if _unstorable(ctx.result, sr.step) else ctx.result
+    return _record(lambda: _fail(sr, value, token=token, log=log, result=kept,
                                  public_message=INTERNAL_ERROR_LINE if kind == "internal" else None))
+
+
+def _unstorable(result: dict, step: str) -> str | None:
+    """Why ``result`` cannot go into the JSON column (PostgreSQL refuses NaN), or None."""
+    try:
+        json.dumps(result, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        return f"internal error in {step}: its result cannot be stored ({exc})"
+    return None
 
 
 def _record(fn) -> StepOutcome:

@@ -315,6 +315,26 @@ def test_an_internal_error_shows_details_to_staff_only(catalog, people, sim_dir)
     assert order.state == OrderState.PROVISION_FAILED and "TypeError" in order.failure_reason
 
 
+def test_a_result_the_database_cannot_store_fails_the_step_for_staff(catalog, people, sim_dir,
+                                                                    monkeypatch):
+    class NotANumber:
+        def to_dict(self):
+            return {"loss": float("nan")}  # PostgreSQL's JSON refuses NaN
+
+    monkeypatch.setitem(engine.STEP_FUNCTIONS, "configure", lambda ctx: NotANumber())
+    make_node(sku=H100_SKU, state_dir=sim_dir)
+    order = approved_order(people)
+    drain(order.runs.get().pk)
+    step = StepRun.objects.get(step="configure")
+    assert step.status == "failed"
+    assert step.error.startswith("internal error in configure: its result cannot be stored (")
+    assert step.result in ({}, None)
+    log = [line.text for line in step.log_lines.all()]
+    assert log[-1] == "FAILED: internal error; our staff has been told"
+    order.refresh_from_db()
+    assert order.state == OrderState.PROVISION_FAILED
+
+
 # --- a retry waits for its time -------------------------------------------------------------------
 def test_a_duplicate_delivery_does_not_run_a_retry_early(catalog, people, sim_dir):
     node = make_node(sku=H100_SKU, state_dir=sim_dir, fail={"configure": {"transient": 1}})

@@ -31,7 +31,7 @@ dist.all_reduce(total)
 # One write per line: torchrun runs workers unbuffered, where print() writes the text and the
 # newline separately, so two ranks' lines could interleave.
 os.write(1, (f"rank {dist.get_rank()} of {dist.get_world_size()} sum {total.item():.0f} "
-             f"backend {os.environ['TRAINYARD_DIST_BACKEND']}\n").encode())
+             f"backend {os.environ['TRAINYARD_DIST_BACKEND']}\\n").encode())
 dist.destroy_process_group()
 """
 

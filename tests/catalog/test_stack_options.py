@@ -111,7 +111,8 @@ def test_every_seeded_package_is_one_exact_pin_as_pip_reads_it():
 
 
 def test_the_family_migration_declares_families_on_existing_rows(transactional_db):
-    before, after = ("catalog", "0004_serversku_nccl_busbw_gbps"), ("catalog", "0005_stackoption_model_families")
+    before = ("catalog", "0004_serversku_nccl_busbw_gbps")
+    after = ("catalog", "0005_stackoption_model_families")
     executor = MigrationExecutor(connection)
     executor.migrate([before])
     try:

@@ -61,7 +61,8 @@ def llama3_flavour(spec: dict) -> str | None:
     return None
 
 
-def _preset_spec(model: str) -> dict | None:
+def preset_spec(model: str) -> dict | None:
+    """The spec of the preset of that name, as a plan stores one (None: no such preset)."""
     name = model.strip().lower()
     if name not in list_presets():
         return None
@@ -82,7 +83,7 @@ def model_family(model: Any, spec: Any = None) -> str | None:
     dict, as a plan stores them) or, without one, the preset of that name; None when unknown
     (a partial plan that names a model this portal has no numbers for)."""
     spec = spec if isinstance(spec, dict) and spec.get("family") else (
-        _preset_spec(model) if isinstance(model, str) else None)
+        preset_spec(model) if isinstance(model, str) else None)
     if spec is None:
         return None
     name = model.lower() if isinstance(model, str) else ""

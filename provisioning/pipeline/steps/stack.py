@@ -75,7 +75,9 @@ def stack(ctx: StepContext) -> StackResult:
     except ValueError as exc:
         raise StepFailed(f"the stack cannot be rendered: {exc}") from None
     ctx.result.update(facts=facts.to_dict())
-    ctx.run_script(rendered.bootstrap, name="stack")
+    # A new deploy id re-runs the hardware preflight; a retry of this step keeps the id.
+    ctx.run_script(rendered.bootstrap, name="stack",
+                   env={"TRAINYARD_DEPLOY_ID": f"{ctx.run.pk}-{ctx.step_run.pk}"})
     return StackResult(strategy=rendered.inputs.strategy, tracker=rendered.inputs.tracker,
                        renderer=settings.PROVISIONING_STACK_RENDERER, facts=facts.to_dict(),
                        files=tuple(StackFile(name=f.name, path=f.path, sha256=f.sha256)

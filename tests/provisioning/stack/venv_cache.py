@@ -13,13 +13,16 @@ from provisioning.stack.bootstrap import requirements_key
 MARKER = ".trainyard-requirements"
 
 
-def link_cached_venv(root: Path, packages) -> Path:
-    key = requirements_key(packages)
+def link_cached_venv(root: Path, packages, constraints=()) -> Path:
+    """``constraints``: the pins a real node installs with (a test host has none)."""
+    key = requirements_key(packages, constraints)
     cache = Path(tempfile.gettempdir()) / "trainyard-test-venvs" / key
     if (cache / MARKER).read_text().strip() != key if (cache / MARKER).exists() else True:
         subprocess.run(["python3", "-m", "venv", str(cache)], check=True)
+        pins = cache / "constraints.txt"
+        pins.write_text("\n".join(constraints) + "\n")
         subprocess.run([str(cache / "bin" / "python"), "-m", "pip", "install", "--no-input",
-                        "--disable-pip-version-check", "-q", *packages], check=True)
+                        "--disable-pip-version-check", "-q", "-c", str(pins), *packages], check=True)
         (cache / MARKER).write_text(key + "\n")
     target = root / "opt" / "trainyard" / "venv"
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -122,7 +122,7 @@ def test_torchtitan_accepts_every_rendered_job_config(rendered, tmp_path):
     if importlib.util.find_spec("torchtitan") is None:
         pytest.skip("torchtitan is not installed (the ml extra)")
     files = []
-    for i, (model, goal, plan, stack) in enumerate(rendered):
+    for i, (_, _, plan, stack) in enumerate(rendered):
         if (file := stack.file("torchtitan.toml")) is not None:
             path = tmp_path / f"titan-{i}.toml"
             path.write_text(file.content)
@@ -134,7 +134,7 @@ def test_torchtitan_accepts_every_rendered_job_config(rendered, tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     parsed = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("[")]
     assert len(parsed) == len(files)
-    for (name, flavour, global_batch, _, _, tp, pp), (_, plan, data) in zip(parsed, files):
+    for (name, flavour, global_batch, _, _, tp, pp), (_, plan, data) in zip(parsed, files, strict=True):
         assert name == "llama3" and flavour == data["model"]["flavor"]
         assert (tp, pp) == (plan.tp, plan.pp)
         assert global_batch * plan.seq_len == plan.global_batch_tokens

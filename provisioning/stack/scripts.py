@@ -12,13 +12,41 @@ import shlex
 from provisioning.stack.disk import RELEASE_DEVICE
 
 
-def revoke_script() -> str:
-    return """#!/bin/sh
+def revoke_script(login_user: str) -> str:
+    """Ends the customer's SSH access: removes the Trainyard-managed keys (the only file sshd reads
+    for the login user, ``stack.access``), then ends the user's sessions and every process it
+    still runs (``loginctl terminate-user``, then ``pkill -KILL -u``) and checks none is left.
+    Root's processes are never killed (a customer never logs in as root)."""
+    user = shlex.quote(login_user)
+    return f"""#!/bin/sh
 set -eu
 echo "revoking customer SSH access"
-root="${TRAINYARD_ROOT:-}"
+root="${{TRAINYARD_ROOT:-}}"
 rm -f "$root/etc/trainyard/authorized_keys"
 echo "customer keys removed"
+user={user}
+if ! uid=$(id -u "$user" 2>/dev/null); then
+  echo "no account $user on this node: no session to end"
+  exit 0
+fi
+if [ "$uid" = 0 ]; then
+  echo "$user is root: its processes are not the customer's to end, none killed"
+  exit 0
+fi
+if command -v loginctl >/dev/null 2>&1; then loginctl terminate-user "$user" 2>/dev/null || true; fi
+pkill -KILL -u "$user" || true
+i=0
+while pgrep -u "$user" >/dev/null 2>&1; do
+  i=$((i + 1))
+  if [ "$i" -gt 20 ]; then
+    echo "processes of $user survive pkill -KILL:"
+    pgrep -a -u "$user" || true
+    exit 9
+  fi
+  sleep 0.5
+  pkill -KILL -u "$user" || true
+done
+echo "sessions and processes of $user ended"
 """
 
 

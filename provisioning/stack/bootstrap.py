@@ -62,6 +62,7 @@ ib_rate=@@IB_RATE@@
 ib_ports=(@@IB_PORTS@@)
 tracker=@@TRACKER@@
 storage=@@STORAGE@@
+prune=@@PRUNE@@
 requirements=(@@REQUIREMENTS@@)
 state="$root/var/lib/trainyard/bootstrap"
 logdir="$root/var/log/trainyard"
@@ -258,7 +259,7 @@ step_tracking() {
 }
 
 step_checkpoint_sync() {
-  if [ "$storage" != 1 ]; then
+  if [ "$storage" != 1 ] && [ "$prune" != 1 ]; then
     skip "checkpoint sync: no bucket ordered"
     return 0
   fi
@@ -322,6 +323,7 @@ def render_bootstrap_script(inputs: StackInputs, files: tuple[RenderedFile, ...]
         "NCCL_TESTS_REPO": NCCL_TESTS_REPO, "NCCL_TESTS_TAG": NCCL_TESTS_TAG,
         "NCCL_TESTS_COMMIT": NCCL_TESTS_COMMIT, "TRAIN": stack_command(inputs.strategy),
         "TRACKER": inputs.tracker or "none", "STORAGE": "1" if inputs.storage else "0",
+        "PRUNE": "1" if inputs.prunes_checkpoints else "0",
         "REQUIREMENTS": requirements,
         "REQUIREMENTS_KEY": requirements_key(inputs.packages, inputs.constraints),
         "FILES_KEY": _key(*(f"{f.path} {f.sha256}" for f in files)),

@@ -270,6 +270,16 @@ class StackInputs:
     facts: NodeFacts = field(default_factory=NodeFacts)
     storage: bool = False  # a bucket was ordered: the checkpoint sync timer runs
     data_devices: tuple[str, ...] = ()
+    cluster_hostnames: tuple[str, ...] = ()  # every node of the cluster, by rank
+
+    @property
+    def prunes_checkpoints(self) -> bool:
+        """torchtitan on a cluster: the checkpoint timer prunes old steps on every node."""
+        return self.strategy == "torchtitan" and self.cluster
+
+    @property
+    def checkpoint_timer(self) -> bool:
+        return self.storage or self.prunes_checkpoints
 
     @property
     def cluster(self) -> bool:
@@ -379,4 +389,5 @@ def stack_inputs(*, order, node, nodes, facts: NodeFacts | None = None) -> Stack
         network_kind=order.network.kind, network_gbps=order.network.speed_gbps,
         master_addr=master, fabric_address=fabric_address(node), test_host=test_host,
         facts=facts or NodeFacts(), storage=storage,
-        data_devices=tuple(node.nvme_devices or ()))
+        data_devices=tuple(node.nvme_devices or ()),
+        cluster_hostnames=tuple(n.hostname for n in nodes))

@@ -17,6 +17,7 @@ from provisioning.stack.packages import constraints_text
 from provisioning.stack.torchtitan import render_torchtitan
 from provisioning.stack.units import (
     BIN,
+    render_restore_script,
     render_sync_script,
     render_sync_service,
     render_sync_timer,
@@ -83,6 +84,11 @@ def render_files(inputs: StackInputs) -> tuple[RenderedFile, ...]:
         files += [
             RenderedFile("trainyard-sync.py", f"{BIN}/trainyard-sync.py", sync_tool(),
                          kind="python"),
+            RenderedFile("restore-checkpoints", f"{BIN}/restore-checkpoints",
+                         render_restore_script(inputs), "0755", "bash"),
+        ]
+    if inputs.checkpoint_timer:
+        files += [
             RenderedFile("sync-checkpoints", f"{BIN}/sync-checkpoints",
                          render_sync_script(inputs), "0755", "bash"),
             RenderedFile("trainyard-checkpoint-sync.service",

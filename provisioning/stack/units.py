@@ -42,7 +42,8 @@ def _sync_what(inputs: StackInputs) -> str:
     parts = [f"copy {CHECKPOINT_DIR} of {inputs.hostname} to the order's bucket"] if inputs.storage else []
     if inputs.prunes_checkpoints:
         parts.append(f"keep the newest {KEEP_STEPS} checkpoint steps")
-    return " and ".join(parts).capitalize()
+    text = " and ".join(parts)
+    return text[:1].upper() + text[1:]
 
 
 def render_sync_service(inputs: StackInputs) -> str:

@@ -239,3 +239,15 @@ def test_pipeline_stages_only_when_memory_needs_them(catalog):
     fixed = recommend(work(model="llama-3.1-8b"), Goal("fastest"), small,
                       SearchOptions(node_counts=(1,), pp_sizes=(2,)))
     assert {p.pp for p in fixed.plans} == {2}
+
+
+def test_the_configurator_and_api_check_refuses_torchtitan_for_a_mistral_plan(catalog):
+    """portal.quotes.rules.stack_message is the one check the configurator, POST /api/v1/quotes
+    and POST /api/v1/orders run: it names the family and a stack that builds it."""
+    from portal.quotes.rules import stack_message
+
+    message = stack_message(stack(catalog, "torchtitan"), {"model": "mistral-7b", "tp": 1},
+                            catalog.stack)
+    assert message.field == "strategy"
+    assert "cannot run model family Mistral" in message.text
+    assert stack_message(stack(catalog, "fsdp"), {"model": "mistral-7b"}, catalog.stack) is None

@@ -147,3 +147,34 @@ def test_a_test_host_installs_no_constraints_and_a_gpu_node_pins_what_it_pulls_i
     test_host = render_stack(order=order("fsdp", sku=L4), node=node(1, test_host=True),
                              nodes=[node(1, test_host=True)])
     assert test_host.file("constraints.txt") is None
+
+
+# --- fabric discovery: InfiniBand ports only -------------------------------------------------------
+def test_discovery_lists_every_infiniband_port_and_leaves_ethernet_ports_out(tmp_path):
+    """A ConnectX card with one port in Ethernet mode (RoCE): before, any ACTIVE port went into
+    NCCL_IB_HCA. A down InfiniBand port is listed: the preflight fails naming it."""
+    import subprocess
+
+    from provisioning.stack.discover import discover_script, parse_facts
+
+    for hca, layer, state in (("mlx5_0", "InfiniBand", "4: ACTIVE"), ("mlx5_1", "Ethernet", "4: ACTIVE"),
+                              ("mlx5_2", "InfiniBand", "1: DOWN")):
+        port = tmp_path / "sys/class/infiniband" / hca / "ports" / "1"
+        port.mkdir(parents=True)
+        (port / "link_layer").write_text(layer + "\n")
+        (port / "state").write_text(state + "\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "ip").write_text(  # `ip -o addr show`: this node's fabric address is on ib0
+        "#!/bin/sh\necho '3: ib0    inet 10.20.0.2/24 brd 10.20.0.255 scope global ib0'\n")
+    (bin_dir / "ip").chmod(0o755)
+    stack = render("ddp", {}, cluster=True)
+    inputs = render_stack(order=order("ddp", network=("infiniband", 400)), node=CLUSTER[1],
+                          nodes=CLUSTER, facts=IB_FACTS).inputs
+    done = subprocess.run(["bash", "-c", discover_script(inputs)], capture_output=True, text=True,
+                          env={"PATH": f"{bin_dir}:/usr/bin:/bin",
+                               "TRAINYARD_SYSFS": str(tmp_path / "sys")})
+    assert done.returncode == 0, done.stdout + done.stderr
+    facts = parse_facts(done.stdout.splitlines())
+    assert facts.socket_ifname == "ib0" and facts.ib_hcas == ("mlx5_0:1", "mlx5_2:1")
+    assert "GLOO_SOCKET_IFNAME=ib0" in stack.file("env.sh").content

@@ -38,7 +38,7 @@ pkill -KILL -u "$user" || true
 i=0
 while pgrep -u "$user" >/dev/null 2>&1; do
   i=$((i + 1))
-  if [ "$i" -gt 20 ]; then
+  if [ "$i" -gt "${{TRAINYARD_KILL_TRIES:-20}}" ]; then  # half-second tries
     echo "processes of $user survive pkill -KILL:"
     pgrep -a -u "$user" || true
     exit 9

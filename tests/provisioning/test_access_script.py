@@ -123,7 +123,7 @@ def _revoke(tmp_path, user: str, *, alive: int = 2, stubborn: bool = False):
     done = subprocess.run(["sh", "-c", revoke_script(user)], capture_output=True, text=True,
                           env={"PATH": f"{bin_dir}:/usr/bin:/bin", "TRAINYARD_ROOT": str(tmp_path),
                                "CALLS": str(tmp_path / "calls"), "ALIVE": str(tmp_path / "alive"),
-                               "STUBBORN": "1" if stubborn else "0"})
+                               "STUBBORN": "1" if stubborn else "0", "TRAINYARD_KILL_TRIES": "2"})
     calls = (tmp_path / "calls").read_text().splitlines() if (tmp_path / "calls").exists() else []
     return done, calls, keys
 

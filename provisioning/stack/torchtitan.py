@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import tomli_w
 
+from portal.catalog.capabilities import MODEL_FAMILIES
 from provisioning.stack.inputs import CHECKPOINT_DIR, StackInputs
 
 DATA_ROOT = "/data"
@@ -34,7 +35,7 @@ def flavor(inputs: StackInputs) -> str:
     """torchtitan's llama3 flavour of exactly the plan's model; ValueError for any other model."""
     t = inputs.training
     if t.titan_flavour is None:
-        known = f"{t.architecture}" if t.architecture else "an architecture this portal has no numbers for"
+        known = MODEL_FAMILIES.get(t.architecture or "", "an architecture this portal has no numbers for")
         raise ValueError(f"torchtitan 0.2.2 builds llama3 at its 8B, 70B and 405B shapes only; "
                          f"{t.model} is {known}: choose a Hugging Face stack (FSDP2, DeepSpeed or "
                          f"DDP) for it")

@@ -28,6 +28,21 @@ FEATURES: dict[str, str] = {
     "lora": "LoRA",
     "qlora": "QLoRA (4-bit base + adapters)",
     "fp8": "fp8 training",
+    "op_level_checkpointing": "op-level selective activation checkpointing",
+}
+# Model families (architectures) a stack can build, by how its code constructs the model. The
+# Hugging Face stacks (DDP, Accelerate, DeepSpeed) load any Transformers architecture; torchtitan
+# 0.2.2 builds only its own model definitions (its registry: llama3, llama4, qwen3, deepseek_v3,
+# gpt_oss, flux), of which this portal sizes llama3: the Llama 3.1 8B / 70B / 405B shapes.
+# A plan's family comes from its model (portal.sizing.recommend.stacks.model_family).
+MODEL_FAMILIES: dict[str, str] = {
+    "llama3": "Llama 3.1 (8B / 70B / 405B)",
+    "llama": "Llama-architecture (Llama 2, other sizes)",
+    "mistral": "Mistral",
+    "mixtral": "Mixtral (mixture of experts)",
+    "qwen2": "Qwen2 / Qwen2.5",
+    "gpt2": "GPT-2",
+    "bert": "BERT",
 }
 # A pinned requirement as pip reads it: name[extras]==version.
 PINNED = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?==[0-9][A-Za-z0-9.+!-]*$")
@@ -41,6 +56,13 @@ def data_parallel_problems(value) -> list[str]:
         return [f"unknown data-parallel kind {v!r}; use one of {', '.join(DATA_PARALLEL_KINDS)}"
                 for v in unknown]
     return []
+
+
+def model_family_problems(value) -> list[str]:
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        return ["model families must be a list of names"]
+    return [f"unknown model family {v!r}; use one of {', '.join(MODEL_FAMILIES)}"
+            for v in value if v not in MODEL_FAMILIES]
 
 
 def package_problems(value) -> list[str]:

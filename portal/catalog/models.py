@@ -3,7 +3,12 @@ from decimal import Decimal
 from django.core.exceptions import ValidationError
 from django.db import models
 
-from portal.catalog.capabilities import FEATURES, data_parallel_problems, package_problems
+from portal.catalog.capabilities import (
+    FEATURES,
+    data_parallel_problems,
+    model_family_problems,
+    package_problems,
+)
 
 
 class GPUModel(models.Model):
@@ -151,6 +156,11 @@ def _validate_data_parallel(value) -> None:
         raise ValidationError("; ".join(problems))
 
 
+def _validate_model_families(value) -> None:
+    if problems := model_family_problems(value):
+        raise ValidationError("; ".join(problems))
+
+
 def _validate_packages(value) -> None:
     problems = package_problems(value)
     if problems:
@@ -179,6 +189,14 @@ class StackOption(models.Model):
     lora = models.BooleanField("LoRA", default=False)
     qlora = models.BooleanField("QLoRA", default=False)
     fp8 = models.BooleanField("fp8", default=False)
+    op_level_checkpointing = models.BooleanField(
+        "op-level selective checkpointing", default=False,
+        help_text="Saves chosen ops' outputs and recomputes the rest (torchtitan's "
+                  "selective_ac_option = \"op\"); the plan's checkpointing selective-op.")
+    model_families = models.JSONField(
+        default=list, blank=True, validators=[_validate_model_families],
+        help_text="The model architectures the stack builds, e.g. [\"llama3\"] (torchtitan); "
+                  "names in catalog/capabilities.py.")
     packages = models.JSONField(
         default=list, blank=True, validators=[_validate_packages],
         help_text="Pinned pip requirements the node installs for this stack, e.g. [\"torch==2.13.0\"].")

@@ -5,7 +5,11 @@ from pathlib import Path
 
 from django.db import transaction
 
-from portal.catalog.capabilities import data_parallel_problems, package_problems
+from portal.catalog.capabilities import (
+    data_parallel_problems,
+    model_family_problems,
+    package_problems,
+)
 from portal.catalog.models import (
     GPUModel,
     NetworkOption,
@@ -52,6 +56,7 @@ def _check_stacks(rows: list[dict]) -> None:
     """Stack rows declare known capabilities and pinned packages (the seed is loaded unvalidated)."""
     for row in rows:
         problems = (data_parallel_problems(row.get("data_parallel", []))
+                    + model_family_problems(row.get("model_families", []))
                     + package_problems(row.get("packages", [])))
         if problems:
             raise ValueError(f"stack option {row.get('slug')!r}: {'; '.join(problems)}")

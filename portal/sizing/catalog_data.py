@@ -67,6 +67,7 @@ def _stack(row: dict) -> StackOptionSpec:
     features = {name: bool(row.get(name, False)) for name in FEATURES}
     return StackOptionSpec(row["slug"], row["name"], row["kind"],
                            data_parallel=tuple(row.get("data_parallel") or ()),
+                           model_families=tuple(row.get("model_families") or ()),
                            packages=tuple(row.get("packages") or ()),
                            description=row.get("description") or "", **features)
 
@@ -109,7 +110,8 @@ def catalog_from_db() -> CatalogData:
                     for o in NetworkOption.objects.all()],
         "storage": [row(o, "slug", "name", "kind", "price_per_tb_monthly")
                     for o in StorageProvider.objects.all()],
-        "stack": [row(o, "slug", "name", "kind", "data_parallel", "packages", "description", *FEATURES)
+        "stack": [row(o, "slug", "name", "kind", "data_parallel", "model_families", "packages",
+                      "description", *FEATURES)
                   for o in StackOption.objects.all()],
     }
     return CatalogData(gpus=gpus, skus=skus, **_options(data),

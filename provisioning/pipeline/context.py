@@ -134,9 +134,9 @@ class StepContext:
             "TRAINYARD_MASTER_ADDR": nodes[0].management_address.split(":")[0] if nodes else "",
         }
 
-    def run_script(self, script: str, *, name: str) -> RunResult:
+    def run_script(self, script: str, *, name: str, env: dict[str, str] | None = None) -> RunResult:
         self.log(f"$ running {name} script on {self.node.hostname}")
-        result = self.driver.run(script, name=name, on_line=self.log, env=self.env)
+        result = self.driver.run(script, name=name, on_line=self.log, env={**self.env, **(env or {})})
         self.result["exit_status"] = result.exit_status
         if result.asks_retry:
             raise DriverError(f"{name} script on {self.node.hostname} asked to be retried later "

@@ -1,11 +1,22 @@
-"""The Accelerate config of the ``fsdp`` stack (FSDP2), one per node (``machine_rank``).
+"""The Accelerate config of the ``fsdp`` stack (FSDP2) and of the ``deepspeed`` stack (DeepSpeed
+through Accelerate), one per node (``machine_rank``).
 
-``accelerate launch --config_file /etc/trainyard/accelerate.yaml train.py`` on every node.
+``launch.sh --stack train.py`` on every node runs ``accelerate launch --config_file
+/etc/trainyard/accelerate.yaml train.py``: the file carries the multi-node fields (machines,
+processes, this node's rank, the first node's fabric address and port, static rendezvous).
+
 FSDP2: ``fsdp_version: 2``; ``fsdp_reshard_after_forward`` true for full/hybrid sharding (ZeRO-3
 like) and false for ``fsdp-shard-grad-op`` (ZeRO-2 like); the auto-wrap class is the model
-family's decoder layer; activation checkpointing unless the plan says ``none``; bf16 mixed
-precision (fp16 for an fp16 plan, none for fp32). Hybrid sharding shards within a node and
-replicates across nodes (Accelerate's ``parallelism_config``).
+family's decoder layer; activation checkpointing as every stack renders the plan's policy
+(Accelerate has whole-layer checkpointing only: ``full`` renders true; ``selective`` renders false
+under SDPA/FlashAttention, which keep no attention scores; op-level ``selective-op`` is refused by
+the stack check); bf16 mixed precision (fp16 for an fp16 plan, none for fp32). Hybrid sharding
+shards within a node and replicates across nodes (Accelerate's ``parallelism_config``).
+
+DeepSpeed: ``distributed_type: DEEPSPEED`` with ``deepspeed_config_file`` pointing at
+``deepspeed.json`` (which then holds every DeepSpeed setting: Accelerate refuses the same
+settings in both places, so this file names no mixed precision) and the ``standard`` multi-node
+launcher (torchrun on each node; no pdsh, no SSH between nodes).
 """
 
 from __future__ import annotations
@@ -15,33 +26,22 @@ import yaml
 from provisioning.stack.configs_common import layer_class
 from provisioning.stack.inputs import StackInputs
 
+CONFIG_PATH = "/etc/trainyard/accelerate.yaml"
+DEEPSPEED_JSON = "/etc/trainyard/deepspeed.json"
+
 
 def mixed_precision(precision: str) -> str:
     return {"fp32": "no", "fp16-mixed": "fp16"}.get(precision, "bf16")
 
 
-def accelerate_config(inputs: StackInputs) -> dict:
-    t = inputs.training
-    fsdp = {
-        "fsdp_version": 2,
-        "fsdp_auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
-        "fsdp_transformer_layer_cls_to_wrap": layer_class(t.model, t.family),
-        "fsdp_reshard_after_forward": t.sharding != "fsdp-shard-grad-op",
-        "fsdp_activation_checkpointing": t.checkpointing != "none",
-        "fsdp_offload_params": t.offload != "none",
-        "fsdp_state_dict_type": "SHARDED_STATE_DICT",
-        "fsdp_cpu_ram_efficient_loading": True,
-    }
+def _machines(inputs: StackInputs) -> dict:
     config = {
         "compute_environment": "LOCAL_MACHINE",
         "debug": False,
-        "distributed_type": "FSDP",
         "downcast_bf16": "no",
         "enable_cpu_affinity": False,
-        "fsdp_config": fsdp,
         "machine_rank": inputs.node_rank,
         "main_training_function": "main",
-        "mixed_precision": mixed_precision(t.precision),
         "num_machines": inputs.nnodes,
         "num_processes": inputs.world_size,
         "rdzv_backend": "static",
@@ -51,6 +51,23 @@ def accelerate_config(inputs: StackInputs) -> dict:
     if inputs.cluster:
         config["main_process_ip"] = inputs.master_addr
         config["main_process_port"] = inputs.master_port
+    return config
+
+
+def accelerate_config(inputs: StackInputs) -> dict:
+    t = inputs.training
+    fsdp = {
+        "fsdp_version": 2,
+        "fsdp_auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
+        "fsdp_transformer_layer_cls_to_wrap": layer_class(t.model, t.family),
+        "fsdp_reshard_after_forward": t.sharding != "fsdp-shard-grad-op",
+        "fsdp_activation_checkpointing": t.activation_checkpointing != "none",
+        "fsdp_offload_params": t.offload != "none",
+        "fsdp_state_dict_type": "SHARDED_STATE_DICT",
+        "fsdp_cpu_ram_efficient_loading": True,
+    }
+    config = {**_machines(inputs), "distributed_type": "FSDP", "fsdp_config": fsdp,
+              "mixed_precision": mixed_precision(t.precision)}
     if t.sharding == "fsdp-hybrid" and inputs.cluster:
         config["parallelism_config"] = {
             "parallelism_config_dp_replicate_size": inputs.nnodes,
@@ -59,7 +76,18 @@ def accelerate_config(inputs: StackInputs) -> dict:
     return config
 
 
+def accelerate_deepspeed_config(inputs: StackInputs) -> dict:
+    stage3 = inputs.training.sharding in ("zero3", "fsdp-full-shard", "fsdp-hybrid")
+    return {**_machines(inputs), "distributed_type": "DEEPSPEED",
+            "deepspeed_config": {"deepspeed_config_file": DEEPSPEED_JSON,
+                                 "deepspeed_multinode_launcher": "standard",
+                                 "zero3_init_flag": stage3}}
+
+
 def render_accelerate(inputs: StackInputs) -> str:
-    head = (f"# Accelerate (FSDP2) config of {inputs.hostname}, order {inputs.order}.\n"
-            "# accelerate launch --config_file /etc/trainyard/accelerate.yaml train.py\n")
-    return head + yaml.safe_dump(accelerate_config(inputs), sort_keys=True)
+    kind = "FSDP2" if inputs.strategy == "fsdp" else "DeepSpeed, settings in deepspeed.json"
+    config = accelerate_config(inputs) if inputs.strategy == "fsdp" else accelerate_deepspeed_config(inputs)
+    head = (f"# Accelerate ({kind}) config of {inputs.hostname}, order {inputs.order}.\n"
+            "# /etc/trainyard/launch.sh --stack train.py   (accelerate launch --config_file "
+            "this file train.py)\n")
+    return head + yaml.safe_dump(config, sort_keys=True)

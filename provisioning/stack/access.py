@@ -4,8 +4,13 @@
 The file is replaced atomically (written next to it, then renamed) with mode 600, owned by the
 login user on a real node: sshd reads a user's authorized keys with that user's rights, so a
 root-only file would lock the customer out. On a real node (no ``TRAINYARD_ROOT``) an sshd
-drop-in adds the file to ``AuthorizedKeysFile``, sshd checks its configuration, and is reloaded
-when the drop-in changed. Under a scratch root (tests) sshd's configuration is left alone.
+drop-in makes this file the login user's *only* ``AuthorizedKeysFile`` (a ``Match User`` block:
+``~/.ssh/authorized_keys`` of that user is not read, so a key added there by hand cannot outlive
+its removal in the portal or the termination's revoke; other accounts, the one the pipeline
+manages the node with included, keep their own keys). The login user must not be that
+management account (exit 8). sshd checks its configuration (``sshd -T -C user=…`` must show
+exactly this file) and is reloaded when the drop-in changed. Under a scratch root (tests) sshd's
+configuration is left alone.
 """
 
 from __future__ import annotations
@@ -16,7 +21,11 @@ from dataclasses import dataclass
 
 KEYS_PATH = "/etc/trainyard/authorized_keys"
 SSHD_DROPIN = "/etc/ssh/sshd_config.d/60-trainyard.conf"
-SSHD_DIRECTIVE = f"AuthorizedKeysFile .ssh/authorized_keys {KEYS_PATH}"
+
+
+def sshd_dropin(login_user: str) -> str:
+    return (f"# Managed by Trainyard: {login_user} logs in with the portal's keys only.\n"
+            f"Match User {login_user}\n    AuthorizedKeysFile {KEYS_PATH}\nMatch all\n")
 _DELIMITER = "TRAINYARD_AUTHORIZED_KEYS"
 _UNSAFE_COMMENT = re.compile(r"[^A-Za-z0-9 ._@:+()-]")
 
@@ -65,10 +74,15 @@ if [ -n "$root" ]; then
   echo "scratch root $root: sshd configuration left alone"
   exit 0
 fi
+if [ "$(id -un)" = {user} ]; then
+  echo "the login user {login_user} is the account Trainyard manages this node with: its own keys"
+  echo "would stop working. Set the node's login_user driver option to the customer's account."
+  exit 8
+fi
 dropin={SSHD_DROPIN}
-want={shlex.quote(SSHD_DIRECTIVE)}
+want={shlex.quote(sshd_dropin(login_user))}
 if [ -f "$dropin" ] && [ "$(cat "$dropin")" = "$want" ]; then
-  echo "sshd already reads {KEYS_PATH}"
+  echo "sshd already reads {KEYS_PATH} (only) for {login_user}"
   exit 0
 fi
 mkdir -p "$(dirname "$dropin")"
@@ -83,10 +97,10 @@ if [ -x "$sshd_bin" ]; then
   fi
   # The effective configuration (needs root); a main config that never includes the drop-in,
   # or sets AuthorizedKeysFile before it, would leave the customer locked out: say so.
-  if effective=$("$sshd_bin" -T 2>/dev/null); then
-    if ! printf '%s\\n' "$effective" | grep -qi "^authorizedkeysfile .*{KEYS_PATH}"; then
-      echo "sshd does not read {KEYS_PATH}:"
-      echo "its main config lacks 'Include /etc/ssh/sshd_config.d/*.conf' or sets AuthorizedKeysFile first"
+  if effective=$("$sshd_bin" -T -C user={user},host=localhost,addr=127.0.0.1 2>/dev/null); then
+    if ! printf '%s\\n' "$effective" | grep -qix "authorizedkeysfile {KEYS_PATH}"; then
+      echo "sshd does not read {KEYS_PATH} alone for {login_user}:"
+      echo "its main config lacks 'Include /etc/ssh/sshd_config.d/*.conf' or matches the user first"
       exit 7
     fi
   fi

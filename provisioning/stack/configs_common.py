@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 # Transformers' decoder-layer class per model name prefix: what FSDP2 wraps as one unit.
 LAYER_CLASSES = (("mixtral", "MixtralDecoderLayer"), ("mistral", "MistralDecoderLayer"),
                  ("qwen2", "Qwen2DecoderLayer"), ("qwen3", "Qwen3DecoderLayer"),
@@ -18,9 +16,3 @@ def layer_class(model: str, family: str) -> str:
         if name.startswith(prefix):
             return cls
     return FAMILY_LAYER_CLASSES.get(family, "LlamaDecoderLayer")
-
-
-def billions(model: str) -> float | None:
-    """The parameter count a model name states ("llama-3.1-70b" → 70.0), if any."""
-    found = re.findall(r"(\d+(?:\.\d+)?)b\b", model.lower())
-    return float(found[-1]) if found else None

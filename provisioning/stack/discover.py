@@ -1,6 +1,10 @@
 """What the stack step finds out on a node before it renders: the network interface that holds
-the node's fabric address (``NCCL_SOCKET_IFNAME``) and, for an InfiniBand cluster, the HCAs with
-an active port (``NCCL_IB_HCA``). The script prints ``TRAINYARD_FACT key=value`` lines."""
+the node's fabric address (``NCCL_SOCKET_IFNAME``, ``GLOO_SOCKET_IFNAME``) and, for an InfiniBand
+cluster, every port whose link layer is InfiniBand (``NCCL_IB_HCA``; a ConnectX port running
+Ethernet is left out: NCCL would treat it as RoCE). Ports are listed whatever their state: the
+bootstrap's preflight checks each is Active at the ordered rate and fails naming the one that
+is not. The script prints ``TRAINYARD_FACT key=value`` lines; ``TRAINYARD_SYSFS`` (tests) stands
+in for ``/sys``."""
 
 from __future__ import annotations
 
@@ -30,20 +34,19 @@ else
 fi
 if [ "$infiniband" = 1 ]; then
   hcas=""
-  for state in /sys/class/infiniband/*/ports/*/state; do
-    [ -r "$state" ] || continue
-    if grep -q ACTIVE "$state"; then
-      port=$(basename "$(dirname "$state")")
-      hca=$(basename "$(dirname "$(dirname "$(dirname "$state")")")")
-      hcas="${hcas:+$hcas,}$hca:$port"
-    fi
+  for layer in "${TRAINYARD_SYSFS:-/sys}"/class/infiniband/*/ports/*/link_layer; do
+    [ -r "$layer" ] || continue
+    [ "$(cat "$layer")" = InfiniBand ] || continue
+    port=$(basename "$(dirname "$layer")")
+    hca=$(basename "$(dirname "$(dirname "$(dirname "$layer")")")")
+    hcas="${hcas:+$hcas,}$hca:$port"
   done
   if [ -n "$hcas" ]; then
     echo "TRAINYARD_FACT ib_hcas=$hcas"
   elif [ "$test_host" = 1 ]; then
     echo "SKIP InfiniBand HCAs: test host (TRAINYARD_TEST_HOST=1), no such hardware here"
   else
-    echo "no InfiniBand HCA has an active port"
+    echo "no InfiniBand port on this node (link layer InfiniBand)"
     exit 1
   fi
 fi

@@ -3,9 +3,13 @@ filesystem on ``/data`` (an mdadm array per the order's RAID), in fstab. Re-runn
 filesystem or mount that is already ours (label ``trainyard-data``) is kept.
 
 Safe: a device with partitions, a filesystem or other signature, or that belongs to an array,
-is refused unless the order says ``wipe_data_devices``; then it is unmounted, its array stopped
-and its signatures erased first. Only the configure step runs this; the stack step never
-touches ``/data``.
+is refused unless the order says ``wipe_data_devices``; then ``release_device`` frees it first:
+every mount of the device, its partitions and the arrays built on them (``lsblk`` for the tree,
+``findmnt`` for the mounts) is unmounted after the processes holding it are killed (``fuser -km``),
+every array it belongs to is stopped (``mdadm --stop``), and only then are superblocks zeroed and
+signatures erased (``wipefs -a`` fails on a busy device). Only the configure step runs the
+layout; the stack step never touches ``/data``. The termination's wipe (``scripts.wipe_script``)
+frees the devices the same way.
 """
 
 from __future__ import annotations
@@ -15,6 +19,28 @@ import shlex
 LABEL = "trainyard-data"
 MOUNT = "/data"
 LEVELS = {"raid0": "0", "raid10": "10"}
+
+# Bash: frees a block device for erasing, deepest holder first (arrays on it, its partitions).
+RELEASE_DEVICE = r"""release_device() {
+  local dev=$1 i name type target tree=()
+  mapfile -t tree < <(lsblk -nrpo NAME,TYPE "$dev" 2>/dev/null || true)
+  for ((i = ${#tree[@]} - 1; i >= 0; i--)); do
+    read -r name type <<< "${tree[i]}"
+    while read -r target; do
+      [ -n "$target" ] || continue
+      if command -v fuser >/dev/null 2>&1; then fuser -km "$target" >/dev/null 2>&1 || true; fi
+      umount "$target"
+      echo "unmounted $target ($name)"
+    done < <(findmnt -rno TARGET -S "$name" 2>/dev/null || true)
+    case "$type" in
+      raid*|md) mdadm --stop "$name"; echo "stopped array $name" ;;
+      lvm|crypt|dm)
+        echo "$dev holds $name ($type): remove it by hand, Trainyard does not"
+        exit 4 ;;
+    esac
+  done
+}
+"""
 
 _SCRIPT = r"""#!/usr/bin/env bash
 # Trainyard data disks of @@HOST@@: @@RAID@@ over @@COUNT@@ device(s), XFS on /data.
@@ -31,7 +57,7 @@ if [ "${#devices[@]}" -eq 0 ]; then
   echo "no NVMe data devices recorded on this node: /data stays on the system disk"
   exit 0
 fi
-for tool in blkid lsblk wipefs mkfs.xfs mount mountpoint; do
+for tool in blkid lsblk findmnt wipefs mkfs.xfs mount umount mountpoint; do
   command -v "$tool" >/dev/null 2>&1 || { echo "$tool not found: cannot lay out the data disks"; exit 3; }
 done
 if [ "$raid" != single ] && ! command -v mdadm >/dev/null 2>&1; then
@@ -44,23 +70,25 @@ ours() {
 }
 foreign() {
   local dev=$1 found=""
-  if [ -n "$(lsblk -nro NAME "$dev" 2>/dev/null | tail -n +2)" ]; then found="partitions"; fi
+  if lsblk -nrpo NAME,TYPE "$dev" 2>/dev/null | awk '$2 == "part" { f = 1 } END { exit !f }'; then
+    found="partitions"
+  fi
   if [ -n "$(wipefs -n "$dev" 2>/dev/null | tail -n +2)" ]; then found="${found:+$found, }a signature"; fi
   if command -v mdadm >/dev/null 2>&1 && mdadm --examine "$dev" >/dev/null 2>&1; then
     found="${found:+$found, }an array superblock"
   fi
   printf '%s' "$found"
 }
-erase() {
-  local dev=$1 part
-  for part in $(lsblk -nro NAME "$dev" 2>/dev/null); do
-    if mountpoint -q "/dev/$part" 2>/dev/null; then umount "/dev/$part"; fi
+@@RELEASE@@erase() {
+  local dev=$1 part parts=()
+  release_device "$dev"
+  mapfile -t parts < <(lsblk -nrpo NAME "$dev" 2>/dev/null | tail -n +2)
+  for part in "${parts[@]}" "$dev"; do
+    if command -v mdadm >/dev/null 2>&1 && mdadm --examine "$part" >/dev/null 2>&1; then
+      mdadm --zero-superblock "$part"
+    fi
+    wipefs -a "$part"
   done
-  if command -v mdadm >/dev/null 2>&1; then
-    if mdadm --detail "$md" >/dev/null 2>&1; then mdadm --stop "$md"; fi
-    mdadm --zero-superblock "$dev" 2>/dev/null || true
-  fi
-  wipefs -a "$dev"
   echo "erased $dev (the order's wipe flag is set)"
 }
 
@@ -119,7 +147,7 @@ def disk_layout_script(*, hostname: str, devices, raid: str, wipe: bool) -> str:
     values = {"HOST": hostname, "RAID": raid, "COUNT": str(len(devices)), "MOUNT": MOUNT,
               "LABEL": LABEL, "WIPE": "1" if wipe else "0", "LEVEL": LEVELS.get(raid, "0"),
               "DEVICES": " ".join(shlex.quote(d) for d in devices)}
-    script = _SCRIPT
+    script = _SCRIPT.replace("@@RELEASE@@", RELEASE_DEVICE)
     for name, value in values.items():
         script = script.replace(f"@@{name}@@", value)
     return script

@@ -1,7 +1,8 @@
 """``env.sh`` (sourced by ``launch.sh`` and by the customer) and ``/etc/nccl.conf``.
 
 ``MASTER_ADDR`` is the first node's fabric address (a single node: 127.0.0.1);
-``NCCL_SOCKET_IFNAME`` and ``NCCL_IB_HCA`` are what the stack step discovered on this node.
+``NCCL_SOCKET_IFNAME`` (and ``GLOO_SOCKET_IFNAME``, which gloo reads instead) and ``NCCL_IB_HCA``
+are what the stack step discovered on this node.
 No debug-only override (``NCCL_DEBUG``, ``NCCL_P2P_DISABLE``, ``TORCH_DISTRIBUTED_DEBUG`` …)
 is ever written: those belong in a shell for one run, not in a file every run reads.
 """
@@ -74,8 +75,12 @@ def render_env(inputs: StackInputs) -> str:
     lines += [f"export {k}={shlex.quote(v)}" for k, v in fixed]
     if name := CONFIG_FILES.get(inputs.strategy):
         lines.append(f'export TRAINYARD_CONFIG="$TRAINYARD_ETC/{name}"')
+    if inputs.strategy in ("fsdp", "deepspeed"):
+        lines.append('export TRAINYARD_ACCELERATE_CONFIG="$TRAINYARD_ETC/accelerate.yaml"')
     lines += [f'export {k}="{v}"' for k, v in _tracking(inputs)]
     lines += [f"export {k}={shlex.quote(v)}" for k, v in nccl_settings(inputs)]
+    if ifname := socket_ifname(inputs):  # gloo (CPU collectives, the test host) reads its own
+        lines.append(f"export GLOO_SOCKET_IFNAME={shlex.quote(ifname)}")
     lines.append('export PATH="$TRAINYARD_VENV/bin:$PATH"')
     return "\n".join(lines) + "\n"
 

@@ -16,11 +16,21 @@ sharding                per stack: ddp ``none``,       ``sharding``
                         torchtitan ``fsdp-full-shard``
 offload                 ``none``                      ``offload``
 checkpointing           ``selective``                 ``checkpointing``
+attention               ``sdpa``                      ``attention``
 precision               ``bf16-mixed``                ``precision``
-tp / pp / cp            1 / 1 / 1                     ``tp`` / ``pp`` / ``stack_settings.cp``
+tp / pp / cp            1 / 1 / 1                     ``tp`` / ``pp`` / ``cp`` (top level, as
+                                                      the stack check reads them)
 seq_len                 2048                          ``seq_len``
-model                   ``llama-3.1-8b``              ``model`` (+ ``model_spec.family``)
+finetune / lora_rank    ``full`` / 16                 ``finetune`` / ``lora_rank``
+model                   ``llama-3.1-8b``              ``model`` (+ ``model_spec``)
 ======================  ============================  =========================================
+
+The batch comes from one place (``batch_layout``): the data-parallel size is the ordered world
+(GPUs per node x nodes) over tp x pp x cp, which must divide it; one optimizer step sees
+micro_batch x grad_accum x dp sequences. A plan that gives ``global_batch_tokens`` without
+``grad_accum`` gets the accumulation that makes that batch; one whose numbers disagree is refused.
+Training steps are ``train_tokens`` over that batch's tokens, so the configs train what the plan
+says. ``stack_settings`` are display values and are not read.
 """
 
 from __future__ import annotations
@@ -29,8 +39,16 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from portal.sizing.recommend.stacks import (
+    Needs,
+    llama3_flavour,
+    missing,
+    model_family,
+    preset_spec,
+    rendered_checkpointing,
+)
 from provisioning.drivers import driver_options
-from provisioning.stack.packages import SYNC_PACKAGES, stack_packages, tracker_packages
+from provisioning.stack.packages import CONSTRAINTS, SYNC_PACKAGES, stack_packages, tracker_packages
 
 MASTER_PORT = 29500
 TEST_HOST_NPROC = 2
@@ -47,20 +65,40 @@ class TrainingSettings:
     """The plan's training layout, every value checked and defaulted."""
 
     model: str = DEFAULT_MODEL
-    family: str = "llama"
+    family: str = "llama"  # the estimator's family (llama | gpt2 | bert): layer classes
+    architecture: str | None = "llama3"  # MODEL_FAMILIES key (stacks.model_family); None: unknown
+    titan_flavour: str | None = "8B"  # torchtitan llama3 flavour of exactly this architecture
     micro_batch: int = 1
     grad_accum: int = 1
     sharding: str = "none"
     offload: str = "none"
     checkpointing: str = "selective"
+    attention: str = "sdpa"
     precision: str = "bf16-mixed"
+    finetune: str = "full"
+    lora_rank: int = 16
     tp: int = 1
     pp: int = 1
     cp: int = 1
     seq_len: int = 2048
     hidden_size: int = 4096  # sizes DeepSpeed's buckets
+    dp: int = 1  # data-parallel ranks: the ordered world over tp x pp x cp
     train_steps: int = 0  # optimizer steps to see the plan's tokens; 0: not in the plan
     defaulted: tuple[str, ...] = ()  # the settings the plan did not give
+
+    @property
+    def global_batch(self) -> int:
+        """Sequences per optimizer step (every config renders this one number)."""
+        return self.micro_batch * self.grad_accum * self.dp
+
+    @property
+    def activation_checkpointing(self) -> str:
+        """none | full | op: what every config renders (stacks.rendered_checkpointing)."""
+        return rendered_checkpointing(self.checkpointing, self.attention)
+
+    @property
+    def shards_params(self) -> bool:
+        return self.sharding in ("zero3", "fsdp-full-shard", "fsdp-hybrid")
 
     @property
     def bf16(self) -> bool:
@@ -104,40 +142,80 @@ def _choice(plan: dict, key: str, allowed: tuple[str, ...]) -> str | None:
 SHARDING = ("none", "zero1", "zero2", "zero3", "fsdp-full-shard", "fsdp-shard-grad-op",
             "fsdp-hybrid")
 OFFLOAD = ("none", "optimizer", "optimizer+params")
-CHECKPOINTING = ("none", "selective", "full")
+CHECKPOINTING = ("none", "selective", "full", "selective-op")
+ATTENTION = ("eager", "sdpa", "flash")
 PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16", "fp8")
+FINETUNE = ("full", "lora", "qlora")
 
 
-def training_settings(plan: Any, strategy: str) -> TrainingSettings:
-    """The settings of a (possibly empty or partial) plan dict; ValueError for a wrong value."""
+def training_settings(plan: Any, strategy: str, *, world_size: int = 1) -> TrainingSettings:
+    """The settings of a (possibly empty or partial) plan dict for an ordered world of
+    ``world_size`` GPUs; ValueError for a wrong value or a layout that does not fit the world."""
     plan = plan if isinstance(plan, dict) else {}
-    stack_settings = plan.get("stack_settings") if isinstance(plan.get("stack_settings"), dict) else {}
     spec = plan.get("model_spec") if isinstance(plan.get("model_spec"), dict) else {}
     base = TrainingSettings(sharding=DEFAULT_SHARDING.get(strategy, "none"))
     given: dict[str, Any] = {
         "micro_batch": _whole(plan, "micro_batch"), "grad_accum": _whole(plan, "grad_accum"),
-        "tp": _whole(plan, "tp"), "pp": _whole(plan, "pp"),
-        "cp": _whole({"cp": stack_settings.get("cp", plan.get("cp"))}, "cp"),
+        "tp": _whole(plan, "tp"), "pp": _whole(plan, "pp"), "cp": _whole(plan, "cp"),
         "seq_len": _whole(plan, "seq_len"), "hidden_size": _whole(spec, "hidden_size"),
         "sharding": _choice(plan, "sharding", SHARDING), "offload": _choice(plan, "offload", OFFLOAD),
         "checkpointing": _choice(plan, "checkpointing", CHECKPOINTING),
+        "attention": _choice(plan, "attention", ATTENTION),
         "precision": _choice(plan, "precision", PRECISIONS),
+        "finetune": _choice(plan, "finetune", FINETUNE), "lora_rank": _whole(plan, "lora_rank"),
         "model": plan.get("model") if isinstance(plan.get("model"), str) and plan.get("model") else None,
         "family": spec.get("family") if isinstance(spec.get("family"), str) else None,
     }
     defaulted = tuple(k for k, v in given.items() if v is None)
-    given["train_steps"] = _train_steps(plan)
     values = {k: v for k, v in given.items() if v is not None}
+    model = values.get("model", DEFAULT_MODEL)
     if "family" not in values:
-        values["family"] = _family_of(values.get("model", DEFAULT_MODEL))
-    return TrainingSettings(**{**base.__dict__, **values, "defaulted": defaulted})
+        values["family"] = _family_of(model)
+    spec_or_preset = spec if spec.get("family") else None
+    values["architecture"] = model_family(model, spec_or_preset)
+    values["titan_flavour"] = _titan_flavour(model, spec_or_preset)
+    merged = {**base.__dict__, **values}
+    merged.update(batch_layout(plan, merged, world_size=world_size))
+    return TrainingSettings(**{**merged, "defaulted": defaulted})
 
 
-def _train_steps(plan: dict) -> int | None:
-    tokens, per_step = plan.get("train_tokens"), plan.get("global_batch_tokens")
-    if isinstance(tokens, int) and isinstance(per_step, int) and tokens > 0 and per_step > 0:
-        return math.ceil(tokens / per_step)
-    return None
+def _titan_flavour(model: str, spec: dict | None) -> str | None:
+    spec = spec or preset_spec(model)
+    return llama3_flavour(spec) if spec else None
+
+
+def batch_layout(plan: dict, settings: dict, *, world_size: int) -> dict[str, int]:
+    """dp, grad_accum and train_steps from one place (the module's docstring says how)."""
+    tp, pp, cp = settings["tp"], settings["pp"], settings["cp"]
+    model_parallel = tp * pp * cp
+    if world_size % model_parallel:
+        raise ValueError(f"tp {tp} x pp {pp} x cp {cp} = {model_parallel} does not divide the "
+                         f"order's {world_size} GPU(s): no data-parallel layout fits. Size the "
+                         f"job again for this server, or order a server whose GPU count it divides.")
+    dp = world_size // model_parallel
+    micro, seq = settings["micro_batch"], settings["seq_len"]
+    accum = settings["grad_accum"]
+    tokens = _positive_int(plan, "global_batch_tokens")
+    if tokens is not None:
+        per_accum = micro * dp * seq
+        if plan.get("grad_accum") is None and tokens % per_accum == 0:
+            accum = tokens // per_accum
+        elif accum * per_accum != tokens:
+            raise ValueError(
+                f"the plan's global_batch_tokens {tokens:,} is not micro_batch {micro} x "
+                f"grad_accum {accum} x data-parallel {dp} x seq_len {seq} = {accum * per_accum:,}"
+                f" on this order's {world_size} GPU(s): the plan was sized for another layout. "
+                f"Size the job again for this server.")
+    train_tokens = _positive_int(plan, "train_tokens")
+    steps = math.ceil(train_tokens / (micro * accum * dp * seq)) if train_tokens else 0
+    return {"dp": dp, "grad_accum": accum, "train_steps": steps}
+
+
+def _positive_int(plan: dict, key: str) -> int | None:
+    value = plan.get(key)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 def _family_of(model: str) -> str:
@@ -176,6 +254,7 @@ class StackInputs:
     training: TrainingSettings
     packages: tuple[str, ...]
     hostname: str
+    constraints: tuple[str, ...] = ()  # pins of what the packages pull in (none on a test host)
     node_rank: int = 0
     nnodes: int = 1
     gpus_per_node: int = 1
@@ -191,6 +270,16 @@ class StackInputs:
     facts: NodeFacts = field(default_factory=NodeFacts)
     storage: bool = False  # a bucket was ordered: the checkpoint sync timer runs
     data_devices: tuple[str, ...] = ()
+    cluster_hostnames: tuple[str, ...] = ()  # every node of the cluster, by rank
+
+    @property
+    def prunes_checkpoints(self) -> bool:
+        """torchtitan on a cluster: the checkpoint timer prunes old steps on every node."""
+        return self.strategy == "torchtitan" and self.cluster
+
+    @property
+    def checkpoint_timer(self) -> bool:
+        return self.storage or self.prunes_checkpoints
 
     @property
     def cluster(self) -> bool:
@@ -244,9 +333,29 @@ def is_test_host(node) -> bool:
     return driver_options(node).get("test_host") is True
 
 
+def check_stack_runs(stack, training: TrainingSettings) -> None:
+    """The stack check again, on the settings about to be rendered (a plan the configurator let
+    through, a catalog changed since, an order with no stack row): ValueError naming the lack."""
+    needs = Needs.of(sharding=training.sharding, offload=training.offload, tp=training.tp,
+                     pp=training.pp, cp=training.cp, finetune=training.finetune,
+                     precision=training.precision, family=training.architecture,
+                     checkpointing=training.checkpointing)
+    if lacking := missing(stack, needs):
+        raise ValueError(f"{stack.name} cannot run {', '.join(lacking)} of this order's plan: "
+                         f"choose a stack that can (the configurator names one), or size the job "
+                         f"again")
+
+
+def _default_stack():
+    from portal.sizing.catalog_data import catalog_from_seed
+
+    return next(s for s in catalog_from_seed().stack if s.slug == "ddp")
+
+
 def stack_inputs(*, order, node, nodes, facts: NodeFacts | None = None) -> StackInputs:
     """The inputs for ``node`` of ``nodes`` (the cluster, ordered by hostname: rank = index).
-    ValueError when the plan holds a wrong value, or a cluster node has no fabric address."""
+    ValueError when the plan holds a wrong value, its layout does not fit the order or its stack,
+    or a cluster node has no fabric address."""
     nodes = list(nodes) or [node]
     strategy = order.strategy.slug if order.strategy else "ddp"
     if strategy not in STRATEGIES:
@@ -264,17 +373,21 @@ def stack_inputs(*, order, node, nodes, facts: NodeFacts | None = None) -> Stack
     storage = bool(getattr(order, "storage_provider_id", None)) and bool(
         getattr(order, "has_object_storage", False))
     tracker = order.tracker.slug if order.tracker else ""
+    training = training_settings(order.plan, strategy, world_size=order.sku.gpu_count * len(nodes))
+    check_stack_runs(order.strategy or _default_stack(), training)
     return StackInputs(
         order=order.reference, strategy=strategy,
         tracker=tracker,
-        training=training_settings(order.plan, strategy),
+        training=training,
         packages=(stack_packages(order.strategy, strategy, test_host=test_host)
                   + tracker_packages(tracker, test_host=test_host)
                   + (SYNC_PACKAGES if storage and not test_host else ())),
+        constraints=() if test_host else CONSTRAINTS,
         hostname=node.hostname, node_rank=rank, nnodes=len(nodes),
         gpus_per_node=order.sku.gpu_count, gpu_name=order.sku.gpu.name,
         cpu_cores=order.sku.cpu_cores, interconnect=order.sku.interconnect,
         network_kind=order.network.kind, network_gbps=order.network.speed_gbps,
         master_addr=master, fabric_address=fabric_address(node), test_host=test_host,
         facts=facts or NodeFacts(), storage=storage,
-        data_devices=tuple(node.nvme_devices or ()))
+        data_devices=tuple(node.nvme_devices or ()),
+        cluster_hostnames=tuple(n.hostname for n in nodes))

@@ -7,14 +7,17 @@ import hashlib
 from dataclasses import dataclass
 
 from provisioning.stack.accelerate import render_accelerate
+from provisioning.stack.adapters import render_adapters
 from provisioning.stack.data import pack_shards_tool, render_data_recipe
 from provisioning.stack.deepspeed import render_deepspeed
 from provisioning.stack.envfile import render_env, render_nccl_conf
 from provisioning.stack.inputs import StackInputs
 from provisioning.stack.launch import render_launch
+from provisioning.stack.packages import constraints_text
 from provisioning.stack.torchtitan import render_torchtitan
 from provisioning.stack.units import (
     BIN,
+    render_restore_script,
     render_sync_script,
     render_sync_service,
     render_sync_timer,
@@ -23,6 +26,7 @@ from provisioning.stack.units import (
 )
 
 ETC = "/etc/trainyard"
+CONSTRAINTS_PATH = f"{ETC}/constraints.txt"
 UNITS = "/etc/systemd/system"
 SHELL_KINDS = ("bash",)
 
@@ -56,15 +60,22 @@ def render_files(inputs: StackInputs) -> tuple[RenderedFile, ...]:
         files.append(RenderedFile("accelerate.yaml", f"{ETC}/accelerate.yaml",
                                   render_accelerate(inputs), kind="yaml"))
     elif inputs.strategy == "deepspeed":
-        files.append(RenderedFile("deepspeed.json", f"{ETC}/deepspeed.json",
-                                  render_deepspeed(inputs), kind="json"))
+        files += [RenderedFile("deepspeed.json", f"{ETC}/deepspeed.json",
+                               render_deepspeed(inputs), kind="json"),
+                  RenderedFile("accelerate.yaml", f"{ETC}/accelerate.yaml",
+                               render_accelerate(inputs), kind="yaml")]
     elif inputs.strategy == "torchtitan":
         files.append(RenderedFile("torchtitan.toml", f"{ETC}/torchtitan.toml",
                                   render_torchtitan(inputs), kind="toml"))
+    if inputs.training.finetune in ("lora", "qlora"):
+        files.append(RenderedFile("adapters.json", f"{ETC}/adapters.json", render_adapters(inputs),
+                                  kind="json"))
     files += [
         RenderedFile("data.py", f"{ETC}/data.py", render_data_recipe(inputs), kind="python"),
         RenderedFile("pack-shards", f"{BIN}/pack-shards", pack_shards_tool(), "0755", "python"),
     ]
+    if inputs.constraints:
+        files.append(RenderedFile("constraints.txt", CONSTRAINTS_PATH, constraints_text()))
     if inputs.tracker == "tensorboard":
         files.append(RenderedFile("trainyard-tensorboard.service",
                                   f"{UNITS}/trainyard-tensorboard.service",
@@ -73,6 +84,11 @@ def render_files(inputs: StackInputs) -> tuple[RenderedFile, ...]:
         files += [
             RenderedFile("trainyard-sync.py", f"{BIN}/trainyard-sync.py", sync_tool(),
                          kind="python"),
+            RenderedFile("restore-checkpoints", f"{BIN}/restore-checkpoints",
+                         render_restore_script(inputs), "0755", "bash"),
+        ]
+    if inputs.checkpoint_timer:
+        files += [
             RenderedFile("sync-checkpoints", f"{BIN}/sync-checkpoints",
                          render_sync_script(inputs), "0755", "bash"),
             RenderedFile("trainyard-checkpoint-sync.service",

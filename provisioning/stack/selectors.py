@@ -29,6 +29,13 @@ def _latest_stack_steps(order) -> dict[str, StepRun]:
 
 
 def _cluster(step: StepRun) -> list[Node]:
+    """The nodes the files were rendered for: as the step recorded them, else (results stored
+    before it recorded them) the run's nodes."""
+    recorded = tuple(StackResult.from_dict(step.result).cluster)
+    if recorded:
+        found = {n.hostname: n for n in Node.objects.filter(hostname__in=recorded)}
+        if len(found) == len(recorded):
+            return [found[h] for h in recorded]
     skipped = StepRun.objects.filter(run=step.run, status=StepStatus.SKIPPED).values("node_id")
     ids = StepRun.objects.filter(run=step.run).exclude(node_id__in=skipped).values("node_id")
     return list(Node.objects.filter(pk__in=ids).order_by("hostname"))
@@ -58,7 +65,12 @@ def stack_file(order, *, hostname: str, name: str) -> RenderedFile | None:
     recorded = next((f for f in result.files if f.name == name), None)
     if recorded is None:
         return None
-    rendered = renderer()(order=order, node=step.node, nodes=_cluster(step), facts=result.node_facts)
+    try:
+        rendered = renderer()(order=order, node=step.node, nodes=_cluster(step),
+                              facts=result.node_facts)
+    except ValueError as exc:  # the plan or the catalog changed since: it no longer renders
+        raise StaleFile(f"{name} of {hostname} no longer renders ({exc}); re-deploy the stack "
+                        f"after fixing that.") from None
     file = rendered.file(name)
     if file is None or file.sha256 != recorded.sha256:
         raise StaleFile(f"{name} of {hostname} renders differently now than when it was deployed "

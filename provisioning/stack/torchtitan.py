@@ -1,35 +1,49 @@
 """The torchtitan job config (TOML, torchtitan 0.2.2's ``JobConfig``) of the ``torchtitan`` stack.
 
-``launch.sh -m torchtitan.train --job.config_file /etc/trainyard/torchtitan.toml`` on every node.
-Tensor, pipeline and context parallel degrees from the plan; the data-parallel shard degree is
-what is left (-1); hybrid sharding replicates across nodes. float8 linears for an fp8 plan
-(``model.converters``); activation checkpointing as the plan says; torch.compile on. The local
-batch is the plan's micro-batch (with pipelining: micro-batch × accumulation, cut into
-micro-batches); the global batch carries the accumulation.
+``launch.sh --stack`` on every node (``torchrun … -m torchtitan.train --job.config_file
+/etc/trainyard/torchtitan.toml``). The model is torchtitan's ``llama3`` at the flavour whose
+architecture is exactly the plan's model (``stacks.LLAMA3_FLAVOURS``); any other model is
+refused (torchtitan 0.2.2 has no Mistral, Qwen2 or Mixtral, and a dense 8B under another name
+would train the wrong model). Tensor, pipeline and context parallel degrees from the plan; the
+data-parallel shard degree is what is left (-1); hybrid sharding replicates across nodes.
+float8 linears for an fp8 plan (converter ``quantize.linear.float8``, needs torchao); activation
+checkpointing as every stack renders the plan's policy (``none``, ``full``, or ``selective`` with
+``selective_ac_option = "op"`` for the estimator's ``selective-op``); torch.compile on. The local
+batch is the plan's micro-batch (with pipelining: micro-batch x accumulation, cut into pipeline
+micro-batches of the micro-batch); the global batch is the plan's, so torchtitan's own
+accumulation is the plan's. Steps: the plan's tokens over that batch.
+
+Checkpoints: torchtitan purges old steps on rank 0 only, which on a cluster's node-local disks
+would leave the other nodes' shards of purged steps behind (and may purge node 0's before the
+sync timer copied them): a cluster renders ``keep_latest_k = 0`` and the sync timer prunes every
+node after a verified upload (docs/stack.md, "Checkpoints on a cluster").
 """
 
 from __future__ import annotations
 
 import tomli_w
 
-from provisioning.stack.configs_common import billions
+from portal.catalog.capabilities import MODEL_FAMILIES
 from provisioning.stack.inputs import CHECKPOINT_DIR, StackInputs
 
 DATA_ROOT = "/data"
+KEEP_LATEST = 3
+AC_MODES = {"none": "none", "full": "full", "op": "selective"}
 
 
-def flavor(model: str) -> str:
-    """torchtitan's llama3 flavor nearest the model's size."""
-    size = billions(model)
-    if size is None or size <= 20:
-        return "8B"
-    return "70B" if size <= 150 else "405B"
-
-
-def torchtitan_config(inputs: StackInputs, *, train_steps: int = 0) -> dict:
+def flavor(inputs: StackInputs) -> str:
+    """torchtitan's llama3 flavour of exactly the plan's model; ValueError for any other model."""
     t = inputs.training
-    model_parallel = t.tp * t.pp * t.cp
-    dp = max(1, inputs.world_size // model_parallel)
+    if t.titan_flavour is None:
+        known = MODEL_FAMILIES.get(t.architecture or "", "an architecture this portal has no numbers for")
+        raise ValueError(f"torchtitan 0.2.2 builds llama3 at its 8B, 70B and 405B shapes only; "
+                         f"{t.model} is {known}: choose a Hugging Face stack (FSDP2, DeepSpeed or "
+                         f"DDP) for it")
+    return t.titan_flavour
+
+
+def torchtitan_config(inputs: StackInputs) -> dict:
+    t = inputs.training
     local = t.micro_batch * t.grad_accum if t.pp > 1 else t.micro_batch
     replicate = inputs.nnodes if t.sharding == "fsdp-hybrid" and inputs.cluster else 1
     reshard = "never" if t.sharding == "fsdp-shard-grad-op" else "default"
@@ -44,23 +58,26 @@ def torchtitan_config(inputs: StackInputs, *, train_steps: int = 0) -> dict:
     if t.pp > 1:
         parallelism.update({"pipeline_parallel_schedule": "1F1B",
                             "pipeline_parallel_microbatch_size": t.micro_batch})
+    ac = {"mode": AC_MODES[t.activation_checkpointing]}
+    if t.activation_checkpointing == "op":
+        ac["selective_ac_option"] = "op"
     config = {
         "job": {"dump_folder": DATA_ROOT,
                 "description": f"Trainyard order {inputs.order}: {t.model}"},
         "metrics": {"log_freq": 10, "enable_tensorboard": inputs.tracker == "tensorboard",
                     "save_tb_folder": "tensorboard", "enable_wandb": inputs.tracker == "wandb"},
-        "model": {"name": "llama3", "flavor": flavor(t.model),
+        "model": {"name": "llama3", "flavor": flavor(inputs),
                   "hf_assets_path": f"{DATA_ROOT}/assets/{t.model}",
                   "converters": ["quantize.linear.float8"] if t.fp8 else []},
-        "training": {"local_batch_size": local,
-                     "global_batch_size": t.micro_batch * t.grad_accum * dp,
-                     "seq_len": t.seq_len, "steps": train_steps or 1000,
+        "training": {"local_batch_size": local, "global_batch_size": t.global_batch,
+                     "seq_len": t.seq_len, "steps": t.train_steps or 1000,
                      "enable_cpu_offload": t.offload != "none",
                      "mixed_precision_param": "bfloat16" if t.bf16 else "float32"},
         "parallelism": parallelism,
         "checkpoint": {"enable": True, "folder": CHECKPOINT_DIR.removeprefix(DATA_ROOT + "/"),
-                       "interval": 500, "keep_latest_k": 3, "async_mode": "async"},
-        "activation_checkpoint": {"mode": t.checkpointing, "selective_ac_option": "op"},
+                       "interval": 500, "keep_latest_k": 0 if inputs.cluster else KEEP_LATEST,
+                       "async_mode": "async"},
+        "activation_checkpoint": ac,
         "compile": {"enable": True, "components": ["model", "loss"]},
     }
     if t.fp8:
@@ -73,5 +90,6 @@ def torchtitan_config(inputs: StackInputs, *, train_steps: int = 0) -> dict:
 
 def render_torchtitan(inputs: StackInputs) -> str:
     head = (f"# torchtitan job config of order {inputs.order} (torchtitan 0.2.2).\n"
-            "# launch.sh -m torchtitan.train --job.config_file /etc/trainyard/torchtitan.toml\n")
-    return head + tomli_w.dumps(torchtitan_config(inputs, train_steps=inputs.training.train_steps))
+            "# /etc/trainyard/launch.sh --stack   (torchrun -m torchtitan.train --job.config_file "
+            "this file)\n")
+    return head + tomli_w.dumps(torchtitan_config(inputs))

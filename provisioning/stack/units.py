@@ -1,5 +1,16 @@
-"""systemd units: TensorBoard for the ``tensorboard`` tracker, and the checkpoint sync timer
-that copies ``/data/checkpoints`` to the order's bucket with the storage sync tool."""
+"""systemd units: TensorBoard for the ``tensorboard`` tracker, and the checkpoint timer that copies
+``/data/checkpoints`` to the order's bucket with the storage sync tool (and, for torchtitan on a
+cluster, prunes old steps on every node after the copy).
+
+Checkpoints on a cluster: each node writes its own shards to its own disk (DCP: one
+``__<rank>_0.distcp`` per rank, ``.metadata`` by rank 0 on the first node only). Every node copies
+its directory to ``checkpoints/<hostname>/`` (the retain step's layout, kept at termination);
+``restore-checkpoints`` on every node downloads *every* node's prefix into ``/data/checkpoints``
+(the other nodes' first, its own last), so each node has the metadata and the shards it reads
+when training resumes. torchtitan purges old steps on rank 0 only: a cluster renders
+``keep_latest_k = 0`` and this timer keeps the newest ``KEEP_STEPS`` ``step-*`` directories on
+every node, after a verified copy when a bucket was ordered.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +19,7 @@ from provisioning.storage.node import ENV_FILE
 from provisioning.storage.node import SYNC_TOOL as SYNC_TOOL_SOURCE
 
 SYNC_INTERVAL = "15min"
+KEEP_STEPS = 3
 BIN = "/opt/trainyard/bin"
 VENV = "/opt/trainyard/venv"
 
@@ -26,9 +38,17 @@ WantedBy=multi-user.target
 """
 
 
+def _sync_what(inputs: StackInputs) -> str:
+    parts = [f"copy {CHECKPOINT_DIR} of {inputs.hostname} to the order's bucket"] if inputs.storage else []
+    if inputs.prunes_checkpoints:
+        parts.append(f"keep the newest {KEEP_STEPS} checkpoint steps")
+    text = " and ".join(parts)
+    return text[:1].upper() + text[1:]
+
+
 def render_sync_service(inputs: StackInputs) -> str:
     return f"""[Unit]
-Description=Copy {CHECKPOINT_DIR} of {inputs.hostname} to the order's bucket
+Description={_sync_what(inputs)}
 After=network-online.target
 
 [Service]
@@ -52,8 +72,27 @@ WantedBy=timers.target
 
 
 def render_sync_script(inputs: StackInputs) -> str:
+    copy = f"""if [ ! -r "$root{ENV_FILE}" ]; then
+  echo "$root{ENV_FILE} not found: the bucket's credentials are not on this node" >&2
+  exit 3
+fi
+# shellcheck source=/dev/null
+. "$root{ENV_FILE}"
+"$root{VENV}/bin/python" "$root{BIN}/trainyard-sync.py" --bucket "$TRAINYARD_BUCKET" \\
+  --prefix {inputs.checkpoint_prefix} "$src"
+""" if inputs.storage else "# no bucket ordered: nothing is copied\n"
+    prune = f"""# torchtitan prunes on rank 0 only (keep_latest_k = 0 on a cluster): every node keeps its
+# newest {KEEP_STEPS} steps here, after the copy above succeeded.
+mapfile -t steps < <(find "$src" -mindepth 1 -maxdepth 1 -type d -name 'step-*' -printf '%f\\n' \\
+  | sort -t- -k2,2n)
+for ((i = 0; i + {KEEP_STEPS} < ${{#steps[@]}}; i++)); do
+  rm -rf -- "${{src:?}}/${{steps[i]}}"
+  echo "pruned ${{steps[i]}}"
+done
+""" if inputs.prunes_checkpoints else ""
+    what = f"s3://$TRAINYARD_BUCKET/{inputs.checkpoint_prefix}/" if inputs.storage else "nowhere"
     return f"""#!/usr/bin/env bash
-# Copies $TRAINYARD_ROOT{CHECKPOINT_DIR} to s3://$TRAINYARD_BUCKET/{inputs.checkpoint_prefix}/
+# Copies $TRAINYARD_ROOT{CHECKPOINT_DIR} to {what}
 # with the sync tool (resumable, SHA-256 verified). Run by trainyard-checkpoint-sync.timer.
 set -euo pipefail
 root="${{TRAINYARD_ROOT:-}}"
@@ -62,14 +101,32 @@ if [ ! -d "$src" ] || [ -z "$(ls -A "$src" 2>/dev/null)" ]; then
   echo "$src is absent or empty: nothing to copy"
   exit 0
 fi
+{copy}{prune}"""
+
+
+def render_restore_script(inputs: StackInputs) -> str:
+    """Downloads every node's checkpoint prefix into this node's directory (resume)."""
+    order = [h for h in inputs.cluster_hostnames if h != inputs.hostname] + [inputs.hostname]
+    prefixes = " ".join(f"checkpoints/{h}" for h in order)
+    return f"""#!/usr/bin/env bash
+# Restores $TRAINYARD_ROOT{CHECKPOINT_DIR} from the order's bucket before training resumes: every
+# node's copy (the first node's holds the .metadata), this node's last. Run it on every node.
+set -euo pipefail
+root="${{TRAINYARD_ROOT:-}}"
+dst="$root{CHECKPOINT_DIR}"
 if [ ! -r "$root{ENV_FILE}" ]; then
   echo "$root{ENV_FILE} not found: the bucket's credentials are not on this node" >&2
   exit 3
 fi
 # shellcheck source=/dev/null
 . "$root{ENV_FILE}"
-exec "$root{VENV}/bin/python" "$root{BIN}/trainyard-sync.py" --bucket "$TRAINYARD_BUCKET" \\
-  --prefix {inputs.checkpoint_prefix} "$src"
+mkdir -p "$dst"
+prefixes=({prefixes})
+for prefix in "${{prefixes[@]}}"; do
+  echo "restoring s3://$TRAINYARD_BUCKET/$prefix/"
+  "$root{VENV}/bin/python" "$root{BIN}/trainyard-sync.py" --download --bucket "$TRAINYARD_BUCKET" \\
+    --prefix "$prefix" "$dst"
+done
 """
 
 

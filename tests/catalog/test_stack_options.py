@@ -28,6 +28,11 @@ def test_seeded_stacks_declare_their_capabilities(db):
     assert titan.kind == "strategy" and titan.tensor_parallel and titan.pipeline_parallel
     assert titan.context_parallel and titan.sequence_parallel and titan.fp8 and not titan.qlora
     assert "tensor parallelism" in titan.features
+    # torchtitan 0.2.2 builds its own models: of those this portal sizes llama3 only.
+    assert titan.model_families == ["llama3"] and titan.op_level_checkpointing
+    for hf in (ddp, fsdp, ds):
+        assert {"llama3", "llama", "mistral", "mixtral", "qwen2"} <= set(hf.model_families)
+        assert not hf.op_level_checkpointing
 
 
 def test_every_strategy_stack_pins_torch_and_its_framework(db):
@@ -52,6 +57,8 @@ def test_the_database_catalog_reaches_the_recommender_like_the_seed(db):
     ("data_parallel", ["zero4"], "unknown data-parallel kind 'zero4'"),
     ("data_parallel", "ddp", "must be a list"),
     ("packages", ["torch>=2.0"], "not a pinned requirement"),
+    ("model_families", ["mistrall"], "unknown model family 'mistrall'"),
+    ("model_families", "llama3", "must be a list"),
     ("packages", "torch==2.13.0", "must be a list"),
 ])
 def test_a_bad_capability_is_refused_with_a_clear_error(db, field, value, message):
@@ -101,3 +108,22 @@ def test_every_seeded_package_is_one_exact_pin_as_pip_reads_it():
     for text in sorted({p for r in rows for p in r["packages"]}):
         req = Requirement(text)
         assert [s.operator for s in req.specifier] == ["=="], text
+
+
+def test_the_family_migration_declares_families_on_existing_rows(transactional_db):
+    before = ("catalog", "0004_serversku_nccl_busbw_gbps")
+    after = ("catalog", "0005_stackoption_model_families")
+    executor = MigrationExecutor(connection)
+    executor.migrate([before])
+    try:
+        old = executor.loader.project_state([before]).apps.get_model("catalog", "StackOption")
+        ids = {slug: old.objects.create(slug=slug, name=slug, kind="strategy").pk
+               for slug in ("fsdp", "torchtitan", "custom")}
+        executor = MigrationExecutor(connection)
+        executor.migrate([after])
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())
+    assert StackOption.objects.get(pk=ids["torchtitan"]).model_families == ["llama3"]
+    assert "mistral" in StackOption.objects.get(pk=ids["fsdp"]).model_families
+    assert StackOption.objects.get(pk=ids["custom"]).model_families == []  # declares none yet

@@ -61,10 +61,93 @@ def test_anything_but_a_single_key_line_is_refused(bad):
 
 @pytest.mark.parametrize("keys", [0, 1, 3])
 def test_every_variant_passes_shellcheck(tmp_path, keys):
-    if not shutil.which("shellcheck"):
-        missing_service("shellcheck is not installed")
+    from tests.provisioning.stack.test_renderers import shellcheck
+
     path = tmp_path / "access.sh"
     path.write_text(authorized_keys_script([KeyLine(_line(), f"key {i}") for i in range(keys)],
                                            order_reference="O-5", login_user="ubuntu"))
-    done = subprocess.run(["shellcheck", "-s", "sh", str(path)], capture_output=True, text=True)
+    done = subprocess.run([shellcheck(), "-s", "sh", str(path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout
+
+
+# --- sshd reads the Trainyard file only, for the login user only --------------------------------
+def test_the_dropin_makes_the_trainyard_file_the_login_users_only_keys(tmp_path):
+    """The real sshd's effective configuration (sshd -T -C), with the drop-in included as Debian's
+    main config does: the login user reads only the Trainyard file; other accounts (the one the
+    pipeline logs in with) keep theirs."""
+    from provisioning.stack.access import KEYS_PATH, sshd_dropin
+    from tests.provisioning.sshd import sshd_path
+
+    sshd = sshd_path()
+    if sshd is None or not shutil.which("ssh-keygen"):
+        missing_service("sshd and ssh-keygen are not installed")
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "hk")],
+                   check=True)
+    (tmp_path / "60-trainyard.conf").write_text(sshd_dropin("nobody"))
+    (tmp_path / "sshd_config").write_text(
+        f"Include {tmp_path}/60-trainyard.conf\nHostKey {tmp_path}/hk\n"
+        "AuthorizedKeysFile .ssh/authorized_keys .ssh/authorized_keys2\nPasswordAuthentication no\n")
+
+    def keys_file(user: str) -> str:
+        done = subprocess.run([sshd, "-T", "-f", str(tmp_path / "sshd_config"), "-C",
+                               f"user={user},host=localhost,addr=127.0.0.1"],
+                              capture_output=True, text=True, check=True)
+        return next(line for line in done.stdout.splitlines() if line.startswith("authorizedkeysfile"))
+
+    assert keys_file("nobody") == f"authorizedkeysfile {KEYS_PATH}"  # not ~/.ssh/authorized_keys
+    assert keys_file("root") == "authorizedkeysfile .ssh/authorized_keys .ssh/authorized_keys2"
+
+
+# --- revoke: keys gone, sessions and processes ended --------------------------------------------
+FAKES = {
+    "loginctl": 'echo "loginctl $*" >> "$CALLS"',
+    "pkill": 'echo "pkill $*" >> "$CALLS"; n=$(cat "$ALIVE"); [ "$n" -gt 0 ] || exit 1\n'
+             '[ "${STUBBORN:-0}" = 1 ] || echo 0 > "$ALIVE"',
+    "pgrep": '[ "$(cat "$ALIVE")" -gt 0 ] && { [ "$1" = -a ] && echo "4242 python train.py"; exit 0; }\n'
+             'exit 1',
+}
+
+
+def _revoke(tmp_path, user: str, *, alive: int = 2, stubborn: bool = False):
+    from provisioning.stack.scripts import revoke_script
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(parents=True)
+    for name, body in FAKES.items():
+        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    (tmp_path / "alive").write_text(f"{alive}\n")
+    keys = tmp_path / "etc/trainyard/authorized_keys"
+    keys.parent.mkdir(parents=True)
+    keys.write_text(_line() + "\n")
+    done = subprocess.run(["sh", "-c", revoke_script(user)], capture_output=True, text=True,
+                          env={"PATH": f"{bin_dir}:/usr/bin:/bin", "TRAINYARD_ROOT": str(tmp_path),
+                               "CALLS": str(tmp_path / "calls"), "ALIVE": str(tmp_path / "alive"),
+                               "STUBBORN": "1" if stubborn else "0", "TRAINYARD_KILL_TRIES": "2"})
+    calls = (tmp_path / "calls").read_text().splitlines() if (tmp_path / "calls").exists() else []
+    return done, calls, keys
+
+
+def test_revoke_removes_the_keys_and_ends_the_customers_sessions_and_processes(tmp_path):
+    done, calls, keys = _revoke(tmp_path, "nobody")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not keys.exists()
+    assert calls == ["loginctl terminate-user nobody", "pkill -KILL -u nobody"]
+    assert "sessions and processes of nobody ended" in done.stdout
+
+
+def test_revoke_fails_when_a_process_survives_and_never_kills_root(tmp_path):
+    done, _, _ = _revoke(tmp_path / "a", "nobody", stubborn=True)
+    assert done.returncode == 9 and "4242 python train.py" in done.stdout
+    done, calls, keys = _revoke(tmp_path / "b", "root")
+    assert done.returncode == 0 and calls == [] and not keys.exists()
+
+
+def test_the_revoke_script_passes_shellcheck(tmp_path):
+    from provisioning.stack.scripts import revoke_script
+    from tests.provisioning.stack.test_renderers import shellcheck
+
+    path = tmp_path / "revoke.sh"
+    path.write_text(revoke_script("ubuntu"))
+    done = subprocess.run([shellcheck(), "-s", "sh", str(path)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout

@@ -258,7 +258,10 @@ def test_day_two_health_check_over_ssh(ssh_node, gpus):
 
 
 @pytest.mark.django_db
-def test_a_host_without_gpus_fails_acceptance_and_says_why(gpu_ssh_node, gpu_host, settings):
+def test_a_host_without_gpus_fails_the_stack_preflight_and_says_why(gpu_ssh_node, gpu_host, settings):
+    """The stack's hardware preflight runs again for every deploy (before, a marker left by an
+    earlier deploy on this host skipped it and acceptance was the first to notice): a GPU node
+    without a driver fails there, with the reason, and nothing else is installed."""
     ssh_node = gpu_ssh_node  # not a declared test host: no GPUs is a failure
     settings.PROVISIONING_OS_IMAGE = _os_image()
     order = approved_order(ssh_node)  # no fake nvidia-smi: a plain host
@@ -266,15 +269,14 @@ def test_a_host_without_gpus_fails_acceptance_and_says_why(gpu_ssh_node, gpu_hos
 
     outcomes = drive(run)
 
-    assert outcomes[-1] == "acceptance:failed"
+    assert outcomes[-1] == "stack:failed"
     order.refresh_from_db()
     ssh_node.refresh_from_db()
     assert order.state == OrderState.PROVISION_FAILED
-    assert ssh_node.state == NodeState.FAILED_VALIDATION
-    step = StepRun.objects.get(run=run, step="acceptance")
+    step = StepRun.objects.get(run=run, step="stack")
     assert step.status == StepStatus.FAILED
-    assert "GPUs visible (0 of 2: nvidia-smi not found: no NVIDIA GPU driver" in step.error
-    assert any("FAIL l4-ssh-02: GPUs visible" in line for line in log_of(run, "acceptance"))
+    assert "FAIL nvidia-smi not found: no NVIDIA driver" in step.error
+    assert not StepRun.objects.filter(run=run, step="acceptance", status=StepStatus.SUCCEEDED).exists()
 
 
 @pytest.mark.django_db

@@ -1,7 +1,13 @@
-"""The configure step's disk layout and the wipe script run again safely, and refuse what is not
-theirs: they run for real under bash with stand-ins for mdadm, blkid, lsblk, wipefs, mkfs.xfs,
-mountpoint, mount, umount and blkdiscard that keep each device's state as the real tools do
-(a filesystem label, partitions, an array superblock, a mount)."""
+"""The configure step's disk layout and the wipe script run again safely, refuse what is not
+theirs, and free a busy device before erasing it: they run for real under bash with stand-ins
+for mdadm, blkid, lsblk, findmnt, wipefs, mkfs.xfs, mountpoint, mount, umount, fuser, systemctl
+and blkdiscard that keep each device's state and fail as the real tools do: wipefs, mkfs and
+blkdiscard refuse a device that is mounted or in an assembled array, mdadm refuses to stop a
+mounted array or zero a member of a running one, umount refuses a mount a process or unit holds.
+
+State under $STATE: <dev>.label (a filesystem label), <dev>.parts (partition <dev>p1),
+<dev>.member (an array superblock: the array's name), arrays/<md>.{path,members} (assembled),
+mounts ("SOURCE TARGET" lines), busy (targets a process holds), units (active units)."""
 
 import subprocess
 from types import SimpleNamespace
@@ -11,33 +17,82 @@ import pytest
 from provisioning.stack.disk import disk_layout_script
 from provisioning.stack.scripts import wipe_script
 
-# $STATE/<name>.label: filesystem label; .parts: partitions; .member: array superblock.
+COMMON = """bn() { basename "$1"; }
+in_array() {  # is device $1 (or its partition) a member of an assembled array?
+  local d; d=$(bn "$1"); d=${d%p1}
+  grep -qx "$d" "$STATE"/arrays/*.members 2>/dev/null
+}
+mounted() { grep -q "^$1 " "$STATE/mounts" 2>/dev/null; }
+busy_dev() {  # mounted itself, a partition mounted, or in a running array
+  mounted "$1" || mounted "${1}p1" || in_array "$1"
+}
+log() { echo "$*" >> "$STATE/calls"; }
+"""
 TOOLS = {
-    "mdadm": """dev=$(basename "${2:-x}")
-case "$1" in
-  --detail) [ -e "$STATE/md" ] || exit 1
-            if [ "${2:-}" = --brief ]; then echo "ARRAY $3 metadata=1.2"; fi ;;
-  --examine) [ -e "$STATE/$dev.member" ] ;;
-  --create) [ -e "$STATE/md" ] && { echo "mdadm: $2 exists" >&2; exit 1; }
-            touch "$STATE/md" "$2"; echo "create" >> "$STATE/calls" ;;
-  --stop) rm -f "$STATE/md" "$2"; echo "stop" >> "$STATE/calls" ;;
-  --zero-superblock) rm -f "$STATE/$dev.member"; echo "zero $dev" >> "$STATE/calls" ;;
+    "mdadm": """case "$1" in
+  --detail) [ -e "$STATE/arrays/$(bn "${!#}").path" ] || exit 1
+            if [ "$2" = --brief ]; then echo "ARRAY $3 metadata=1.2"; fi ;;
+  --examine) [ -e "$STATE/$(bn "$2").member" ] ;;
+  --create) md=$(bn "$2"); [ -e "$STATE/arrays/$md.path" ] && { echo "mdadm: $2 exists" >&2; exit 1; }
+            mkdir -p "$STATE/arrays"; echo "$2" > "$STATE/arrays/$md.path"; touch "$2"
+            for a in "$@"; do case "$a" in /dev/*) bn "$a" >> "$STATE/arrays/$md.members"
+              echo "$md" > "$STATE/$(bn "$a").member" ;; esac; done
+            log create ;;
+  --stop) mounted "$2" && { echo "mdadm: Cannot get exclusive access to $2" >&2; exit 1; }
+          md=$(bn "$2"); rm -f "$STATE/arrays/$md.path" "$STATE/arrays/$md.members"; log "stop $md" ;;
+  --zero-superblock) in_array "$2" && { echo "mdadm: Couldn't open $2 for write" >&2; exit 1; }
+                     rm -f "$STATE/$(bn "$2").member"; log "zero $(bn "$2")" ;;
 esac""",
-    "blkid": 'f="$STATE/$(basename "${!#}").label"; [ -e "$f" ] && cat "$f"',
-    "lsblk": 'dev=$(basename "${!#}"); echo "$dev"; [ -e "$STATE/$dev.parts" ] && echo "${dev}p1"; true',
-    "wipefs": """dev=$(basename "${!#}")
-if [ "$1" = -a ]; then rm -f "$STATE/$dev.label" "$STATE/$dev.parts"; echo "wipefs $dev" >> "$STATE/calls"
-elif [ -e "$STATE/$dev.label" ] || [ -e "$STATE/$dev.parts" ]; then
-  echo "DEVICE OFFSET TYPE"; echo "$dev 0x0 gpt"
+    "blkid": 'f="$STATE/$(bn "${!#}").label"; [ -e "$f" ] && cat "$f"',
+    "lsblk": """dev="${!#}"; d=$(bn "$dev"); types=0; case "$*" in *TYPE*) types=1 ;; esac
+row() { if [ "$types" = 1 ]; then echo "$1 $2"; else echo "$1"; fi; }
+row "$dev" disk
+if [ -e "$STATE/$d.parts" ]; then row "${dev}p1" part; fi
+for m in "$STATE"/arrays/*.members; do
+  [ -e "$m" ] || continue
+  if grep -qx -e "$d" -e "${d}p1" "$m"; then row "$(cat "${m%.members}.path")" raid1; fi
+done""",
+    "findmnt": """src="${!#}"; found=1
+while read -r s t; do [ "$s" = "$src" ] && { echo "$t"; found=0; }; done < "$STATE/mounts"
+exit $found""",
+    "wipefs": """dev="${!#}"; d=$(bn "$dev")
+if [ "$1" = -a ]; then
+  busy_dev "$dev" && { echo "wipefs: error: $dev: probing initialization failed:" \
+    "Device or resource busy" >&2; exit 1; }
+  rm -f "$STATE/$d.label" "$STATE/$d.parts"; log "wipefs $d"
+elif [ -e "$STATE/$d.label" ] || [ -e "$STATE/$d.parts" ]; then
+  echo "DEVICE OFFSET TYPE"; echo "$d 0x0 gpt"
 fi""",
-    "mkfs.xfs": """dev=$(basename "${!#}")
-echo trainyard-data > "$STATE/$dev.label"
-echo "mkfs $dev" >> "$STATE/calls"
+    "mkfs.xfs": """dev="${!#}"
+busy_dev "$dev" && { echo "mkfs.xfs: $dev contains a mounted filesystem" >&2; exit 1; }
+echo trainyard-data > "$STATE/$(bn "$dev").label"; log "mkfs $(bn "$dev")"
 """,
-    "mountpoint": '[ "${!#}" != "$MNT" ] && exit 1; [ -e "$STATE/mounted" ]',
-    "mount": '[ -e "$STATE/mounted" ] && exit 32; touch "$STATE/mounted"; echo "mount" >> "$STATE/calls"',
-    "umount": 'rm -f "$STATE/mounted"; echo "umount" >> "$STATE/calls"',
-    "blkdiscard": 'echo "discard $2" >> "$STATE/calls"',
+    "mountpoint": 'grep -q " ${!#}$" "$STATE/mounts"',
+    "mount": """target="${!#}"; label="${3#LABEL=}"
+grep -q " $target$" "$STATE/mounts" && exit 32
+for f in "$STATE"/*.label; do [ "$(cat "$f")" = "$label" ] || continue
+  d=$(basename "$f" .label)
+  if [ -e "$STATE/arrays/$d.path" ]; then src=$(cat "$STATE/arrays/$d.path"); else src="/dev/$d"; fi
+  echo "$src $target" >> "$STATE/mounts"; log mount; exit 0
+done
+exit 32""",
+    "umount": """target="$1"
+if grep -qx "$target" "$STATE/busy" 2>/dev/null || { [ "$target" = "$MNT" ] && [ -s "$STATE/units" ]; }; then
+  echo "umount: $target: target is busy." >&2; exit 32
+fi
+grep -v " $target$" "$STATE/mounts" > "$STATE/mounts.new" || true; mv "$STATE/mounts.new" "$STATE/mounts"
+log umount""",
+    "fuser": """target="${!#}"; grep -qx "$target" "$STATE/busy" 2>/dev/null || exit 1
+grep -vx "$target" "$STATE/busy" > "$STATE/busy.new" || true; mv "$STATE/busy.new" "$STATE/busy"
+log "kill $(bn "$target")" """,
+    "systemctl": """case "$1" in
+  is-active) grep -qx "${!#}" "$STATE/units" 2>/dev/null ;;
+  stop) grep -vx "$2" "$STATE/units" > "$STATE/units.new" || true; mv "$STATE/units.new" "$STATE/units"
+        log "stop $2" ;;
+esac""",
+    "blkdiscard": """busy_dev "$2" && {
+  echo "blkdiscard: cannot open $2: Device or resource busy" >&2; exit 1; }
+log "discard $2" """,
 }
 DEVICES = ["/dev/nvme0n1", "/dev/nvme1n1"]
 
@@ -47,9 +102,11 @@ def host(tmp_path):
     bin_dir, state, root = tmp_path / "bin", tmp_path / "state", tmp_path / "root"
     for d in (bin_dir, state, root, root / "dev"):
         d.mkdir()
+    (state / "mounts").touch()
+    (bin_dir / "common.sh").write_text(COMMON)
     for name, body in TOOLS.items():
         tool = bin_dir / name
-        tool.write_text(f"#!/usr/bin/env bash\n{body}\n")
+        tool.write_text(f"#!/usr/bin/env bash\n. {bin_dir}/common.sh\n{body}\n")
         tool.chmod(0o755)
     md = root / "dev" / "md0"
 
@@ -65,7 +122,27 @@ def host(tmp_path):
     def mark(device: str, what: str, text: str = "") -> None:
         (state / f"{device.rsplit('/', 1)[-1]}.{what}").write_text(text)
 
-    return SimpleNamespace(run=run, calls=calls, mark=mark, root=root, md=md)
+    def foreign_array(path: str, members, mounted_on: str, busy: bool) -> None:
+        """An array another system left, assembled, mounted, a process holding the mount."""
+        name = path.rsplit("/", 1)[-1]
+        (state / "arrays").mkdir(exist_ok=True)
+        (state / "arrays" / f"{name}.path").write_text(path + "\n")
+        (state / "arrays" / f"{name}.members").write_text(
+            "".join(m.rsplit("/", 1)[-1] + "\n" for m in members))
+        for m in members:
+            mark(m, "member", name)
+        with (state / "mounts").open("a") as fh:
+            fh.write(f"{path} {mounted_on}\n")
+        if busy:
+            (state / "busy").write_text(mounted_on + "\n")
+
+    def hold(target: str = "", units=()) -> None:
+        if target:
+            (state / "busy").write_text(target + "\n")
+        (state / "units").write_text("".join(u + "\n" for u in units))
+
+    return SimpleNamespace(run=run, calls=calls, mark=mark, root=root, md=md, state=state,
+                           foreign_array=foreign_array, hold=hold)
 
 
 def layout(raid="raid0", wipe=False):
@@ -105,20 +182,61 @@ def test_a_device_with_something_on_it_is_refused_and_left_alone(host, what, fou
 
 def test_the_wipe_flag_erases_foreign_devices_first(host):
     host.mark("/dev/nvme1n1", "parts")
-    host.mark("/dev/nvme1n1", "member")
+    host.mark("/dev/nvme1n1", "member", "md126")
     done = host.run(layout(wipe=True))
-    assert done.returncode == 0, done.stdout
-    assert host.calls() == ["zero nvme1n1", "wipefs nvme1n1", "create", "mkfs md0", "mount"]
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert host.calls() == ["wipefs nvme1n1p1", "zero nvme1n1", "wipefs nvme1n1", "create",
+                            "mkfs md0", "mount"]
 
 
-def test_wipe_runs_twice(host):
-    host.run(layout())
+def test_the_wipe_flag_stops_a_mounted_foreign_array_and_what_holds_it_first(host):
+    host.foreign_array("/dev/md127", DEVICES, "/mnt/old", busy=True)
+    done = host.run(layout(wipe=True))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert host.calls() == ["kill old", "umount", "stop md127", "zero nvme0n1", "wipefs nvme0n1",
+                            "zero nvme1n1", "wipefs nvme1n1", "create", "mkfs md0", "mount"]
+    assert "unmounted /mnt/old (/dev/md127)" in done.stdout
+
+
+def test_the_stand_in_wipefs_refuses_a_device_still_in_a_running_array(host):
+    """The stand-ins are honest: erasing without stopping the array fails, as on a real node."""
+    host.foreign_array("/dev/md127", DEVICES, "/mnt/old", busy=False)
+    done = host.run("wipefs -a /dev/nvme0n1")
+    assert done.returncode == 1 and "Device or resource busy" in done.stderr
+    done = host.run("umount /mnt/old && mdadm --stop /dev/md127 && wipefs -a /dev/nvme0n1")
+    assert done.returncode == 0, done.stderr
+
+
+def test_wipe_stops_the_units_and_processes_on_data_then_frees_and_discards_twice(host):
+    assert host.run(layout()).returncode == 0
+    data = str(host.root / "data")
+    host.hold(data, units=["trainyard-tensorboard.service", "trainyard-checkpoint-sync.timer"])
     for _ in range(2):
         done = host.run(wipe_script(DEVICES))
         assert done.returncode == 0, done.stdout + done.stderr
-    assert host.calls() == ["create", "mkfs md0", "mount", "umount", "stop",
-                            "discard /dev/nvme0n1", "discard /dev/nvme1n1",
+    assert host.calls() == ["create", "mkfs md0", "mount",
+                            "stop trainyard-checkpoint-sync.timer",
+                            "stop trainyard-tensorboard.service", "kill data", "umount",
+                            "stop md0", "discard /dev/nvme0n1", "discard /dev/nvme1n1",
                             "discard /dev/nvme0n1", "discard /dev/nvme1n1"]
+
+
+def test_wipe_frees_a_foreign_array_the_devices_belong_to(host):
+    host.foreign_array("/dev/md127", DEVICES, "/srv/scratch", busy=True)
+    done = host.run(wipe_script(DEVICES))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert host.calls() == ["kill scratch", "umount", "stop md127", "discard /dev/nvme0n1",
+                            "discard /dev/nvme1n1"]
+
+
+def test_the_wipe_script_passes_shellcheck(tmp_path):
+    from tests.provisioning.stack.test_renderers import shellcheck
+
+    path = tmp_path / "wipe.sh"
+    path.write_text(wipe_script(DEVICES))
+    done = subprocess.run([shellcheck(), "--severity=style", str(path)], capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stdout
 
 
 @pytest.mark.parametrize("raid, wipe", [("single", False), ("raid0", False), ("raid10", True)])

@@ -72,11 +72,17 @@ def test_stack_config_has_the_key_values(seed):
                               checkpointing="none", workload=work, catalog=seed)
     assert fsdp.slug == "fsdp" and dict(fsdp.settings)["fsdp_version"] == 2
     titan = dict(infra.stack_config(get_strategy("fsdp"), "torchtitan", tp=2, pp=4, micro_batch=1,
-                                    grad_accum=4, checkpointing="selective", workload=work,
+                                    grad_accum=4, checkpointing="selective-op", workload=work,
                                     catalog=seed).settings)
     assert titan["parallelism.tensor_parallel_degree"] == 2
     assert titan["parallelism.pipeline_parallel_degree"] == 4
-    assert titan["activation_checkpoint.mode"] == "selective"
+    assert (titan["activation_checkpoint.mode"], titan["activation_checkpoint.selective_ac_option"]) == (
+        "selective", "op")  # the estimator's selective-op is torchtitan's op-level SAC
+    assert "training.gradient_accumulation_steps" not in titan  # torchtitan 0.2.2 has no such key
+    korthikanti = dict(infra.stack_config(get_strategy("fsdp"), "torchtitan", tp=2, pp=4, micro_batch=1,
+                                          grad_accum=4, checkpointing="selective", workload=work,
+                                          catalog=seed).settings)
+    assert korthikanti["activation_checkpoint.mode"] == "none"  # SDPA keeps no attention scores
     assert infra.stack_config(get_strategy("ddp"), "ddp", tp=1, pp=1, micro_batch=4, grad_accum=1,
                               checkpointing="none", workload=work, catalog=seed).slug == "ddp"
 

@@ -54,6 +54,9 @@ def test_needs_from_a_stored_plan_and_from_a_partial_one():
             "precision": "bf16-mixed"}
     needs = Needs.from_plan(plan)
     assert needs == Needs("zero3", 1, 2, 1, True, "qlora", False)
+    assert Needs.from_plan({"model": "mistral-7b"}).family == "mistral"
+    assert Needs.from_plan({"cp": 2}).cp == 2  # top-level, like tp and pp
+    assert Needs.from_plan({"stack_settings": {"cp": 2}}).cp == 1  # display values are not read
     assert Needs.from_plan({}) == Needs()  # a partial plan needs nothing it does not name
     assert Needs.from_plan({"tp": "4", "pp": True}) == Needs()  # ill-typed figures are not needs
 
@@ -102,9 +105,53 @@ def test_qlora_needs_a_stack_with_qlora_and_says_four_bit_base_and_adapters(cata
 
 
 def test_fp8_plans_run_on_a_stack_with_fp8(catalog):
-    rec = recommend(work(precision="fp8"), Goal("cheapest"), catalog, SearchOptions(top_n=5))
+    rec = recommend(work(model="llama-3.1-8b", precision="fp8"), Goal("cheapest"), catalog,
+                    SearchOptions(top_n=5))
     assert {p.stack.slug for p in rec.plans} == {"torchtitan"}
-    assert all(dict(p.stack.settings)["model.converters"] == ["float8"] for p in rec.plans)
+    # torchtitan 0.2.2's converter name (torchtitan/components/quantization/float8.py)
+    assert all(dict(p.stack.settings)["model.converters"] == ["quantize.linear.float8"]
+               for p in rec.plans)
+
+
+def test_fp8_mistral_has_no_plan_because_torchtitan_cannot_build_mistral(catalog):
+    """Only torchtitan declares fp8, and torchtitan 0.2.2 has no Mistral model: nothing is
+    proposed (before, the plan rendered a dense llama3 8B under the name mistral-7b)."""
+    with pytest.raises(ValueError, match="no configuration in the catalog can train mistral-7b"):
+        recommend(work(precision="fp8"), Goal("cheapest"), catalog, SearchOptions(top_n=5))
+
+
+@pytest.mark.parametrize("model, family", [
+    ("llama-3.1-8b", "llama3"), ("llama-3.1-70b", "llama3"), ("llama-3.1-405b", "llama3"),
+    ("llama-2-7b", "llama"), ("llama-2-70b", "llama"), ("mistral-7b", "mistral"),
+    ("mixtral-8x7b", "mixtral"), ("qwen2.5-7b", "qwen2"), ("qwen2.5-72b", "qwen2"),
+    ("gpt2-124m", "gpt2"), ("bert-base", "bert"), ("Llama-3-8B", None)])
+def test_each_preset_has_the_family_of_its_architecture(model, family):
+    from portal.sizing.recommend.stacks import model_family
+
+    assert model_family(model) == family
+
+
+def test_torchtitan_refuses_a_model_family_it_cannot_build_and_names_a_stack_that_can(catalog):
+    for model in ("mistral-7b", "qwen2.5-72b", "mixtral-8x7b", "llama-2-70b"):
+        needs = Needs.from_plan({"model": model, "sharding": "fsdp-full-shard"})
+        text = stack_problem(stack(catalog, "torchtitan"), needs, catalog.stack)
+        assert text.startswith("torchtitan (FSDP2 + TP + PP + CP) cannot run model family "), text
+        assert text.endswith("choose PyTorch FSDP2 (Accelerate)."), text
+    llama = Needs.from_plan({"model": "llama-3.1-70b", "sharding": "fsdp-full-shard", "tp": 4})
+    assert stack_problem(stack(catalog, "torchtitan"), llama, catalog.stack) == ""
+
+
+def test_no_recommended_torchtitan_plan_has_a_model_torchtitan_cannot_build(catalog):
+    for model in ("qwen2.5-72b", "mixtral-8x7b", "mistral-7b"):
+        rec = recommend(work(model=model), Goal("fastest"), catalog, SearchOptions(top_n=10))
+        assert rec.plans and all(p.stack.slug != "torchtitan" for p in rec.plans), model
+        assert all(p.tp == 1 and p.pp == 1 for p in rec.plans), model
+
+
+def test_op_level_checkpointing_needs_a_stack_that_has_it(catalog):
+    needs = Needs.from_plan({"sharding": "fsdp-full-shard", "checkpointing": "selective-op"})
+    assert missing(stack(catalog, "fsdp"), needs) == ["op-level selective activation checkpointing"]
+    assert missing(stack(catalog, "torchtitan"), needs) == []
 
 
 def test_a_catalog_without_declared_stacks_is_an_error_that_says_so(catalog):
@@ -188,5 +235,19 @@ def test_pipeline_stages_only_when_memory_needs_them(catalog):
         assert [(p.sku, p.nodes, p.tp, p.pp) for p in fast.plans] == [
             (p.sku, p.nodes, p.tp, p.pp) for p in slow.plans]
     # a fixed pipeline size (the wizard's field) is still honoured
-    fixed = recommend(work(), Goal("fastest"), small, SearchOptions(node_counts=(1,), pp_sizes=(2,)))
+    # (llama: only torchtitan pipelines, and it builds no Mistral)
+    fixed = recommend(work(model="llama-3.1-8b"), Goal("fastest"), small,
+                      SearchOptions(node_counts=(1,), pp_sizes=(2,)))
     assert {p.pp for p in fixed.plans} == {2}
+
+
+def test_the_configurator_and_api_check_refuses_torchtitan_for_a_mistral_plan(catalog):
+    """portal.quotes.rules.stack_message is the one check the configurator, POST /api/v1/quotes
+    and POST /api/v1/orders run: it names the family and a stack that builds it."""
+    from portal.quotes.rules import stack_message
+
+    message = stack_message(stack(catalog, "torchtitan"), {"model": "mistral-7b", "tp": 1},
+                            catalog.stack)
+    assert message.field == "strategy"
+    assert "cannot run model family Mistral" in message.text
+    assert stack_message(stack(catalog, "fsdp"), {"model": "mistral-7b"}, catalog.stack) is None

@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from portal.catalog.capabilities import data_parallel_problems, package_problems
+from portal.catalog.capabilities import (
+    data_parallel_problems,
+    model_family_problems,
+    package_problems,
+)
 
 INTERCONNECTS = ("pcie", "nvlink-bridge", "nvswitch")
 NETWORK_KINDS = ("ethernet", "infiniband")
@@ -114,11 +118,15 @@ class StackOptionSpec:
     lora: bool = False
     qlora: bool = False
     fp8: bool = False
+    op_level_checkpointing: bool = False
+    model_families: tuple[str, ...] = ()  # MODEL_FAMILIES keys: the architectures it builds
     packages: tuple[str, ...] = ()
     description: str = ""
 
     def __post_init__(self) -> None:
-        problems = data_parallel_problems(list(self.data_parallel)) + package_problems(list(self.packages))
+        problems = (data_parallel_problems(list(self.data_parallel))
+                    + model_family_problems(list(self.model_families))
+                    + package_problems(list(self.packages)))
         if problems:
             raise ValueError(f"stack option {self.slug!r}: {'; '.join(problems)}")
 

@@ -8,6 +8,7 @@ from portal.core.units import GB, TB
 
 from .catalog import CatalogData, NetworkOptionSpec, NvmeOptionSpec, SkuSpec, StorageProviderSpec
 from .plan import StackConfig
+from .stacks import rendered_checkpointing
 from .strategies import Strategy
 from .types import DataAdvice, Workload
 
@@ -148,22 +149,24 @@ def stack_config(strategy: Strategy, stack: str, *, tp: int, pp: int, micro_batc
     dtype = "bf16" if precision.startswith("bf16") or precision == "fp8" else (
         "fp16" if precision.startswith("fp16") else "no")
     settings: list[tuple[str, object]] = []
+    ckpt = rendered_checkpointing(checkpointing, workload.attention)  # as the configs render it
     if stack == "ddp":
         settings += [("launcher", "torchrun"), ("mixed_precision", dtype),
                      ("gradient_accumulation_steps", grad_accum),
                      ("per_device_train_batch_size", micro_batch),
-                     ("gradient_checkpointing", checkpointing != "none")]
+                     ("gradient_checkpointing", ckpt != "none")]
     elif stack == "fsdp":
         settings += [("fsdp_version", 2), ("fsdp_reshard_after_forward", True),
                      ("fsdp_auto_wrap_policy", "TRANSFORMER_BASED_WRAP"),
                      ("fsdp_state_dict_type", "SHARDED_STATE_DICT"),
                      ("fsdp_offload_params", strategy.offload != "none"),
-                     ("fsdp_activation_checkpointing", checkpointing != "none"),
+                     ("fsdp_activation_checkpointing", ckpt != "none"),
                      ("mixed_precision", dtype), ("gradient_accumulation_steps", grad_accum),
                      ("per_device_train_batch_size", micro_batch)]
     elif stack == "torchtitan":
         settings += _torchtitan(strategy, tp=tp, pp=pp, micro_batch=micro_batch, grad_accum=grad_accum,
-                                checkpointing=checkpointing, precision=precision)
+                                checkpointing=ckpt, precision=precision,
+                                global_batch=workload.global_batch_sequences)
     else:
         stage = {"zero1": 1, "zero2": 2, "zero3": 3}[strategy.sharding]
         settings += [("zero_optimization.stage", stage),
@@ -176,31 +179,36 @@ def stack_config(strategy: Strategy, stack: str, *, tp: int, pp: int, micro_batc
         if stage == 3:
             settings += [("zero_optimization.overlap_comm", True),
                          ("zero_optimization.stage3_gather_16bit_weights_on_model_save", True)]
-        settings.append(("activation_checkpointing", checkpointing))
+        settings.append(("activation_checkpointing", ckpt))
     settings += _adapters(workload)
     return StackConfig(slug=stack, name=names.get(stack, stack), settings=tuple(settings))
 
 
 def _torchtitan(strategy: Strategy, *, tp: int, pp: int, micro_batch: int, grad_accum: int,
-                checkpointing: str, precision: str) -> list[tuple[str, object]]:
-    """torchtitan's job config keys (TOML section.key); the data-parallel shard degree is what
-    the other dimensions leave (-1)."""
+                checkpointing: str, precision: str, global_batch: int) -> list[tuple[str, object]]:
+    """torchtitan 0.2.2's job config keys (TOML section.key), as provisioning/stack/torchtitan.py
+    renders them: the data-parallel shard degree is what the other dimensions leave (-1); there is
+    no accumulation key, torchtitan derives it from the global and local batch; with pipelining
+    the local batch is micro-batch x accumulation, cut into pipeline micro-batches."""
     out: list[tuple[str, object]] = [
         ("parallelism.data_parallel_shard_degree", -1),
         ("parallelism.tensor_parallel_degree", tp),
         ("parallelism.pipeline_parallel_degree", pp),
-        ("training.local_batch_size", micro_batch),
-        ("training.gradient_accumulation_steps", grad_accum),
+        ("training.local_batch_size", micro_batch * grad_accum if pp > 1 else micro_batch),
+        ("training.global_batch_size", global_batch),
         ("training.mixed_precision_param", "bfloat16"),
         ("training.enable_cpu_offload", strategy.offload != "none"),
-        ("activation_checkpoint.mode", checkpointing),
+        ("activation_checkpoint.mode", {"op": "selective"}.get(checkpointing, checkpointing)),
     ]
+    if checkpointing == "op":
+        out.append(("activation_checkpoint.selective_ac_option", "op"))
     if tp > 1:
         out.append(("parallelism.enable_async_tensor_parallel", False))
     if pp > 1:
-        out.append(("parallelism.pipeline_parallel_schedule", "1F1B"))
+        out += [("parallelism.pipeline_parallel_schedule", "1F1B"),
+                ("parallelism.pipeline_parallel_microbatch_size", micro_batch)]
     if precision == "fp8":
-        out.append(("model.converters", ["float8"]))
+        out.append(("model.converters", ["quantize.linear.float8"]))
     return out
 
 

@@ -42,7 +42,7 @@ from portal.sizing.estimator import (
 
 from .catalog import GpuSpec, NetworkOptionSpec, NvmeOptionSpec, SkuSpec, StorageProviderSpec
 from .pricing import JobPrice, Price, Priced, billed_total_usd, job_price, server_price
-from .stacks import Needs, choose_stack
+from .stacks import Needs, choose_stack, family_of
 from .strategies import STRATEGIES, Strategy, layout_supported, max_tp
 from .types import SearchOptions, Workload
 
@@ -332,7 +332,7 @@ class Searcher:
         if slug is None:
             w = self.workload
             needs = Needs.of(sharding=s.sharding, offload=s.offload, tp=tp, pp=pp, finetune=w.finetune,
-                             precision=w.precision)
+                             precision=w.precision, family=family_of(w.model))
             stack = choose_stack(needs, self.stacks, prefer=s.stack)
             slug = self.configs[key] = stack.slug if stack is not None else ""
         return slug

@@ -1,10 +1,15 @@
 """Which training stack can run a layout (pure Python).
 
 A stack (catalog ``StackOption`` of kind ``strategy``, here any object with its capability
-attributes: ``StackOptionSpec`` or the model row) declares the data-parallel kinds it runs and
-its features (tensor / pipeline / context parallelism, CPU offload, LoRA, QLoRA, fp8). A layout
-*needs* some of them; the recommender proposes a layout only with a stack that has them all, and
-the configurator and the API refuse a stack that lacks one, with ``stack_problem``'s sentence.
+attributes: ``StackOptionSpec`` or the model row) declares the data-parallel kinds it runs, the
+model families it builds and its features (tensor / pipeline / context parallelism, CPU offload,
+LoRA, QLoRA, fp8, op-level checkpointing). A layout *needs* some of them; the recommender
+proposes a layout only with a stack that has them all, the configurator and the API refuse a
+stack that lacks one, with ``stack_problem``'s sentence, and the stack renderer checks again.
+
+A model's family is its architecture as the stacks build it (``model_family``): torchtitan
+0.2.2 builds its own model definitions, and of those only llama3 at the shapes of its flavours
+(``LLAMA3_FLAVOURS``) is a model this portal sizes; the Hugging Face stacks build them all.
 """
 
 from __future__ import annotations
@@ -13,9 +18,87 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from portal.catalog.capabilities import DATA_PARALLEL_KINDS, FEATURES
+from portal.catalog.capabilities import DATA_PARALLEL_KINDS, FEATURES, MODEL_FAMILIES
+from portal.sizing.estimator import get_preset, list_presets
 
 from .strategies import BY_NAME
+
+# torchtitan 0.2.2's llama3 flavours (torchtitan/models/llama3/__init__.py, ``llama3_args``): its
+# TransformerModelArgs, with the feed-forward size it computes and its fixed vocabulary (128256).
+LLAMA3_FLAVOURS: dict[str, dict[str, Any]] = {
+    "8B": {"dim": 4096, "n_layers": 32, "n_heads": 32, "n_kv_heads": 8,
+           "ffn_dim_multiplier": 1.3, "multiple_of": 1024},
+    "70B": {"dim": 8192, "n_layers": 80, "n_heads": 64, "n_kv_heads": 8,
+            "ffn_dim_multiplier": 1.3, "multiple_of": 4096},
+    "405B": {"dim": 16384, "n_layers": 126, "n_heads": 128, "n_kv_heads": 8,
+             "ffn_dim_multiplier": 1.2, "multiple_of": 4096},
+}
+LLAMA3_VOCAB = 128256
+
+
+def _llama3_ffn(dim: int, multiplier: float, multiple_of: int) -> int:
+    """torchtitan's FeedForward hidden size (llama3/model/model.py)."""
+    hidden = int(multiplier * int(2 * 4 * dim / 3))
+    return multiple_of * ((hidden + multiple_of - 1) // multiple_of)
+
+
+def llama3_flavour(spec: dict) -> str | None:
+    """The torchtitan llama3 flavour whose architecture is exactly this model's, else None."""
+    if spec.get("family") != "llama" or spec.get("num_experts") or spec.get("tie_word_embeddings"):
+        return None
+    if spec.get("qkv_bias") or spec.get("o_bias") or spec.get("mlp_bias"):
+        return None
+    for name, f in LLAMA3_FLAVOURS.items():
+        shape = (f["dim"], f["n_layers"], f["n_heads"], f["n_kv_heads"],
+                 _llama3_ffn(f["dim"], f["ffn_dim_multiplier"], f["multiple_of"]), LLAMA3_VOCAB)
+        kv_heads = spec.get("num_kv_heads") or spec.get("num_heads")
+        head_dim = spec.get("head_dim") or 0
+        if head_dim and spec.get("num_heads") and head_dim * spec["num_heads"] != spec.get("hidden_size"):
+            continue
+        if (spec.get("hidden_size"), spec.get("num_layers"), spec.get("num_heads"), kv_heads,
+                spec.get("intermediate_size"), spec.get("vocab_size")) == shape:
+            return name
+    return None
+
+
+def preset_spec(model: str) -> dict | None:
+    """The spec of the preset of that name, as a plan stores one (None: no such preset)."""
+    name = model.strip().lower()
+    if name not in list_presets():
+        return None
+    spec = get_preset(name)
+    return {f: getattr(spec, f) for f in spec.__dataclass_fields__}
+
+
+def family_of(model: Any) -> str | None:
+    """The family of a workload's model: a preset name or an estimator ``ModelSpec``."""
+    if isinstance(model, str):
+        return model_family(model)
+    fields = getattr(model, "__dataclass_fields__", None)
+    return model_family(model.name, {f: getattr(model, f) for f in fields}) if fields else None
+
+
+def model_family(model: Any, spec: Any = None) -> str | None:
+    """The family (``MODEL_FAMILIES`` key) of a model from its spec (``ModelSpec`` fields as a
+    dict, as a plan stores them) or, without one, the preset of that name; None when unknown
+    (a partial plan that names a model this portal has no numbers for)."""
+    spec = spec if isinstance(spec, dict) and spec.get("family") else (
+        preset_spec(model) if isinstance(model, str) else None)
+    if spec is None:
+        return None
+    name = model.lower() if isinstance(model, str) else ""
+    family = spec.get("family")
+    if family in ("gpt2", "bert"):
+        return family
+    if family != "llama":
+        return None
+    if spec.get("num_experts"):
+        return "mixtral"
+    if spec.get("qkv_bias") and not spec.get("o_bias"):
+        return "qwen2"
+    if name.startswith("mistral"):
+        return "mistral"
+    return "llama3" if llama3_flavour(spec) else "llama"
 
 # The estimator's sharding value -> the stack's data-parallel kind that runs it. FSDP2 has no
 # SHARD_GRAD_OP: it is FULL_SHARD without resharding after forward, so a full-shard stack runs it.
@@ -37,12 +120,15 @@ class Needs:
     offload: bool = False
     finetune: str = "full"  # full | lora | qlora
     fp8: bool = False
+    family: str | None = None  # a MODEL_FAMILIES key; None: unknown (partial plan)
+    op_checkpointing: bool = False  # checkpointing "selective-op" (torchtitan's op-level SAC)
 
     @classmethod
     def of(cls, *, sharding: str, offload: str, tp: int = 1, pp: int = 1, cp: int = 1,
-           finetune: str = "full", precision: str = "bf16-mixed") -> Needs:
+           finetune: str = "full", precision: str = "bf16-mixed", family: str | None = None,
+           checkpointing: str = "") -> Needs:
         return cls(SHARDING_TO_DATA_PARALLEL.get(sharding), tp, pp, cp, offload not in ("", "none"),
-                   finetune, precision == "fp8")
+                   finetune, precision == "fp8", family, checkpointing == "selective-op")
 
     @classmethod
     def from_plan(cls, plan: dict) -> Needs:
@@ -59,8 +145,25 @@ class Needs:
         strategy = BY_NAME.get(text("strategy", ""))
         sharding = text("sharding", strategy.sharding if strategy else "")
         offload = text("offload", strategy.offload if strategy else "none")
+        # cp is a top-level key like tp and pp (stack_settings are display values only).
         return cls(SHARDING_TO_DATA_PARALLEL.get(sharding), whole("tp"), whole("pp"), whole("cp"),
-                   offload != "none", text("finetune", "full"), text("precision", "") == "fp8")
+                   offload != "none", text("finetune", "full"), text("precision", "") == "fp8",
+                   model_family(plan.get("model"), plan.get("model_spec")),
+                   text("checkpointing", "") == "selective-op")
+
+
+def rendered_checkpointing(checkpointing: str, attention: str = "sdpa") -> str:
+    """What the estimator's checkpointing policy becomes in every stack's config: ``none``,
+    ``full`` (every layer) or ``op`` (torchtitan's op-level SAC, ``selective-op``).
+
+    ``selective`` is the estimator's Korthikanti policy: recompute only the attention scores.
+    SDPA and FlashAttention never keep the scores (they recompute them in backward), so under
+    them the estimate has nothing to drop and the configs render no checkpointing; under eager
+    attention no stack has that policy and the configs render ``full`` (less memory than the
+    plan, about a third more compute)."""
+    if checkpointing == "full" or (checkpointing == "selective" and attention == "eager"):
+        return "full"
+    return "op" if checkpointing == "selective-op" else "none"
 
 
 def missing(stack: Any, needs: Needs) -> list[str]:
@@ -79,6 +182,10 @@ def missing(stack: Any, needs: Needs) -> list[str]:
         out.append(FEATURES[needs.finetune])
     if needs.fp8 and not getattr(stack, "fp8", False):
         out.append(FEATURES["fp8"])
+    if needs.op_checkpointing and not getattr(stack, "op_level_checkpointing", False):
+        out.append(FEATURES["op_level_checkpointing"])
+    if needs.family and needs.family not in (getattr(stack, "model_families", None) or ()):
+        out.append(f"model family {MODEL_FAMILIES.get(needs.family, needs.family)}")
     return out
 
 

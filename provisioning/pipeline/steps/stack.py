@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.utils.module_loading import import_string
 
+from provisioning.models import Node
 from provisioning.pipeline.context import StepContext, StepFailed, StepResult
 from provisioning.stack.discover import discover_script, parse_facts
 from provisioning.stack.inputs import NodeFacts, stack_inputs
@@ -30,6 +31,7 @@ class StackResult(StepResult):
     renderer: str = ""
     facts: dict = field(default_factory=dict)  # NodeFacts.to_dict()
     files: tuple[StackFile, ...] = ()
+    cluster: tuple[str, ...] = ()  # hostnames of every node the files were rendered for, by rank
 
     @classmethod
     def from_dict(cls, data: dict | None) -> StackResult:
@@ -47,9 +49,18 @@ def renderer():
     return import_string(settings.PROVISIONING_STACK_RENDERER)
 
 
-def discover(ctx: StepContext) -> NodeFacts:
+def order_cluster(ctx: StepContext) -> list[Node]:
+    """Every node of the order's cluster, by hostname (rank = index): the run's nodes, and the
+    order's nodes a day-2 run does not touch (a re-deploy runs on the active nodes only, but each
+    node's env.sh must still name the whole cluster: its NNODES, ranks and master)."""
+    ids = {n.pk for n in ctx.cluster} | set(
+        Node.objects.filter(order=ctx.order).values_list("pk", flat=True))
+    return list(Node.objects.filter(pk__in=ids).order_by("hostname"))
+
+
+def discover(ctx: StepContext, nodes: list[Node]) -> NodeFacts:
     try:
-        inputs = stack_inputs(order=ctx.order, node=ctx.node, nodes=ctx.cluster)
+        inputs = stack_inputs(order=ctx.order, node=ctx.node, nodes=nodes)
     except ValueError as exc:
         raise StepFailed(str(exc)) from None
     if not inputs.cluster:
@@ -69,14 +80,18 @@ def discover(ctx: StepContext) -> NodeFacts:
 
 
 def stack(ctx: StepContext) -> StackResult:
-    facts = discover(ctx)
+    nodes = order_cluster(ctx)
+    facts = discover(ctx, nodes)
     try:
-        rendered = renderer()(order=ctx.order, node=ctx.node, nodes=ctx.cluster, facts=facts)
+        rendered = renderer()(order=ctx.order, node=ctx.node, nodes=nodes, facts=facts)
     except ValueError as exc:
         raise StepFailed(f"the stack cannot be rendered: {exc}") from None
     ctx.result.update(facts=facts.to_dict())
-    ctx.run_script(rendered.bootstrap, name="stack")
+    # A new deploy id re-runs the hardware preflight; a retry of this step keeps the id.
+    ctx.run_script(rendered.bootstrap, name="stack",
+                   env={"TRAINYARD_DEPLOY_ID": f"{ctx.run.pk}-{ctx.step_run.pk}"})
     return StackResult(strategy=rendered.inputs.strategy, tracker=rendered.inputs.tracker,
                        renderer=settings.PROVISIONING_STACK_RENDERER, facts=facts.to_dict(),
                        files=tuple(StackFile(name=f.name, path=f.path, sha256=f.sha256)
-                                   for f in rendered.files))
+                                   for f in rendered.files),
+                       cluster=tuple(n.hostname for n in nodes))

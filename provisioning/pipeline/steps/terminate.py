@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from provisioning.pipeline.context import StepContext, StepFailed, StepResult
+from provisioning.pipeline.steps.access import login_user_for
 from provisioning.pipeline.steps.storage import storage_backend, storage_ordered
 from provisioning.stack.scripts import revoke_script, wipe_script
 from provisioning.storage.backend import RetainResult
@@ -39,7 +40,7 @@ def retain_data(ctx: StepContext) -> RetainResult:
 
 
 def revoke_credentials(ctx: StepContext) -> RevokeResult:
-    ctx.run_script(revoke_script(), name="revoke_credentials")
+    ctx.run_script(revoke_script(login_user_for(ctx.node)), name="revoke_credentials")
     backend = storage_backend()
     storage = backend.revoke(ctx) if backend is not None else {"revoked": 0}
     return RevokeResult(ssh_keys_revoked=True, storage=storage)

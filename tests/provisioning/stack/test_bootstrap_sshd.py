@@ -1,7 +1,8 @@
 """The rendered bootstrap runs for real on sshd test hosts through the ssh driver, declared CPU
 test hosts (``TRAINYARD_TEST_HOST=1``): it finishes, skips the hardware checks with their
-reasons, a second run skips its done steps, ``launch.sh`` runs a torch script in 2 gloo
-processes, and on a two-host cluster each host's env.sh has its own rank.
+reasons, a second run skips its done steps, a re-deploy with another plan rewrites the files and
+leaves ``/data`` as it was, ``launch.sh`` runs a torch script in 2 gloo processes, and on a
+two-host cluster each host's env.sh has its own rank.
 
 The venv (torch==2.13.0, the CPU build from this machine's disk) is built once into a cache
 directory keyed by its requirements, and each test root links to it: the bootstrap reuses a
@@ -111,6 +112,22 @@ def test_bootstrap_runs_reruns_and_launches_two_gloo_processes(hosts):
     for step in ("preflight_gpus", "files", "python", "tracking", "checkpoint_sync"):
         assert f"== {step}: done before, skipping" in second, step
 
+    # A re-deploy (a changed plan, a new deploy id) rewrites the stack's files, never /data.
+    data = host.root / "data" / "checkpoints" / "step-10"
+    data.mkdir(parents=True)
+    (data / "__0_0.distcp").write_bytes(b"customer shard")
+    before = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in (host.root / "data").rglob("*")
+              if p.is_file()}
+    redeployed = render_stack(order=order("ddp", sku=L4, tracker="tensorboard", storage=False,
+                                          plan={"micro_batch": 2}), node=host.node, nodes=[host.node])
+    status, third = host.run(redeployed.bootstrap, "stack")
+    assert status == 0, "\n".join(third[-30:])
+    assert "== files" in third and "== files: done before, skipping" not in third
+    assert "export TRAINYARD_MICRO_BATCH=2" in (host.root / "etc/trainyard/env.sh").read_text()
+    after = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in (host.root / "data").rglob("*")
+             if p.is_file()}
+    assert after == before
+
     (host.root / "tiny.py").write_text(TINY)
     status, out = host.run('"$TRAINYARD_ROOT/etc/trainyard/launch.sh" "$TRAINYARD_ROOT/tiny.py"',
                            "launch")
@@ -138,8 +155,3 @@ def test_a_two_host_cluster_gets_its_ranks_and_the_fabric_interface(hosts):
         assert env["TRAINYARD_DIST_BACKEND"] == "gloo"
         assert (host.root / "etc" / "nccl.conf").read_text().count("NCCL_SOCKET_IFNAME=lo") == 1
 
-
-def test_redeploying_the_stack_does_not_lay_out_the_disks_again():
-    from provisioning.states import STEPS, RunKind
-
-    assert "configure" not in [spec.name for spec in STEPS[RunKind.REDEPLOY_STACK]]

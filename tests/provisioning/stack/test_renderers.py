@@ -24,7 +24,7 @@ from tests.provisioning.stack.variants import CLUSTER, IB_FACTS, node, order, va
 GOLDEN = Path(__file__).with_name("golden")
 REGENERATE = os.environ.get("TRAINYARD_REGEN_GOLDEN") == "1"
 GOLDEN_FILES = ("env.sh", "nccl.conf", "launch.sh", "accelerate.yaml", "deepspeed.json",
-                "torchtitan.toml", "data.py")
+                "torchtitan.toml", "data.py", "adapters.json")
 DEBUG_ONLY = ("NCCL_DEBUG", "NCCL_P2P_DISABLE", "NCCL_IB_DISABLE", "NCCL_SHM_DISABLE",
               "TORCH_DISTRIBUTED_DEBUG", "TORCH_CPP_LOG_LEVEL", "NCCL_BLOCKING_WAIT")
 VARIANTS = variants()
@@ -150,6 +150,30 @@ def _configs(kind: str):
             if f.kind == kind and f.name != "pack-shards"]
 
 
+def accelerate_launch_args(content: str, tmp_path):
+    """``accelerate launch --config_file`` as Accelerate itself reads and checks it (the launch
+    command's own validation), without starting processes; for DeepSpeed also the plugin reading
+    deepspeed.json through the environment the launcher sets. Returns the launch arguments."""
+    import os
+    from unittest import mock
+
+    from accelerate.commands.launch import _validate_launch_command, launch_command_parser
+
+    path = tmp_path / "accelerate.yaml"
+    path.write_text(content)
+    args = launch_command_parser().parse_args(["--config_file", str(path), "train.py"])
+    args, defaults, _ = _validate_launch_command(args)
+    if args.use_deepspeed:
+        from accelerate.utils import DeepSpeedPlugin
+        from accelerate.utils.launch import prepare_deepspeed_cmd_env
+
+        args.deepspeed_fields_from_accelerate_config = ",".join(defaults.deepspeed_config)
+        _, env = prepare_deepspeed_cmd_env(args)
+        with mock.patch.dict(os.environ, env):
+            args.plugin = DeepSpeedPlugin()  # raises for settings given in both places
+    return args
+
+
 @pytest.mark.parametrize("name, file", _configs("yaml"), ids=lambda v: getattr(v, "name", v))
 def test_accelerate_loads_every_accelerate_config(name, file, tmp_path):
     pytest.importorskip("accelerate")
@@ -160,29 +184,63 @@ def test_accelerate_loads_every_accelerate_config(name, file, tmp_path):
     path.write_text(file.content)
     config = load_config_from_file(str(path))
     assert isinstance(config, ClusterConfig)
-    assert config.distributed_type == "FSDP" and config.fsdp_config["fsdp_version"] == 2
-    # Every FSDP key is one `accelerate launch` reads from the config (it ignores no typo).
-    options = {action.dest for action in launch_command_parser()._actions}
-    assert set(config.fsdp_config) <= options, set(config.fsdp_config) - options
-    assert set(config.parallelism_config or {}) <= options
     data = yaml.safe_load(file.content)
     assert data["num_processes"] == data["num_machines"] * (2 if "test-host" in name else 8)
+    options = {action.dest for action in launch_command_parser()._actions}
+    if name.startswith("deepspeed"):
+        assert config.distributed_type == "DEEPSPEED" and config.mixed_precision is None
+        assert config.deepspeed_config["deepspeed_config_file"] == "/etc/trainyard/deepspeed.json"
+        assert set(config.deepspeed_config) <= options
+        return
+    assert config.distributed_type == "FSDP" and config.fsdp_config["fsdp_version"] == 2
+    # Every FSDP key is one `accelerate launch` reads from the config (it ignores no typo).
+    assert set(config.fsdp_config) <= options, set(config.fsdp_config) - options
+    assert set(config.parallelism_config or {}) <= options
+    args = accelerate_launch_args(file.content, tmp_path)
+    assert (args.num_machines, args.machine_rank) == (data["num_machines"], data["machine_rank"])
 
 
-@pytest.mark.parametrize("name, file", _configs("json"), ids=lambda v: getattr(v, "name", v))
-def test_deepspeed_reads_every_deepspeed_config(name, file):
+@pytest.mark.parametrize("name", ["deepspeed-cluster-ib-rank1", "deepspeed-single-zero3-offload"])
+def test_accelerate_launches_deepspeed_with_the_rendered_json(name, tmp_path):
+    pytest.importorskip("deepspeed")
+    stack = VARIANTS[name]
+    (tmp_path / "deepspeed.json").write_text(stack.file("deepspeed.json").content)
+    content = stack.file("accelerate.yaml").content.replace(
+        "/etc/trainyard/deepspeed.json", str(tmp_path / "deepspeed.json"))
+    args = accelerate_launch_args(content, tmp_path)
+    assert args.use_deepspeed and args.deepspeed_multinode_launcher == "standard"
+    zero = json.loads(stack.file("deepspeed.json").content)["zero_optimization"]
+    assert args.plugin.deepspeed_config["zero_optimization"]["stage"] == zero["stage"]
+    if stack.inputs.cluster:
+        assert (args.main_process_ip, args.num_machines, args.machine_rank) == ("10.20.0.1", 2, 1)
+
+
+def _deepspeed_variants():
+    """Every rendered deepspeed.json, plus an fp16 and an fp32 plan (bf16 is the default)."""
+    found = [(name, f.content) for name, f in _configs("json") if f.name == "deepspeed.json"]
+    for precision in ("fp16-mixed", "fp32"):
+        stack = render_stack(order=order("deepspeed", plan={"precision": precision, "sharding": "zero3"}),
+                             node=node(1), nodes=[node(1)])
+        found.append((f"deepspeed-{precision}", stack.file("deepspeed.json").content))
+    return found
+
+
+@pytest.mark.parametrize("name, content", _deepspeed_variants(), ids=lambda v: v if len(v) < 40 else "")
+def test_deepspeed_reads_every_deepspeed_config(name, content):
     pytest.importorskip("deepspeed")
     from deepspeed.runtime import constants
     from deepspeed.runtime.config import DeepSpeedConfig
 
-    data = json.loads(file.content)
+    data = json.loads(content)
     known = {v for k, v in vars(constants).items() if k.isupper() and isinstance(v, str)}
     assert set(data) <= known | {"zero_optimization"}, set(data) - known
     config = DeepSpeedConfig(data)  # its zero_optimization model forbids unknown keys
     assert config.train_micro_batch_size_per_gpu == data["train_micro_batch_size_per_gpu"]
     assert config.gradient_accumulation_steps == data["gradient_accumulation_steps"]
     assert config.zero_optimization_stage == data["zero_optimization"]["stage"]
-    assert config.bfloat16_config.enabled is True
+    precision = name.removeprefix("deepspeed-")
+    assert config.float16_config.enabled is (precision == "fp16-mixed")
+    assert config.bfloat16_config.enabled is (precision not in ("fp16-mixed", "fp32"))
 
 
 def test_hybrid_sharding_replicates_across_nodes_and_shards_within():
@@ -252,9 +310,14 @@ def test_torchtitan_70b_fp8_layout_comes_from_the_plan():
     assert (p["tensor_parallel_degree"], p["pipeline_parallel_degree"],
             p["context_parallel_degree"]) == (4, 2, 2)
     # 16 GPUs / (4·2·2) = 1 data-parallel rank; with pipelining the local batch is micro × accum.
-    assert (data["training"]["local_batch_size"], data["training"]["global_batch_size"]) == (4, 4)
-    assert data["training"]["steps"] == 476838  # ceil(2e12 tokens / 4,194,304 per step)
+    training = data["training"]
+    assert (training["local_batch_size"], training["global_batch_size"]) == (512, 512)
+    # The steps train the plan's tokens with the rendered batch: 512 × 8192 × steps ≥ 2e12.
+    assert training["steps"] == 476838
+    trained = training["global_batch_size"] * training["seq_len"] * training["steps"]
+    assert 2 * 10**12 <= trained < 2 * 10**12 + training["global_batch_size"] * training["seq_len"]
     assert data["activation_checkpoint"]["mode"] == "full"
+    assert data["checkpoint"]["keep_latest_k"] == 0  # a cluster: every node prunes after its sync
 
 
 def importlib_spec(name):

@@ -46,3 +46,27 @@ def test_a_simulated_cluster_without_fabric_addresses_uses_its_management_hosts(
     env = stack_file(order, hostname="gpu-r2", name="env.sh")
     master = nodes[0].management_address.split(":")[0]
     assert f"export MASTER_ADDR={master}\n" in env.content and "export NODE_RANK=1\n" in env.content
+
+
+@pytest.mark.django_db
+def test_a_redeploy_with_a_node_out_of_service_still_renders_the_whole_cluster(catalog, people,
+                                                                              sim_dir):
+    """The run covers the active node only; its env.sh still names both nodes (before, it said
+    NNODES=1 and the remaining node took rank 0 whatever its place)."""
+    from provisioning import services
+    from provisioning.models import ProvisioningRun
+
+    make_node(sku=H100_SKU, state_dir=sim_dir, fabric_group="leaf-3", hostname="gpu-d1")
+    make_node(sku=H100_SKU, state_dir=sim_dir, fabric_group="leaf-3", hostname="gpu-d2")
+    order = order_approve(order=submitted_order(people, node_count=2), by=people.sam)
+    drain(order.runs.get().pk)
+    Node.objects.filter(hostname="gpu-d1").update(state="maintenance")  # out for repair
+    run = services.server_redeploy_stack(order=order, by=people.alice)
+    assert set(run.steps.values_list("node__hostname", flat=True)) == {"gpu-d2"}
+    drain(run.pk)
+    step = StepRun.objects.get(run=run, step="stack")
+    assert step.status == StepStatus.SUCCEEDED
+    assert step.result["cluster"] == ["gpu-d1", "gpu-d2"]
+    env = stack_file(order, hostname="gpu-d2", name="env.sh").content
+    assert "export NNODES=2\n" in env and "export NODE_RANK=1\n" in env
+    assert ProvisioningRun.objects.get(pk=run.pk).kind == "redeploy_stack"

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from types import SimpleNamespace as NS
 
+from portal.sizing.catalog_data import catalog_from_seed
 from provisioning.stack.bundle import RenderedStack, render_stack
 from provisioning.stack.inputs import NodeFacts
+
+STACKS = {s.slug: s for s in catalog_from_seed().stack}  # the seed's capabilities and packages
 
 H100 = NS(gpu_count=8, gpu=NS(name="NVIDIA H100 SXM5 80GB"), cpu_cores=112, interconnect="nvswitch")
 L4 = NS(gpu_count=2, gpu=NS(name="NVIDIA L4"), cpu_cores=32, interconnect="pcie")
@@ -19,16 +22,17 @@ ZERO3_OFFLOAD = {"model": "mistral-7b", "model_spec": {"family": "llama", "hidde
                  "micro_batch": 2, "grad_accum": 16, "sharding": "zero3",
                  "offload": "optimizer+params", "checkpointing": "selective",
                  "precision": "bf16-mixed"}
-TITAN_70B = {"model": "llama-3.1-70b", "model_spec": {"family": "llama", "hidden_size": 8192},
-             "micro_batch": 1, "grad_accum": 4, "sharding": "fsdp-full-shard", "offload": "none",
-             "checkpointing": "full", "precision": "fp8", "tp": 4, "pp": 2,
-             "stack_settings": {"cp": 2}, "seq_len": 8192, "train_tokens": 2_000_000_000_000,
-             "global_batch_tokens": 4_194_304}
+# 16 GPUs / (tp 4 x pp 2 x cp 2) = 1 data-parallel rank: 512 sequences of 8192 tokens per step
+# are micro-batch 1 x accumulation 512.
+TITAN_70B = {"model": "llama-3.1-70b", "micro_batch": 1, "grad_accum": 512,
+             "sharding": "fsdp-full-shard", "offload": "none", "checkpointing": "full",
+             "precision": "fp8", "tp": 4, "pp": 2, "cp": 2, "seq_len": 8192,
+             "train_tokens": 2_000_000_000_000, "global_batch_tokens": 4_194_304}
 
 
 def order(strategy: str, *, plan=None, sku=H100, network=("ethernet", 100), tracker="tensorboard",
           storage=True):
-    return NS(reference="O-5EED0001", strategy=NS(slug=strategy),
+    return NS(reference="O-5EED0001", strategy=STACKS[strategy],
               tracker=NS(slug=tracker) if tracker else None, plan=plan or {}, sku=sku,
               network=NS(kind=network[0], speed_gbps=network[1]),
               storage_provider_id=1 if storage else None, has_object_storage=storage)

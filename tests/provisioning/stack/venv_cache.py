@@ -14,8 +14,9 @@ from provisioning.stack.bootstrap import requirements_key
 MARKER = ".trainyard-requirements"
 
 
-def link_cached_venv(root: Path, packages) -> Path:
-    key = requirements_key(packages)
+def link_cached_venv(root: Path, packages, constraints=()) -> Path:
+    """``constraints``: the pins a real node installs with (a test host has none)."""
+    key = requirements_key(packages, constraints)
     cache = Path(tempfile.gettempdir()) / "trainyard-test-venvs" / key
     cache.parent.mkdir(parents=True, exist_ok=True)
     # Test processes running side by side (pytest -n) build a missing venv once, one at a time.
@@ -23,8 +24,11 @@ def link_cached_venv(root: Path, packages) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (cache / MARKER).exists() or (cache / MARKER).read_text().strip() != key:
             subprocess.run(["python3", "-m", "venv", str(cache)], check=True)
+            pins = cache / "constraints.txt"
+            pins.write_text("\n".join(constraints) + "\n")
             subprocess.run([str(cache / "bin" / "python"), "-m", "pip", "install", "--no-input",
-                            "--disable-pip-version-check", "-q", *packages], check=True)
+                            "--disable-pip-version-check", "-q", "-c", str(pins), *packages],
+                           check=True)
             (cache / MARKER).write_text(key + "\n")
     target = root / "opt" / "trainyard" / "venv"
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Trainyard launcher for gpu-01 (order O-5EED0001, ddp): torchrun over this node's GPUs.
-# Usage: launch.sh SCRIPT [ARGS...]   or   launch.sh -m MODULE [ARGS...]
+# Trainyard launcher for gpu-01 (order O-5EED0001, stack ddp).
+# Usage: launch.sh SCRIPT [ARGS...]  or  launch.sh -m MODULE [ARGS...]: torchrun over the GPUs
+#        launch.sh --stack SCRIPT [ARGS...]: the same torchrun (DDP needs no other launcher)
 set -euo pipefail
-if [ "$#" -lt 1 ]; then
-  echo "usage: $0 SCRIPT [ARGS...]" >&2
+usage() {
+  echo "usage: $0 SCRIPT [ARGS...] | $0 -m MODULE [ARGS...] | $0 --stack SCRIPT [ARGS...]" >&2
   exit 2
-fi
+}
+if [ "${1:-}" = --stack ]; then shift; fi  # DDP's launcher is the plain torchrun
+if [ "$#" -lt 1 ]; then usage; fi
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # This file lives in $TRAINYARD_ROOT/etc/trainyard: the root is two levels up ("" on a node).
 TRAINYARD_ROOT=$(cd "$here/../.." && pwd)
@@ -13,9 +16,13 @@ if [ "$TRAINYARD_ROOT" = / ]; then TRAINYARD_ROOT=""; fi
 export TRAINYARD_ROOT
 # shellcheck source=/dev/null
 . "$here/env.sh"
+need() {
+  if [ ! -x "$1" ]; then
+    echo "$1 not found: run bootstrap.sh first" >&2
+    exit 3
+  fi
+}
 torchrun="$TRAINYARD_VENV/bin/torchrun"
-if [ ! -x "$torchrun" ]; then
-  echo "$torchrun not found: run bootstrap.sh first" >&2
-  exit 3
-fi
-exec "$torchrun" --standalone --nnodes=1 --nproc-per-node="$NPROC_PER_NODE" "$@"
+rdzv=(--standalone --nnodes=1)
+need "$torchrun"
+exec "$torchrun" "${rdzv[@]}" --nproc-per-node="$NPROC_PER_NODE" "$@"

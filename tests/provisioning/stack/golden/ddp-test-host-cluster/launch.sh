@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Trainyard launcher for gpu-02 (order O-5EED0001, ddp): torchrun over this node's GPUs.
-# Usage: launch.sh SCRIPT [ARGS...]   or   launch.sh -m MODULE [ARGS...]
+# Trainyard launcher for gpu-02 (order O-5EED0001, stack ddp).
+# Usage: launch.sh SCRIPT [ARGS...]  or  launch.sh -m MODULE [ARGS...]: torchrun over the GPUs
+#        launch.sh --stack SCRIPT [ARGS...]: the same torchrun (DDP needs no other launcher)
 # Rendezvous: TRAINYARD_RDZV=static (default: fixed ranks) or c10d (elastic join).
 set -euo pipefail
-if [ "$#" -lt 1 ]; then
-  echo "usage: $0 SCRIPT [ARGS...]" >&2
+usage() {
+  echo "usage: $0 SCRIPT [ARGS...] | $0 -m MODULE [ARGS...] | $0 --stack SCRIPT [ARGS...]" >&2
   exit 2
-fi
+}
+if [ "${1:-}" = --stack ]; then shift; fi  # DDP's launcher is the plain torchrun
+if [ "$#" -lt 1 ]; then usage; fi
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # This file lives in $TRAINYARD_ROOT/etc/trainyard: the root is two levels up ("" on a node).
 TRAINYARD_ROOT=$(cd "$here/../.." && pwd)
@@ -14,20 +17,21 @@ if [ "$TRAINYARD_ROOT" = / ]; then TRAINYARD_ROOT=""; fi
 export TRAINYARD_ROOT
 # shellcheck source=/dev/null
 . "$here/env.sh"
+need() {
+  if [ ! -x "$1" ]; then
+    echo "$1 not found: run bootstrap.sh first" >&2
+    exit 3
+  fi
+}
 torchrun="$TRAINYARD_VENV/bin/torchrun"
-if [ ! -x "$torchrun" ]; then
-  echo "$torchrun not found: run bootstrap.sh first" >&2
-  exit 3
-fi
 case "${TRAINYARD_RDZV:-static}" in
-  static)
-    exec "$torchrun" --nnodes="$NNODES" --node-rank="$NODE_RANK" --master-addr="$MASTER_ADDR" \
-      --master-port="$MASTER_PORT" --nproc-per-node="$NPROC_PER_NODE" "$@" ;;
-  c10d)
-    exec "$torchrun" --nnodes="$NNODES" --rdzv-backend=c10d \
-      --rdzv-endpoint="$MASTER_ADDR:$MASTER_PORT" --rdzv-id="$TRAINYARD_ORDER" \
-      --nproc-per-node="$NPROC_PER_NODE" "$@" ;;
+  static) rdzv=(--nnodes="$NNODES" --node-rank="$NODE_RANK" --master-addr="$MASTER_ADDR"
+                --master-port="$MASTER_PORT") ;;
+  c10d) rdzv=(--nnodes="$NNODES" --rdzv-backend=c10d --rdzv-endpoint="$MASTER_ADDR:$MASTER_PORT"
+              --rdzv-id="$TRAINYARD_ORDER") ;;
   *)
     echo "TRAINYARD_RDZV must be static or c10d, not ${TRAINYARD_RDZV}" >&2
     exit 2 ;;
 esac
+need "$torchrun"
+exec "$torchrun" "${rdzv[@]}" --nproc-per-node="$NPROC_PER_NODE" "$@"

@@ -26,4 +26,5 @@ export TRAINYARD_CONFIG="$TRAINYARD_ETC/torchtitan.toml"
 export TENSORBOARD_LOGDIR="$TRAINYARD_DATA/tensorboard"
 export NCCL_SOCKET_IFNAME=ib0
 export NCCL_IB_HCA=mlx5_0:1,mlx5_1:1
+export GLOO_SOCKET_IFNAME=ib0
 export PATH="$TRAINYARD_VENV/bin:$PATH"

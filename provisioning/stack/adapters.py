@@ -1,0 +1,44 @@
+"""``adapters.json`` for a LoRA or QLoRA plan: the PEFT ``LoraConfig`` arguments and, for QLoRA,
+transformers' ``BitsAndBytesConfig`` arguments, read by the training script:
+
+    import json; from peft import LoraConfig; from transformers import BitsAndBytesConfig
+    adapters = json.load(open("/etc/trainyard/adapters.json"))
+    lora = LoraConfig(**adapters["lora"])
+    quantization = BitsAndBytesConfig(**adapters["quantization"])  # QLoRA only
+
+LoRA rank from the plan (alpha twice the rank); adapters on every linear layer of the
+attention and MLP blocks (what the estimator counts). QLoRA: NF4 base weights with double
+quantization, compute in the plan's half type; when the parameters are sharded (FSDP full or
+hybrid shard, ZeRO-3) ``bnb_4bit_quant_storage`` is that half type too, so FSDP and ZeRO-3 can
+shard the 4-bit weights with the rest.
+"""
+
+from __future__ import annotations
+
+import json
+
+from provisioning.stack.inputs import StackInputs
+
+TARGETS = {"llama": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+           "gpt2": ["c_attn", "c_proj", "c_fc"],
+           "bert": ["query", "key", "value", "dense"]}
+TASKS = {"bert": "FEATURE_EXTRACTION"}
+
+
+def adapters_config(inputs: StackInputs) -> dict:
+    t = inputs.training
+    config: dict = {"lora": {"r": t.lora_rank, "lora_alpha": 2 * t.lora_rank, "lora_dropout": 0.05,
+                             "bias": "none", "target_modules": TARGETS.get(t.family, TARGETS["llama"]),
+                             "task_type": TASKS.get(t.family, "CAUSAL_LM")}}
+    if t.finetune == "qlora":
+        half = "float16" if t.precision == "fp16-mixed" else "bfloat16"
+        quantization = {"load_in_4bit": True, "bnb_4bit_quant_type": "nf4",
+                        "bnb_4bit_use_double_quant": True, "bnb_4bit_compute_dtype": half}
+        if t.shards_params:
+            quantization["bnb_4bit_quant_storage"] = half
+        config["quantization"] = quantization
+    return config
+
+
+def render_adapters(inputs: StackInputs) -> str:
+    return json.dumps(adapters_config(inputs), indent=2) + "\n"

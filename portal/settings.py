@@ -223,6 +223,8 @@ EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = env_secret("EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Trainyard <noreply@localhost>")
+# Where the pages tell customers to write (a failed order, a question about a server).
+SUPPORT_EMAIL = env_str("SUPPORT_EMAIL", "support@localhost")
 
 # --- Security (production) ----------------------------------------------------------------
 # true only when a reverse proxy in front of the portal sets X-Forwarded-Proto and appends the

@@ -192,7 +192,7 @@ def _run(pk: int) -> ProvisioningRun:
 
 
 def _run_context(request, run, swap_form=None) -> dict:
-    progress = selectors.order_progress(run.order, run=run, log_lines=500)
+    progress = selectors.order_progress(run.order, run=run, log_lines=500, staff=True)
     failed_nodes = [n for n in progress.nodes if n.state in NODE_FAILED
                     or any(s.status == "failed" for s in n.steps)]
     swappable = run.kind == RunKind.PROVISION and run.status == RunStatus.FAILED

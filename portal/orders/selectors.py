@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.db.models import QuerySet
 
@@ -29,13 +30,59 @@ def order_events(order: Order) -> QuerySet[OrderEvent]:
 
 def order_event_text(event: OrderEvent) -> str:
     """What happened, in words a customer may read: the transition's label (and, on rejection,
-    the reason staff wrote for the customer), never staff notes or the failure reason."""
+    the reason staff wrote for the customer; on cancellation, the reason given with it, which
+    the cancel forms say the customer reads), never staff notes or the failure reason."""
     if event.transition not in ORDER_TRANSITIONS.by_name:
-        return PLACE_LABEL if event.transition == "place" else event.transition.replace("_", " ")
+        return PLACE_LABEL if event.transition == "place" else \
+            event.transition.replace("_", " ").capitalize()
     text = ORDER_TRANSITIONS.get(event.transition).label
     if event.to_state == OrderState.REJECTED and event.order.rejection_reason:
         text += f": {event.order.rejection_reason}"
+    elif event.transition == "cancel" and event.note:
+        text += f": {event.note}"
     return text
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    """One line of an order's history as a page shows it; ``note`` is filled for staff only."""
+
+    at: datetime
+    text: str
+    from_state: str
+    to_state: str
+    from_label: str
+    to_label: str
+    who: str
+    note: str = ""
+
+    @property
+    def moved(self) -> bool:
+        return self.from_state != self.to_state
+
+
+STAFF_ACTOR = "Trainyard staff"
+
+
+def order_history(order: Order, *, staff: bool) -> list[HistoryRow]:
+    """The audit trail in customer words (``order_event_text``); staff also read each note.
+    Customers see hosting staff as "Trainyard staff", not by login name."""
+    labels = dict(OrderState.choices)
+    rows = []
+    for event in order_events(order).select_related("order"):
+        actor = event.actor
+        if actor is None:
+            who = "system"
+        elif getattr(actor, "is_hosting_staff", False) and not staff:
+            who = STAFF_ACTOR
+        else:
+            who = actor.get_username()
+        rows.append(HistoryRow(
+            at=event.at, text=order_event_text(event), from_state=event.from_state,
+            to_state=event.to_state, from_label=labels.get(event.from_state, event.from_state),
+            to_label=labels.get(event.to_state, event.to_state), who=who,
+            note=event.note if staff else ""))
+    return rows
 
 
 def organisation_is_existing_customer(organisation_id: int) -> bool:

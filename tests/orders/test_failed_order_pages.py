@@ -103,3 +103,11 @@ def test_the_terminate_page_of_a_failed_order_points_to_cancel(login, people, fa
     client.post(f"/orders/{order.reference}/terminate/", {"confirm": "on"})
     order.refresh_from_db()
     assert order.state == OrderState.PROVISION_FAILED
+
+
+def test_the_staff_run_page_offers_the_cancel_with_a_reason(login, people, failed):
+    order, _ = failed
+    run = order.runs.get()
+    html = _html(login(people.olga), f"/ops/runs/{run.pk}/")
+    assert "Cancel for the customer" in html and f'action="/orders/{order.reference}/cancel/"' in html
+    assert DRIVER_DETAIL in html  # the full staff log

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from portal.core.units import tb
 from portal.quotes.configuration import Configuration, CustomStorage
+from portal.quotes.fit import plan_fit_verdict
 from portal.quotes.pricing import price
 from portal.sizing.recommend.pricing import Price
 from portal.sizing.recommend.stacks import Needs, stack_problem
@@ -45,7 +46,7 @@ def check(config: Configuration, *, recommended_nvme_tb: float | None = None,
           stock: int | None = None, plan: dict | None = None, stacks: tuple = ()) -> tuple[Message, ...]:
     """The rules, each with a message a customer can act on. `plan` is the sizing plan the
     configuration came from; `stacks` the catalog's strategy stacks (to name one that can run it)."""
-    messages: list[Message] = []
+    messages: list[Message] = plan_fit_messages(config, plan)
     stack = stack_message(config.strategy, plan, stacks)
     if stack is not None:
         messages.append(stack)
@@ -83,6 +84,22 @@ def check(config: Configuration, *, recommended_nvme_tb: float | None = None,
         messages.append(Message(ERROR, "storage_tb",
                                 f"Object storage is sized between 0 and {MAX_STORAGE_TB} TB."))
     return tuple(messages)
+
+
+def plan_fit_messages(config: Configuration, plan: dict | None) -> list[Message]:
+    """The sizing plan against the chosen server (``portal.quotes.fit``, the verdict the order
+    page and the approval queue give): memory per GPU that does not fit blocks the quote; a
+    server or node count other than the plan's is a warning."""
+    if not plan:
+        return []
+    fit = plan_fit_verdict(plan, sku=config.sku, node_count=config.node_count)
+    if fit.memory_fits is False:
+        return [Message(ERROR, "sku", f"Does not fit: {fit.summary} Choose a server with more "
+                                      f"memory per GPU, or size the job again for this one.")]
+    if fit.fits is False:
+        return [Message(WARNING, "sku", f"{fit.summary} The memory figures are for the plan's "
+                                        f"layout: size the job again to check this server.")]
+    return []
 
 
 _BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")

@@ -109,7 +109,7 @@ def test_the_queue_says_when_there_is_no_plan_or_it_does_not_fit(login, people, 
         fulfilment.order_submit(order=order, by=people.alice)
     html = login(people.sam).get("/ops/approvals/").content.decode()
     assert "No sizing plan." in html
-    assert "Does not fit" in html and "Needs 95.0 GB per GPU" in html
+    assert "Does not fit" in html and "needs 95.0 GB per GPU, H100 SXM5 80GB has 80.0 GB" in html
     assert "No ready node of this SKU" in html and "0 ready" in html
 
 

@@ -26,7 +26,7 @@ from portal.orders.forms import CancelForm, StaffCancelForm, TerminateForm
 from portal.orders.models import Order
 from portal.orders.selectors import order_history, orders_for, plan_fit
 from portal.orders.states import ORDER_TRANSITIONS, OrderState, QuoteAlreadyOrdered
-from portal.quotes.selectors import quote_for_user
+from portal.quotes.selectors import quote_for_user, stock_note
 from provisioning import fulfilment
 from provisioning import services as provisioning_services
 from provisioning.selectors import (
@@ -72,6 +72,8 @@ def order_place(request, quote_reference: str):
         return redirect("quotes:quote", reference=quote.reference)
     next_step = ("Our staff checks fit and stock before the build starts."
                  if order.state == OrderState.PENDING_APPROVAL else "It is approved; we are setting it up.")
+    if order.state == OrderState.PENDING_APPROVAL:
+        next_step += " " + _waiting_for_stock(order)
     messages.success(request, f"Order {order.reference} placed. {next_step}")
     return redirect("orders:detail", reference=order.reference)
 
@@ -234,6 +236,13 @@ def _can_terminate(order: Order) -> bool:
     return order.state != OrderState.PROVISION_FAILED and _allowed(order, "request_termination")
 
 
+def _waiting_for_stock(order: Order) -> str:
+    """Before approval: whether enough nodes are ready, and what happens if not."""
+    if order.state not in (OrderState.SUBMITTED, OrderState.PENDING_APPROVAL):
+        return ""
+    return stock_note(order.sku, requested=order.node_count)
+
+
 def _failed_step(progress) -> dict | None:
     """Where set-up stopped, in words a customer may read (the step's name and the node), never
     the step's error, which is for staff."""
@@ -262,6 +271,7 @@ def _detail_context(request, order: Order) -> dict:
         "can_cancel": _allowed(order, "cancel"),
         "can_terminate": _can_terminate(order),
         "failed_at": _failed_step(progress) if order.state == OrderState.PROVISION_FAILED else None,
+        "stock_note": _waiting_for_stock(order),
         "cancel_form": StaffCancelForm() if staff else CancelForm(),
         "support_email": settings.SUPPORT_EMAIL,
         "is_staff": staff,

@@ -70,12 +70,8 @@ def check(config: Configuration, *, recommended_nvme_tb: float | None = None,
             WARNING, "nvme", f"{config.nvme.size_tb} TB is below the {tb(recommended_nvme_tb)} "
             "recommended for the dataset, kept checkpoints and scratch space."))
     if stock is not None and stock < n:
-        if stock == 0:
-            text = f"{config.sku.name} is out of stock: the order waits until a node is free."
-        else:
-            text = (f"Only {stock} {config.sku.name} node{'s' if stock != 1 else ''} in stock "
-                    f"for {n} requested: the order waits for the rest.")
-        messages.append(Message(WARNING, "sku", text))
+        messages.append(Message(WARNING, "sku", stock_text(config.sku.name, ready=stock,
+                                                           requested=n)))
     messages += _storage_rules(config)
     if config.storage_tb and config.storage_provider is None:
         messages.append(Message(ERROR, "storage_provider",
@@ -84,6 +80,20 @@ def check(config: Configuration, *, recommended_nvme_tb: float | None = None,
         messages.append(Message(ERROR, "storage_tb",
                                 f"Object storage is sized between 0 and {MAX_STORAGE_TB} TB."))
     return tuple(messages)
+
+
+def stock_text(sku_name: str, *, ready: int | None, requested: int) -> str:
+    """How many nodes are ready against how many are asked for, and what happens then (the
+    configurator, the quote and the order pages); "" when stock covers it."""
+    if ready is None or ready >= requested:
+        return ""
+    then = ("the order waits in the approval queue until staff have {rest}; we e-mail you when "
+            "it is approved, and you can cancel for free until then.")
+    if ready == 0:
+        return (f"{sku_name} is out of stock (0 ready, {requested} requested): "
+                + then.format(rest="a node free" if requested == 1 else "the nodes free"))
+    return (f"Only {ready} {sku_name} node{'s' if ready != 1 else ''} in stock for {requested} "
+            f"requested: " + then.format(rest="the rest"))
 
 
 def plan_fit_messages(config: Configuration, plan: dict | None) -> list[Message]:

@@ -56,6 +56,8 @@ def api_key_revoke_view(request, slug, prefix):
     key = get_object_or_404(organisation.api_keys, prefix=prefix)
     if not can_manage_api_keys(request.user, organisation):
         messages.error(request, "Only an admin of this organisation can revoke keys.")
+    elif request.POST.get("confirm") != "yes":
+        messages.error(request, f"Key {key.prefix}… was not revoked: confirm it first.")
     else:
         api_key_revoke(api_key=key)
         messages.success(request, f"Key {key.prefix}… revoked. Requests with it now fail.")

@@ -208,6 +208,10 @@ def server_storage_reveal(request, reference: str):
     return response
 
 
+# Actions that stop what runs on the server: the page asks first, the POST carries confirm=yes.
+CONFIRMED_ACTIONS = {"reboot": "reboot", "redeploy": "re-deploy"}
+
+
 @login_required
 @require_POST
 def server_action(request, reference: str, action: str):
@@ -218,6 +222,10 @@ def server_action(request, reference: str, action: str):
         "rotate_storage_key": (provisioning_services.server_rotate_storage_key,
                                "Rotating the bucket key"),
     }[action]
+    if action in CONFIRMED_ACTIONS and request.POST.get("confirm") != "yes":
+        messages.error(request, f"Nothing was done: confirm the {CONFIRMED_ACTIONS[action]} "
+                                f"first (it stops what runs on the server).")
+        return redirect("orders:server", reference=order.reference)
     try:
         service(order=order, by=request.user)
         messages.success(request, f"{done} on {order.reference}; follow it below.")

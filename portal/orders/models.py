@@ -73,6 +73,12 @@ class Order(StorageChoice):
     def is_cluster(self) -> bool:
         return self.node_count > 1
 
+    @property
+    def servers_label(self) -> str:
+        """"8× H100 SXM5 80GB (NVSwitch)", or "2 × 8× H100 …" for a cluster: the SKU's name
+        already counts its GPUs, so one node never reads "1× 8× …"."""
+        return f"{self.node_count} × {self.sku.name}" if self.node_count > 1 else self.sku.name
+
 
 class OrderEvent(TransitionEvent):
     """The audit trail: who moved the order from which state to which, when, and why."""

@@ -100,7 +100,7 @@ def order_event_notify(*, event_id: int) -> int:
     if not to:
         return 0
     state_label = OrderState(event.to_state).label
-    lines = [f"Order {order.reference} ({order.node_count}× {order.sku.name}): {state_label}.", "",
+    lines = [f"Order {order.reference} ({order.servers_label}): {state_label}.", "",
              _TRANSITION_SENTENCES.get(event.transition) or _SENTENCES.get(event.to_state, "")]
     if event.to_state == OrderState.REJECTED and order.rejection_reason:
         lines += ["", f"Reason: {order.rejection_reason}"]

@@ -3,6 +3,7 @@ from django.conf import settings
 
 from portal.catalog.models import NetworkOption, NvmeOption, StackOption, StorageProvider
 from portal.catalog.selectors import sku_list
+from portal.core.units import usd
 from portal.quotes.configuration import Configuration, CustomStorage
 from portal.quotes.plans import plan_check, plan_to_configuration
 from portal.quotes.rules import (
@@ -17,25 +18,26 @@ from portal.sizing.plan_tokens import plan_unsign
 
 class SkuChoiceField(forms.ModelChoiceField):
     def label_from_instance(self, sku):
-        return f"{sku.gpu_count}× {sku.gpu.name} · {sku.get_interconnect_display()} · ${sku.price_hourly}/h"
+        return (f"{sku.gpu_count}× {sku.gpu.name} · {sku.get_interconnect_display()} · "
+                f"{usd(sku.price_hourly)}/h")
 
 
 class NvmeChoiceField(forms.ModelChoiceField):
     def label_from_instance(self, o):
         return f"{o.size_tb} TB · {o.get_raid_display()} ({o.drives} drive{'s' if o.drives > 1 else ''})" \
-            f" · ${o.price_monthly}/mo"
+            f" · {usd(o.price_monthly)}/mo"
 
 
 class NetworkChoiceField(forms.ModelChoiceField):
     def label_from_instance(self, o):
         extra = " · on request" if o.on_request else ""
-        price = f"${o.price_monthly}/mo" if o.price_monthly else "included"
+        price = f"{usd(o.price_monthly)}/mo" if o.price_monthly else "included"
         return f"{o.name} · {price}{extra}"
 
 
 class StorageChoiceField(forms.ModelChoiceField):
     def label_from_instance(self, o):
-        return f"{o.name} · ${o.price_per_tb_monthly}/TB·mo" if o.price_per_tb_monthly \
+        return f"{o.name} · {usd(o.price_per_tb_monthly)}/TB·mo" if o.price_per_tb_monthly \
             else f"{o.name} · billed by your provider"
 
 

@@ -124,10 +124,16 @@ def initial_from_plan(plan: dict) -> dict:
     return initial
 
 
+def default_sku(skus):
+    """A sensible small server to start from: the cheapest one-GPU SKU with a node ready (else
+    the cheapest one-GPU SKU, else the cheapest), not the biggest machine in the catalog."""
+    by_price = sorted(skus, key=lambda s: (s.price_hourly, s.gpu_count, s.slug))
+    single = [s for s in by_price if s.gpu_count == 1] or by_price
+    return next((s for s in single if getattr(s, "stock", 0)), single[0] if single else None)
+
+
 def default_initial() -> dict:
-    skus = list(sku_list())
-    nvswitch = [s for s in skus if s.interconnect == "nvswitch"] or skus
-    sku = next((s for s in nvswitch if getattr(s, "stock", None) != 0), nvswitch[0] if nvswitch else None)
+    sku = default_sku(list(sku_list()))
     network = pick_network(NetworkOption.objects.all(), nodes=1)
     nvme = NvmeOption.objects.first()
     return {"sku": sku.slug if sku else None, "node_count": 1, "nvme": nvme.slug if nvme else None,

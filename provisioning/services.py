@@ -18,10 +18,9 @@ from django.utils import timezone
 
 from portal.core.states import DomainError, actor_or_none
 from portal.orders.models import Order, OrderEvent
-from portal.orders.notifications import order_event_notify
 from portal.orders.services import require_order_access
 from portal.orders.states import OrderState
-from portal.orders.transitions import order_transition
+from portal.orders.transitions import order_event_notify_later, order_transition
 from provisioning import allocation
 from provisioning.drivers import DriverError, driver_names, secret_option_paths
 from provisioning.enqueue import enqueue_node_accept_check, enqueue_run_start, enqueue_steps
@@ -272,7 +271,7 @@ def order_drop_storage(*, order: Order, by, note: str = "") -> Order:
             order=order, actor=actor_or_none(by), transition=DROP_STORAGE, from_state=order.state,
             to_state=order.state, note=f"object storage ({dropped}) dropped"
                                        + (f": {note}" if note else ""))
-        transaction.on_commit(lambda: order_event_notify(event_id=event.pk))
+        order_event_notify_later(event.pk)
     _drop_bucket(order, by=by)
     failed = run.steps.filter(status=StepStatus.FAILED).exists()
     if failed:

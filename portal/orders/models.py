@@ -88,6 +88,9 @@ class OrderEvent(TransitionEvent):
                                 related_name="+", help_text="The key of the API call that acted.")
     from_state = models.CharField(max_length=20, choices=OrderState.choices)
     to_state = models.CharField(max_length=20, choices=OrderState.choices)
+    notified_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the customer's e-mail for this event was sent (the "
+                                         "task claims it first, so a redelivery sends nothing).")
 
     def __str__(self) -> str:
         return f"{self.order}: {self.from_state} → {self.to_state}"

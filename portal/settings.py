@@ -223,6 +223,17 @@ EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = env_secret("EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Trainyard <noreply@localhost>")
+# Where the pages tell customers to write (a failed order, a question about a server).
+SUPPORT_EMAIL = env_str("SUPPORT_EMAIL", "support@localhost")
+
+# --- Accounts: team invitations, self sign-up ---------------------------------------------
+# How long an invitation link to join an organisation works.
+INVITATION_VALID_DAYS = env_int("INVITATION_VALID_DAYS", 7, minimum=1)
+# Anyone may create an account and an organisation at /account/signup/ only when this is true
+# (off by default: the operator invites customers); the account works once its e-mail is verified.
+SIGNUP_ENABLED = env_bool("SIGNUP_ENABLED", False)
+# How long a link to verify a new account's e-mail, or confirm a changed e-mail, works.
+ACCOUNT_LINK_VALID_HOURS = env_int("ACCOUNT_LINK_VALID_HOURS", 48, minimum=1)
 
 # --- Security (production) ----------------------------------------------------------------
 # true only when a reverse proxy in front of the portal sets X-Forwarded-Proto and appends the

@@ -1,8 +1,11 @@
+from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 
 from portal.core.states import DomainError
 from provisioning import services
+from provisioning.drivers import driver_names
+from provisioning.enrolment import enrolment_problems
 from provisioning.health import node_health_check
 from provisioning.models import HealthCheck, Node, NodeEvent, ProvisioningRun, RunEvent, StepRun
 
@@ -17,8 +20,37 @@ class NodeEventInline(admin.TabularInline):
         return False
 
 
+class NodeAdminForm(forms.ModelForm):
+    """The admin adds and edits nodes under the checks the enrolment page applies
+    (``provisioning.enrolment``): a bad hostname, address, host key or BMC is a field error."""
+
+    class Meta:
+        model = Node
+        fields = ("hostname", "sku", "management_address", "driver", "driver_options",
+                  "fabric_group", "fabric_address", "nvme_devices", "notes")
+
+    def clean(self):
+        data = super().clean()
+        hostname = (data.get("hostname") or "").strip()
+        others = Node.objects.filter(hostname__iexact=hostname).exclude(pk=self.instance.pk)
+        if hostname and others.exists():
+            self.add_error("hostname", f"A node named {hostname} is already enrolled (hostnames "
+                                       f"are case-insensitive).")
+        driver = data.get("driver") or ""
+        if driver and driver not in driver_names():
+            self.add_error("driver", f"Unknown driver {driver!r}; choose one of "
+                                     f"{', '.join(driver_names())}.")
+        problems = enrolment_problems(hostname=hostname,
+                                      management_address=data.get("management_address") or "",
+                                      driver=driver, driver_options=data.get("driver_options"))
+        for field, problem in problems.items():
+            self.add_error(field if field in self.fields else "driver_options", problem)
+        return data
+
+
 @admin.register(Node)
 class NodeAdmin(admin.ModelAdmin):
+    form = NodeAdminForm
     list_display = ("hostname", "sku", "state", "fabric_group", "driver", "order",
                     "management_address")
     list_filter = ("state", "sku", "fabric_group", "driver")
@@ -35,8 +67,8 @@ class NodeAdmin(admin.ModelAdmin):
             node = services.node_enrol(
                 by=request.user, sku=obj.sku, hostname=obj.hostname,
                 management_address=obj.management_address, driver=obj.driver,
-                fabric_group=obj.fabric_group, nvme_devices=obj.nvme_devices,
-                driver_options=obj.driver_options, notes=obj.notes)
+                fabric_group=obj.fabric_group, fabric_address=obj.fabric_address or "",
+                nvme_devices=obj.nvme_devices, driver_options=obj.driver_options, notes=obj.notes)
         except DomainError as exc:
             self.message_user(request, str(exc), messages.ERROR)
             return
@@ -61,9 +93,10 @@ class NodeAdmin(admin.ModelAdmin):
     def maintenance(self, request, queryset):
         self._each(request, queryset, services.node_set_maintenance, "put into maintenance")
 
-    @admin.action(description="Return to service (maintenance → ready)")
+    @admin.action(description="Check and return to service (ready once the check passes)")
     def return_to_service(self, request, queryset):
-        self._each(request, queryset, services.node_return_to_service, "returned to service")
+        self._each(request, queryset, services.node_return_to_service,
+                   "being checked; back in stock if the check passes")
 
     @admin.action(description="Run a health check now")
     def health_check(self, request, queryset):

@@ -13,3 +13,11 @@ class ProvisioningConfig(AppConfig):
         from provisioning.ssh_keys import active_email_lines  # apps load before models
 
         return active_email_lines(order)
+
+    def members_changed(self, *, organisation_ids, by=None) -> None:
+        """Someone left these organisations (removed, or their account deactivated): a key sync
+        on their active servers, so the person's own keys stop opening them
+        (see portal.accounts.team)."""
+        from provisioning.ssh_keys import keys_sync  # apps load before models
+
+        keys_sync(organisations=organisation_ids, by=by)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from portal.core.states import DomainError
 from provisioning.drivers import DriverError
 from provisioning.drivers.ssh import _parse_pins
 
@@ -67,6 +68,36 @@ def bmc_problem(address: str, user: str) -> str | None:
     if not (address and user):
         return "Give both the BMC address and the BMC user, or neither (no power control)."
     return address_problem(address)
+
+
+class EnrolmentRefused(DomainError):
+    """What is wrong with an enrolment; ``problems`` maps each field to its problem in words."""
+
+    def __init__(self, problems: dict[str, str]):
+        self.problems = problems
+        super().__init__(" ".join(problems.values()))
+
+
+def enrolment_problems(*, hostname: str, management_address: str, driver: str,
+                       driver_options: dict | None) -> dict[str, str]:
+    """Every check above for one node, by field (hostname, management_address, host_key,
+    bmc_address): the enrolment page, the admin and ``services.node_enrol`` all ask this."""
+    problems: dict[str, str] = {}
+    if problem := hostname_problem((hostname or "").strip()):
+        problems["hostname"] = problem
+    if problem := address_problem((management_address or "").strip()):
+        problems["management_address"] = problem
+    if driver == "ssh":
+        options = driver_options if isinstance(driver_options, dict) else {}
+        if problem := host_key_problem(str(options.get("host_key") or "")):
+            problems["host_key"] = problem
+        ipmi = options.get("ipmi") or {}
+        if not isinstance(ipmi, dict):
+            problems["bmc_address"] = 'driver_options.ipmi is {"address": "host[:port]", "user": …}.'
+        elif problem := bmc_problem(str(ipmi.get("address") or "").strip(),
+                                    str(ipmi.get("user") or "").strip()):
+            problems["bmc_address"] = problem
+    return problems
 
 
 def _split(address: str) -> tuple[str | None, str | None]:

@@ -50,7 +50,9 @@ def order_create_and_submit(*, by, quote: Quote | None = None, organisation=None
 
 
 def order_cancel(*, order: Order, by, reason: str = "") -> Order:
-    """Customer or staff: cancel before provisioning starts; reserved nodes go back to stock."""
+    """Customer or staff: cancel before provisioning starts, or after it failed (the server
+    never ran, so nothing is billed). Reserved nodes go back to stock; nodes the failed run
+    touched are wiped by a termination run before they do. ``reason`` is shown to the customer."""
     require_order_access(by, order.organisation_id)
     with transaction.atomic():
         order_transition(order=order, name="cancel", by=by, note=reason)
@@ -58,6 +60,7 @@ def order_cancel(*, order: Order, by, reason: str = "") -> Order:
             node_transition(node=node, name="unreserve", by=by, event_order=order, order_id=None,
                             reserved_until=None, note=f"order {order.reference} cancelled")
         runs_cancel(order=order, by=by, reason="order cancelled")
+        nodes_release(order=order, by=by)
     return order
 
 
@@ -82,9 +85,17 @@ def termination_start(*, order: Order, by=None) -> ProvisioningRun | None:
     if busy is not None:
         raise DomainError(f"{DAY2_BUSY[busy.kind]} is in progress; terminate once it has finished.")
     runs_cancel(order=order, by=by, reason="order termination requested")
+    run = nodes_release(order=order, by=by)
+    if run is None:
+        order_transition(order=order, name="finish_termination", note="no node was assigned")
+    return run
+
+
+def nodes_release(*, order: Order, by=None) -> ProvisioningRun | None:
+    """A termination run over the nodes still assigned to ``order`` (credentials revoked, disks
+    wiped, back in stock), queued on commit; None when no node is assigned."""
     nodes = list(Node.objects.filter(order=order))
     if not nodes:
-        order_transition(order=order, name="finish_termination", note="no node was assigned")
         return None
     run = run_create(order=order, kind=RunKind.TERMINATE, nodes=nodes, by=by)
     enqueue_run_start(run)

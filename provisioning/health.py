@@ -60,20 +60,27 @@ def _record(node: Node, fields: dict) -> HealthCheck:
     return check
 
 
+# The move a passing check makes: an enrolled node into stock, one in maintenance back to it.
+INTO_STOCK = {NodeState.ENROLLED: "accept", NodeState.MAINTENANCE: "return_to_service"}
+CHECK_WAITING_STATES = frozenset(INTO_STOCK)
+
+
 def node_accept_if_healthy(*, node: Node, by) -> HealthCheck:
-    """An enrolled node enters stock (ready) only when its driver reaches it and its health
-    check passes; otherwise it stays enrolled with the check's problems on its page (I/O: call
-    from a task). A declared test host (driver option ``test_host``) has no GPUs to check: it is
-    accepted once reachable, and the event says the GPU checks were skipped."""
+    """An enrolled node enters stock (ready), and one in maintenance returns to it, only when its
+    driver reaches it and its health check passes; otherwise it stays where it is with the
+    check's problems on its page (I/O: call from a task). A declared test host (driver option
+    ``test_host``) has no GPUs to check: it passes once reachable, and the event says the GPU
+    checks were skipped."""
     check = node_health_check(node=node)
     node.refresh_from_db()
-    if node.state != NodeState.ENROLLED:
+    move = INTO_STOCK.get(node.state)
+    if move is None:
         return check  # accepted, or taken elsewhere, meanwhile
     reachable = not any(p.startswith(UNREACHABLE) for p in check.problems)
     if check.ok:
-        node_transition(node=node, name="accept", by=by, note="reachability and health check passed")
+        node_transition(node=node, name=move, by=by, note="reachability and health check passed")
     elif reachable and node.driver_options.get("test_host"):
-        node_transition(node=node, name="accept", by=by,
+        node_transition(node=node, name=move, by=by,
                         note="reachable; GPU checks skipped on a declared test host")
     return check
 
@@ -81,7 +88,7 @@ def node_accept_if_healthy(*, node: Node, by) -> HealthCheck:
 def _tell_operators_if_new(node: Node, problems: list[str]) -> None:
     """Operators hear when a node in service turns unhealthy, once (not at every periodic check
     while it stays so); an enrolled node's failed acceptance check is shown to whoever asked."""
-    if node.state == NodeState.ENROLLED:
+    if node.state in CHECK_WAITING_STATES:  # not in service: whoever asked reads the result
         return
     last = node.health_checks.order_by("-at", "-pk").first()
     if last is None or last.ok:

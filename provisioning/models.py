@@ -156,6 +156,9 @@ class StepLogLine(models.Model):
     at = models.DateTimeField()
     attempt = models.PositiveSmallIntegerField(default=1, help_text="The execution number.")
     text = models.TextField()
+    # The full text of a retry or failure (driver messages, addresses) is for staff; the customer's
+    # progress card shows the summary line written beside it.
+    staff_only = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["pk"]

@@ -24,7 +24,8 @@ StepKey = tuple[int, int, str]  # (run_id, node_id, step)
 RUN_ORDER_STATES = {
     RunKind.PROVISION: frozenset({OrderState.PROVISIONING, OrderState.VERIFYING,
                                   OrderState.PROVISION_FAILED}),
-    RunKind.TERMINATE: frozenset({OrderState.TERMINATING}),
+    # Cancelled: a failed order's nodes are wiped after its cancellation (fulfilment.order_cancel).
+    RunKind.TERMINATE: frozenset({OrderState.TERMINATING, OrderState.CANCELLED}),
     RunKind.REBOOT: frozenset({OrderState.ACTIVE}),
     RunKind.REDEPLOY_STACK: frozenset({OrderState.ACTIVE}),
     RunKind.SYNC_KEYS: frozenset({OrderState.ACTIVE}),

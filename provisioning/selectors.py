@@ -98,14 +98,19 @@ def order_runs(order) -> QuerySet[ProvisioningRun]:
     return order.runs.order_by("-created_at", "-pk")
 
 
-def order_progress(order, *, run: ProvisioningRun | None = None, log_lines: int = 30) -> OrderProgress:
-    """The latest run of ``order`` (or ``run``): per node, each step with status and log tail."""
+def order_progress(order, *, run: ProvisioningRun | None = None, log_lines: int = 30,
+                   staff: bool = False) -> OrderProgress:
+    """The latest run of ``order`` (or ``run``): per node, each step with status and log tail.
+    The log holds the customer's lines unless ``staff`` (the run page) asks for the full text."""
+    lines_shown = StepLogLine.objects.order_by("pk")
+    if not staff:
+        lines_shown = lines_shown.filter(staff_only=False)
     run = run or order_runs(order).first()
     if run is None:
         return OrderProgress(run_id=None, kind="", run_status="", percent=0, current="", error="")
     swapped_out = run.steps.filter(status=StepStatus.SKIPPED).values("node_id")
     steps = list(run.steps.exclude(node_id__in=swapped_out).select_related("node")
-                 .prefetch_related(Prefetch("log_lines", queryset=StepLogLine.objects.order_by("pk")))
+                 .prefetch_related(Prefetch("log_lines", queryset=lines_shown))
                  .order_by("node__hostname", "position"))
     by_node: dict[int, list[StepRun]] = {}
     for sr in steps:

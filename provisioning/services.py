@@ -18,13 +18,13 @@ from django.utils import timezone
 
 from portal.core.states import DomainError, actor_or_none
 from portal.orders.models import Order, OrderEvent
-from portal.orders.notifications import order_event_notify
 from portal.orders.services import require_order_access
 from portal.orders.states import OrderState
-from portal.orders.transitions import order_transition
+from portal.orders.transitions import order_event_notify_later, order_transition
 from provisioning import allocation
 from provisioning.drivers import DriverError, driver_names, secret_option_paths
 from provisioning.enqueue import enqueue_node_accept_check, enqueue_run_start, enqueue_steps
+from provisioning.enrolment import EnrolmentRefused, enrolment_problems
 from provisioning.models import Node, NodeEvent, ProvisioningRun, StepRun
 from provisioning.runs import require_run_order_state, run_create, run_resume, steps_create
 from provisioning.states import NODE_TRANSITIONS, NodeState, RunKind, RunStatus, StepStatus
@@ -67,6 +67,9 @@ def node_enrol(*, by, sku, hostname: str, management_address: str, driver: str |
         raise DomainError(f"{', '.join(secrets)}: secrets are not stored in driver options (a "
                           f"plain-text column); give the driver its key through "
                           f"SSH_PRIVATE_KEY_FILE and the BMC password through IPMI_PASSWORD_FILE.")
+    if problems := enrolment_problems(hostname=hostname, management_address=management_address,
+                                      driver=driver, driver_options=driver_options):
+        raise EnrolmentRefused(problems)
     with transaction.atomic():
         try:
             with transaction.atomic():  # an enrolment racing this one may take the name first
@@ -110,8 +113,14 @@ def node_set_maintenance(*, node: Node, by, note: str = "") -> Node:
 
 
 def node_return_to_service(*, node: Node, by, note: str = "") -> Node:
+    """Asks for the check a node must pass to go from maintenance back into stock (reachability
+    and health through its driver, in a worker); it stays in maintenance until it passes."""
     _require_operator(by)
-    return node_transition(node=node, name="return_to_service", by=by, note=note)
+    if not NODE_TRANSITIONS.get("return_to_service").allowed_from(node.state):
+        raise DomainError(f"{node.hostname} is {node.get_state_display().lower()}; only a node in "
+                          f"maintenance is checked and returned to service.")
+    enqueue_node_accept_check(node, by)
+    return node
 
 
 # --- runs: retry and swap (staff) ---------------------------------------------------------
@@ -262,7 +271,7 @@ def order_drop_storage(*, order: Order, by, note: str = "") -> Order:
             order=order, actor=actor_or_none(by), transition=DROP_STORAGE, from_state=order.state,
             to_state=order.state, note=f"object storage ({dropped}) dropped"
                                        + (f": {note}" if note else ""))
-        transaction.on_commit(lambda: order_event_notify(event_id=event.pk))
+        order_event_notify_later(event.pk)
     _drop_bucket(order, by=by)
     failed = run.steps.filter(status=StepStatus.FAILED).exists()
     if failed:

@@ -11,7 +11,7 @@ import logging
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
-from provisioning.health import node_accept_if_healthy, node_health_check
+from provisioning.health import CHECK_WAITING_STATES, node_accept_if_healthy, node_health_check
 from provisioning.models import Node
 from provisioning.pipeline.engine import step_deadline_s, step_execute
 from provisioning.runs import run_start
@@ -95,10 +95,11 @@ def storage_delete_expired_task() -> dict:
 
 @shared_task(name="provisioning.node_accept_check", acks_late=True)
 def node_accept_check_task(node_id: int, by_id: int | None) -> bool | None:
-    """Checks an enrolled node through its driver; it becomes ready only if the check passes."""
+    """Checks an enrolled node (or one in maintenance) through its driver; it becomes ready only
+    if the check passes."""
     from django.contrib.auth import get_user_model
 
-    node = Node.objects.filter(pk=node_id, state=NodeState.ENROLLED).first()
+    node = Node.objects.filter(pk=node_id, state__in=CHECK_WAITING_STATES).first()
     if node is None:
         return None  # gone, or no longer waiting: a redelivered task is harmless
     by = get_user_model().objects.filter(pk=by_id).first() if by_id else None

@@ -192,7 +192,7 @@ def _run(pk: int) -> ProvisioningRun:
 
 
 def _run_context(request, run, swap_form=None) -> dict:
-    progress = selectors.order_progress(run.order, run=run, log_lines=500)
+    progress = selectors.order_progress(run.order, run=run, log_lines=500, staff=True)
     failed_nodes = [n for n in progress.nodes if n.state in NODE_FAILED
                     or any(s.status == "failed" for s in n.steps)]
     swappable = run.kind == RunKind.PROVISION and run.status == RunStatus.FAILED
@@ -272,7 +272,9 @@ NODE_ACTIONS = {  # transition → (service, button, message)
     "accept": (services.node_accept, "Check and accept into stock",
                "is being checked (reachability and health); it becomes ready if the check passes"),
     "enter_maintenance": (services.node_set_maintenance, "Put into maintenance", "is in maintenance"),
-    "return_to_service": (services.node_return_to_service, "Return to service", "is back in stock"),
+    "return_to_service": (services.node_return_to_service, "Check and return to service",
+                          "is being checked (reachability and health); it is back in stock if the "
+                          "check passes"),
 }
 
 

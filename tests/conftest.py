@@ -153,6 +153,15 @@ def page(browser):
 
 
 @pytest.fixture
+def emails_inline(monkeypatch):
+    """Order e-mails queued on commit run in this process, as the worker would run the task
+    (with ``django_capture_on_commit_callbacks(execute=True)``)."""
+    from portal.orders.tasks import order_event_notify_task
+
+    monkeypatch.setattr(order_event_notify_task, "delay", lambda event_id: order_event_notify_task(event_id))
+
+
+@pytest.fixture
 def login(client):
     def _login(user):
         client.force_login(user)

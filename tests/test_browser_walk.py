@@ -37,7 +37,8 @@ def _pages(people, w):
     a, p = w["active"].reference, w["pending"].reference
     customer = ["/", "/catalog/", "/sizing/", "/sizing/?go=results", "/configure/",
                 f"/configure/quotes/{w['quote'].reference}/", "/orders/", f"/orders/{p}/", f"/orders/{a}/",
-                f"/orders/{a}/server/", f"/orders/{a}/terminate/", "/accounts/password_change/"]
+                f"/orders/{a}/server/", f"/orders/{a}/terminate/", "/accounts/password_change/",
+                "/account/", "/account/email/"]
     return {
         None: ["/catalog/", "/sizing/", "/sizing/?go=results", "/accounts/login/",
                "/accounts/password_reset/", "/api/docs/", "/no-such-page/"],

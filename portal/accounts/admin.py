@@ -3,6 +3,7 @@ from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 
 from portal.accounts.models import ApiKey, Membership, Organisation, SSHKey, User
 from portal.accounts.services import api_key_issue, api_key_revoke
+from portal.accounts.team import user_deactivate
 
 
 @admin.register(User)
@@ -10,6 +11,21 @@ class UserAdmin(BaseUserAdmin):
     fieldsets = BaseUserAdmin.fieldsets + (("Trainyard", {"fields": ("staff_role",)}),)
     list_display = ("username", "email", "staff_role", "is_staff", "is_active")
     list_filter = ("staff_role", "is_staff", "is_active")
+    actions = ["deactivate"]
+
+    @admin.action(description="Deactivate (no login; their SSH keys leave every server)")
+    def deactivate(self, request, queryset):
+        for user in queryset.filter(is_active=True):
+            user_deactivate(user=user, by=request.user)
+        self.message_user(request, "Deactivated; key syncs are queued for their organisations' "
+                                   "active servers.")
+
+    def save_model(self, request, obj, form, change):
+        """Unticking "active" here is a deactivation too: the person's keys leave the servers."""
+        was_active = change and User.objects.filter(pk=obj.pk, is_active=True).exists()
+        super().save_model(request, obj, form, change)
+        if was_active and not obj.is_active:
+            user_deactivate(user=obj, by=request.user)
 
 
 class MembershipInline(admin.TabularInline):

@@ -29,3 +29,78 @@ class SSHKeyForm(forms.Form):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("auto_id", "ssh_key_%s")  # unique ids next to the API key form
         super().__init__(*args, **kwargs)
+
+
+# --- team and account ---------------------------------------------------------------------------
+class InviteForm(forms.Form):
+    email = forms.EmailField(label="E-mail address", max_length=254,
+                             widget=forms.EmailInput(attrs={"autocomplete": "off",
+                                                            "placeholder": "colleague@example.com"}))
+    role = forms.ChoiceField(label="Role")
+
+    def __init__(self, *args, roles=(), **kwargs):
+        kwargs.setdefault("auto_id", "invite_%s")
+        super().__init__(*args, **kwargs)
+        self.fields["role"].choices = list(roles)
+
+
+class RoleForm(forms.Form):
+    role = forms.ChoiceField(label="Role")
+
+    def __init__(self, *args, roles=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["role"].choices = list(roles)
+
+
+class _NewPassword(forms.Form):
+    password = forms.CharField(label="Password", strip=False,
+                               widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+                               help_text="At least 8 characters, not only digits, not a common one.")
+    password_again = forms.CharField(label="Password again", strip=False,
+                                     widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}))
+
+    def clean(self):
+        data = super().clean()
+        if data.get("password") and data.get("password_again") != data["password"]:
+            self.add_error("password_again", "The two passwords differ; type the same one twice.")
+        return data
+
+
+class AcceptAsNewUserForm(_NewPassword):
+    """Creates the login of an invited person (the e-mail is the invitation's)."""
+
+    first_name = forms.CharField(label="Your name", max_length=150, required=False)
+    username = forms.CharField(label="Username", max_length=150,
+                               widget=forms.TextInput(attrs={"autocomplete": "username"}),
+                               help_text="Letters, digits and @ . + - _ only.")
+    field_order = ["first_name", "username", "password", "password_again"]
+
+
+class SignupForm(_NewPassword):
+    organisation_name = forms.CharField(label="Organisation", max_length=200,
+                                        help_text="Your company or lab; you become its admin.")
+    first_name = forms.CharField(label="Your name", max_length=150, required=False)
+    email = forms.EmailField(label="E-mail address", max_length=254,
+                             help_text="We send a link to confirm it before the account works.")
+    username = forms.CharField(label="Username", max_length=150,
+                               widget=forms.TextInput(attrs={"autocomplete": "username"}))
+    field_order = ["organisation_name", "first_name", "email", "username", "password",
+                   "password_again"]
+
+
+class EmailChangeForm(forms.Form):
+    email = forms.EmailField(label="New e-mail address", max_length=254)
+    current_password = forms.CharField(
+        label="Your current password", strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "current-password"}),
+        help_text="So nobody at an unlocked computer can take over the account.")
+
+    def __init__(self, *args, user=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.user = user
+
+    def clean_current_password(self):
+        password = self.cleaned_data["current_password"]
+        if not self.user.check_password(password):
+            raise forms.ValidationError("That is not your current password.")
+        return password

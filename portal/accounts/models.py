@@ -1,3 +1,5 @@
+import secrets
+
 from django.conf import settings
 from django.contrib.auth.models import AbstractUser
 from django.db import models
@@ -61,6 +63,7 @@ class Organisation(models.Model):
 class Membership(models.Model):
     class Role(models.TextChoices):
         MEMBER = "member", "Customer member"
+        ADMIN = "admin", "Organisation admin"  # invites, sets roles, removes members
         RESELLER_ADMIN = "reseller_admin", "Reseller admin"
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
@@ -161,3 +164,52 @@ class SSHKey(models.Model):
     def type_label(self) -> str:
         label = self.get_key_type_display()
         return f"{label} {self.bits}" if self.key_type == self.KeyType.RSA else label
+
+
+def _invitation_reference() -> str:
+    return "I-" + secrets.token_hex(4).upper()
+
+
+def _nonce() -> str:
+    return secrets.token_hex(16)
+
+
+class Invitation(models.Model):
+    """An invitation, sent by e-mail, to join an organisation with a role. The link carries a
+    token signed with the site's key that names this row and its nonce
+    (``portal.accounts.tokens``): nothing secret is stored, and revoking or accepting it ends
+    the link."""
+
+    reference = models.CharField(max_length=12, unique=True, default=_invitation_reference,
+                                 editable=False)
+    organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE,
+                                     related_name="invitations")
+    email = models.EmailField()
+    role = models.CharField(max_length=32, choices=Membership.Role.choices,
+                            default=Membership.Role.MEMBER)
+    nonce = models.CharField(max_length=32, default=_nonce, editable=False)
+    invited_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    invited_by_key = models.ForeignKey(ApiKey, null=True, blank=True, on_delete=models.SET_NULL,
+                                       related_name="+", help_text="The API key that invited.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    sent_at = models.DateTimeField(null=True, blank=True,
+                                   help_text="When the e-mail went out (its task claims it).")
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                    on_delete=models.SET_NULL, related_name="+")
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.email} → {self.organisation} ({self.get_role_display()})"
+
+    def state_at(self, now) -> str:
+        if self.accepted_at:
+            return "accepted"
+        if self.revoked_at:
+            return "revoked"
+        return "expired" if self.expires_at <= now else "pending"

@@ -16,7 +16,7 @@ class DemoLogin:
 
 DEMO_USERS = (
     # username, role label, staff_role, org slug, membership role
-    ("alice", "customer member (Acme AI)", "", "acme-ai", Membership.Role.MEMBER),
+    ("alice", "customer admin (Acme AI): invites the team", "", "acme-ai", Membership.Role.ADMIN),
     ("rita", "reseller admin (GPU Resale Ltd)", "", "gpu-resale", Membership.Role.RESELLER_ADMIN),
     ("sam", "staff approver", User.StaffRole.APPROVER, None, None),
     ("olga", "operator", User.StaffRole.OPERATOR, None, None),

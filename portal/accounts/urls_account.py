@@ -2,10 +2,16 @@
 
 from django.urls import path
 
-from portal.accounts import views
+from portal.accounts import views, views_team
 
 app_name = "account"
 urlpatterns = [
+    path("", views_team.account_settings, name="settings"),
+    path("email/", views_team.email_change, name="email"),
+    path("email/confirm/<str:token>/", views_team.email_confirm, name="email-confirm"),
+    path("invitations/<str:token>/", views_team.invitation_accept, name="invitation"),
+    path("signup/", views_team.signup, name="signup"),
+    path("signup/verify/<str:token>/", views_team.signup_verify, name="signup-verify"),
     path("ssh-keys/", views.account_ssh_keys, name="ssh-keys"),
     path("ssh-keys/<int:key_id>/remove", views.account_ssh_key_remove, name="ssh-key-remove"),
 ]

@@ -18,6 +18,7 @@ from portal.accounts.selectors import (
     ssh_keys_of_user,
 )
 from portal.accounts.services import api_key_issue, api_key_revoke
+from portal.accounts.team_pages import team_section
 from provisioning import ssh_keys
 
 
@@ -37,16 +38,25 @@ def organisation_detail(request, slug):
         new_key = api_key_issue(organisation=organisation, name=form.cleaned_data["name"],
                                 scopes=form.cleaned_data["scopes"], by=request.user).plaintext
         form = ApiKeyForm()
-    return render(request, "accounts/organisation_detail.html", {
+    return render(request, "accounts/organisation_detail.html", organisation_context(
+        request, organisation, form=form, new_key=new_key, can_manage_keys=can_manage),
+        status=status)
+
+
+def organisation_context(request, organisation, **extra) -> dict:
+    """What the organisation page shows: members and invitations, customers, API keys, SSH keys
+    (``extra`` overrides a part, e.g. a bound form with its errors)."""
+    can_manage = can_manage_api_keys(request.user, organisation)
+    return {
         "organisation": organisation,
-        "memberships": organisation.memberships.select_related("user"),
+        "team": team_section(request, organisation, invite_form=extra.pop("invite_form", None)),
         "children": organisations_for(request.user).filter(parent=organisation),  # only those it acts for
         "api_keys": organisation.api_keys.all(),
-        "form": form,
-        "new_key": new_key,
+        "form": ApiKeyForm(),
+        "new_key": None,
         "can_manage_keys": can_manage,
         "ssh_section": organisation_ssh_section(request, organisation),
-    }, status=status)
+    } | extra
 
 
 @login_required
@@ -56,6 +66,8 @@ def api_key_revoke_view(request, slug, prefix):
     key = get_object_or_404(organisation.api_keys, prefix=prefix)
     if not can_manage_api_keys(request.user, organisation):
         messages.error(request, "Only an admin of this organisation can revoke keys.")
+    elif request.POST.get("confirm") != "yes":
+        messages.error(request, f"Key {key.prefix}… was not revoked: confirm it first.")
     else:
         api_key_revoke(api_key=key)
         messages.success(request, f"Key {key.prefix}… revoked. Requests with it now fail.")

@@ -2,10 +2,20 @@ from django.db.models import Count, Q, QuerySet
 
 from portal.catalog.models import ServerSKU
 
+# How the catalog can be sorted: key → (label, ordering). The first is the default.
+SKU_SORTS = {
+    "": ("Performance", ("gpu__bf16_tflops", "gpu__memory_gb", "gpu_count")),
+    "price": ("Price, lowest first", ("price_hourly", "gpu_count")),
+    "-price": ("Price, highest first", ("-price_hourly", "-gpu_count")),
+    "memory": ("GPU memory, most first", ("-gpu__memory_gb", "price_hourly")),
+    "gpus": ("GPUs per server, most first", ("-gpu_count", "price_hourly")),
+}
+
 
 def sku_list(*, gpus: int | None = None, min_memory_gb: int | None = None,
-             interconnect: str = "", search: str = "") -> QuerySet[ServerSKU]:
-    """Active SKUs with their GPU and `stock`: the inventory's ready nodes of each."""
+             interconnect: str = "", search: str = "", sort: str = "") -> QuerySet[ServerSKU]:
+    """Active SKUs with their GPU and `stock`: the inventory's ready nodes of each, in the
+    order of ``sort`` (a key of SKU_SORTS)."""
     skus = ServerSKU.objects.filter(is_active=True).select_related("gpu")
     if search:
         skus = skus.filter(Q(slug__icontains=search) | Q(name__icontains=search)
@@ -19,4 +29,4 @@ def sku_list(*, gpus: int | None = None, min_memory_gb: int | None = None,
     elif interconnect == "nvlink":
         skus = skus.exclude(interconnect=ServerSKU.Interconnect.PCIE)
     skus = skus.annotate(stock=Count("nodes", filter=Q(nodes__state="ready")))
-    return skus.order_by("gpu__bf16_tflops", "gpu__memory_gb", "gpu_count")
+    return skus.order_by(*SKU_SORTS.get(sort, SKU_SORTS[""])[1], "slug")

@@ -50,11 +50,16 @@ def usd_approx(value: float) -> str:
 
 
 def usd_compact(value: float) -> str:
-    """For chart labels: "$12k", "$590", "$4.20"."""
+    """For chart labels, three significant digits at most: "$1.2M", "$12k", "$1.5k", "$590",
+    "$4.20" (never "$1,200k": a million is "$1.2M")."""
     value = float(value)
-    if value >= 10_000:
-        return f"${value / 1000:,.0f}k"
-    return f"${value:,.0f}" if value >= 100 else f"${value:,.2f}"
+    for limit, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        n = float(f"{value / limit:.3g}")  # 999,999 rounds to 1.00 of the larger unit: "$1M"
+        if n >= 1:
+            return f"${n:,.0f}{suffix}" if n >= 100 else f"${n:g}{suffix}"
+    if value == 0:
+        return "$0"
+    return f"${value:,.0f}" if value >= 10 else f"${value:,.2f}"
 
 
 def hours(h: float) -> str:

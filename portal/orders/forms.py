@@ -8,6 +8,16 @@ class CancelForm(forms.Form):
                              max_length=500, widget=forms.TextInput)
 
 
+class StaffCancelForm(forms.Form):
+    """Staff cancel for the customer (e.g. an order whose set-up failed): the reason is
+    required, because the customer reads it in the order's history and the API."""
+
+    reason = forms.CharField(label="Reason (the customer reads it)", max_length=500,
+                             widget=forms.TextInput,
+                             error_messages={"required": "Give the customer a reason for the "
+                                                         "cancellation."})
+
+
 class TerminateForm(forms.Form):
     confirm = forms.BooleanField(
         label="I understand that the server is shut down and its local disks are wiped",

@@ -73,6 +73,12 @@ class Order(StorageChoice):
     def is_cluster(self) -> bool:
         return self.node_count > 1
 
+    @property
+    def servers_label(self) -> str:
+        """"8× H100 SXM5 80GB (NVSwitch)", or "2 × 8× H100 …" for a cluster: the SKU's name
+        already counts its GPUs, so one node never reads "1× 8× …"."""
+        return f"{self.node_count} × {self.sku.name}" if self.node_count > 1 else self.sku.name
+
 
 class OrderEvent(TransitionEvent):
     """The audit trail: who moved the order from which state to which, when, and why."""
@@ -82,6 +88,9 @@ class OrderEvent(TransitionEvent):
                                 related_name="+", help_text="The key of the API call that acted.")
     from_state = models.CharField(max_length=20, choices=OrderState.choices)
     to_state = models.CharField(max_length=20, choices=OrderState.choices)
+    notified_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the customer's e-mail for this event was sent (the "
+                                         "task claims it first, so a redelivery sends nothing).")
 
     def __str__(self) -> str:
         return f"{self.order}: {self.from_state} → {self.to_state}"

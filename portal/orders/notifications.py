@@ -1,8 +1,9 @@
-"""E-mail to the customer on every customer-visible order transition (sent after commit)."""
+"""E-mail to the customer on every customer-visible order transition: rendered and sent by the
+Celery task ``orders.order_event_notify`` (``portal.orders.tasks``), queued after the commit
+(``portal.orders.transitions.order_event_notify_later``), never inside a request or a worker's
+transaction."""
 
 from __future__ import annotations
-
-import logging
 
 from django.apps import apps
 from django.conf import settings
@@ -12,11 +13,10 @@ from django.urls import NoReverseMatch, reverse
 from portal.orders.models import OrderEvent
 from portal.orders.states import OrderState
 
-logger = logging.getLogger(__name__)
-
 _SENTENCES = {
     OrderState.SUBMITTED: "We have received your order.",
-    OrderState.PENDING_APPROVAL: "Your order is waiting for approval by our staff.",
+    OrderState.PENDING_APPROVAL: "We have received your order; it is waiting for approval by our "
+                                 "staff, who check that the job fits and that nodes are in stock.",
     OrderState.APPROVED: "Your order has been approved; servers are reserved for you.",
     OrderState.REJECTED: "Your order has been rejected.",
     OrderState.PROVISIONING: "We are setting up your servers.",
@@ -100,7 +100,7 @@ def order_event_notify(*, event_id: int) -> int:
     if not to:
         return 0
     state_label = OrderState(event.to_state).label
-    lines = [f"Order {order.reference} ({order.node_count}× {order.sku.name}): {state_label}.", "",
+    lines = [f"Order {order.reference} ({order.servers_label}): {state_label}.", "",
              _TRANSITION_SENTENCES.get(event.transition) or _SENTENCES.get(event.to_state, "")]
     if event.to_state == OrderState.REJECTED and order.rejection_reason:
         lines += ["", f"Reason: {order.rejection_reason}"]
@@ -108,11 +108,7 @@ def order_event_notify(*, event_id: int) -> int:
         lines += ["", kept_data_sentence(order, done=event.to_state == OrderState.TERMINATED)]
     lines += _lines_from_apps(order, event)
     lines += ["", f"Details: {order_url(order)}"]
-    try:
-        return send_mail(
-            subject=f"[Trainyard] Order {order.reference}: {state_label}",
-            message="\n".join(lines), from_email=None, recipient_list=to,
-        )
-    except Exception:  # the transition is committed; a mail outage must not undo or hide it
-        logger.exception("order e-mail failed", extra={"order": order.reference, "event": event_id})
-        return 0
+    # Raises on a mail outage: the Celery task (``orders.order_event_notify``) retries it; the
+    # transition was committed before the task was queued and stays.
+    return send_mail(subject=f"[Trainyard] Order {order.reference}: {state_label}",
+                     message="\n".join(lines), from_email=None, recipient_list=to)

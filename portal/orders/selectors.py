@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.db.models import QuerySet
 
@@ -10,6 +11,7 @@ from portal.accounts.selectors import organisations_for
 from portal.catalog.models import NetworkOption, ServerSKU
 from portal.orders.models import Order, OrderEvent
 from portal.orders.states import ORDER_TRANSITIONS, OrderState
+from portal.quotes.fit import PlanFit, plan_fit_verdict
 from portal.quotes.plans import UNREADABLE_PLAN, plan_readable
 
 PLACE_LABEL = "Order placed"
@@ -29,13 +31,59 @@ def order_events(order: Order) -> QuerySet[OrderEvent]:
 
 def order_event_text(event: OrderEvent) -> str:
     """What happened, in words a customer may read: the transition's label (and, on rejection,
-    the reason staff wrote for the customer), never staff notes or the failure reason."""
+    the reason staff wrote for the customer; on cancellation, the reason given with it, which
+    the cancel forms say the customer reads), never staff notes or the failure reason."""
     if event.transition not in ORDER_TRANSITIONS.by_name:
-        return PLACE_LABEL if event.transition == "place" else event.transition.replace("_", " ")
+        return PLACE_LABEL if event.transition == "place" else \
+            event.transition.replace("_", " ").capitalize()
     text = ORDER_TRANSITIONS.get(event.transition).label
     if event.to_state == OrderState.REJECTED and event.order.rejection_reason:
         text += f": {event.order.rejection_reason}"
+    elif event.transition == "cancel" and event.note:
+        text += f": {event.note}"
     return text
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    """One line of an order's history as a page shows it; ``note`` is filled for staff only."""
+
+    at: datetime
+    text: str
+    from_state: str
+    to_state: str
+    from_label: str
+    to_label: str
+    who: str
+    note: str = ""
+
+    @property
+    def moved(self) -> bool:
+        return self.from_state != self.to_state
+
+
+STAFF_ACTOR = "Trainyard staff"
+
+
+def order_history(order: Order, *, staff: bool) -> list[HistoryRow]:
+    """The audit trail in customer words (``order_event_text``); staff also read each note.
+    Customers see hosting staff as "Trainyard staff", not by login name."""
+    labels = dict(OrderState.choices)
+    rows = []
+    for event in order_events(order).select_related("order"):
+        actor = event.actor
+        if actor is None:
+            who = "system"
+        elif getattr(actor, "is_hosting_staff", False) and not staff:
+            who = STAFF_ACTOR
+        else:
+            who = actor.get_username()
+        rows.append(HistoryRow(
+            at=event.at, text=order_event_text(event), from_state=event.from_state,
+            to_state=event.to_state, from_label=labels.get(event.from_state, event.from_state),
+            to_label=labels.get(event.to_state, event.to_state), who=who,
+            note=event.note if staff else ""))
+    return rows
 
 
 def organisation_is_existing_customer(organisation_id: int) -> bool:
@@ -64,48 +112,12 @@ def approval_decision(order: Order) -> ApprovalDecision:
                                   f"({order.sku.name}: automatic approval)")
 
 
-@dataclass(frozen=True)
-class PlanFit:
-    """One verdict on whether an order's sizing plan fits what was ordered."""
-
-    fits: bool | None  # None: no sizing plan attached
-    summary: str
-    needed_bytes: int | None = None  # the plan's memory per GPU
-    available_bytes: int | None = None  # the ordered GPU's memory
-
-    @property
-    def percent(self) -> int:
-        if not self.needed_bytes or not self.available_bytes:
-            return 0
-        return min(100, round(100 * self.needed_bytes / self.available_bytes))
-
-
 def plan_fit(order: Order) -> PlanFit:
-    """Whether the sizing plan the order came from fits the ordered configuration: the plan's
-    SKU and node count, its headroom, and its memory per GPU against the *ordered* GPU."""
-    plan = order.plan or {}
-    if not plan:
+    """Whether the sizing plan the order came from fits the ordered configuration (the one
+    verdict the configurator also gives: ``portal.quotes.fit``)."""
+    if not order.plan:
         return PlanFit(None, "No sizing plan attached.")
-    plan = plan_readable(plan)
+    plan = plan_readable(order.plan)
     if plan is None:
         return PlanFit(None, UNREADABLE_PLAN)
-    problems = []
-    if plan.get("sku") and plan["sku"] != order.sku.slug:
-        problems.append(f"plan was sized for {plan.get('sku_name') or plan['sku']}")
-    if plan.get("nodes") and int(plan["nodes"]) != order.node_count:
-        problems.append(f"plan needs {plan['nodes']} node(s), order has {order.node_count}")
-    headroom = plan.get("headroom_bytes")
-    if headroom is not None and headroom < 0:
-        problems.append(f"needs {-headroom / 1e9:.1f} GB more GPU memory per GPU")
-    needed = int(plan["per_gpu_total_bytes"]) if plan.get("per_gpu_total_bytes") else None
-    available = order.sku.gpu.memory_bytes if needed else None
-    if needed and needed > available:
-        return PlanFit(False, f"Needs {needed / 1e9:,.1f} GB per GPU; a {order.sku.gpu.name} has "
-                              f"{available / 1e9:,.1f} GB.", needed, available)
-    if problems:
-        return PlanFit(False, "; ".join(problems), needed, available)
-    model = plan.get("model", "the model")
-    if headroom is not None:
-        return PlanFit(True, f"{model} fits with {headroom / 1e9:.1f} GB headroom per GPU.",
-                       needed, available)
-    return PlanFit(True, f"{model}: sized for this configuration.", needed, available)
+    return plan_fit_verdict(plan, sku=order.sku, node_count=order.node_count)

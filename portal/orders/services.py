@@ -75,7 +75,8 @@ def order_send_for_approval(*, order: Order, by) -> ApprovalDecision:
     ``provisioning.fulfilment.order_submit``."""
     require_order_access(by, order.organisation_id)
     with transaction.atomic():
-        order_transition(order=order, name="submit", by=by)
+        # One e-mail for both moves: the queued-for-approval one says the order was received.
+        order_transition(order=order, name="submit", by=by, notify=False)
         decision = approval_decision(order)
         order_transition(order=order, name="queue_for_approval", note=decision.reason)
     return decision

@@ -32,7 +32,7 @@ def staff_notify_later(*, role: str, subject: str, lines: list[str], path: str) 
 
 def order_moved_notify_staff(order, to_state: str, note: str = "") -> None:
     """Called by the order transition: the states staff must act on."""
-    what = f"{order.reference}: {order.node_count}× {order.sku.name} for {order.organisation.name}"
+    what = f"{order.reference}: {order.servers_label} for {order.organisation.name}"
     if to_state == OrderState.PENDING_APPROVAL:
         staff_notify_later(role=APPROVERS, subject=f"Order {order.reference} waits for approval",
                            lines=[f"New order {what} waits for approval."], path="/ops/approvals/")

@@ -55,8 +55,10 @@ ORDER_TRANSITIONS = TransitionTable("order", [
                S.TERMINATING, "Termination requested"),
     Transition("finish_termination", frozenset({S.TERMINATING}), S.TERMINATED,
                "Terminated"),
-    Transition("cancel", frozenset({S.DRAFT, S.SUBMITTED, S.PENDING_APPROVAL, S.APPROVED}),
-               S.CANCELLED, "Cancelled"),
+    # From provision_failed too: the server never ran, so nothing is billed; fulfilment wipes
+    # the nodes the failed run touched (``provisioning.fulfilment.order_cancel``).
+    Transition("cancel", frozenset({S.DRAFT, S.SUBMITTED, S.PENDING_APPROVAL, S.APPROVED,
+                                    S.PROVISION_FAILED}), S.CANCELLED, "Cancelled"),
 ], labels=dict(OrderState.choices))
 
 ORDER_FINAL = frozenset({S.REJECTED, S.TERMINATED, S.CANCELLED})

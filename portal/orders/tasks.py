@@ -6,6 +6,10 @@ from celery import shared_task
 from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
 from django.db.models import Q
+from django.utils import timezone
+
+from portal.orders.models import OrderEvent
+from portal.orders.notifications import order_event_notify
 
 APPROVERS, OPERATORS = "approver", "operator"
 
@@ -24,3 +28,20 @@ def staff_notify_task(role: str, subject: str, body: str) -> int:
     if not to:
         return 0
     return send_mail(subject=subject, message=body, from_email=None, recipient_list=to)
+
+
+@shared_task(name="orders.order_event_notify", acks_late=True, autoretry_for=(OSError,),
+             max_retries=5, retry_backoff=True)
+def order_event_notify_task(event_id: int) -> int:
+    """The customer's e-mail for one order event, sent once: the task claims the event first
+    (a redelivered task finds it claimed), and a failed send gives the claim back for the retry
+    (mail server blips, OSError, are retried with backoff)."""
+    claimed = OrderEvent.objects.filter(pk=event_id, notified_at__isnull=True).update(
+        notified_at=timezone.now())
+    if not claimed:
+        return 0
+    try:
+        return order_event_notify(event_id=event_id)
+    except Exception:
+        OrderEvent.objects.filter(pk=event_id).update(notified_at=None)
+        raise

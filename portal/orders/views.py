@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -21,11 +22,11 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from portal.core.states import DomainError
 from portal.orders import services as order_services
-from portal.orders.forms import CancelForm, TerminateForm
+from portal.orders.forms import CancelForm, StaffCancelForm, TerminateForm
 from portal.orders.models import Order
-from portal.orders.selectors import order_events, orders_for, plan_fit
+from portal.orders.selectors import order_history, orders_for, plan_fit
 from portal.orders.states import ORDER_TRANSITIONS, OrderState, QuoteAlreadyOrdered
-from portal.quotes.selectors import quote_for_user
+from portal.quotes.selectors import quote_for_user, stock_note
 from provisioning import fulfilment
 from provisioning import services as provisioning_services
 from provisioning.selectors import (
@@ -71,6 +72,8 @@ def order_place(request, quote_reference: str):
         return redirect("quotes:quote", reference=quote.reference)
     next_step = ("Our staff checks fit and stock before the build starts."
                  if order.state == OrderState.PENDING_APPROVAL else "It is approved; we are setting it up.")
+    if order.state == OrderState.PENDING_APPROVAL:
+        next_step += " " + _waiting_for_stock(order)
     messages.success(request, f"Order {order.reference} placed. {next_step}")
     return redirect("orders:detail", reference=order.reference)
 
@@ -107,13 +110,18 @@ def order_progress_partial(request, reference: str):
 @require_POST
 def order_cancel(request, reference: str):
     order = get_object_or_404(orders_for(request.user), reference=reference)
-    form = CancelForm(request.POST)
-    reason = form.cleaned_data["reason"] if form.is_valid() else ""
+    form = (StaffCancelForm if request.user.is_hosting_staff else CancelForm)(request.POST)
+    if not form.is_valid():
+        messages.error(request, " ".join(form.errors.get("reason", ["Check the reason."])))
+        return redirect("orders:detail", reference=order.reference)
+    was_failed = order.state == OrderState.PROVISION_FAILED
     try:
-        fulfilment.order_cancel(order=order, by=request.user, reason=reason)
-        messages.success(request, f"Order {order.reference} is cancelled; nothing will be built or billed.")
+        fulfilment.order_cancel(order=order, by=request.user, reason=form.cleaned_data["reason"])
     except DomainError as exc:
         messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Order {order.reference} is cancelled; nothing is billed." + (
+            " The nodes set aside for it are wiped and go back to stock." if was_failed else ""))
     return redirect("orders:detail", reference=order.reference)
 
 
@@ -122,6 +130,10 @@ def order_cancel(request, reference: str):
 def order_terminate(request, reference: str):
     order = get_object_or_404(orders_for(request.user), reference=reference)
     form = TerminateForm(request.POST or None)
+    if request.method == "POST" and order.state == OrderState.PROVISION_FAILED:
+        messages.error(request, f"The set-up of {order.reference} failed, so no server ran: "
+                                f"cancel the order instead (nothing is billed).")
+        return redirect("orders:detail", reference=order.reference)
     if request.method == "POST" and form.is_valid():
         try:
             fulfilment.order_request_termination(order=order, by=request.user,
@@ -136,7 +148,7 @@ def order_terminate(request, reference: str):
         return redirect("orders:detail", reference=order.reference)
     status = 400 if form.is_bound else 200
     return render(request, "orders/terminate.html", {
-        "order": order, "form": form, "allowed": _allowed(order, "request_termination"),
+        "order": order, "form": form, "allowed": _can_terminate(order),
         "storage": storage_for(order), "retain_until": _retain_until_if_now(order)}, status=status)
 
 
@@ -196,6 +208,10 @@ def server_storage_reveal(request, reference: str):
     return response
 
 
+# Actions that stop what runs on the server: the page asks first, the POST carries confirm=yes.
+CONFIRMED_ACTIONS = {"reboot": "reboot", "redeploy": "re-deploy"}
+
+
 @login_required
 @require_POST
 def server_action(request, reference: str, action: str):
@@ -206,6 +222,10 @@ def server_action(request, reference: str, action: str):
         "rotate_storage_key": (provisioning_services.server_rotate_storage_key,
                                "Rotating the bucket key"),
     }[action]
+    if action in CONFIRMED_ACTIONS and request.POST.get("confirm") != "yes":
+        messages.error(request, f"Nothing was done: confirm the {CONFIRMED_ACTIONS[action]} "
+                                f"first (it stops what runs on the server).")
+        return redirect("orders:server", reference=order.reference)
     try:
         service(order=order, by=request.user)
         messages.success(request, f"{done} on {order.reference}; follow it below.")
@@ -219,6 +239,28 @@ def _allowed(order: Order, transition: str) -> bool:
     return ORDER_TRANSITIONS.get(transition).allowed_from(order.state)
 
 
+def _can_terminate(order: Order) -> bool:
+    """A server that ran; one whose set-up failed never did, and is cancelled instead."""
+    return order.state != OrderState.PROVISION_FAILED and _allowed(order, "request_termination")
+
+
+def _waiting_for_stock(order: Order) -> str:
+    """Before approval: whether enough nodes are ready, and what happens if not."""
+    if order.state not in (OrderState.SUBMITTED, OrderState.PENDING_APPROVAL):
+        return ""
+    return stock_note(order.sku, requested=order.node_count)
+
+
+def _failed_step(progress) -> dict | None:
+    """Where set-up stopped, in words a customer may read (the step's name and the node), never
+    the step's error, which is for staff."""
+    for node in progress.nodes:
+        for step in node.steps:
+            if step.status == "failed":
+                return {"label": step.label, "hostname": node.hostname}
+    return None
+
+
 def _retain_until_if_now(order: Order):
     """When the order's bucket would be deleted if it were terminated now."""
     if not order.has_object_storage:
@@ -227,13 +269,18 @@ def _retain_until_if_now(order: Order):
 
 
 def _detail_context(request, order: Order) -> dict:
+    staff = request.user.is_hosting_staff
+    progress = order_progress(order)
     return {
         "order": order,
-        "events": order_events(order),
-        "progress": order_progress(order),
+        "history": order_history(order, staff=staff),
+        "progress": progress,
         "fit": plan_fit(order),
         "can_cancel": _allowed(order, "cancel"),
-        "can_terminate": _allowed(order, "request_termination"),
-        "cancel_form": CancelForm(),
-        "is_staff": request.user.is_hosting_staff,
+        "can_terminate": _can_terminate(order),
+        "failed_at": _failed_step(progress) if order.state == OrderState.PROVISION_FAILED else None,
+        "stock_note": _waiting_for_stock(order),
+        "cancel_form": StaffCancelForm() if staff else CancelForm(),
+        "support_email": settings.SUPPORT_EMAIL,
+        "is_staff": staff,
     }

@@ -3,6 +3,7 @@ from django.conf import settings
 
 from portal.catalog.models import NetworkOption, NvmeOption, StackOption, StorageProvider
 from portal.catalog.selectors import sku_list
+from portal.core.units import usd
 from portal.quotes.configuration import Configuration, CustomStorage
 from portal.quotes.plans import plan_check, plan_to_configuration
 from portal.quotes.rules import (
@@ -17,25 +18,26 @@ from portal.sizing.plan_tokens import plan_unsign
 
 class SkuChoiceField(forms.ModelChoiceField):
     def label_from_instance(self, sku):
-        return f"{sku.gpu_count}× {sku.gpu.name} · {sku.get_interconnect_display()} · ${sku.price_hourly}/h"
+        return (f"{sku.gpu_count}× {sku.gpu.name} · {sku.get_interconnect_display()} · "
+                f"{usd(sku.price_hourly)}/h")
 
 
 class NvmeChoiceField(forms.ModelChoiceField):
     def label_from_instance(self, o):
         return f"{o.size_tb} TB · {o.get_raid_display()} ({o.drives} drive{'s' if o.drives > 1 else ''})" \
-            f" · ${o.price_monthly}/mo"
+            f" · {usd(o.price_monthly)}/mo"
 
 
 class NetworkChoiceField(forms.ModelChoiceField):
     def label_from_instance(self, o):
         extra = " · on request" if o.on_request else ""
-        price = f"${o.price_monthly}/mo" if o.price_monthly else "included"
+        price = f"{usd(o.price_monthly)}/mo" if o.price_monthly else "included"
         return f"{o.name} · {price}{extra}"
 
 
 class StorageChoiceField(forms.ModelChoiceField):
     def label_from_instance(self, o):
-        return f"{o.name} · ${o.price_per_tb_monthly}/TB·mo" if o.price_per_tb_monthly \
+        return f"{o.name} · {usd(o.price_per_tb_monthly)}/TB·mo" if o.price_per_tb_monthly \
             else f"{o.name} · billed by your provider"
 
 
@@ -122,10 +124,16 @@ def initial_from_plan(plan: dict) -> dict:
     return initial
 
 
+def default_sku(skus):
+    """A sensible small server to start from: the cheapest one-GPU SKU with a node ready (else
+    the cheapest one-GPU SKU, else the cheapest), not the biggest machine in the catalog."""
+    by_price = sorted(skus, key=lambda s: (s.price_hourly, s.gpu_count, s.slug))
+    single = [s for s in by_price if s.gpu_count == 1] or by_price
+    return next((s for s in single if getattr(s, "stock", 0)), single[0] if single else None)
+
+
 def default_initial() -> dict:
-    skus = list(sku_list())
-    nvswitch = [s for s in skus if s.interconnect == "nvswitch"] or skus
-    sku = next((s for s in nvswitch if getattr(s, "stock", None) != 0), nvswitch[0] if nvswitch else None)
+    sku = default_sku(list(sku_list()))
     network = pick_network(NetworkOption.objects.all(), nodes=1)
     nvme = NvmeOption.objects.first()
     return {"sku": sku.slug if sku else None, "node_count": 1, "nvme": nvme.slug if nvme else None,

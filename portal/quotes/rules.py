@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from portal.core.units import tb
 from portal.quotes.configuration import Configuration, CustomStorage
+from portal.quotes.fit import plan_fit_verdict
 from portal.quotes.pricing import price
 from portal.sizing.recommend.pricing import Price
 from portal.sizing.recommend.stacks import Needs, stack_problem
@@ -45,7 +46,7 @@ def check(config: Configuration, *, recommended_nvme_tb: float | None = None,
           stock: int | None = None, plan: dict | None = None, stacks: tuple = ()) -> tuple[Message, ...]:
     """The rules, each with a message a customer can act on. `plan` is the sizing plan the
     configuration came from; `stacks` the catalog's strategy stacks (to name one that can run it)."""
-    messages: list[Message] = []
+    messages: list[Message] = plan_fit_messages(config, plan)
     stack = stack_message(config.strategy, plan, stacks)
     if stack is not None:
         messages.append(stack)
@@ -69,12 +70,8 @@ def check(config: Configuration, *, recommended_nvme_tb: float | None = None,
             WARNING, "nvme", f"{config.nvme.size_tb} TB is below the {tb(recommended_nvme_tb)} "
             "recommended for the dataset, kept checkpoints and scratch space."))
     if stock is not None and stock < n:
-        if stock == 0:
-            text = f"{config.sku.name} is out of stock: the order waits until a node is free."
-        else:
-            text = (f"Only {stock} {config.sku.name} node{'s' if stock != 1 else ''} in stock "
-                    f"for {n} requested: the order waits for the rest.")
-        messages.append(Message(WARNING, "sku", text))
+        messages.append(Message(WARNING, "sku", stock_text(config.sku.name, ready=stock,
+                                                           requested=n)))
     messages += _storage_rules(config)
     if config.storage_tb and config.storage_provider is None:
         messages.append(Message(ERROR, "storage_provider",
@@ -83,6 +80,36 @@ def check(config: Configuration, *, recommended_nvme_tb: float | None = None,
         messages.append(Message(ERROR, "storage_tb",
                                 f"Object storage is sized between 0 and {MAX_STORAGE_TB} TB."))
     return tuple(messages)
+
+
+def stock_text(sku_name: str, *, ready: int | None, requested: int) -> str:
+    """How many nodes are ready against how many are asked for, and what happens then (the
+    configurator, the quote and the order pages); "" when stock covers it."""
+    if ready is None or ready >= requested:
+        return ""
+    then = ("the order waits in the approval queue until staff have {rest}; we e-mail you when "
+            "it is approved, and you can cancel for free until then.")
+    if ready == 0:
+        return (f"{sku_name} is out of stock (0 ready, {requested} requested): "
+                + then.format(rest="a node free" if requested == 1 else "the nodes free"))
+    return (f"Only {ready} {sku_name} node{'s' if ready != 1 else ''} in stock for {requested} "
+            f"requested: " + then.format(rest="the rest"))
+
+
+def plan_fit_messages(config: Configuration, plan: dict | None) -> list[Message]:
+    """The sizing plan against the chosen server (``portal.quotes.fit``, the verdict the order
+    page and the approval queue give): memory per GPU that does not fit blocks the quote; a
+    server or node count other than the plan's is a warning."""
+    if not plan:
+        return []
+    fit = plan_fit_verdict(plan, sku=config.sku, node_count=config.node_count)
+    if fit.memory_fits is False:
+        return [Message(ERROR, "sku", f"Does not fit: {fit.summary} Choose a server with more "
+                                      f"memory per GPU, or size the job again for this one.")]
+    if fit.fits is False:
+        return [Message(WARNING, "sku", f"{fit.summary} The memory figures are for the plan's "
+                                        f"layout: size the job again to check this server.")]
+    return []
 
 
 _BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")

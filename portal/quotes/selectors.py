@@ -4,6 +4,7 @@ from portal.accounts.selectors import organisations_for
 from portal.catalog.models import StackOption
 from portal.catalog.selectors import sku_list
 from portal.quotes.models import Quote
+from portal.quotes.rules import stock_text
 
 
 def sku_stock(sku) -> int | None:
@@ -12,6 +13,11 @@ def sku_stock(sku) -> int | None:
         return sku.stock
     row = sku_list().filter(pk=sku.pk).first()
     return row.stock if row is not None else None
+
+
+def stock_note(sku, *, requested: int) -> str:
+    """What the pages say when fewer nodes of ``sku`` are ready than ``requested`` ("" if enough)."""
+    return stock_text(sku.name, ready=sku_stock(sku), requested=requested)
 
 
 def strategy_stacks() -> tuple:

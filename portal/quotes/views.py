@@ -11,7 +11,7 @@ from django_htmx.http import replace_url
 from portal.accounts.selectors import organisations_for, primary_organisation
 from portal.quotes.forms import ConfiguratorForm, default_initial, initial_from_plan
 from portal.quotes.plans import plan_check
-from portal.quotes.selectors import quote_for_user
+from portal.quotes.selectors import quote_for_user, stock_note
 from portal.quotes.services import ConfigurationError, configuration_evaluate, quote_create
 from portal.sizing.plan_tokens import plan_sign, plan_unsign
 from portal.sizing.services import wizard_url
@@ -51,7 +51,8 @@ def quote_detail(request, reference: str):
     if quote is None:
         raise Http404("No such quote.")
     return render(request, "quotes/quote.html", {
-        "quote": quote, "plan": quote.plan, "reconfigure_url": _configure_url(_quote_params(quote))})
+        "quote": quote, "plan": quote.plan, "reconfigure_url": _configure_url(_quote_params(quote)),
+        "stock_note": stock_note(quote.sku, requested=quote.node_count) if quote.is_valid else ""})
 
 
 def _create_quote(request, form):

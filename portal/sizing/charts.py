@@ -8,6 +8,7 @@ numbers too. Every string that comes from data is escaped here.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from html import escape
 
 from portal.core.units import gb, hours_compact, usd_compact
@@ -112,42 +113,60 @@ def memory_legend(plans: list[dict]) -> list[tuple[str, str]]:
 
 
 # --- Cost vs time -------------------------------------------------------------------------
-def _scale(lo: float, hi: float, a: float, b: float, log: bool):
-    if log:
-        lo, hi = math.log10(lo), math.log10(hi)
-    span = (hi - lo) or 1.0
-
-    def f(v: float) -> float:
-        v = math.log10(v) if log else v
-        return a + (b - a) * (v - lo) / span
-    return f
+# Both axes follow one rule: linear, unless the values span more than LOG_RATIO×, then log.
+LOG_RATIO = 20
+MAX_TICKS = 7
+CHAR_WIDTH = 0.6  # of the font size: a safe estimate of a tick label's width (for overlap)
 
 
-def _ticks(lo: float, hi: float, log: bool) -> list[float]:
-    if log:
-        ticks = []
-        for exp in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1):
-            for m in (1, 2, 5):
-                v = m * 10 ** exp
-                if lo <= v <= hi:
-                    ticks.append(v)
-        return ticks or [lo, hi]
-    step = 10 ** math.floor(math.log10((hi - lo) or 1))
-    for m in (1, 2, 5, 10):
-        if (hi - lo) / (step * m) <= 6:
-            step *= m
-            break
-    start = math.ceil(lo / step) * step
-    return [start + i * step for i in range(int((hi - start) / step) + 1)]
+@dataclass(frozen=True)
+class Axis:
+    lo: float
+    hi: float
+    log: bool
+    ticks: tuple[tuple[float, str], ...]  # (value, label), labels that do not overlap
+
+    def scale(self, a: float, b: float):
+        lo, hi = (math.log10(self.lo), math.log10(self.hi)) if self.log else (self.lo, self.hi)
+        span = (hi - lo) or 1.0
+
+        def f(v: float) -> float:
+            v = math.log10(v) if self.log else v
+            return a + (b - a) * (v - lo) / span
+        return f
 
 
 def _bounds(values: list[float]) -> tuple[float, float, bool]:
     lo, hi = min(values), max(values)
-    log = lo > 0 and hi / lo > 20
-    if log:
+    if lo > 0 and hi / lo > LOG_RATIO:
         return lo / 1.3, hi * 1.3, True
     pad = (hi - lo) * 0.08 or max(hi * 0.1, 0.01)
     return max(0.0, lo - pad), hi + pad, False
+
+
+def _linear_ticks(lo: float, hi: float) -> list[float]:
+    """Round steps (1, 2, 5 × 10ⁿ): the finest that gives at most MAX_TICKS ticks, so at least
+    three (a step is at most 2.5× the one before it)."""
+    span = (hi - lo) or 1.0
+    exp = math.floor(math.log10(span)) - 2
+    while True:
+        for m in (1, 2, 5):
+            step = m * 10 ** exp
+            start = math.ceil(lo / step) * step
+            ticks = [start + i * step for i in range(int((hi - start) / step + 1e-9) + 1)]
+            if len(ticks) <= MAX_TICKS:
+                return [round(t, 10) for t in ticks]
+        exp += 1
+
+
+def _log_ticks(lo: float, hi: float) -> list[float]:
+    """1, 2, 5 × 10ⁿ; on a wide range only the powers of ten (every other one if still many)."""
+    decades = range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+    for mantissas in ((1, 2, 5), (1, 3), (1,)):
+        ticks = [m * 10 ** e for e in decades for m in mantissas if lo <= m * 10 ** e <= hi]
+        if len(ticks) <= MAX_TICKS:
+            return ticks or [lo, hi]
+    return ticks[::2] if len(ticks) > 1 else ticks
 
 
 TIME_TICKS = (  # hours, label
@@ -159,31 +178,82 @@ TIME_TICKS = (  # hours, label
 
 def _time_ticks(lo: float, hi: float) -> list[tuple[float, str]]:
     ticks = [(v, label) for v, label in TIME_TICKS if lo <= v <= hi]
-    while len(ticks) > 8:
+    while len(ticks) > MAX_TICKS:
         ticks = ticks[::2]
     return ticks or [(lo, hours_compact(lo)), (hi, hours_compact(hi))]
 
 
-def _usd_tick(v: float) -> str:
-    if v >= 1000:
-        return f"${v / 1000:,.{0 if v % 1000 == 0 or v >= 10_000 else 1}f}k"
-    return f"${v:,.0f}" if v >= 10 or v == 0 else f"${v:,.2f}"
+def axis(values: list[float], *, unit: str) -> Axis:
+    """The axis for ``values`` (``unit``: "usd" or "hours"): bounds, scale and labelled ticks."""
+    lo, hi, log = _bounds(values)
+    if unit == "hours" and log:
+        ticks = _time_ticks(lo, hi)
+    else:
+        label = usd_compact if unit == "usd" else hours_compact
+        ticks = [(t, label(t)) for t in (_log_ticks(lo, hi) if log else _linear_ticks(lo, hi))]
+    return Axis(lo=lo, hi=hi, log=log, ticks=tuple(ticks))
+
+
+def _spaced(ticks, position, *, size: float, font: float, horizontal: bool) -> list:
+    """The ticks whose labels do not overlap the one kept before them (``size``: label extent
+    along the axis; horizontal labels by their estimated width, vertical ones by the font)."""
+    kept, last = [], None
+    for value, label in ticks:
+        p = position(value)
+        extent = len(label) * CHAR_WIDTH * font if horizontal else font
+        if last is None or abs(p - last[0]) >= (extent + last[1]) / 2 + size:
+            kept.append((value, label, p))
+            last = (p, extent)
+    return kept
+
+
+# Offsets of a plan's number from its ring (text baseline), nearest first.
+LABEL_SPOTS = ((11, -11), (11, 20), (-11, -11), (-11, 20), (0, -15), (0, 28),
+               (11, -28), (11, 37), (-11, -28), (-11, 37), (30, 5), (-30, 5))
+
+
+def _place_labels(marks: list[tuple[float, float, str]], *, box: tuple[float, float, float, float],
+                  font: float = 18) -> list[tuple[float, float, str, str]]:
+    """Where each plan's "#n" goes: beside its ring, on the first side where it overlaps no label
+    placed before it and stays inside the plot. Returns (x, y, anchor, text). Sized for the
+    larger font the page uses at phone width (18), so the labels stay apart at both sizes."""
+    left, top, right, bottom = box
+    placed: list[tuple[float, float, float, float]] = []
+    out = []
+    for cx, cy, text in marks:
+        w, h = len(text) * CHAR_WIDTH * font + 2, font
+        choice = None
+        for dx, dy in LABEL_SPOTS:
+            anchor = "start" if dx > 0 else "end" if dx < 0 else "middle"
+            x0 = cx + dx if dx > 0 else cx + dx - w if dx < 0 else cx - w / 2
+            rect = (x0, cy + dy - h, x0 + w, cy + dy)
+            inside = rect[0] >= left and rect[2] <= right and rect[1] >= top and rect[3] <= bottom
+            free = all(rect[2] <= r[0] or rect[0] >= r[2] or rect[3] <= r[1] or rect[1] >= r[3]
+                       for r in placed)
+            if inside and free:
+                choice = (cx + dx, cy + dy, anchor, rect)
+                break
+        if choice is None:  # crowded: the first spot, clamped into the plot
+            x = min(max(cx + 11, left), right - w)
+            choice = (x, max(cy - 11, top + h), "start", (x, cy - 11 - h, x + w, cy - 11))
+        placed.append(choice[3])
+        out.append((choice[0], choice[1], choice[2], text))
+    return out
 
 
 def cost_time_chart(points: list[dict], plans: list[dict], *, chart_id: str = "cost-chart") -> str:
     """Every feasible configuration as a dot (time → cost); the Pareto front joined and filled;
-    the ranked plans ringed and numbered. Log axes when values span more than 20×."""
+    the ranked plans ringed and numbered. Each axis is log when its values span more than 20×.
+    Every other tick label is "minor": the page hides those at phone width, where the labels
+    are drawn larger (static/css/app.css)."""
     rows = [p for p in points if p.get("train_hours", 0) > 0 and p.get("price_total_usd", 0) > 0]
     marks = [p for p in plans if p.get("train_hours", 0) > 0 and p.get("price_total_usd", 0) > 0]
     if not rows and not marks:
         return ""
-    width, height, ml, mr, mt, mb = 600, 380, 74, 16, 16, 56
-    xs = [p["train_hours"] for p in rows + marks]
-    ys = [p["price_total_usd"] for p in rows + marks]
-    x_lo, x_hi, x_log = _bounds(xs)
-    y_lo, y_hi, y_log = _bounds(ys)
-    fx = _scale(x_lo, x_hi, ml, width - mr, x_log)
-    fy = _scale(y_lo, y_hi, height - mb, mt, y_log)
+    width, height, ml, mr, mt, mb = 600, 390, 80, 20, 34, 56
+    x_axis = axis([p["train_hours"] for p in rows + marks], unit="hours")
+    y_axis = axis([p["price_total_usd"] for p in rows + marks], unit="usd")
+    fx, fy = x_axis.scale(ml, width - mr), y_axis.scale(height - mb, mt)
     front = sorted((p for p in rows if p.get("pareto")), key=lambda p: p["train_hours"])
     out = [
         f'<svg class="chart" id="{chart_id}" viewBox="0 0 {width} {height}" role="img" '
@@ -193,24 +263,24 @@ def cost_time_chart(points: list[dict], plans: list[dict], *, chart_id: str = "c
         f'<desc id="{chart_id}-desc">{escape(_cost_desc(rows, front, marks))}</desc>',
         '<g class="axis">',
     ]
-    x_ticks = _time_ticks(x_lo, x_hi) if x_log else [(t, hours_compact(t)) for t in _ticks(x_lo, x_hi, False)]
-    for t, label in x_ticks:
-        px = fx(t)
+    x_ticks = _spaced(x_axis.ticks, fx, size=8, font=13, horizontal=True)
+    for i, (_t, label, px) in enumerate(x_ticks):
+        minor = " tick-minor" if i % 2 and len(x_ticks) > 3 else ""
         out.append(f'<line class="grid-line" x1="{px:.1f}" x2="{px:.1f}" y1="{mt}" y2="{height - mb}"/>'
-                   f'<text class="tick" x="{px:.1f}" y="{height - mb + 20}" font-size="13" '
-                   f'text-anchor="middle">'
-                   f'{label}</text>')
-    for t in _ticks(y_lo, y_hi, y_log):
-        py = fy(t)
+                   f'<text class="tick{minor}" x="{px:.1f}" y="{height - mb + 20}" font-size="13" '
+                   f'text-anchor="middle">{escape(label)}</text>')
+    y_ticks = _spaced(y_axis.ticks, fy, size=4, font=13, horizontal=False)
+    for i, (_t, label, py) in enumerate(y_ticks):
+        minor = " tick-minor" if i % 2 and len(y_ticks) > 4 else ""
         out.append(f'<line class="grid-line" x1="{ml}" x2="{width - mr}" y1="{py:.1f}" y2="{py:.1f}"/>'
-                   f'<text class="tick" x="{ml - 6}" y="{py + 5:.1f}" font-size="13" text-anchor="end">'
-                   f'{_usd_tick(t)}</text>')
+                   f'<text class="tick{minor}" x="{ml - 8}" y="{py + 5:.1f}" font-size="13" '
+                   f'text-anchor="end">{escape(label)}</text>')
     out.append(f'<line class="axis-line" x1="{ml}" x2="{width - mr}" y1="{height - mb}" y2="{height - mb}"/>'
                f'<line class="axis-line" x1="{ml}" x2="{ml}" y1="{mt}" y2="{height - mb}"/>')
-    out.append(f'<text x="{(ml + width - mr) / 2}" y="{height - 12}" font-size="14" text-anchor="middle">'
-               f'Training time{" (log scale)" if x_log else ""}</text>')
-    out.append(f'<text transform="translate(16 {(mt + height - mb) / 2}) rotate(-90)" font-size="14" '
-               f'text-anchor="middle">Job cost (USD){" (log scale)" if y_log else ""}</text>')
+    out.append(f'<text class="axis-title" x="{(ml + width - mr) / 2}" y="{height - 10}" font-size="14" '
+               f'text-anchor="middle">Training time{" (log scale)" if x_axis.log else ""}</text>')
+    out.append(f'<text class="axis-title" x="4" y="18" font-size="14" text-anchor="start">'
+               f'Job cost (USD{", log scale" if y_axis.log else ""})</text>')
     out.append("</g>")
     out.append('<g class="points">')
     for p in rows:
@@ -229,16 +299,14 @@ def cost_time_chart(points: list[dict], plans: list[dict], *, chart_id: str = "c
                        f'fill="#2457d6"><title>Pareto front: {escape(_point_title(p))}</title></circle>')
         out.append("</g>")
     out.append('<g class="plans">')
-    for i, p in enumerate(marks):
-        cx, cy = fx(p["train_hours"]), fy(p["price_total_usd"])
+    rings = [(fx(p["train_hours"]), fy(p["price_total_usd"]), f"#{i + 1}") for i, p in enumerate(marks)]
+    for p, (cx, cy, text) in zip(marks, rings, strict=True):
         out.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="9" fill="none" stroke="#17202c" stroke-width="2">'
-                   f'<title>{escape(plan_label(p, i + 1))}: {hours_compact(p["train_hours"])}, '
+                   f'<title>{escape(plan_label(p, int(text[1:])))}: {hours_compact(p["train_hours"])}, '
                    f'{usd_compact(p["price_total_usd"])}</title></circle>')
-        dy = -13 if i % 2 == 0 else 22
-        anchor = "end" if cx > width - 60 else "start"
-        tx = cx - 10 if anchor == "end" else cx + 10
-        out.append(f'<text x="{tx:.1f}" y="{cy + dy:.1f}" font-size="14" font-weight="700" '
-                   f'text-anchor="{anchor}">#{i + 1}</text>')
+    for tx, ty, anchor, text in _place_labels(rings, box=(ml, mt, width - mr, height - mb)):
+        out.append(f'<text x="{tx:.1f}" y="{ty:.1f}" font-size="14" font-weight="700" '
+                   f'text-anchor="{anchor}">{text}</text>')
     out.append("</g></svg>")
     return "".join(out)
 

@@ -72,7 +72,9 @@ class WizardForm(forms.Form):
                                   help_text="The model's Hugging Face config.json (architecture only, "
                                             "no weights).")
     hf_model_id = forms.CharField(label="Hugging Face model id", required=False, max_length=200,
-                                  help_text="e.g. mistralai/Mistral-7B-v0.1; needs the server to be online.")
+                                  help_text="e.g. mistralai/Mistral-7B-v0.1. The models of the presets "
+                                            "need no connection; others are fetched from Hugging "
+                                            "Face.")
     model_config = forms.CharField(widget=forms.HiddenInput, required=False)
 
     # Step 2: training setup

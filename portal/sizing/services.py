@@ -28,6 +28,7 @@ from portal.sizing.estimator import (
     list_presets,
     model_from_hf_config,
 )
+from portal.sizing.estimator.presets import preset_config
 from portal.sizing.recommend import (
     Goal,
     Plan,
@@ -89,6 +90,11 @@ def model_from_config_text(text: bytes | str, *, name: str = "") -> LoadedModel:
         config = load_config_json(text)
     except ValueError as exc:
         raise ModelSourceError(str(exc)) from None
+    if not isinstance(config.get("model_type"), str) or not config["model_type"].strip():
+        raise ModelSourceError(
+            "This config.json does not say which architecture it is: it has no \"model_type\" "
+            "(e.g. \"llama\", \"mistral\", \"qwen2\", \"gpt2\" or \"bert\"). Upload the "
+            "config.json from the model's Hugging Face page, or pick a preset.")
     try:
         spec = model_from_hf_config(config, name=name)
     except (ValueError, TypeError, OverflowError, RecursionError) as exc:
@@ -119,6 +125,14 @@ def model_from_config_token(token: str) -> LoadedModel:
     return model_from_config_text(json.dumps(data["config"]), name=data["name"])
 
 
+def preset_for_hf_id(repo_id: str) -> str | None:
+    """The preset whose config.json came from Hugging Face model ``repo_id`` (ids compare
+    without case, as the Hub's do), or None."""
+    wanted = repo_id.strip().lower()
+    return next((name for name in list_presets()
+                 if (getattr(get_preset(name), "source", "") or "").lower() == wanted), None)
+
+
 def model_from_hf(repo_id: str) -> LoadedModel:
     """Fetch config.json from the Hugging Face Hub (cached); a clear message when offline."""
     repo_id = (repo_id or "").strip()
@@ -127,6 +141,9 @@ def model_from_hf(repo_id: str) -> LoadedModel:
         raise ModelSourceError(f"{shown!r} is not a Hugging Face model id. An id looks like "
                                "organisation/name, in letters, digits, '-', '_' and '.', "
                                "e.g. mistralai/Mistral-7B-v0.1.")
+    preset = preset_for_hf_id(repo_id)
+    if preset is not None:  # a model we ship: no download, so it works offline (and when gated)
+        return LoadedModel(spec=get_preset(preset), label=repo_id, config=preset_config(preset))
     key = f"sizing:hf-config:{repo_id}"
     text = cache.get(key)
     if text is None:

@@ -71,10 +71,11 @@ class LogWriter:
         self.buffer: list[StepLogLine] = []
         self.flushed_at = time.monotonic()
 
-    def __call__(self, line: str) -> None:
+    def __call__(self, line: str, *, staff_only: bool = False) -> None:
         for part in (str(line).splitlines() or [""]):
             self.buffer.append(StepLogLine(step_run_id=self.step_run_id, at=timezone.now(),
-                                           attempt=self.attempt, text=part[:4000]))
+                                           attempt=self.attempt, text=part[:4000],
+                                           staff_only=staff_only))
         if len(self.buffer) >= 50 or time.monotonic() - self.flushed_at > 0.5:
             self.flush()
 

@@ -44,7 +44,7 @@ from portal.orders.models import Order
 from portal.orders.states import OrderState
 from portal.orders.transitions import order_transition
 from provisioning.drivers import DriverError, ExecutionStopped, Fence
-from provisioning.models import Node, ProvisioningRun, StepLogLine, StepRun
+from provisioning.models import Node, ProvisioningRun, StepRun
 from provisioning.pipeline.context import LogWriter, StepContext, StepFailed, StepWaiting
 from provisioning.pipeline.dbretry import DB_ERRORS, reset_connection, with_db_retry
 from provisioning.pipeline.lease import Lease
@@ -70,6 +70,17 @@ logger = logging.getLogger(__name__)
 INTERNAL_ERROR_LINE = "internal error; our staff has been told"
 # StepRun.error of a step that waits (StepWaiting): the next execution knows it only looked.
 WAITING_PREFIX = "waiting: "
+# What the customer reads about a retry; the driver's message (hosts, ports, driver options)
+# goes to the staff-only line beside it.
+RETRY_LINE = "attempt {attempt} hit a temporary problem; retrying in {delay:.1f} s"
+FAILED_LINE = "{label} could not be completed; our staff has been told"
+
+
+def _log_for_both(log: LogWriter, *, staff: str, customer: str) -> None:
+    """The full text for staff (the run page), a safe summary for the customer's progress card."""
+    log(staff, staff_only=True)
+    log(customer)
+    log.flush()
 
 
 def step_deadline_s(step: str) -> int:
@@ -229,8 +240,8 @@ def _run_claimed(sr: StepRun, token: str) -> StepOutcome:
         log.flush()
     kind, value = outcome
     if heartbeat.lost:
-        log(f"execution {sr.executions} lost its claim ({heartbeat.lost}); stopped")
-        log.flush()
+        _log_for_both(log, staff=f"execution {sr.executions} lost its claim ({heartbeat.lost}); "
+                                 f"stopped", customer=f"execution {sr.executions} stopped")
         if heartbeat.stop_requested:
             return _record(lambda: _stopped(sr, f"stopped: {heartbeat.lost}", token=token))
     if kind == "ok" and (why := _unstorable(value or {}, sr.step)):
@@ -340,7 +351,8 @@ def _run_complete(run: ProvisioningRun) -> None:
         order_transition(order=order, name="activate",
                          note=f"{order.node_count} node(s) passed acceptance and were handed over",
                          failure_reason="")
-    elif run.kind == RunKind.TERMINATE:
+    elif run.kind == RunKind.TERMINATE and order.state == OrderState.TERMINATING:
+        # (A cancelled order's nodes are wiped too: the order stays cancelled.)
         order_transition(order=order, name="finish_termination", note="all nodes wiped")
     run_transition(run=run, name="succeed", note="all steps done")
 
@@ -355,8 +367,8 @@ def _transient(sr: StepRun, message: str, *, token: str, log: LogWriter) -> Step
         error=f"attempt {attempts}: {message}", claimed_by="", lease_expires_at=None)
     if waiting != 1:
         return StepOutcome("lost", message="another worker took the step over")
-    log(f"attempt {attempts} failed: {message}; retrying in {delay:.1f} s")
-    log.flush()
+    _log_for_both(log, staff=f"attempt {attempts} failed: {message}; retrying in {delay:.1f} s",
+                  customer=RETRY_LINE.format(attempt=attempts, delay=delay))
     return StepOutcome("retry", retry_in_s=delay, message=message)
 
 
@@ -413,8 +425,9 @@ def _fail(sr: StepRun, message: str, *, token: str | None, log: LogWriter | None
         if not cancelled:
             _fail_run(run, sr, message)
     if log is not None:
-        log(f"FAILED: {public_message or message}")
-        log.flush()
+        label = step_spec(run.kind, sr.step).label
+        _log_for_both(log, staff=f"FAILED: {message}",
+                      customer=f"FAILED: {public_message or FAILED_LINE.format(label=label)}")
     return StepOutcome("stopped" if cancelled else "failed", message=message)
 
 
@@ -450,8 +463,10 @@ def step_fail_stuck(*, step_run: StepRun, message: str) -> bool:
                     claim=Q(status=StepStatus.RUNNING, claimed_by=step_run.claimed_by,
                             executions=step_run.executions))
     if outcome.status == "failed":
-        StepLogLine.objects.create(step_run=step_run, at=timezone.now(),
-                                   attempt=step_run.executions, text=f"FAILED: {message}")
+        log = LogWriter(step_run.pk, step_run.executions)
+        label = step_spec(step_run.run.kind, step_run.step).label
+        _log_for_both(log, staff=f"FAILED: {message}",
+                      customer=f"FAILED: {FAILED_LINE.format(label=label)}")
         return True
     return False
 

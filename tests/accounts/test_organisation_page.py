@@ -31,7 +31,11 @@ def test_member_creates_a_key_shown_once_then_revokes_it(login, db):
     assert key.scopes == ["read", "write"]
     assert f"ty_{key.prefix}_" in response.content.decode()
     assert f"ty_{key.prefix}_" not in client.get("/orgs/acme/").content.decode()
-    client.post(f"/orgs/acme/keys/{key.prefix}/revoke")
+    client.post(f"/orgs/acme/keys/{key.prefix}/revoke")  # not confirmed: nothing happens
+    key.refresh_from_db()
+    assert key.revoked_at is None
+    response = client.post(f"/orgs/acme/keys/{key.prefix}/revoke", {"confirm": "yes"}, follow=True)
+    assert "revoked. Requests with it now fail." in response.content.decode()
     key.refresh_from_db()
     assert key.revoked_at is not None
 

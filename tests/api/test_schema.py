@@ -7,7 +7,7 @@ PATHS = [
     "/api/v1/orders/{reference}/terminate", "/api/v1/orders/{reference}/events",
     "/api/v1/orders/{reference}/server", "/api/v1/orders/{reference}/server/reboot",
     "/api/v1/orders/{reference}/server/redeploy",
-    "/api/v1/customers", "/api/v1/customers/{slug}",
+    "/api/v1/customers", "/api/v1/customers/{slug}", "/api/v1/customers/{slug}/invitations",
     "/api/v1/ssh-keys", "/api/v1/ssh-keys/{key_id}",
     "/api/v1/api-keys", "/api/v1/api-keys/{prefix}/revoke", "/api/v1/api-keys/{prefix}/rotate",
     "/api/v1/webhooks", "/api/v1/webhooks/{reference}", "/api/v1/webhooks/{reference}/rotate-secret",

@@ -9,6 +9,9 @@ import sys
 import time
 import urllib.request
 
+import pytest
+
+from portal.core.management.commands.devserver import dev_site_url
 from tests.conftest import REPO_ROOT
 
 
@@ -20,7 +23,7 @@ def _free_port() -> int:
 
 def test_devserver_serves_with_a_worker_on_the_embedded_broker_and_stops_on_ctrl_c(tmp_path):
     env = {k: v for k, v in os.environ.items()
-           if k not in {"DATABASE_URL", "REDIS_URL", "DJANGO_ALLOW_ASYNC_UNSAFE"}}
+           if k not in {"DATABASE_URL", "REDIS_URL", "DJANGO_ALLOW_ASYNC_UNSAFE", "SITE_URL"}}
     env["TRAINYARD_VAR_DIR"] = str(tmp_path)
     manage = [sys.executable, "manage.py"]
     for step in (["migrate", "--noinput", "-v0"], ["seed_catalog"]):
@@ -39,6 +42,7 @@ def test_devserver_serves_with_a_worker_on_the_embedded_broker_and_stops_on_ctrl
         output, _ = proc.communicate(timeout=40)
     assert proc.returncode == 0
     assert f"Trainyard is running at http://127.0.0.1:{port}/" in output
+    assert f"links in e-mails use http://127.0.0.1:{port})" in output  # SITE_URL follows the port
     assert "Warm shutdown" in output  # the worker was stopped, not orphaned
 
 
@@ -53,3 +57,10 @@ def _wait_for_worker(url: str, workers: int, timeout: float = 60) -> dict:
             pass
         time.sleep(1)
     raise AssertionError(f"no worker answered /healthz within {timeout}s: {last}")
+
+
+@pytest.mark.parametrize(("addr", "url"), [
+    ("127.0.0.1:8123", "http://127.0.0.1:8123"), ("0.0.0.0:9000", "http://localhost:9000"),
+    ("[::1]:8000", "http://[::1]:8000"), ("localhost:8001", "http://localhost:8001")])
+def test_make_run_points_site_url_at_the_port_it_serves(addr, url):
+    assert dev_site_url(addr) == url

@@ -108,7 +108,7 @@ def test_a_plan_that_does_not_fit_the_ordered_gpu_says_so(login, people, catalog
     quote = make_quote(people.acme, by=people.alice, plan=plan)
     order = order_services.order_place(quote=quote, by=people.alice)
     _, html = page(login(people.alice), f"/orders/{order.reference}/")
-    assert "Does not fit" in html and "Needs 95.0 GB per GPU" in html
+    assert "Does not fit" in html and "needs 95.0 GB per GPU, H100 SXM5 80GB has 80.0 GB" in html
 
 
 def test_a_rejected_order_shows_the_reason(login, people, placed):

@@ -83,9 +83,29 @@ def test_the_server_page_is_for_active_orders(login, people, placed):
 @pytest.mark.parametrize("action,kind", [("reboot", RunKind.REBOOT),
                                          ("redeploy", RunKind.REDEPLOY_STACK)])
 def test_day2_actions_start_a_run(login, people, active, action, kind):
-    response = login(people.alice).post(f"/orders/{active.reference}/server/{action}/", follow=True)
+    confirmed = {"confirm": "yes"}
+    response = login(people.alice).post(f"/orders/{active.reference}/server/{action}/", confirmed,
+                                        follow=True)
     assert ProvisioningRun.objects.filter(order=active, kind=kind).count() == 1
     assert "follow it below" in response.content.decode()
-    again = login(people.alice).post(f"/orders/{active.reference}/server/{action}/", follow=True)
+    again = login(people.alice).post(f"/orders/{active.reference}/server/{action}/", confirmed,
+                                     follow=True)
     assert "already in progress" in again.content.decode()
     assert ProvisioningRun.objects.filter(order=active, kind=kind).count() == 1
+
+
+@pytest.mark.parametrize("action,kind,word", [("reboot", RunKind.REBOOT, "reboot"),
+                                              ("redeploy", RunKind.REDEPLOY_STACK, "re-deploy")])
+def test_day2_actions_that_stop_jobs_need_a_confirmation(login, people, active, action, kind, word):
+    response = login(people.alice).post(f"/orders/{active.reference}/server/{action}/", follow=True)
+    assert f"Nothing was done: confirm the {word} first" in response.content.decode()
+    assert not ProvisioningRun.objects.filter(order=active, kind=kind).exists()
+
+
+def test_the_confirmations_say_what_stops_and_what_is_kept(login, people, active):
+    _, html = page(login(people.alice), f"/orders/{active.reference}/server/")
+    assert "Reboot…</summary>" in html and "Re-deploy stack…</summary>" in html
+    assert html.count("<strong>What stops:</strong>") == 2
+    assert "your training jobs included" in html and "Yes, reboot now" in html
+    assert "the acceptance test uses every GPU" in html and "Yes, re-deploy" in html
+    assert html.count('name="confirm" value="yes"') == 2

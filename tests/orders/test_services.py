@@ -66,6 +66,7 @@ class TestPlace:
         assert order.organisation == people.client_org
 
 
+@pytest.mark.usefixtures("emails_inline")
 class TestCustomerEmails:
     """Order e-mails go to the customer: no node hostnames, no staff notes."""
 

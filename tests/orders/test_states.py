@@ -59,7 +59,7 @@ def test_a_second_identical_move_says_it_already_happened(catalog, people):
         order_transition(order=order, name="approve", by=people.sam)
 
 
-def test_customer_visible_transitions_send_email(catalog, people, mailoutbox,
+def test_customer_visible_transitions_send_email(emails_inline, catalog, people, mailoutbox,
                                                  django_capture_on_commit_callbacks):
     order = make_order(people.acme, state=OrderState.PENDING_APPROVAL, by=people.alice)
     with django_capture_on_commit_callbacks(execute=True):

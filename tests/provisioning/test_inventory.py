@@ -13,6 +13,7 @@ from provisioning.health import node_accept_if_healthy, node_health_check
 from provisioning.models import HealthCheck, Node
 from provisioning.selectors import node_history, node_last_health
 from provisioning.services import node_enrol, node_return_to_service, node_set_maintenance
+from provisioning.tasks import node_accept_check_task
 from tests.factories import H100_SKU, make_node
 from tests.pg import wait_until_blocked
 
@@ -46,7 +47,9 @@ def test_maintenance_takes_a_node_out_of_stock_and_back(catalog, people, sim_dir
     node_set_maintenance(node=node, by=people.olga, note="replace a fan")
     assert node.state == "maintenance"
     assert sku_list().get(slug=H100_SKU).stock == 0
-    node_return_to_service(node=node, by=people.olga)
+    node_return_to_service(node=node, by=people.olga)  # asks for the check, in a worker
+    node_accept_check_task(node.pk, people.olga.pk)  # what the queued check runs
+    node.refresh_from_db()
     assert node.state == "ready"
     reserved = make_node(sku=H100_SKU, state_dir=sim_dir, state="deploying")
     with pytest.raises(TransitionNotAllowed, match="Cannot enter maintenance node"):

@@ -96,7 +96,7 @@ def test_a_transient_driver_failure_twice_then_success(catalog, people, sim_dir)
     assert configure[0].retry_in_s > 0
     step = StepRun.objects.get(step="configure")
     assert (step.status, step.attempts) == ("succeeded", 3)
-    log = [line.text for line in step.log_lines.all()]
+    log = [line.text for line in step.log_lines.filter(staff_only=True)]
     assert any("attempt 1 failed: configure: simulated transient failure 1 of 2" in x for x in log)
     order.refresh_from_db()
     assert order.state == OrderState.ACTIVE
@@ -308,9 +308,11 @@ def test_an_internal_error_shows_details_to_staff_only(catalog, people, sim_dir)
     step = StepRun.objects.get(step="configure")
     assert step.status == "failed"
     assert step.error.startswith("internal error in configure: TypeError: ")  # for staff
-    log = [line.text for line in step.log_lines.all()]
+    log = [line.text for line in step.log_lines.filter(staff_only=False)]
     assert log[-1] == "FAILED: internal error; our staff has been told"
     assert not any("TypeError" in line for line in log)
+    staff_log = [line.text for line in step.log_lines.filter(staff_only=True)]
+    assert any("TypeError" in line for line in staff_log)
     order.refresh_from_db()
     assert order.state == OrderState.PROVISION_FAILED and "TypeError" in order.failure_reason
 
@@ -355,3 +357,26 @@ def test_a_duplicate_delivery_does_not_run_a_retry_early(catalog, people, sim_di
     assert engine.step_execute(run_id=run.pk, node_id=node.pk, step="configure").status == "succeeded"
     step.refresh_from_db()
     assert step.attempts == 2
+
+
+# --- what the customer's log says about retries and failures ------------------------------------
+MANAGEMENT_DETAIL = "host (10.0.0.5:22): TCP connect timed out; without driver_options.ipmi"
+
+
+def test_driver_messages_reach_the_staff_log_and_the_customer_reads_a_summary(catalog, people,
+                                                                             sim_dir):
+    make_node(sku=H100_SKU, state_dir=sim_dir, fail={"configure": {"transient": 1},
+                                                     "stack": {"permanent": MANAGEMENT_DETAIL}})
+    order = approved_order(people)
+    drain(order.runs.get().pk)
+    customer = order_progress(order)
+    lines = [line for node in customer.nodes for step in node.steps for line in step.log_lines]
+    assert "attempt 1 hit a temporary problem; retrying in" in "\n".join(lines)
+    assert "FAILED: Training stack could not be completed; our staff has been told" in lines
+    for secret in ("10.0.0.5", "TCP connect", "driver_options", "simulated transient"):
+        assert not any(secret in line for line in lines), secret
+    staff = order_progress(order, staff=True)
+    staff_lines = "\n".join(line for node in staff.nodes for step in node.steps
+                            for line in step.log_lines)
+    assert f"FAILED: stack: {MANAGEMENT_DETAIL}" in staff_lines
+    assert "attempt 1 failed: configure: simulated transient failure 1 of 1" in staff_lines

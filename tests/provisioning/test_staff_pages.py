@@ -10,6 +10,7 @@ from portal.orders.states import OrderState
 from provisioning import approvals, fulfilment
 from provisioning.models import Node, NodeEvent
 from provisioning.states import STEPS, NodeState, RunKind, RunStatus, StepStatus
+from provisioning.tasks import node_accept_check_task
 from tests.factories import H100_SKU, L4_SKU, drain, make_node, make_quote
 
 A100_SKU = "4x-a100-sxm-80gb"
@@ -109,7 +110,7 @@ def test_the_queue_says_when_there_is_no_plan_or_it_does_not_fit(login, people, 
         fulfilment.order_submit(order=order, by=people.alice)
     html = login(people.sam).get("/ops/approvals/").content.decode()
     assert "No sizing plan." in html
-    assert "Does not fit" in html and "Needs 95.0 GB per GPU" in html
+    assert "Does not fit" in html and "needs 95.0 GB per GPU, H100 SXM5 80GB has 80.0 GB" in html
     assert "No ready node of this SKU" in html and "0 ready" in html
 
 
@@ -287,7 +288,11 @@ def test_maintenance_and_back_and_the_history(login, people, stock):
     client.post(f"/ops/nodes/{node.pk}/enter_maintenance/", {"note": "replacing a fan"})
     node.refresh_from_db()
     assert node.state == NodeState.MAINTENANCE
-    client.post(f"/ops/nodes/{node.pk}/return_to_service/")
+    response = client.post(f"/ops/nodes/{node.pk}/return_to_service/", follow=True)
+    assert "is being checked (reachability and health)" in response.content.decode()
+    node.refresh_from_db()
+    assert node.state == NodeState.MAINTENANCE  # not stock until the check passes
+    node_accept_check_task(node.pk, people.olga.pk)  # what the queued check runs
     node.refresh_from_db()
     assert node.state == NodeState.READY
     html = client.get(f"/ops/nodes/{node.pk}/").content.decode()

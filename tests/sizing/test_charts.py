@@ -2,6 +2,8 @@
 
 import xml.etree.ElementTree as ET
 
+import pytest
+
 from portal.sizing import charts
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -74,3 +76,71 @@ def test_labels_are_escaped():
 
 def test_no_data_no_chart():
     assert charts.memory_chart([]) == "" and charts.cost_time_chart([], []) == ""
+
+
+# --- axes: money in $k / $M, several ticks, one scale rule, no overlapping labels -------------
+def _ticks(svg):
+    root = parse(svg)
+    return [t.text for t in root.iter(f"{SVG}text") if (t.get("class") or "").startswith("tick")]
+
+
+def _cost_points(costs, hours=None):
+    hours = hours or [10 + i for i in range(len(costs))]
+    return [{"sku": "a", "train_hours": h, "price_total_usd": c, "pareto": False}
+            for h, c in zip(hours, costs, strict=True)]
+
+
+def test_a_million_dollar_axis_reads_in_millions_with_several_ticks():
+    svg = charts.cost_time_chart(_cost_points([800_000, 1_200_000, 1_600_000]), [])
+    ticks = _ticks(svg)
+    money = [t for t in ticks if t.startswith("$")]
+    assert len(money) >= 3, money
+    assert all(t.endswith(("M", "k")) for t in money) and "$1.2M" in money
+    assert not any("," in t for t in money)  # never "$1,200k"
+
+
+def test_thousands_read_in_k_and_small_sums_in_dollars():
+    from portal.core.units import usd_compact
+    assert [usd_compact(v) for v in (0, 4.2, 590, 1500, 12_000, 999_999, 1_200_000)] == [
+        "$0", "$4.20", "$590", "$1.5k", "$12k", "$1M", "$1.2M"]
+
+
+def test_both_axes_follow_one_rule_log_only_when_wide():
+    narrow = charts.cost_time_chart(_cost_points([100, 150, 180], hours=[2, 3, 4]), [])
+    wide = charts.cost_time_chart(_cost_points([100, 5_000, 90_000], hours=[1, 30, 900]), [])
+    assert "log scale" not in narrow
+    assert "Training time (log scale)" in wide and "Job cost (USD, log scale)" in wide
+    assert charts.axis([1, 2, 21], unit="usd").log and not charts.axis([1, 2, 20], unit="usd").log
+
+
+@pytest.mark.parametrize("values", [[1, 1.05], [0.9, 2.1], [100, 180], [1e3, 1e9], [0.5, 40]])
+def test_every_axis_has_several_but_not_too_many_ticks(values):
+    ticks = charts.axis(values, unit="usd").ticks
+    assert 3 <= len(ticks) <= charts.MAX_TICKS, ticks
+
+
+def test_tick_labels_do_not_overlap():
+    hours = [0.2, 0.5, 1, 2, 5, 12, 24, 48, 100, 170, 400, 800, 2000]
+    svg = charts.cost_time_chart(_cost_points([50 * h for h in hours], hours=hours), [])
+    root = parse(svg)
+    x_labels = [(float(t.get("x")), t.text) for t in root.iter(f"{SVG}text")
+                if (t.get("class") or "").startswith("tick") and t.get("text-anchor") == "middle"]
+    for (x1, a), (x2, b) in zip(x_labels, x_labels[1:], strict=False):
+        assert x2 - x1 >= (len(a) + len(b)) * charts.CHAR_WIDTH * 13 / 2, (a, b)
+
+
+def test_plan_numbers_next_to_each_other_do_not_overlap():
+    plans = [plan(train_hours=10 + i * 0.05, price_total_usd=500 + i) for i in range(5)]
+    svg = charts.cost_time_chart(_cost_points([400, 600], hours=[5, 20]), plans)
+    root = parse(svg)
+    labels = [(float(t.get("x")), float(t.get("y")), t.get("text-anchor"), t.text)
+              for t in root.find(f"{SVG}g[@class='plans']").iter(f"{SVG}text")]
+    assert [t[3] for t in labels] == ["#1", "#2", "#3", "#4", "#5"]
+    boxes = []
+    for x, y, anchor, text in labels:
+        w = len(text) * charts.CHAR_WIDTH * 18  # the phone-width font, the larger one
+        x0 = x if anchor == "start" else x - w if anchor == "end" else x - w / 2
+        boxes.append((x0, y - 18, x0 + w, y))
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1], (a, b)

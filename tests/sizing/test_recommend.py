@@ -122,7 +122,11 @@ def test_deadline_and_budget_goals(catalog, rec_7b_cheapest, rec_7b_fastest):
     rec = recommend(full_7b(), Goal("budget", budget_usd=budget), catalog)
     assert rec.goal_met and rec.best.price_total_usd <= budget
     rec = recommend(full_7b(), Goal("deadline", deadline_hours=0.001), catalog)
-    assert not rec.goal_met and "no configuration finishes within the deadline" in rec.explanations[0]
+    assert not rec.goal_met and "is the fastest configuration, though none finishes within 1 min:" \
+        in rec.explanations[0]
+    rec = recommend(full_7b(), Goal("budget", budget_usd=1), catalog)
+    assert not rec.goal_met and "is the cheapest configuration, though none fits your budget of " \
+        "$1.00:" in rec.explanations[0]
 
 
 def test_70b_pretraining_goes_multi_node_with_infiniband(catalog):

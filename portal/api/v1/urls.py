@@ -1,6 +1,16 @@
 from django.urls import path
 
-from portal.api.v1.views import catalog, customers, keys, orders, quotes, sizing, ssh_keys, webhooks
+from portal.api.v1.views import (
+    catalog,
+    customers,
+    invitations,
+    keys,
+    orders,
+    quotes,
+    sizing,
+    ssh_keys,
+    webhooks,
+)
 
 app_name = "api-v1"
 urlpatterns = [
@@ -20,6 +30,8 @@ urlpatterns = [
          name="server-redeploy"),
     path("customers", customers.CustomerListCreateView.as_view(), name="customers"),
     path("customers/<slug:slug>", customers.CustomerDetailView.as_view(), name="customer"),
+    path("customers/<slug:slug>/invitations", invitations.InvitationListCreateView.as_view(),
+         name="customer-invitations"),
     path("ssh-keys", ssh_keys.SSHKeyListCreateView.as_view(), name="ssh-keys"),
     path("ssh-keys/<int:key_id>", ssh_keys.SSHKeyDetailView.as_view(), name="ssh-key"),
     path("api-keys", keys.ApiKeyListCreateView.as_view(), name="api-keys"),

@@ -178,7 +178,8 @@ def _deliverable_first(found: list[Candidate], front: list[Candidate], goal: Goa
     if ready(ranked[0]):
         return ranked, goal_met, ""
     waiting = ranked[0]
-    short = (f"{waiting.size.nodes} × {waiting.size.sku.name} would be {_verdict(goal)}, but it needs "
+    short = (f"{waiting.size.nodes} × " * (waiting.size.nodes > 1) + f"{waiting.size.sku.name} would be "
+             f"{_verdict(goal)}, but it needs "
              f"{waiting.size.nodes} node(s) and {waiting.size.sku.stock_nodes} are ready")
     deliverable = [x for x in found if ready(x)]
     if deliverable:

@@ -40,8 +40,10 @@ def why(plan: Plan, goal: Goal, goal_met: bool, strategy_label: str) -> str:
         "budget": f"the fastest configuration within {usd_approx(goal.budget_usd or 0)}",
     }[goal.kind]
     if not goal_met:
-        what = ("no configuration finishes within the deadline; this is the fastest one"
-                if goal.kind == "deadline" else "no configuration fits the budget; this is the cheapest one")
+        what = (f"the fastest configuration, though none finishes within "
+                f"{hours(goal.deadline_hours or 0)}" if goal.kind == "deadline" else
+                f"the cheapest configuration, though none fits your budget of "
+                f"{usd_approx(goal.budget_usd or 0)}")
     return (
         f"{server(plan.gpus_per_node, plan.gpu_name, plan.gpu_memory_bytes, plan.nodes)} is {what}:"
         f" {layout(plan, strategy_label)} needs {gb(plan.memory.total)} of {gb(plan.usable_memory_bytes)}"

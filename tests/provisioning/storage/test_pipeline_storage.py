@@ -208,6 +208,7 @@ def test_an_unreachable_provider_is_retried_then_staff_retry_after_the_fix(
 
 
 def test_staff_drop_storage_from_a_failed_order_and_it_proceeds(catalog, people, sim_dir, settings,
+                                                               emails_inline,
                                                                mailoutbox,
                                                                django_capture_on_commit_callbacks):
     settings.STORAGE_PROVIDERS = {**settings.STORAGE_PROVIDERS,
@@ -243,7 +244,8 @@ def test_staff_drop_storage_from_a_failed_order_and_it_proceeds(catalog, people,
 
 
 # --- no secret anywhere ------------------------------------------------------------------------
-def test_no_secret_in_logs_results_reasons_or_mails(bucket_order, people, login, mailoutbox, caplog,
+def test_no_secret_in_logs_results_reasons_or_mails(bucket_order, people, emails_inline, login,
+                                                    mailoutbox, caplog,
                                                     django_capture_on_commit_callbacks):
     caplog.set_level(logging.DEBUG)
     drain(bucket_order.runs.get().pk)

@@ -23,6 +23,9 @@ class Command(BaseCommand):
     def handle(self, *args, addr, no_s3=False, **options):
         python = sys.executable
         env = os.environ.copy()
+        # Links in e-mails (worker) and pages (web) point where this server listens, unless the
+        # operator set SITE_URL (e.g. behind a proxy).
+        env.setdefault("SITE_URL", dev_site_url(addr))
         s3 = None if no_s3 else self._start_s3(env)
         commands = {
             "worker": [python, "-m", "celery", "-A", "portal", "worker", "-l", "INFO",
@@ -55,7 +58,8 @@ class Command(BaseCommand):
                 if not announced and _answers(addr):
                     announced = True
                     self.stdout.write(self.style.SUCCESS(
-                        f"\nTrainyard is running at http://{addr}/  (Ctrl-C stops)\n"))
+                        f"\nTrainyard is running at http://{addr}/  (Ctrl-C stops; links in "
+                        f"e-mails use {env['SITE_URL']})\n"))
                 time.sleep(0.5)
         finally:
             for p in procs.values():
@@ -95,6 +99,17 @@ def embedded_s3_env(s3) -> dict[str, str]:
             "STORAGE_MINIO_PUBLIC_ENDPOINT_URL": s3.endpoint_url,
             "STORAGE_MINIO_ACCESS_KEY": s3.access_key, "STORAGE_MINIO_SECRET_KEY": s3.secret_key,
             "STORAGE_CREDENTIAL_PROPAGATION_S": env_or("STORAGE_CREDENTIAL_PROPAGATION_S", "5")}
+
+
+def dev_site_url(addr: str) -> str:
+    """The address `make run` serves, as a URL: "0.0.0.0:8123" → "http://localhost:8123"."""
+    host, _, port = addr.rpartition(":")
+    host = host.strip("[]")
+    if host in ("", "0.0.0.0", "::"):
+        host = "localhost"
+    elif ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
 
 
 def env_or(name: str, default: str) -> str:

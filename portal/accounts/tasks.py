@@ -1,0 +1,89 @@
+"""E-mails of the accounts app, each sent by a Celery task queued after the commit (ids in):
+an invitation (sent once: the task claims ``Invitation.sent_at``), the link that verifies a new
+account's e-mail, the link that confirms a changed e-mail. Mail server blips (OSError) are
+retried with backoff; the links are signed when the mail is written (``portal.accounts.tokens``),
+so no secret passes through the broker."""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+from django.conf import settings
+from django.core.mail import send_mail
+from django.urls import reverse
+from django.utils import timezone
+
+from portal.accounts import tokens
+from portal.accounts.models import Invitation, User
+
+logger = logging.getLogger(__name__)
+RETRY = {"acks_late": True, "autoretry_for": (OSError,), "max_retries": 5, "retry_backoff": True}
+
+
+def queue(task, *args) -> None:
+    """Queues ``task``; a broker outage is logged (the person can ask for the mail again)."""
+    try:
+        task.delay(*args)
+    except Exception:
+        logger.exception("could not queue %s", task.name)
+
+
+def _link(name: str, token: str) -> str:
+    return settings.SITE_URL.rstrip("/") + reverse(name, args=[token])
+
+
+@shared_task(name="accounts.invitation_send", **RETRY)
+def invitation_send_task(invitation_id: int) -> int:
+    claimed = Invitation.objects.filter(pk=invitation_id, sent_at__isnull=True,
+                                        accepted_at__isnull=True, revoked_at__isnull=True).update(
+        sent_at=timezone.now())
+    if not claimed:
+        return 0  # sent already (a redelivery), accepted or withdrawn meanwhile
+    invitation = Invitation.objects.select_related("organisation", "invited_by").get(pk=invitation_id)
+    inviter, reseller = invitation.invited_by, invitation.organisation.parent
+    who = ((inviter.get_full_name() or inviter.get_username()) if inviter
+           else reseller.name if reseller else "Trainyard")
+    org = invitation.organisation.name
+    body = "\n".join([
+        f"{who} invites you to join {org} on Trainyard as {invitation.get_role_display().lower()}.",
+        "", "Accept the invitation (you create your login there, or use the one you have):",
+        _link("account:invitation", tokens.invitation_token(invitation)), "",
+        f"The link works until {invitation.expires_at:%d %B %Y, %H:%M} UTC. If you did not expect "
+        f"this, ignore it."])
+    try:
+        return send_mail(subject=f"[Trainyard] Join {org}", message=body, from_email=None,
+                         recipient_list=[invitation.email])
+    except Exception:
+        Invitation.objects.filter(pk=invitation_id).update(sent_at=None)  # the retry sends it
+        raise
+
+
+@shared_task(name="accounts.signup_verify_send", **RETRY)
+def signup_verify_send_task(user_id: int) -> int:
+    user = User.objects.filter(pk=user_id, is_active=False, last_login__isnull=True).first()
+    if user is None:
+        return 0  # verified already
+    body = "\n".join([
+        f"Welcome to Trainyard, {user.get_full_name() or user.get_username()}.", "",
+        "Confirm your e-mail address to start using your account:",
+        _link("account:signup-verify", tokens.signup_token(user)), "",
+        f"The link works for {settings.ACCOUNT_LINK_VALID_HOURS} hours. If you did not sign up, "
+        f"ignore this e-mail: the account stays locked."])
+    return send_mail(subject="[Trainyard] Confirm your e-mail address", message=body,
+                     from_email=None, recipient_list=[user.email])
+
+
+@shared_task(name="accounts.email_change_send", **RETRY)
+def email_change_send_task(user_id: int, new_email: str) -> int:
+    user = User.objects.filter(pk=user_id, is_active=True).first()
+    if user is None or user.email.lower() == new_email.lower():
+        return 0
+    body = "\n".join([
+        f"Someone (we hope you, {user.get_username()}) asked to use this address for their "
+        f"Trainyard account. Confirm it:",
+        _link("account:email-confirm", tokens.email_change_token(user, new_email)), "",
+        f"The link works for {settings.ACCOUNT_LINK_VALID_HOURS} hours; until then the account "
+        f"keeps its old address."])
+    return send_mail(subject="[Trainyard] Confirm your new e-mail address", message=body,
+                     from_email=None, recipient_list=[new_email])

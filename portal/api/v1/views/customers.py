@@ -7,9 +7,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from portal.accounts.models import Organisation
-from portal.accounts.selectors import customers_of
+from portal.accounts.selectors import customers_of, organisations_for
 from portal.accounts.services import customer_create, customer_update
 from portal.api.idempotency import idempotent
+from portal.api.permissions import require_org_admin
 from portal.api.v1 import serializers_orders as so
 from portal.api.v1.pagination import NewestFirstCursor
 from portal.api.v1.views.common import get_or_404, own_organisation
@@ -23,6 +24,11 @@ def _reseller(request) -> Organisation:
     return org
 
 
+def _customers(request, reseller: Organisation):
+    """The reseller's customers this principal may see (a reseller's plain member: none)."""
+    return customers_of(reseller).filter(pk__in=organisations_for(request.user).values("pk"))
+
+
 class CustomerListCreateView(generics.GenericAPIView):
     pagination_class = NewestFirstCursor
     serializer_class = so.CustomerOutputSerializer
@@ -30,7 +36,7 @@ class CustomerListCreateView(generics.GenericAPIView):
     @extend_schema(operation_id="customers_list", responses=so.CustomerOutputSerializer(many=True),
                    summary="The reseller's customer organisations")
     def get(self, request):
-        page = self.paginate_queryset(customers_of(_reseller(request)))
+        page = self.paginate_queryset(_customers(request, _reseller(request)))
         return self.get_paginated_response(so.CustomerOutputSerializer(page, many=True).data)
 
     @extend_schema(operation_id="customers_create", request=so.CustomerInputSerializer,
@@ -40,7 +46,9 @@ class CustomerListCreateView(generics.GenericAPIView):
     def post(self, request):
         data = so.CustomerInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        customer = customer_create(reseller=_reseller(request), **data.validated_data)
+        reseller = _reseller(request)
+        require_org_admin(request.user, reseller, what="create customers")
+        customer = customer_create(reseller=reseller, **data.validated_data)
         return Response(so.CustomerOutputSerializer(customer).data, status=status.HTTP_201_CREATED,
                         headers={"Location": f"/api/v1/customers/{customer.slug}"})
 
@@ -49,13 +57,15 @@ class CustomerDetailView(APIView):
     @extend_schema(operation_id="customers_retrieve", responses={200: so.CustomerOutputSerializer},
                    summary="One of the reseller's customers")
     def get(self, request, slug: str):
-        customer = get_or_404(customers_of(_reseller(request)), slug=slug)
+        customer = get_or_404(_customers(request, _reseller(request)), slug=slug)
         return Response(so.CustomerOutputSerializer(customer).data)
 
     @extend_schema(operation_id="customers_update", request=so.CustomerUpdateSerializer,
                    responses={200: so.CustomerOutputSerializer}, summary="Rename a customer")
     def patch(self, request, slug: str):
-        customer = get_or_404(customers_of(_reseller(request)), slug=slug)
+        reseller = _reseller(request)
+        customer = get_or_404(_customers(request, reseller), slug=slug)
+        require_org_admin(request.user, reseller, what="rename customers")
         data = so.CustomerUpdateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         customer = customer_update(customer=customer, name=data.validated_data["name"])

@@ -21,6 +21,8 @@ from portal.quotes.rules import (
 from portal.quotes.selectors import strategy_stacks
 from portal.sizing import services
 from portal.sizing.estimator import config as est_config
+from portal.sizing.forms import BYTES_PER_TOKEN_GUESS, WizardForm, parse_count
+from portal.sizing.recommend import Goal, SearchOptions, Workload
 from portal.sizing.recommend import types as rec_types
 
 
@@ -185,8 +187,21 @@ class EstimateInputSerializer(ModelInputMixin):
         return attrs
 
 
+# The API's defaults are the wizard's (one source: the wizard form's initial values), so a
+# request naming only the model asks what the wizard's first results page answers.
+WIZARD = WizardForm.base_fields
+
+
+def _wizard(name: str):
+    return WIZARD[name].initial
+
+
+WIZARD_GOAL = _wizard("goal")
+WIZARD_BATCH_SEQUENCES = _wizard("global_batch_seqs")
+
+
 class GoalInputSerializer(serializers.Serializer):
-    kind = serializers.ChoiceField(choices=rec_types.GOALS, default="fastest")
+    kind = serializers.ChoiceField(choices=rec_types.GOALS, default=WIZARD_GOAL)
     deadline_hours = serializers.FloatField(required=False, min_value=0)
     budget_usd = serializers.FloatField(required=False, min_value=0)
 
@@ -229,20 +244,38 @@ class SearchInputSerializer(serializers.Serializer):
 
 
 class RecommendationInputSerializer(ModelInputMixin):
-    dataset_tokens = serializers.IntegerField(min_value=0)
-    dataset_bytes = serializers.IntegerField(min_value=0, default=0)
-    dataset_files = serializers.IntegerField(min_value=1, default=1)
-    finetune = serializers.ChoiceField(choices=rec_types.FINETUNES, default="full")
-    precision = serializers.ChoiceField(choices=rec_types.PRECISIONS, default="bf16-mixed")
-    optimizer = serializers.ChoiceField(choices=est_config.OPTIMIZERS, default="adamw")
-    seq_len = serializers.IntegerField(min_value=1, default=4096)
-    global_batch_tokens = serializers.IntegerField(min_value=1, default=4 * 2**20)
-    epochs = serializers.FloatField(min_value=0, default=1.0)
+    dataset_tokens = serializers.IntegerField(min_value=0, default=parse_count(_wizard("dataset_tokens")),
+                                              help_text="Default: the wizard's, 500M.")
+    dataset_bytes = serializers.IntegerField(
+        min_value=0, required=False,
+        help_text=f"Default: about {BYTES_PER_TOKEN_GUESS} bytes per token, as the wizard assumes.")
+    dataset_files = serializers.IntegerField(min_value=1, default=_wizard("dataset_files"))
+    finetune = serializers.ChoiceField(choices=rec_types.FINETUNES, default=_wizard("finetune"))
+    precision = serializers.ChoiceField(choices=rec_types.PRECISIONS, default=_wizard("precision"))
+    optimizer = serializers.ChoiceField(choices=est_config.OPTIMIZERS, default=_wizard("optimizer"))
+    seq_len = serializers.IntegerField(min_value=1, default=_wizard("seq_len"))
+    global_batch_tokens = serializers.IntegerField(
+        min_value=1, required=False,
+        help_text=f"Tokens per optimizer step. Default: {WIZARD_BATCH_SEQUENCES} sequences of "
+                  f"seq_len, as in the wizard.")
+    epochs = serializers.FloatField(min_value=0, default=float(_wizard("epochs")))
     train_tokens = serializers.IntegerField(min_value=0, default=0)
-    lora_rank = serializers.IntegerField(min_value=1, default=16)
-    goal = GoalField(required=False, help_text='"fastest", "cheapest", or {"kind": …, "deadline_hours" '
-                                                '| "budget_usd": …}; default fastest.')
+    lora_rank = serializers.IntegerField(min_value=1, default=_wizard("lora_rank"))
+    goal = GoalField(required=False,
+                     help_text=f'"fastest", "cheapest", or {{"kind": …, "deadline_hours" | "budget_usd": '
+                               f'…}}; default {WIZARD_GOAL}, as in the wizard.')
     options = SearchInputSerializer(required=False)
+
+    def request(self) -> tuple[Workload, Goal, SearchOptions]:
+        """What to ask the recommender (ValueError for values the dataclasses refuse)."""
+        d = dict(self.validated_data)
+        goal, options = d.pop("goal", {"kind": WIZARD_GOAL}), d.pop("options", {})
+        d.pop("hf_config", None)
+        d.pop("model", None)
+        d.setdefault("dataset_bytes", d["dataset_tokens"] * BYTES_PER_TOKEN_GUESS)
+        d.setdefault("global_batch_tokens", WIZARD_BATCH_SEQUENCES * d["seq_len"])
+        options = {k: tuple(v) if isinstance(v, list) else v for k, v in options.items()}
+        return (Workload(model=self.model_spec(), **d), Goal(**goal), SearchOptions(**options))
 
 
 # --- Sizing: outputs (documentation of the pure modules' to_dict()) ------------------------

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from portal.api.v1.views import catalog, customers, keys, orders, quotes, sizing, ssh_keys, webhooks
+from portal.api.v1.views import catalog, customers, keys, orders, quotes, servers, sizing, ssh_keys, webhooks
 
 app_name = "api-v1"
 urlpatterns = [
@@ -18,6 +18,14 @@ urlpatterns = [
     path("orders/<str:reference>/server/reboot", orders.ServerRebootView.as_view(), name="server-reboot"),
     path("orders/<str:reference>/server/redeploy", orders.ServerRedeployView.as_view(),
          name="server-redeploy"),
+    path("orders/<str:reference>/server/storage/reveal", servers.StorageRevealView.as_view(),
+         name="server-storage-reveal"),
+    path("orders/<str:reference>/server/storage/rotate", servers.StorageRotateView.as_view(),
+         name="server-storage-rotate"),
+    path("orders/<str:reference>/server/stack-files", servers.StackFileListView.as_view(),
+         name="server-stack-files"),
+    path("orders/<str:reference>/server/stack-files/<str:hostname>/<str:name>",
+         servers.StackFileDownloadView.as_view(), name="server-stack-file"),
     path("customers", customers.CustomerListCreateView.as_view(), name="customers"),
     path("customers/<slug:slug>", customers.CustomerDetailView.as_view(), name="customer"),
     path("ssh-keys", ssh_keys.SSHKeyListCreateView.as_view(), name="ssh-keys"),

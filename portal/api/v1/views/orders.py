@@ -1,5 +1,8 @@
 """Orders: create (from a quote or inline, placed and submitted), list, retrieve, cancel,
-terminate, events; servers: access, acceptance, health, reboot, re-deploy."""
+terminate, events; servers: access, acceptance, health, reboot, re-deploy (the bucket key and
+stack files: views/servers.py)."""
+
+from dataclasses import asdict
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, status
@@ -20,6 +23,7 @@ from portal.quotes.services import ConfigurationError, quote_stack_problem
 from provisioning import services as provisioning_services
 from provisioning.fulfilment import order_cancel, order_create_and_submit, order_request_termination
 from provisioning.selectors import acceptance_report, order_access, order_last_health
+from provisioning.storage.selectors import storage_for
 
 CONFLICT = OpenApiResponse(description="The order's state does not allow it (problem+json).")
 
@@ -137,9 +141,18 @@ class ServerDetailView(APIView):
         order = _order(request, reference)
         access = order_access(order)
         server = {"order": order.reference, "state": order.state, "nodes": access.nodes,
-                  "storage": access.storage, "acceptance": acceptance_report(order),
-                  "health": order_last_health(order)}
+                  "storage": _storage(access.storage, storage_for(order)),
+                  "acceptance": acceptance_report(order), "health": order_last_health(order)}
         return Response(so.ServerOutputSerializer(server).data)
+
+
+def _storage(result, view) -> dict | None:
+    """The bucket as the storage step recorded it, with its state now (never a secret)."""
+    if result is None:
+        return None
+    return {**asdict(result), "state": view.state if view else "",
+            "retain_until": view.retain_until if view else None,
+            "secret_revealable": bool(view and view.secret_revealable)}
 
 
 class ServerActionView(APIView):

@@ -107,6 +107,6 @@ def catalog_rows() -> CatalogRows:
 
 def sku_stock() -> dict[str, int]:
     """Ready nodes per active SKU slug, now (not cached: nodes change state all day)."""
-    rows = (ServerSKU.objects.filter(is_active=True)
+    rows = (ServerSKU.objects.filter(is_active=True).order_by()  # no ordering: no join to the GPU
             .annotate(stock=Count("nodes", filter=Q(nodes__state="ready"))).values_list("slug", "stock"))
     return dict(rows)

@@ -116,6 +116,19 @@ class QuoteOutputSerializer(serializers.ModelSerializer):
 
 
 # --- Sizing: inputs -------------------------------------------------------------------------
+# The API's defaults are the wizard's (one source: the wizard form's initial values), so a
+# request naming only the model asks what the wizard's first results page answers.
+WIZARD = WizardForm.base_fields
+
+
+def _wizard(name: str):
+    return WIZARD[name].initial
+
+
+WIZARD_GOAL = _wizard("goal")
+WIZARD_BATCH_SEQUENCES = _wizard("global_batch_seqs")
+
+
 class ModelInputMixin(serializers.Serializer):
     model = serializers.CharField(required=False, help_text="A preset name, e.g. `llama-3.1-8b`.")
     hf_config = serializers.DictField(required=False,
@@ -142,15 +155,17 @@ def _json(value) -> str:
 
 
 class TrainingInputSerializer(serializers.Serializer):
-    precision = serializers.ChoiceField(choices=est_config.PRECISIONS, default="bf16-mixed")
-    optimizer = serializers.ChoiceField(choices=est_config.OPTIMIZERS, default="adamw")
+    """Where the wizard asks the same question, its default (``_wizard``)."""
+
+    precision = serializers.ChoiceField(choices=est_config.PRECISIONS, default=_wizard("precision"))
+    optimizer = serializers.ChoiceField(choices=est_config.OPTIMIZERS, default=_wizard("optimizer"))
     micro_batch = serializers.IntegerField(min_value=1, default=1)
-    seq_len = serializers.IntegerField(min_value=1, default=2048)
+    seq_len = serializers.IntegerField(min_value=1, default=_wizard("seq_len"))
     grad_accum = serializers.IntegerField(min_value=1, default=1)
     checkpointing = serializers.ChoiceField(choices=est_config.CHECKPOINTING, default="none")
     attention = serializers.ChoiceField(choices=est_config.ATTENTION, default="sdpa")
-    finetune = serializers.ChoiceField(choices=est_config.FINETUNE, default="full")
-    lora_rank = serializers.IntegerField(min_value=1, default=16)
+    finetune = serializers.ChoiceField(choices=est_config.FINETUNE, default=_wizard("finetune"))
+    lora_rank = serializers.IntegerField(min_value=1, default=_wizard("lora_rank"))
 
 
 class ParallelInputSerializer(serializers.Serializer):
@@ -185,19 +200,6 @@ class EstimateInputSerializer(ModelInputMixin):
                 {"plan": [f"A plan carries its own model and settings; send the plan alone, without "
                           f"{', '.join(others)}."]})
         return attrs
-
-
-# The API's defaults are the wizard's (one source: the wizard form's initial values), so a
-# request naming only the model asks what the wizard's first results page answers.
-WIZARD = WizardForm.base_fields
-
-
-def _wizard(name: str):
-    return WIZARD[name].initial
-
-
-WIZARD_GOAL = _wizard("goal")
-WIZARD_BATCH_SEQUENCES = _wizard("global_batch_seqs")
 
 
 class GoalInputSerializer(serializers.Serializer):

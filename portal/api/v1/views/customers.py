@@ -1,5 +1,6 @@
 """A reseller's customers: create, list, retrieve, rename."""
 
+from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, status
 from rest_framework.exceptions import PermissionDenied
@@ -27,6 +28,14 @@ def _reseller(request) -> Organisation:
 def _customers(request, reseller: Organisation):
     """The reseller's customers this principal may see (a reseller's plain member: none)."""
     return customers_of(reseller).filter(pk__in=organisations_for(request.user).values("pk"))
+
+
+def _customer(request, slug: str) -> tuple[Organisation, Organisation]:
+    """(reseller, customer); a 404 for anyone else's, also when the caller is no reseller."""
+    org = own_organisation(request.user)
+    if org.kind != Organisation.Kind.RESELLER:
+        raise Http404
+    return org, get_or_404(_customers(request, org), slug=slug)
 
 
 class CustomerListCreateView(generics.GenericAPIView):
@@ -57,14 +66,13 @@ class CustomerDetailView(APIView):
     @extend_schema(operation_id="customers_retrieve", responses={200: so.CustomerOutputSerializer},
                    summary="One of the reseller's customers")
     def get(self, request, slug: str):
-        customer = get_or_404(_customers(request, _reseller(request)), slug=slug)
+        _, customer = _customer(request, slug)
         return Response(so.CustomerOutputSerializer(customer).data)
 
     @extend_schema(operation_id="customers_update", request=so.CustomerUpdateSerializer,
                    responses={200: so.CustomerOutputSerializer}, summary="Rename a customer")
     def patch(self, request, slug: str):
-        reseller = _reseller(request)
-        customer = get_or_404(_customers(request, reseller), slug=slug)
+        reseller, customer = _customer(request, slug)
         require_org_admin(request.user, reseller, what="rename customers")
         data = so.CustomerUpdateSerializer(data=request.data)
         data.is_valid(raise_exception=True)

@@ -78,7 +78,7 @@ class World:
                 "quotes": Quote.objects.count(), "runs": ProvisioningRun.objects.count(),
                 "hooks": sorted(WebhookEndpoint.objects.values_list("reference", "enabled", "secret")),
                 "deliveries": WebhookDelivery.objects.count(),
-                "keys": sorted(ApiKey.objects.filter(revoked_at__isnull=True).values_list("prefix", flat=True)),
+                "keys": sorted(ApiKey.objects.filter(revoked_at__isnull=True).values_list("prefix")),
                 "ssh": SSHKey.objects.count(),
                 "orgs": sorted(Organisation.objects.values_list("slug", "name"))}
 

@@ -120,3 +120,17 @@ def test_a_500_outside_drf_under_api_is_a_problem_too(rf):
     response = server_error(rf.get("/api/v1/orders"))
     assert response.status_code == 500 and response["Content-Type"] == "application/problem+json"
     assert server_error(rf.get("/orders/"))["Content-Type"].startswith("text/html")
+
+
+def test_a_control_character_in_a_json_string_is_a_400_not_a_database_error(acme_api):
+    for body in ({"sku": "1x-l4\u000024gb"}, {"sku": "1x-l4-24gb", "tracker\u0000": "x"},
+                 {"sku": "1x-l4-24gb", "plan": {"model": ["a\u0001b"]}}):
+        problem = assert_problem(acme_api.post("/api/v1/quotes", body, format="json"), 400, "parse_error")
+        assert "control characters" in problem["detail"]
+
+
+
+def test_tabs_and_newlines_are_not_control_characters_here(people, catalog):
+    response = key_client(people.reseller).post("/api/v1/customers", {"name": "Tab\tand\nnewline"},
+                                                format="json")
+    assert response.status_code == 201, response.content

@@ -214,7 +214,10 @@ SHORTHAND_GOALS = ("fastest", "cheapest")
 @extend_schema_field({"oneOf": [
     {"type": "string", "enum": list(SHORTHAND_GOALS),
      "description": "Shorthand for {\"kind\": \"fastest\"} or {\"kind\": \"cheapest\"}."},
-    {"$ref": "#/components/schemas/GoalInput"}]})
+    {"type": "object", "properties": {
+        "kind": {"type": "string", "enum": list(rec_types.GOALS), "default": WIZARD_GOAL},
+        "deadline_hours": {"type": "number", "minimum": 0},
+        "budget_usd": {"type": "number", "minimum": 0}}}]})
 class GoalField(serializers.Field):
     """`goal`: a string for the goals that need no number, or the object."""
 
@@ -404,8 +407,14 @@ class RejectionOutputSerializer(serializers.Serializer):
     message = serializers.CharField()
 
 
+class GoalOutputSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=rec_types.GOALS)
+    deadline_hours = serializers.FloatField(allow_null=True)
+    budget_usd = serializers.FloatField(allow_null=True)
+
+
 class RecommendationOutputSerializer(serializers.Serializer):
-    goal = GoalInputSerializer()
+    goal = GoalOutputSerializer()
     goal_met = serializers.BooleanField()
     plans = PlanOutputSerializer(many=True)
     explanations = serializers.ListField(child=serializers.CharField())

@@ -12,6 +12,7 @@ from portal.accounts.selectors import customers_of, organisations_for
 from portal.accounts.services import customer_create, customer_update
 from portal.api.idempotency import idempotent
 from portal.api.permissions import require_org_admin
+from portal.api.v1 import examples as ex
 from portal.api.v1 import serializers_orders as so
 from portal.api.v1.pagination import NewestFirstCursor
 from portal.api.v1.views.common import get_or_404, own_organisation
@@ -48,7 +49,7 @@ class CustomerListCreateView(generics.GenericAPIView):
         page = self.paginate_queryset(_customers(request, _reseller(request)))
         return self.get_paginated_response(so.CustomerOutputSerializer(page, many=True).data)
 
-    @extend_schema(operation_id="customers_create", request=so.CustomerInputSerializer,
+    @extend_schema(operation_id="customers_create", request=so.CustomerInputSerializer, examples=ex.CUSTOMER,
                    parameters=[IDEMPOTENCY_KEY], responses={201: so.CustomerOutputSerializer},
                    summary="Create a customer organisation sold by the reseller")
     @idempotent
@@ -70,6 +71,7 @@ class CustomerDetailView(APIView):
         return Response(so.CustomerOutputSerializer(customer).data)
 
     @extend_schema(operation_id="customers_update", request=so.CustomerUpdateSerializer,
+                   examples=ex.CUSTOMER_RENAME,
                    responses={200: so.CustomerOutputSerializer}, summary="Rename a customer")
     def patch(self, request, slug: str):
         reseller, customer = _customer(request, slug)

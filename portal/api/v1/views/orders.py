@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 
 from portal.accounts.selectors import organisations_for
 from portal.api.idempotency import idempotent
+from portal.api.v1 import examples as ex
 from portal.api.v1 import serializers as s
 from portal.api.v1 import serializers_orders as so
 from portal.api.v1.pagination import NewestFirstCursor
@@ -58,7 +59,7 @@ class OrderListCreateView(generics.GenericAPIView):
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(so.OrderOutputSerializer(page, many=True).data)
 
-    @extend_schema(operation_id="orders_create", request=so.OrderCreateInputSerializer,
+    @extend_schema(operation_id="orders_create", request=so.OrderCreateInputSerializer, examples=ex.ORDER,
                    parameters=[IDEMPOTENCY_KEY],
                    responses={201: so.OrderOutputSerializer,
                               400: OpenApiResponse(description="Invalid input or a broken rule, by field."),
@@ -101,7 +102,7 @@ class OrderDetailView(APIView):
 
 
 class OrderCancelView(APIView):
-    @extend_schema(operation_id="orders_cancel", request=so.OrderCancelInputSerializer,
+    @extend_schema(operation_id="orders_cancel", request=so.OrderCancelInputSerializer, examples=ex.CANCEL,
                    responses={200: so.OrderOutputSerializer, 409: CONFLICT},
                    summary="Cancel an order before provisioning starts")
     def post(self, request, reference: str):
@@ -114,6 +115,7 @@ class OrderCancelView(APIView):
 
 class OrderTerminateView(APIView):
     @extend_schema(operation_id="orders_terminate", request=so.OrderTerminateInputSerializer,
+                   examples=ex.TERMINATE,
                    responses={202: so.OrderOutputSerializer, 409: CONFLICT},
                    summary="Terminate the servers of an order: access revoked, disks wiped")
     def post(self, request, reference: str):

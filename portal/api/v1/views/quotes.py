@@ -8,6 +8,7 @@ from rest_framework.views import APIView
 
 from portal.accounts.selectors import organisations_for
 from portal.api.idempotency import KEY_PATTERN, MAX_KEY_LENGTH, idempotent
+from portal.api.v1 import examples as ex
 from portal.api.v1 import serializers as s
 from portal.api.v1 import serializers_orders as so
 from portal.api.v1.pagination import NewestFirstCursor
@@ -53,7 +54,7 @@ class QuoteListCreateView(generics.GenericAPIView):
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(s.QuoteOutputSerializer(page, many=True).data)
 
-    @extend_schema(operation_id="quotes_create", request=so.QuoteCreateInputSerializer,
+    @extend_schema(operation_id="quotes_create", request=so.QuoteCreateInputSerializer, examples=ex.QUOTE,
                    parameters=[IDEMPOTENCY_KEY],
                    responses={201: s.QuoteOutputSerializer,
                               400: OpenApiResponse(description="Invalid input or a broken rule, by field.")},

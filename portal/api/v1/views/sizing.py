@@ -6,13 +6,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from portal.accounts.selectors import primary_organisation
+from portal.api.v1 import examples as ex
 from portal.api.v1 import serializers as s
 from portal.sizing import services
 
 
 class EstimateView(APIView):
     post_scope = "read"  # computes an answer, stores nothing
-    @extend_schema(operation_id="estimates_create", request=s.EstimateInputSerializer,
+    @extend_schema(operation_id="estimates_create", request=s.EstimateInputSerializer, examples=ex.ESTIMATE,
                    responses={200: s.EstimateOutputSerializer,
                               400: OpenApiResponse(description="Invalid input, by field.")},
                    summary="Memory and compute estimate for one configuration (the estimator's JSON)")
@@ -38,6 +39,7 @@ class EstimateView(APIView):
 class RecommendationView(APIView):
     post_scope = "read"
     @extend_schema(operation_id="recommendations_create", request=s.RecommendationInputSerializer,
+                   examples=ex.RECOMMENDATION,
                    responses={200: s.RecommendationOutputSerializer,
                               400: OpenApiResponse(description="Invalid input, or nothing fits.")},
                    summary="Ranked plans over the catalog (the recommender's JSON)")

@@ -10,6 +10,7 @@ from portal.accounts.selectors import organisations_for
 from portal.api.errors import Conflict
 from portal.api.idempotency import idempotent
 from portal.api.permissions import require_org_admin
+from portal.api.v1 import examples as ex
 from portal.api.v1 import serializers_webhooks as sw
 from portal.api.v1.pagination import NewestFirstCursor
 from portal.api.v1.views.common import get_or_404, own_organisation
@@ -45,6 +46,7 @@ class WebhookListCreateView(generics.GenericAPIView):
         return self.get_paginated_response(sw.WebhookEndpointOutputSerializer(page, many=True).data)
 
     @extend_schema(operation_id="webhooks_create", request=sw.WebhookEndpointInputSerializer,
+                   examples=ex.WEBHOOK,
                    parameters=[IDEMPOTENCY_KEY], responses={201: sw.WebhookEndpointWithSecretSerializer},
                    summary="Add an endpoint; the answer carries its signing secret, once")
     @idempotent
@@ -66,6 +68,7 @@ class WebhookDetailView(APIView):
         return Response(sw.WebhookEndpointOutputSerializer(_endpoint(request, reference)).data)
 
     @extend_schema(operation_id="webhooks_update", request=sw.WebhookEndpointUpdateSerializer,
+                   examples=ex.WEBHOOK_UPDATE,
                    responses={200: sw.WebhookEndpointOutputSerializer},
                    summary="Change the URL, event types or description; enable or disable")
     def patch(self, request, reference: str):

@@ -110,3 +110,17 @@ def sku_stock() -> dict[str, int]:
     rows = (ServerSKU.objects.filter(is_active=True).order_by()  # no ordering: no join to the GPU
             .annotate(stock=Count("nodes", filter=Q(nodes__state="ready"))).values_list("slug", "stock"))
     return dict(rows)
+
+
+def catalog_names() -> dict[str, dict[int, tuple[str, str]]]:
+    """(slug, name) by primary key for every SKU (sold or not) and option: what an order or quote
+    shows of its catalog rows without joining them."""
+    def build():
+        rows = {"sku": ServerSKU.objects.values_list("pk", "slug", "name"),
+                "nvme": NvmeOption.objects.values_list("pk", "slug", "slug"),
+                "network": NetworkOption.objects.values_list("pk", "slug", "name"),
+                "storage": StorageProvider.objects.values_list("pk", "slug", "name"),
+                "stack": StackOption.objects.values_list("pk", "slug", "name")}
+        return {kind: {pk: (slug, name) for pk, slug, name in values} for kind, values in rows.items()}
+
+    return catalog_cached("catalog.names", build)

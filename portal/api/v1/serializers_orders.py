@@ -3,7 +3,7 @@
 from rest_framework import serializers
 
 from portal.accounts.models import Organisation
-from portal.api.v1.serializers import QuoteInputSerializer
+from portal.api.v1.serializers import CatalogSlugField, QuoteInputSerializer
 from portal.catalog.models import GPUModel, NetworkOption, NvmeOption, ServerSKU, StackOption, StorageProvider
 from portal.orders.models import Order, OrderEvent
 from portal.orders.selectors import order_event_text
@@ -59,12 +59,12 @@ class OrderOutputSerializer(serializers.ModelSerializer):
     state_label = serializers.CharField(source="get_state_display", read_only=True)
     target_state = serializers.ChoiceField(choices=OrderState.choices, allow_blank=True, read_only=True,
                                            help_text="Where in-flight work takes the order; empty when none.")
-    sku = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    nvme = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    network = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    storage_provider = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
-    strategy = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
-    tracker = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
+    sku = CatalogSlugField("sku")
+    nvme = CatalogSlugField("nvme")
+    network = CatalogSlugField("network")
+    storage_provider = CatalogSlugField("storage", allow_null=True)
+    strategy = CatalogSlugField("stack", allow_null=True)
+    tracker = CatalogSlugField("stack", allow_null=True)
     plan = serializers.DictField(read_only=True)
 
     class Meta:

@@ -16,7 +16,7 @@ from portal.api.v1 import examples as ex
 from portal.api.v1 import serializers as s
 from portal.api.v1 import serializers_orders as so
 from portal.api.v1.pagination import NewestFirstCursor
-from portal.api.v1.views.common import get_or_404, organisation_for_create
+from portal.api.v1.views.common import get_or_404, lean, organisation_for_create
 from portal.api.v1.views.quotes import IDEMPOTENCY_KEY
 from portal.orders.selectors import order_events, orders_for
 from portal.quotes.selectors import quotes_visible
@@ -33,6 +33,10 @@ def _order(request, reference: str):
     return get_or_404(orders_for(request.user), reference=reference)
 
 
+def _readable_orders(request):
+    return lean(orders_for(request.user), "organisation", "quote")
+
+
 class OrderListCreateView(generics.GenericAPIView):
     pagination_class = NewestFirstCursor
     serializer_class = so.OrderOutputSerializer
@@ -41,7 +45,7 @@ class OrderListCreateView(generics.GenericAPIView):
         filters = so.OrderListFilterSerializer(data=self.request.query_params)
         filters.is_valid(raise_exception=True)
         f = filters.validated_data
-        orders = orders_for(self.request.user).select_related("quote")
+        orders = _readable_orders(self.request)
         if f.get("state"):
             orders = orders.filter(state__in=f["state"])
         if f.get("customer"):
@@ -98,7 +102,8 @@ class OrderDetailView(APIView):
     @extend_schema(operation_id="orders_retrieve", responses={200: so.OrderOutputSerializer},
                    summary="One order")
     def get(self, request, reference: str):
-        return Response(so.OrderOutputSerializer(_order(request, reference)).data)
+        order = get_or_404(_readable_orders(request), reference=reference)
+        return Response(so.OrderOutputSerializer(order).data)
 
 
 class OrderCancelView(APIView):

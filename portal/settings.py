@@ -292,15 +292,29 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
 }
 API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 1024 * 1024)  # a JSON body; larger is a 400
-# Webhooks: https only (plain http to loopback where allowed: DEBUG, tests); each attempt waits
-# WEBHOOK_TIMEOUT_S; retries back off exponentially from WEBHOOK_RETRY_BASE_S up to
-# WEBHOOK_RETRY_MAX_S for WEBHOOK_RETRY_WINDOW_S; an endpoint failing that long is disabled.
-WEBHOOK_ALLOW_HTTP_LOOPBACK = env_bool("WEBHOOK_ALLOW_HTTP_LOOPBACK", DEBUG)
+# Each process keeps the catalog in memory and checks at most this often whether it changed.
+CATALOG_CACHE_CHECK_S = env_float("CATALOG_CACHE_CHECK_S", 2.0, minimum=0)
+API_IDEMPOTENCY_PURGE_INTERVAL_S = env_int("API_IDEMPOTENCY_PURGE_INTERVAL_S", 3600, minimum=60)
+# Webhooks: https only to public addresses, checked at creation and (resolved) at each delivery;
+# loopback receivers (plain http too) only where WEBHOOK_ALLOW_LOOPBACK is on (DEBUG, tests).
+# Each attempt waits WEBHOOK_TIMEOUT_S; retries back off exponentially from WEBHOOK_RETRY_BASE_S
+# up to WEBHOOK_RETRY_MAX_S for WEBHOOK_RETRY_WINDOW_S; an endpoint failing that long is
+# disabled. Every WEBHOOK_SWEEP_INTERVAL_S a sweep queues again pending deliveries whose task
+# was lost (a broker restart).
+WEBHOOK_ALLOW_LOOPBACK = env_bool("WEBHOOK_ALLOW_LOOPBACK", DEBUG)
 WEBHOOK_TIMEOUT_S = env_float("WEBHOOK_TIMEOUT_S", 10.0, minimum=0.1)
 WEBHOOK_RETRY_BASE_S = env_float("WEBHOOK_RETRY_BASE_S", 30.0, minimum=0.01)
 WEBHOOK_RETRY_MAX_S = env_float("WEBHOOK_RETRY_MAX_S", 3600.0, minimum=0.01)
 WEBHOOK_RETRY_WINDOW_S = env_int("WEBHOOK_RETRY_WINDOW_S", 24 * 3600, minimum=1)
 WEBHOOK_DISABLE_AFTER_S = env_int("WEBHOOK_DISABLE_AFTER_S", 24 * 3600, minimum=1)
+WEBHOOK_SWEEP_INTERVAL_S = env_int("WEBHOOK_SWEEP_INTERVAL_S", 300, minimum=10)
+CELERY_BEAT_SCHEDULE |= {
+    "api-idempotency-purge": {"task": "api.idempotency_purge",
+                              "schedule": float(API_IDEMPOTENCY_PURGE_INTERVAL_S)},
+    "webhooks-requeue-pending": {"task": "webhooks.requeue_pending",
+                                 "schedule": float(WEBHOOK_SWEEP_INTERVAL_S),
+                                 "options": {"expires": float(WEBHOOK_SWEEP_INTERVAL_S)}},
+}
 SPECTACULAR_SETTINGS = {
     "TITLE": "Trainyard reseller API",
     "DESCRIPTION": "Quotes, orders and training servers for resellers.",

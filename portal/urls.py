@@ -28,3 +28,4 @@ urlpatterns = [
     re_path(r"^api/(?!schema$|docs$)", ApiNotFound.as_view(), name="api-not-found"),
     path("admin/", admin.site.urls),
 ]
+handler500 = "portal.api.views.server_error"  # a problem+json body under /api/

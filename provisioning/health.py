@@ -9,9 +9,7 @@ from provisioning.drivers import DriverError, HealthReport, driver_for
 from provisioning.models import HealthCheck, Node
 from provisioning.states import NodeState
 from provisioning.transitions import node_transition
-from provisioning.webhooks import health_degraded_publish
-
-UNREACHABLE = "health check failed: "
+from provisioning.webhooks import UNREACHABLE, UNREACHABLE_TEXT, health_degraded_publish
 
 # Above this a GPU is too hot: the periodic health check reports it and acceptance fails it.
 MAX_GPU_TEMPERATURE_C = 85.0
@@ -22,7 +20,8 @@ def gpu_too_hot(temperature_c: float | None) -> bool:
 
 
 def health_problems(report: HealthReport, *, expected_gpus: int) -> list[str]:
-    """What is wrong with a node according to ``report``, in words an operator reads."""
+    """What is wrong with a node according to ``report``, in words an operator and a customer
+    read (counts and temperatures; nothing of the driver's own output)."""
     problems = []
     if report.gpu_count != expected_gpus:
         problems.append(f"{report.gpu_count} of {expected_gpus} GPUs visible")
@@ -41,9 +40,9 @@ def node_health_check(*, node: Node) -> HealthCheck:
     try:
         report = driver_for(node).health()
     except DriverError as exc:
-        problems = [f"{UNREACHABLE}{exc.message}"]
-        _tell_operators_if_new(node, problems)
-        return _record(node, dict(ok=False, expected_gpu_count=expected, problems=problems))
+        _tell_operators_if_new(node, [f"{UNREACHABLE}{exc.message}"])
+        return _record(node, dict(ok=False, expected_gpu_count=expected, problems=[UNREACHABLE_TEXT],
+                                  raw=f"driver error: {exc.message}"[:20000]))
     problems = health_problems(report, expected_gpus=expected)
     if problems:
         _tell_operators_if_new(node, problems)

@@ -1,5 +1,6 @@
 """Webhook events raised by fulfilment: an acceptance test that failed, a server whose GPU health
-turned bad. Published inside the transaction that records them (see portal.webhooks.publish)."""
+turned bad, a bucket kept after termination or deleted. Published inside the transaction that
+records them (see portal.webhooks.publish)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,18 @@ from portal.orders.webhooks import order_summary
 from portal.webhooks.events import EventType
 from portal.webhooks.publish import event_publish
 from provisioning.models import HealthCheck, Node
+
+UNREACHABLE = "health check failed: "
+# What customers read of an unreachable node (server page, API, health.degraded): never the
+# driver's own words, which can name management addresses, BMC users or internal hosts.
+# Operators get those in the check's ``raw`` and in their e-mail (provisioning.health).
+UNREACHABLE_TEXT = f"{UNREACHABLE}the server did not answer; our operators have been told"
+
+
+def customer_problems(problems: list[str]) -> list[str]:
+    """A health check's problems as a customer may read them (also for checks stored before
+    the driver's words were kept out of them)."""
+    return [UNREACHABLE_TEXT if p.startswith(UNREACHABLE) else p for p in problems]
 
 
 def acceptance_failed_publish(*, order: Order, hostname: str, failed_checks: list[str]) -> None:
@@ -26,4 +39,21 @@ def health_degraded_publish(*, node: Node, check: HealthCheck) -> None:
     order = Order.objects.select_related("organisation", "sku").get(pk=node.order_id)
     event_publish(organisation=order.organisation, type=EventType.HEALTH_DEGRADED,
                   data=lambda: {"order": order_summary(order), "hostname": node.hostname,
-                                "problems": list(check.problems)})
+                                "problems": customer_problems(check.problems)})
+
+
+def bucket_event_publish(*, bucket, transition: str) -> None:
+    """storage.retained (kept until a date; also when staff move the date) and storage.deleted
+    (its retention ended, or staff dropped it), from the bucket's transition."""
+    if bucket.state == "retained":
+        kind = EventType.STORAGE_RETAINED
+    elif bucket.state == "deleted":
+        kind = EventType.STORAGE_DELETED
+    else:
+        return
+    order = Order.objects.select_related("organisation", "sku").get(pk=bucket.order_id)
+    event_publish(organisation=order.organisation, type=kind, data=lambda: {
+        "order": order_summary(order), "bucket": bucket.name, "endpoint": bucket.endpoint,
+        "transition": transition, "state": bucket.state,
+        "retain_until": bucket.retain_until.isoformat().replace("+00:00", "Z")
+        if bucket.retain_until else None})

@@ -49,6 +49,17 @@ def fast_password_hasher(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def catalog_cache_cleared():
+    """Each process keeps the catalog in memory (portal.catalog.cache); a test's rolled-back
+    rows must not outlive it there."""
+    from portal.catalog.cache import catalog_cache_clear
+
+    catalog_cache_clear()
+    yield
+    catalog_cache_clear()
+
+
 @pytest.fixture
 def require_postgres(settings):
     if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":

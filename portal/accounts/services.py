@@ -53,14 +53,20 @@ def api_key_issue(*, organisation: Organisation, name: str, by=None,
     return IssuedApiKey(api_key=key, plaintext=plaintext)
 
 
-def api_key_authenticate(plaintext: str) -> ApiKey | None:
+def api_key_verify(plaintext: str) -> ApiKey | None:
+    """The key whose secret ``plaintext`` is, active or revoked; None for anything else."""
     parts = plaintext.split("_", 2)
     if len(parts) != 3 or parts[0] != "ty":
         return None
     key = ApiKey.objects.select_related("organisation").filter(prefix=parts[1]).first()
-    if key is None or not key.is_active:
+    if key is None or not hmac.compare_digest(key.hashed_secret, _hash(plaintext)):
         return None
-    if not hmac.compare_digest(key.hashed_secret, _hash(plaintext)):
+    return key
+
+
+def api_key_authenticate(plaintext: str) -> ApiKey | None:
+    key = api_key_verify(plaintext)
+    if key is None or not key.is_active:
         return None
     api_key_touch(key)
     return key

@@ -3,10 +3,12 @@
 `{"type", "title", "status", "detail", "instance", "code"}`, plus `errors` (by field, as the
 serializers report them) on a validation failure. Business rules that say no (`DomainError`, e.g.
 cancelling an active order) are 409; Django's ValidationError and PermissionDenied from services
-become 400 and 403. Headers DRF sets (`WWW-Authenticate` on 401, `Retry-After` on 429) stay."""
+become 400 and 403. Headers DRF sets (`WWW-Authenticate` on 401, `Retry-After` on 429) stay.
+An unexpected error is logged as Django logs it and answered as a 500 problem, never an HTML page."""
 
 from __future__ import annotations
 
+import logging
 from http import HTTPStatus
 
 from django.conf import settings
@@ -14,11 +16,15 @@ from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import exceptions, status
 from rest_framework.fields import get_error_detail
+from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
+from rest_framework.views import set_rollback
 
 from portal.core.states import DomainError
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
+SERVER_ERROR_DETAIL = "Something went wrong on our side; it has been logged. Try again later."
+request_logger = logging.getLogger("django.request")
 
 
 class Conflict(exceptions.APIException):
@@ -42,13 +48,27 @@ def problem_exception_handler(exc, context):
         exc = exceptions.ParseError(f"The body is larger than the {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} "
                                     "bytes accepted.")
     response = drf_exception_handler(exc, context)
-    if response is None:
-        return None  # an unexpected error: Django's 500 (logged)
     request = context.get("request")
+    if response is None:
+        return _server_error(exc, request)
     response.data = problem_body(exc, response.status_code, response.data,
                                  instance=request.path if request is not None else "")
     response.content_type = PROBLEM_CONTENT_TYPE
     return response
+
+
+def _server_error(exc, request) -> Response:
+    set_rollback()
+    path = request.path if request is not None else ""
+    request_logger.error("Internal Server Error: %s", path, exc_info=exc,
+                         extra={"status_code": 500, "request": getattr(request, "_request", None)})
+    return server_error_response(path)
+
+
+def server_error_response(path: str) -> Response:
+    body = {"type": "about:blank", "title": HTTPStatus(500).phrase, "status": 500,
+            "detail": SERVER_ERROR_DETAIL, "code": "server_error", "instance": path}
+    return Response(body, status=500, content_type=PROBLEM_CONTENT_TYPE)
 
 
 def problem_body(exc, status_code: int, data, *, instance: str = "") -> dict:

@@ -4,7 +4,13 @@ response (status and body); the same key with another body is a 422.
 The key's row is inserted in the same transaction as what the call creates, so a second request
 with the same key waits on the unique index until the first commits, then replays its answer:
 two concurrent identical requests create one object. A call that fails stores nothing (its
-transaction rolls back), so it can be retried with the same key."""
+transaction rolls back), so it can be retried with the same key.
+
+Answers are kept per organisation for API keys (any of the organisation's keys replays them) and
+per person for a session, encrypted (they can carry a new API key or signing secret), and
+deleted by a beat task once expired. A key that rotated itself is revoked, so its retry cannot
+authenticate as usual: for SELF_ROTATION_REPLAY after the rotation, the old key may still
+authenticate to replay that one answer (same path, same Idempotency-Key), and nothing else."""
 
 from __future__ import annotations
 
@@ -16,23 +22,31 @@ from functools import wraps
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import AuthenticationFailed, ValidationError
 from rest_framework.response import Response
 
 from portal.accounts.principals import ApiKeyPrincipal
+from portal.accounts.services import api_key_verify
 from portal.api.errors import Unprocessable
 from portal.api.models import IdempotencyKey
 
 HEADER = "Idempotency-Key"
 TTL = timedelta(hours=24)
+SELF_ROTATION_REPLAY = timedelta(minutes=15)
 MAX_KEY_LENGTH = 255
 # Printable ASCII without surrounding spaces (what an HTTP header carries intact), e.g. a UUID.
 KEY_PATTERN = r"^[!-~]([ -~]*[!-~])?$"
 
 
-def principal_id(user) -> str:
+class ReplayOnlyPrincipal(ApiKeyPrincipal):
+    """A revoked key retrying the rotation that revoked it: may replay that answer, nothing else."""
+
+    replay_only = True
+
+
+def replay_scope(user) -> str:
     if isinstance(user, ApiKeyPrincipal):
-        return f"key:{user.api_key.prefix}"
+        return f"org:{user.organisation.pk}"
     return f"user:{user.pk}"
 
 
@@ -41,48 +55,83 @@ def request_hash(request) -> str:
     return hashlib.sha256(f"{request.method} {request.path}\n{body}".encode()).hexdigest()
 
 
+def _header_key(request) -> str | None:
+    key = request.headers.get(HEADER)
+    if key is None:
+        return None
+    key = key.strip()
+    if len(key) > MAX_KEY_LENGTH or not re.fullmatch(KEY_PATTERN, key):
+        raise ValidationError({HEADER: [f"Give 1 to {MAX_KEY_LENGTH} printable ASCII characters, "
+                                        f"e.g. a UUID."]})
+    return key
+
+
 def idempotent(method):
     """Decorates an APIView's `post`."""
 
     @wraps(method)
     def wrapper(view, request, *args, **kwargs):
-        key = request.headers.get(HEADER)
+        key = _header_key(request)
+        if getattr(request.user, "replay_only", False):
+            return _replay(replay_scope(request.user), key, request_hash(request))
         if key is None:
             return method(view, request, *args, **kwargs)
-        key = key.strip()
-        if len(key) > MAX_KEY_LENGTH or not re.fullmatch(KEY_PATTERN, key):
-            raise ValidationError({HEADER: [f"Give 1 to {MAX_KEY_LENGTH} printable ASCII characters, "
-                                            f"e.g. a UUID."]})
-        principal, digest = principal_id(request.user), request_hash(request)
+        scope, digest = replay_scope(request.user), request_hash(request)
         with transaction.atomic():
-            IdempotencyKey.objects.filter(principal=principal, key=key,
+            IdempotencyKey.objects.filter(scope=scope, key=key,
                                           created_at__lt=timezone.now() - TTL).delete()
             try:
                 with transaction.atomic():
                     record = IdempotencyKey.objects.create(
-                        principal=principal, key=key, method=request.method, path=request.path[:255],
-                        request_hash=digest)
+                        scope=scope, key=key, method=request.method, path=request.path[:255],
+                        request_hash=digest, api_key=getattr(request.user, "api_key", None))
             except IntegrityError:  # the first request committed while this one waited
-                return _replay(principal, key, digest)
+                return _replay(scope, key, digest)
             response = method(view, request, *args, **kwargs)
             if not 200 <= response.status_code < 300:
                 transaction.set_rollback(True)  # nothing to remember: a retry runs afresh
                 return response
             record.status_code = response.status_code
-            record.response_body = json.loads(json.dumps(response.data, default=str))
+            record.response = json.dumps(response.data, default=str)
             record.location = response.get("Location", "")[:255]
-            record.save(update_fields=["status_code", "response_body", "location"])
+            record.save(update_fields=["status_code", "response", "location"])
         return response
 
     return wrapper
 
 
-def _replay(principal: str, key: str, digest: str) -> Response:
-    record = IdempotencyKey.objects.select_for_update().get(principal=principal, key=key)
+def _replay(scope: str, key: str, digest: str) -> Response:
+    record = (IdempotencyKey.objects.select_for_update()
+              .filter(scope=scope, key=key, created_at__gte=timezone.now() - TTL).first())
+    if record is None:  # only a replay-only principal gets here without a row
+        raise AuthenticationFailed("Invalid or revoked API key.")
     if record.request_hash != digest:
         raise Unprocessable(f"{HEADER} {key!r} was used with another request body or path; "
                             f"use a new key for a new request.", code="idempotency_key_reused")
     headers = {"Idempotent-Replayed": "true"}
     if record.location:
         headers["Location"] = record.location
-    return Response(record.response_body, status=record.status_code, headers=headers)
+    return Response(json.loads(record.response), status=record.status_code, headers=headers)
+
+
+def self_rotation_replay(request, plaintext: str) -> ReplayOnlyPrincipal | None:
+    """The principal for a revoked key retrying, within SELF_ROTATION_REPLAY, the rotation of
+    itself it made with this request's Idempotency-Key; None otherwise."""
+    key_header = request.headers.get(HEADER, "").strip()
+    api_key = api_key_verify(plaintext) if key_header else None
+    if api_key is None or api_key.revoked_at is None:
+        return None
+    own_rotation = f"/api/v1/api-keys/{api_key.prefix}/rotate"
+    since = timezone.now() - SELF_ROTATION_REPLAY
+    if request.method != "POST" or request.path != own_rotation or api_key.revoked_at < since:
+        return None
+    made_it = IdempotencyKey.objects.filter(
+        scope=f"org:{api_key.organisation_id}", key=key_header, api_key=api_key, path=own_rotation,
+        created_at__gte=since).exists()
+    return ReplayOnlyPrincipal(api_key) if made_it else None
+
+
+def idempotency_keys_purge(*, now=None) -> int:
+    """Deletes answers older than TTL (beat task); returns how many."""
+    deleted, _ = IdempotencyKey.objects.filter(created_at__lt=(now or timezone.now()) - TTL).delete()
+    return deleted

@@ -1,5 +1,7 @@
 """JSON bodies only, bounded in size and nesting: a huge or deeply nested body is a 400 problem,
-never a worker busy for seconds or a RecursionError (500)."""
+never a worker busy for seconds or a RecursionError (500). Control characters (NUL …) in a key or
+a string are a 400 too, as in a form (portal.core.middleware): PostgreSQL cannot even compare
+text holding a NUL, so a lookup by such a slug answered 500."""
 
 from __future__ import annotations
 
@@ -9,6 +11,9 @@ import json
 from django.conf import settings
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
+
+from portal.core.middleware import CONTROL_CHARACTERS
+from portal.core.middleware import MESSAGE as CONTROL_MESSAGE
 
 MAX_DEPTH = 32  # our deepest request (a plan with its model spec) nests 4 levels
 
@@ -36,19 +41,27 @@ class BoundedJSONParser(JSONParser):
             raise ParseError(f"JSON nested deeper than {MAX_DEPTH} levels.") from None
         except ValueError as exc:
             raise ParseError(f"JSON parse error - {exc}") from None
-        if _depth(data) > MAX_DEPTH:
+        depth, junk = _walk(data)
+        if depth > MAX_DEPTH:
             raise ParseError(f"JSON nested deeper than {MAX_DEPTH} levels.")
+        if junk:
+            raise ParseError(CONTROL_MESSAGE)
         return data
 
 
-def _depth(value) -> int:
-    deepest, stack = 0, [(value, 1)]
+def _walk(value) -> tuple[int, bool]:
+    """(nesting depth, whether a key or string holds a control character)."""
+    deepest, junk, stack = 0, False, [(value, 1)]
     while stack:
         item, depth = stack.pop()
-        if isinstance(item, dict | list):
+        if isinstance(item, str):
+            junk = junk or bool(CONTROL_CHARACTERS.search(item))
+        elif isinstance(item, dict | list):
             deepest = max(deepest, depth)
             if deepest > MAX_DEPTH:
-                return deepest
+                return deepest, junk
+            if isinstance(item, dict):
+                junk = junk or any(CONTROL_CHARACTERS.search(k) for k in item)
             children = item.values() if isinstance(item, dict) else item
             stack.extend((child, depth + 1) for child in children)
-    return deepest
+    return deepest, junk

@@ -4,6 +4,8 @@ from portal.catalog.models import (
     GPUModel,
     NetworkOption,
     NvmeOption,
+    PriceList,
+    PriceListItem,
     ServerSKU,
     StackOption,
     StorageProvider,
@@ -46,3 +48,24 @@ class StackOptionAdmin(admin.ModelAdmin):
     list_display = ("name", "kind", "data_parallel", "tensor_parallel", "pipeline_parallel",
                     "cpu_offload", "qlora", "fp8")
     list_filter = ("kind",)
+
+
+class PriceListItemInline(admin.TabularInline):
+    model = PriceListItem
+    extra = 1
+    fields = ("sku", "nvme", "network", "storage", "percent")
+    verbose_name_plural = "Markups and discounts on single SKUs or options (one per row)"
+
+
+@admin.register(PriceList)
+class PriceListAdmin(admin.ModelAdmin):
+    """A reseller's prices: applied to the reseller and every customer it sells to, in the catalog,
+    the configurator, the wizard and every new quote (quotes already made keep their price)."""
+
+    list_display = ("organisation", "name", "percent", "item_count", "updated_at")
+    search_fields = ("organisation__name", "organisation__slug", "name")
+    inlines = [PriceListItemInline]
+
+    @admin.display(description="items")
+    def item_count(self, obj):
+        return obj.items.count()

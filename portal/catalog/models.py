@@ -1,7 +1,9 @@
 from decimal import Decimal
 
 from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.db.models import Q
 
 from portal.catalog.capabilities import (
     FEATURES,
@@ -9,6 +11,30 @@ from portal.catalog.capabilities import (
     model_family_problems,
     package_problems,
 )
+
+
+class CatalogQuerySet(models.QuerySet):
+    """A bulk ``update()`` sends no signal: it tells the catalog cache itself."""
+
+    def update(self, **kwargs):
+        changed = super().update(**kwargs)
+        if changed:
+            from portal.catalog.cache import catalog_changed
+
+            catalog_changed()
+        return changed
+
+
+class CatalogVersion(models.Model):
+    """One row, bumped in the transaction of every change to the catalog or a price list: each
+    process keeps the catalog in memory and reloads it when this number moved
+    (``portal.catalog.cache``)."""
+
+    version = models.PositiveBigIntegerField(default=0)
+    changed_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"catalog version {self.version}"
 
 
 class GPUModel(models.Model):
@@ -29,6 +55,8 @@ class GPUModel(models.Model):
     nvlink_gbps = models.PositiveIntegerField("NVLink (GB/s per GPU)", null=True, blank=True)
     pcie_gen = models.PositiveSmallIntegerField("PCIe generation")
     tdp_w = models.PositiveIntegerField("TDP (W)")
+
+    objects = CatalogQuerySet.as_manager()
 
     class Meta:
         ordering = ["-bf16_tflops", "name"]
@@ -69,6 +97,8 @@ class ServerSKU(models.Model):
         help_text="Expected nccl-tests all_reduce_perf bus bandwidth over all GPUs of one node; "
                   "acceptance fails a node below 80% of it. Empty: no baseline (1-GPU SKUs).")
 
+    objects = CatalogQuerySet.as_manager()
+
     class Meta:
         ordering = ["gpu__name", "gpu_count"]
         verbose_name = "server SKU"
@@ -93,6 +123,8 @@ class NvmeOption(models.Model):
     raid = models.CharField(max_length=8, choices=Raid.choices)
     price_monthly = models.DecimalField(max_digits=8, decimal_places=2)
 
+    objects = CatalogQuerySet.as_manager()
+
     class Meta:
         ordering = ["size_tb", "raid"]
         verbose_name = "NVMe option"
@@ -113,6 +145,8 @@ class NetworkOption(models.Model):
     on_request = models.BooleanField(default=False, help_text="Needs a staff check of the fabric.")
     is_default = models.BooleanField(default=False)
     price_monthly = models.DecimalField(max_digits=8, decimal_places=2)
+
+    objects = CatalogQuerySet.as_manager()
 
     class Meta:
         ordering = ["speed_gbps"]
@@ -142,6 +176,8 @@ class StorageProvider(models.Model):
     addressing_style = models.CharField(max_length=8, choices=AddressingStyle.choices,
                                         default=AddressingStyle.PATH)
     price_per_tb_monthly = models.DecimalField(max_digits=8, decimal_places=2)
+
+    objects = CatalogQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]
@@ -201,6 +237,8 @@ class StackOption(models.Model):
         default=list, blank=True, validators=[_validate_packages],
         help_text="Pinned pip requirements the node installs for this stack, e.g. [\"torch==2.13.0\"].")
 
+    objects = CatalogQuerySet.as_manager()
+
     class Meta:
         ordering = ["kind", "name"]
 
@@ -211,3 +249,90 @@ class StackOption(models.Model):
     def features(self) -> list[str]:
         """The boolean capabilities it has, as a person reads them."""
         return [label for name, label in FEATURES.items() if getattr(self, name)]
+
+
+# --- reseller price lists -------------------------------------------------------------------
+PERCENT_VALIDATORS = [MinValueValidator(Decimal("-90")), MaxValueValidator(Decimal("500"))]
+PERCENT_HELP = "+10 is a 10 % markup on the list price, −15 a 15 % discount."
+
+
+class PriceList(models.Model):
+    """What a reseller (and every customer it sells to) pays: the list prices with a markup or
+    discount, one for everything and one per SKU or option where staff set it. Applied by the
+    one price function, so the catalog, the configurator and every quote show the same numbers;
+    a quote freezes the price it was made with."""
+
+    organisation = models.OneToOneField("accounts.Organisation", on_delete=models.CASCADE,
+                                        related_name="price_list", limit_choices_to={"kind": "reseller"})
+    name = models.CharField(max_length=100, blank=True, help_text="e.g. 'Partner 2027'.")
+    percent = models.DecimalField("everything else (%)", max_digits=5, decimal_places=2, default=0,
+                                  validators=PERCENT_VALIDATORS, help_text=PERCENT_HELP)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = CatalogQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["organisation__name"]
+
+    def __str__(self) -> str:
+        return self.name or f"Price list of {self.organisation}"
+
+    def clean(self):
+        if self.organisation_id and self.organisation.kind != "reseller":
+            raise ValidationError({"organisation": "Price lists are for resellers; their customers "
+                                                   "pay the reseller's list."})
+
+
+PRICE_TARGETS = ("sku", "nvme", "network", "storage")
+
+
+def _one_target() -> Q:
+    only = [Q(**{f"{t}__isnull": t != target for t in PRICE_TARGETS}) for target in PRICE_TARGETS]
+    condition = only[0]
+    for q in only[1:]:
+        condition |= q
+    return condition
+
+
+class PriceListItem(models.Model):
+    """A markup or discount on one SKU or option (exactly one of them)."""
+
+    TARGETS = PRICE_TARGETS
+
+    price_list = models.ForeignKey(PriceList, on_delete=models.CASCADE, related_name="items")
+    sku = models.ForeignKey(ServerSKU, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    nvme = models.ForeignKey(NvmeOption, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    network = models.ForeignKey(NetworkOption, null=True, blank=True, on_delete=models.CASCADE,
+                                related_name="+")
+    storage = models.ForeignKey(StorageProvider, null=True, blank=True, on_delete=models.CASCADE,
+                                related_name="+")
+    percent = models.DecimalField("adjustment (%)", max_digits=5, decimal_places=2,
+                                  validators=PERCENT_VALIDATORS, help_text=PERCENT_HELP)
+
+    objects = CatalogQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = "price list item"
+        constraints = [
+            models.CheckConstraint(condition=_one_target(), name="price_list_item_names_one_target"),
+            *[models.UniqueConstraint(fields=["price_list", target], name=f"one_price_list_item_per_{target}")
+              for target in PRICE_TARGETS],
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.target} {self.percent:+}%"
+
+    @property
+    def target(self):
+        return next((getattr(self, t) for t in self.TARGETS if getattr(self, f"{t}_id")), None)
+
+    @property
+    def key(self) -> str:
+        """How the price function names the item: sku:<slug>, nvme:<slug>, …"""
+        kind = next((t for t in self.TARGETS if getattr(self, f"{t}_id")), "")
+        return f"{kind}:{self.target.slug}" if kind else ""
+
+    def clean(self):
+        named = [t for t in self.TARGETS if getattr(self, f"{t}_id")]
+        if len(named) != 1:
+            raise ValidationError("Choose exactly one SKU or option for this item.")

@@ -1,25 +1,34 @@
 """The configurator's price: catalog rows in, priced lines out, through the one price function
-(``portal.sizing.recommend.pricing.server_price``, which the recommender uses too)."""
+(``portal.sizing.recommend.pricing.server_price``, which the recommender uses too), with the
+paying organisation's price list applied there."""
 
 from __future__ import annotations
 
 from portal.quotes.configuration import Configuration
-from portal.sizing.recommend.pricing import Price, Priced, server_price
+from portal.sizing.recommend.pricing import Price, Priced, PriceList, server_price
 
 
-def price(config: Configuration) -> Price:
-    """Price per hour and per month: SKU × nodes, NVMe and network per node, storage per TB."""
+def price(config: Configuration, price_list: PriceList | None = None) -> Price:
+    """Price per hour and per month: SKU × nodes, NVMe and network per node, storage per TB;
+    ``price_list``: what the organisation pays (``portal.sizing.catalog_data.price_list_for``)."""
     sku, nvme, network = config.sku, config.nvme, config.network
-    per_node = [Priced(f"NVMe {nvme.size_tb} TB, {_raid_label(nvme)}", nvme.price_monthly)]
+    per_node = [Priced(f"NVMe {nvme.size_tb} TB, {_raid_label(nvme)}", nvme.price_monthly,
+                       key=_key("nvme", nvme))]
     if network.price_monthly:
-        per_node.append(Priced(network.name, network.price_monthly))
+        per_node.append(Priced(network.name, network.price_monthly, key=_key("network", network)))
     shared = ()
     if config.storage_provider is not None and config.storage_tb:
         provider = config.storage_provider
         shared = (Priced(f"Object storage {config.storage_tb} TB ({provider.name})",
-                         provider.price_per_tb_monthly, quantity=config.storage_tb),)
-    return server_price(nodes=config.node_count, server=Priced(sku.name, sku.price_monthly, sku.price_hourly),
-                        per_node=tuple(per_node), shared=shared)
+                         provider.price_per_tb_monthly, quantity=config.storage_tb,
+                         key=_key("storage", provider)),)
+    return server_price(nodes=config.node_count,
+                        server=Priced(sku.name, sku.price_monthly, sku.price_hourly, key=_key("sku", sku)),
+                        per_node=tuple(per_node), shared=shared, price_list=price_list)
+
+
+def _key(kind: str, item) -> str:
+    return f"{kind}:{getattr(item, 'slug', '')}"
 
 
 def _raid_label(nvme) -> str:

@@ -10,7 +10,7 @@ from portal.core.units import tb
 from portal.quotes.configuration import Configuration, CustomStorage
 from portal.quotes.fit import plan_fit_verdict
 from portal.quotes.pricing import price
-from portal.sizing.recommend.pricing import Price
+from portal.sizing.recommend.pricing import Price, PriceList
 from portal.sizing.recommend.stacks import Needs, stack_problem
 
 MIN_MULTI_NODE_ETHERNET_GBPS = 100
@@ -139,8 +139,9 @@ def _storage_rules(config: Configuration) -> list[Message]:
 
 
 def evaluate(config: Configuration, *, recommended_nvme_tb: float | None = None,
-             stock: int | None = None, plan: dict | None = None, stacks: tuple = ()) -> Evaluation:
-    return Evaluation(price=price(config),
+             stock: int | None = None, plan: dict | None = None, stacks: tuple = (),
+             price_list: PriceList | None = None) -> Evaluation:
+    return Evaluation(price=price(config, price_list),
                       messages=check(config, recommended_nvme_tb=recommended_nvme_tb, stock=stock,
                                      plan=plan, stacks=stacks))
 

@@ -11,6 +11,7 @@ from portal.quotes.models import QUOTE_VALID_DAYS, Quote
 from portal.quotes.plans import plan_check, plan_nvme_tb
 from portal.quotes.rules import Evaluation, Message, evaluate, stack_message
 from portal.quotes.selectors import sku_stock, strategy_stacks
+from portal.sizing.catalog_data import price_list_for
 
 
 class ConfigurationError(ValueError):
@@ -33,9 +34,13 @@ def storage_fields(configuration: Configuration, *, keeps_storage: bool = True) 
     return fields
 
 
-def configuration_evaluate(configuration: Configuration, *, plan: dict | None = None) -> Evaluation:
+def configuration_evaluate(configuration: Configuration, *, plan: dict | None = None,
+                           organisation=None) -> Evaluation:
+    """The rules and the price as ``organisation`` pays it (its or its reseller's price list;
+    None: list prices)."""
     return evaluate(configuration, recommended_nvme_tb=plan_nvme_tb(plan or {}) or None,
-                    stock=sku_stock(configuration.sku), plan=plan, stacks=strategy_stacks())
+                    stock=sku_stock(configuration.sku), plan=plan, stacks=strategy_stacks(),
+                    price_list=price_list_for(organisation))
 
 
 def quote_stack_problem(quote: Quote) -> str:
@@ -48,9 +53,10 @@ def quote_stack_problem(quote: Quote) -> str:
 @transaction.atomic
 def quote_create(*, organisation, by, configuration: Configuration,
                  plan: dict | None = None, valid_days: int = QUOTE_VALID_DAYS) -> Quote:
-    """Price `configuration` now and freeze it; raises ConfigurationError when a rule fails."""
+    """Price `configuration` now, as `organisation` pays, and freeze it; raises
+    ConfigurationError when a rule fails."""
     plan = plan_check(plan)
-    evaluation = configuration_evaluate(configuration, plan=plan)
+    evaluation = configuration_evaluate(configuration, plan=plan, organisation=organisation)
     if not evaluation.ok:
         raise ConfigurationError(evaluation.errors)
     price = evaluation.price

@@ -78,7 +78,8 @@ def _create_quote(request, form):
 def _context(request, form) -> dict:
     evaluation = None
     if form.is_valid():
-        evaluation = configuration_evaluate(form.configuration(), plan=form.plan_data)
+        evaluation = configuration_evaluate(form.configuration(), plan=form.plan_data,
+                                            organisation=_paying(request, form))
     field_messages = {name: [] for name in FORM_FIELDS if name in form.fields}
     if evaluation is not None:
         for message in evaluation.messages:
@@ -91,6 +92,13 @@ def _context(request, form) -> dict:
         "sizing_url": wizard_url(form.plan_data.get("workload")),
         "login_url": f"{reverse('login')}?{urlencode({'next': _configure_url(form.data)})}",
     }
+
+
+def _paying(request, form):
+    """Whose prices the page shows: the organisation the quote is for (None: list prices)."""
+    if not request.user.is_authenticated:
+        return None
+    return form.cleaned_data.get("organisation") or primary_organisation(request.user)
 
 
 def _data_from_query(query) -> dict:

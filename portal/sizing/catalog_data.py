@@ -8,6 +8,7 @@ the seed path works without settings.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from portal.sizing.recommend.catalog import (
     StackOptionSpec,
     StorageProviderSpec,
 )
+from portal.sizing.recommend.pricing import PriceList
 
 SEED_PATH = Path(__file__).resolve().parent.parent / "catalog" / "data" / "catalog.json"
 
@@ -88,31 +90,87 @@ def catalog_from_seed(path: Path | str = SEED_PATH) -> CatalogData:
 
 
 def catalog_from_db() -> CatalogData:
-    """The active catalog as stored (prices as the operator set them)."""
-    from portal.catalog.models import GPUModel, NetworkOption, NvmeOption, StackOption, StorageProvider
-    from portal.catalog.selectors import sku_list
+    """The active catalog as stored (prices as the operator set them), read now, with stock."""
+    from portal.catalog.cache import _load_rows, sku_stock
 
+    return catalog_from_rows(_load_rows(), stock=sku_stock())
+
+
+def catalog_from_rows(rows, *, stock: dict[str, int] | None = None) -> CatalogData:
+    """From ``portal.catalog.cache.CatalogRows``; ``stock``: ready nodes per SKU slug."""
     def row(obj, *fields):
         return {f: getattr(obj, f) for f in fields}
 
     gpus = tuple(_gpu(row(g, "slug", "name", "memory_gb", "bf16_tflops", "fp8_tflops", "fp32_tflops",
                           "memory_bandwidth_gbps", "nvlink_gbps", "pcie_gen"))
-                 for g in GPUModel.objects.all())
+                 for g in rows.gpus)
     skus = tuple(
         _sku(row(s, "slug", "name", "gpu_count", "interconnect", "price_hourly", "cpu_cores", "ram_gb",
-                 "price_monthly"), s.gpu.slug, getattr(s, "stock", None))
-        for s in sku_list()
+                 "price_monthly"), s.gpu.slug, None if stock is None else stock.get(s.slug, 0))
+        for s in rows.skus
     )
     data = {
-        "nvme": [row(o, "slug", "size_tb", "drives", "raid", "price_monthly")
-                 for o in NvmeOption.objects.all()],
+        "nvme": [row(o, "slug", "size_tb", "drives", "raid", "price_monthly") for o in rows.nvme],
         "network": [row(o, "slug", "name", "kind", "speed_gbps", "price_monthly", "on_request", "is_default")
-                    for o in NetworkOption.objects.all()],
-        "storage": [row(o, "slug", "name", "kind", "price_per_tb_monthly")
-                    for o in StorageProvider.objects.all()],
+                    for o in rows.networks],
+        "storage": [row(o, "slug", "name", "kind", "price_per_tb_monthly") for o in rows.storage],
         "stack": [row(o, "slug", "name", "kind", "data_parallel", "model_families", "packages",
                       "description", *FEATURES)
-                  for o in StackOption.objects.all()],
+                  for o in rows.stack],
     }
     return CatalogData(gpus=gpus, skus=skus, **_options(data),
                        checkpoints_kept=settings.STORAGE_KEEP_VERSIONS)
+
+
+# --- cached per process (portal.catalog.cache), priced per organisation ----------------------
+def catalog_cached(*, stock: bool = True, price_list: PriceList | None = None) -> CatalogData:
+    """The catalog as kept in memory until it changes; ``stock``: with ready nodes per SKU read
+    now (one query); ``price_list``: prices as that organisation pays them."""
+    from portal.catalog.cache import catalog_cached as cached
+    from portal.catalog.cache import catalog_rows, sku_stock
+
+    data = cached("sizing.catalog_data", lambda: catalog_from_rows(catalog_rows()))
+    if price_list is not None:
+        data = cached(("sizing.catalog_data", price_list), lambda: catalog_priced(data, price_list))
+    if stock:
+        counts = sku_stock()
+        data = replace(data, skus=tuple(replace(s, stock_nodes=counts.get(s.slug, 0)) for s in data.skus))
+    return data
+
+
+def catalog_priced(data: CatalogData, price_list: PriceList) -> CatalogData:
+    """Every unit price as ``price_list`` charges it (the recommender then prices plans with
+    the same numbers the configurator multiplies)."""
+    def unit(kind: str, slug: str, amount: float) -> float:
+        return float(price_list.unit(f"{kind}:{slug}", amount))
+
+    return replace(
+        data,
+        skus=tuple(replace(s, price_hourly_usd=unit("sku", s.slug, s.price_hourly_usd),
+                           price_monthly_usd=unit("sku", s.slug, s.price_monthly_usd)) for s in data.skus),
+        nvme=tuple(replace(o, price_monthly_usd=unit("nvme", o.slug, o.price_monthly_usd))
+                   for o in data.nvme),
+        networks=tuple(replace(o, price_monthly_usd=unit("network", o.slug, o.price_monthly_usd))
+                       for o in data.networks),
+        storage=tuple(replace(o, price_per_tb_monthly_usd=unit("storage", o.slug, o.price_per_tb_monthly_usd))
+                      for o in data.storage))
+
+
+def _price_lists() -> dict[int, PriceList]:
+    from portal.catalog.cache import catalog_rows
+
+    return {row.organisation_id: PriceList(
+        percent=row.percent, name=row.organisation.slug,
+        items=tuple((item.key, item.percent) for item in row.items.all()))
+        for row in catalog_rows().price_lists}
+
+
+def price_list_for(organisation) -> PriceList | None:
+    """What ``organisation`` pays: its own price list, else its reseller's (a reseller's customer
+    pays the reseller's list); None: the list prices."""
+    if organisation is None:
+        return None
+    from portal.catalog.cache import catalog_cached as cached
+
+    lists = cached("sizing.price_lists", _price_lists)
+    return lists.get(organisation.pk) or lists.get(getattr(organisation, "parent_id", None))

@@ -16,7 +16,7 @@ from django.core import signing
 from django.core.cache import cache
 from django.urls import reverse
 
-from portal.sizing.catalog_data import catalog_from_db
+from portal.sizing.catalog_data import catalog_cached, price_list_for
 from portal.sizing.config_json import load_config_json, shape_problem
 from portal.sizing.estimator import (
     Estimate,
@@ -199,15 +199,17 @@ def _reachable(endpoint: str) -> bool:
 
 
 # --- Recommendation -----------------------------------------------------------------------
-def catalog():
-    return catalog_from_db()
+def catalog(*, organisation=None, stock: bool = True):
+    """The catalog (kept per process until it changes), with stock read now, and priced as
+    ``organisation`` pays (its or its reseller's price list)."""
+    return catalog_cached(stock=stock, price_list=price_list_for(organisation))
 
 
 def strategy_runs(strategy: str, *, tp: int = 1, pp: int = 1) -> bool:
     """Whether a stack of the catalog runs the strategy with this tensor and pipeline size."""
     s = get_strategy(strategy)
     needs = Needs.of(sharding=s.sharding, offload=s.offload, tp=tp, pp=pp)
-    return choose_stack(needs, catalog_from_db().stack) is not None
+    return choose_stack(needs, catalog(stock=False).stack) is not None
 
 
 def recommendation_run(*, workload: Workload, goal: Goal, options: SearchOptions | None = None,
@@ -258,7 +260,7 @@ def estimate_run(*, model: ModelSpec, training: dict, parallel: dict, gpu_slug: 
     recommender does (NVLink or PCIe inside a node, the network option between nodes)."""
     gpu, link = None, None
     if sku_slug or gpu_slug:
-        data = catalog()
+        data = catalog(stock=False)
         sku = data.sku(sku_slug) if sku_slug else None
         spec = data.gpu(sku.gpu_slug if sku else gpu_slug)
         gpu = make_gpu(spec)
@@ -276,7 +278,7 @@ def estimate_stored_plan(data: dict) -> Estimate:
     per-GPU bytes as when it was recommended, timed on its SKU and network when the catalog
     still has them. ValueError for a plan that cannot be read (see ``Plan.from_dict``)."""
     plan = Plan.from_dict(data)
-    data_catalog = catalog()
+    data_catalog = catalog(stock=False)
     try:
         sku = data_catalog.sku(plan.sku)
         spec = data_catalog.gpu(sku.gpu_slug)

@@ -1,6 +1,7 @@
 from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
 
+from portal.accounts.selectors import primary_organisation
 from portal.sizing import charts, services
 from portal.sizing.estimator import get_preset
 from portal.sizing.forms import STEP_NAMES, STEPS, WizardForm
@@ -17,7 +18,7 @@ def wizard(request):
     else:
         form, wanted = WizardForm(), request.GET.get("go", "model")
     step = form.step_to_show(wanted) if wanted in STEP_NAMES else "model"
-    context = wizard_context(form, step)
+    context = wizard_context(form, step, organisation=_paying(request))
     return render(request, "sizing/_wizard.html" if request.htmx else "sizing/wizard.html", context)
 
 
@@ -25,12 +26,18 @@ def wizard(request):
 def results(request):
     """Live results while the inputs change (htmx); without htmx, the full results step."""
     form = WizardForm(request.POST, request.FILES)
-    context = wizard_context(form, "results")
+    context = wizard_context(form, "results", organisation=_paying(request))
     return render(request, "sizing/_results.html" if request.htmx else "sizing/wizard.html", context)
 
 
-def wizard_context(form, step: str) -> dict:
-    """Everything the wizard templates show for `step`; results only when the inputs are valid."""
+def _paying(request):
+    """Whose prices the plans show (a reseller's people: the reseller's price list)."""
+    return primary_organisation(request.user) if request.user.is_authenticated else None
+
+
+def wizard_context(form, step: str, *, organisation=None) -> dict:
+    """Everything the wizard templates show for `step`; results only when the inputs are valid;
+    plans priced as ``organisation`` pays."""
     index = STEP_NAMES.index(step)
     context = {
         "form": form, "step": step, "step_index": index,
@@ -43,7 +50,7 @@ def wizard_context(form, step: str) -> dict:
     if step != "results" or not form.is_bound or not form.is_valid():
         return context
     try:
-        data = services.catalog()
+        data = services.catalog(organisation=organisation)
         rec = services.recommendation_run(workload=form.workload(), goal=form.goal_spec(),
                                           options=form.search_options(), catalog_data=data)
     except ValueError as exc:

@@ -16,6 +16,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from portal.webhooks.addresses import UnsafeAddress, guarded_session
 from portal.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from portal.webhooks.notifications import endpoint_disabled_notify
 from portal.webhooks.signing import HEADER, signature_header
@@ -71,12 +72,24 @@ def _send(endpoint: WebhookEndpoint, delivery: WebhookDelivery, body: bytes) -> 
                "Trainyard-Event": delivery.event.type, "Trainyard-Delivery": str(delivery.pk)}
     started = time.monotonic()
     try:
-        response = requests.post(endpoint.url, data=body, headers=headers, allow_redirects=False,
-                                 timeout=(min(5.0, settings.WEBHOOK_TIMEOUT_S), settings.WEBHOOK_TIMEOUT_S))
+        with guarded_session() as session:
+            response = session.post(endpoint.url, data=body, headers=headers, allow_redirects=False,
+                                    timeout=(min(5.0, settings.WEBHOOK_TIMEOUT_S),
+                                             settings.WEBHOOK_TIMEOUT_S))
     except requests.RequestException as exc:
-        return AttemptOutcome(None, _ms_since(started), f"{type(exc).__name__}: {exc}"[:500])
+        return AttemptOutcome(None, _ms_since(started), _error_text(exc))
     error = "" if 200 <= response.status_code < 300 else f"HTTP {response.status_code}"
     return AttemptOutcome(response.status_code, _ms_since(started), error)
+
+
+def _error_text(exc: requests.RequestException) -> str:
+    """What the log shows: the refusal of an unsafe address in its own words."""
+    cause = exc
+    while cause is not None:
+        if isinstance(cause, UnsafeAddress):
+            return str(cause)[:500]
+        cause = cause.__cause__ or cause.__context__
+    return f"{type(exc).__name__}: {exc}"[:500]
 
 
 def _ms_since(started: float) -> int:
@@ -136,3 +149,23 @@ def _disable(endpoint: WebhookEndpoint, *, now, failing_for_s: float) -> None:
         state=WebhookDelivery.State.FAILED, claimed_until=None)
     endpoint_id = endpoint.pk
     transaction.on_commit(lambda: endpoint_disabled_notify(endpoint_id=endpoint_id))
+
+
+# A pending delivery this overdue, and claimed by no one, lost its Celery message (a broker
+# restart, a worker killed before acks_late could return it): the sweep queues it again.
+LOST_AFTER = timedelta(minutes=2)
+
+
+def deliveries_overdue(*, now=None, limit: int = 500) -> list[int]:
+    """Ids of pending deliveries to queue again (oldest due first). A delivery whose retry
+    window has closed meanwhile is given up instead of sent. Queuing one that still has its
+    message is harmless: the first to claim it sends it."""
+    now = now or timezone.now()
+    overdue = (WebhookDelivery.objects
+               .filter(state=WebhookDelivery.State.PENDING, endpoint__enabled=True,
+                       next_attempt_at__lt=now - LOST_AFTER)
+               .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)))
+    window_opened = now - timedelta(seconds=settings.WEBHOOK_RETRY_WINDOW_S)
+    overdue.filter(created_at__lt=window_opened).update(state=WebhookDelivery.State.FAILED)
+    return list(overdue.filter(created_at__gte=window_opened).order_by("next_attempt_at", "pk")
+                .values_list("pk", flat=True)[:limit])

@@ -8,6 +8,8 @@ class EventType(models.TextChoices):
     SERVER_READY = "server.ready", "An order's servers passed acceptance and are ready"
     ACCEPTANCE_FAILED = "acceptance.failed", "An order's acceptance test failed"
     HEALTH_DEGRADED = "health.degraded", "A server's GPU health check found a problem"
+    STORAGE_RETAINED = "storage.retained", "An order's bucket is kept after termination, until a date"
+    STORAGE_DELETED = "storage.deleted", "An order's bucket was deleted (retention ended, or dropped)"
     TEST = "webhook.test", "A test event sent on request"
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import secrets
 from urllib.parse import urlsplit
 
@@ -11,29 +10,20 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from portal.accounts.models import Organisation
+from portal.webhooks.addresses import host_problem, is_loopback_host
 from portal.webhooks.events import SUBSCRIBABLE
 from portal.webhooks.models import WebhookDelivery, WebhookEndpoint
 
 SECRET_PREFIX = "whsec_"
-LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
 
 
 def _new_secret() -> str:
     return SECRET_PREFIX + secrets.token_urlsafe(32)
 
 
-def _is_loopback(host: str) -> bool:
-    if host in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def endpoint_url_check(url: str) -> str:
-    """The URL, or ValidationError: https only; http only to loopback where
-    WEBHOOK_ALLOW_HTTP_LOOPBACK is on (DEBUG, tests)."""
+    """The URL, or ValidationError: https to a public address; loopback (plain http too) only
+    where WEBHOOK_ALLOW_LOOPBACK is on (DEBUG, tests). The delivery checks the address again."""
     parts = urlsplit(url)
     host = (parts.hostname or "").lower()
     if not host:
@@ -41,11 +31,15 @@ def endpoint_url_check(url: str) -> str:
     if parts.username or parts.password:
         raise ValidationError({"url": ["Leave credentials out of the URL; verify the signature "
                                        "header instead."]})
-    if parts.scheme == "https":
-        return url
-    if parts.scheme == "http" and _is_loopback(host) and settings.WEBHOOK_ALLOW_HTTP_LOOPBACK:
-        return url
-    raise ValidationError({"url": ["Webhook URLs must use https://."]})
+    allow_loopback = settings.WEBHOOK_ALLOW_LOOPBACK
+    if parts.scheme == "http" and not (allow_loopback and is_loopback_host(host)):
+        raise ValidationError({"url": ["Webhook URLs must use https://."]})
+    if parts.scheme not in ("http", "https"):
+        raise ValidationError({"url": ["Webhook URLs must use https://."]})
+    problem = host_problem(host, allow_loopback=allow_loopback)
+    if problem:
+        raise ValidationError({"url": [f"Webhooks go to public addresses only: {problem}."]})
+    return url
 
 
 def event_types_check(event_types: list[str] | None) -> list[str]:

@@ -27,6 +27,7 @@ from provisioning.storage.models import Bucket, BucketEvent, Credential
 from provisioning.storage.registry import CustomAccess, provider_for
 from provisioning.storage.states import BUCKET_TRANSITIONS, BucketState
 from provisioning.storage.verify import verify
+from provisioning.webhooks import bucket_event_publish
 
 _BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$")
 AWS_ENDPOINT = "https://s3.{region}.amazonaws.com"
@@ -304,9 +305,11 @@ def bucket_transition(*, bucket: Bucket, name: str, by=None, note: str = "", **f
         return BucketEvent.objects.create(bucket=locked, actor=actor, transition=name,
                                           from_state=from_state, to_state=to_state, note=note)
 
-    bucket, _ = transition(bucket, table=BUCKET_TRANSITIONS, name=name, record=record, by=by,
-                           subject=f"bucket {bucket.name}",
-                           fields={"state_changed_at": timezone.now(), **fields})
+    with transaction.atomic():
+        bucket, _ = transition(bucket, table=BUCKET_TRANSITIONS, name=name, record=record, by=by,
+                               subject=f"bucket {bucket.name}",
+                               fields={"state_changed_at": timezone.now(), **fields})
+        bucket_event_publish(bucket=bucket, transition=name)  # storage.retained / .deleted
     return bucket
 
 

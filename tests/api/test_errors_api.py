@@ -99,3 +99,38 @@ def test_a_business_rule_that_says_no_is_a_409_problem(people, catalog):
 def test_the_schema_and_docs_still_answer(client, db):
     assert client.get("/api/schema/").status_code == 200
     assert client.get("/api/schema").status_code == 301  # APPEND_SLASH, not the API's 404
+
+
+def test_an_unexpected_error_is_a_500_problem_not_an_html_page(acme_api, monkeypatch, caplog):
+    from portal.api.v1.views import catalog as catalog_views
+
+    def broken(**kwargs):
+        raise RuntimeError("the database melted")
+
+    monkeypatch.setattr(catalog_views, "catalog_snapshot", broken)
+    response = acme_api.get("/api/v1/catalog")
+    body = assert_problem(response, 500, "server_error")
+    assert "melted" not in response.content.decode() and body["instance"] == "/api/v1/catalog"
+    assert any(r.name == "django.request" and r.exc_info for r in caplog.records)
+
+
+def test_a_500_outside_drf_under_api_is_a_problem_too(rf):
+    from portal.api.views import server_error
+
+    response = server_error(rf.get("/api/v1/orders"))
+    assert response.status_code == 500 and response["Content-Type"] == "application/problem+json"
+    assert server_error(rf.get("/orders/"))["Content-Type"].startswith("text/html")
+
+
+def test_a_control_character_in_a_json_string_is_a_400_not_a_database_error(acme_api):
+    for body in ({"sku": "1x-l4\u000024gb"}, {"sku": "1x-l4-24gb", "tracker\u0000": "x"},
+                 {"sku": "1x-l4-24gb", "plan": {"model": ["a\u0001b"]}}):
+        problem = assert_problem(acme_api.post("/api/v1/quotes", body, format="json"), 400, "parse_error")
+        assert "control characters" in problem["detail"]
+
+
+
+def test_tabs_and_newlines_are_not_control_characters_here(people, catalog):
+    response = key_client(people.reseller).post("/api/v1/customers", {"name": "Tab\tand\nnewline"},
+                                                format="json")
+    assert response.status_code == 201, response.content

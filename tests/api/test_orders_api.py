@@ -93,6 +93,12 @@ def test_it_lists_with_cursor_pages_and_filters(people, acme_api):
     since = (timezone.now() - timedelta(days=1)).isoformat()
     recent = acme_api.get("/api/v1/orders", {"created_after": since}).json()["results"]
     assert orders[0].reference not in {o["reference"] for o in recent} and len(recent) == 2
+    older = acme_api.get("/api/v1/orders", {"created_before": since}).json()["results"]
+    assert [o["reference"] for o in older] == [orders[0].reference]
+    both = acme_api.get("/api/v1/orders", {"created_before": since, "state": "active"}).json()
+    assert both["results"] == []
+    assert "created_before" in assert_problem(acme_api.get("/api/v1/orders?created_before=soon"),
+                                              400)["errors"]
     assert "state" in assert_problem(acme_api.get("/api/v1/orders?state=bogus"), 400)["errors"]
 
 

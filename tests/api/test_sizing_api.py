@@ -68,7 +68,8 @@ def test_estimate_bad_input_is_a_400_that_says_why(api, body, field, text):
 
 def test_recommendation_matches_the_recommender(api):
     body = {"model": "llama-3.1-8b", "dataset_tokens": 200_000_000, "goal": {"kind": "cheapest"},
-            "options": {"top_n": 3}}
+            "options": {"top_n": 3},  # and, given, the values the Workload below defaults to:
+            "dataset_bytes": 0, "dataset_files": 1, "global_batch_tokens": 4 * 2**20}
     response = api.post("/api/v1/recommendations", body, format="json")
     assert response.status_code == 200, response.content
     from portal.sizing.recommend import SearchOptions
@@ -192,3 +193,30 @@ def test_a_plan_is_sent_alone(api):
                         format="json")
     assert response.status_code == 400
     assert "send the plan alone, without model" in response.json()["errors"]["plan"][0]
+
+
+def test_an_api_request_naming_only_the_model_asks_what_the_wizard_asks_by_default(catalog):
+    """One source of defaults: the wizard's first results page and the API's least request."""
+    from portal.api.v1.serializers import RecommendationInputSerializer
+    from portal.sizing.forms import WizardForm
+
+    form = WizardForm.from_query({"preset": "llama-3.1-8b"})
+    assert form.is_valid(), form.errors
+    api = RecommendationInputSerializer(data={"model": "llama-3.1-8b"})
+    assert api.is_valid(), api.errors
+    workload, goal, options = api.request()
+    assert workload == form.workload()
+    assert goal == form.goal_spec() and goal.kind == "cheapest"
+    assert options == form.search_options()
+    assert (workload.dataset_tokens, workload.dataset_files, workload.global_batch_tokens) == (
+        500_000_000, 1000, 256 * 4096)
+
+
+def test_a_read_key_may_ask_for_estimates_and_recommendations(people, catalog):
+    from tests.api.conftest import key_client
+
+    reader = key_client(people.acme, scopes=["read"])
+    assert reader.post("/api/v1/estimates", {"model": "llama-3.1-8b"}, format="json").status_code == 200
+    response = reader.post("/api/v1/recommendations", {"model": "llama-3.1-8b", "options": {"top_n": 1}},
+                           format="json")
+    assert response.status_code == 200, response.content

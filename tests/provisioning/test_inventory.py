@@ -9,7 +9,7 @@ from django.db import IntegrityError, connection, transaction
 from portal.catalog.models import ServerSKU
 from portal.catalog.selectors import sku_list
 from portal.core.states import DomainError, TransitionNotAllowed
-from provisioning.health import node_accept_if_healthy, node_health_check
+from provisioning.health import UNREACHABLE_TEXT, node_accept_if_healthy, node_health_check
 from provisioning.models import HealthCheck, Node
 from provisioning.selectors import node_history, node_last_health
 from provisioning.services import node_enrol, node_return_to_service, node_set_maintenance
@@ -71,7 +71,8 @@ def test_a_health_check_records_gpus_temperature_and_ecc(catalog, sim_dir):
     gone = make_node(sku=H100_SKU, state_dir=sim_dir, state="active",
                      fail={"health": {"permanent": "host unreachable"}})
     check = node_health_check(node=gone)
-    assert (check.ok, check.problems) == (False, ["health check failed: health: host unreachable"])
+    assert (check.ok, check.problems) == (False, [UNREACHABLE_TEXT])  # customers see this
+    assert check.raw == "driver error: health: host unreachable"  # operators this
     assert node_last_health(gone) == check
     assert HealthCheck.objects.count() == 3
 

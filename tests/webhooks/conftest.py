@@ -3,9 +3,15 @@ import pytest
 from portal.webhooks.services import endpoint_create
 
 
+@pytest.fixture(autouse=True)
+def worker_allows_loopback(monkeypatch):
+    """Read by a worker process at start (the receivers here listen on loopback)."""
+    monkeypatch.setenv("WEBHOOK_ALLOW_LOOPBACK", "true")
+
+
 @pytest.fixture
 def loopback_http(settings):
-    settings.WEBHOOK_ALLOW_HTTP_LOOPBACK = True
+    settings.WEBHOOK_ALLOW_LOOPBACK = True
 
 
 @pytest.fixture

@@ -12,6 +12,21 @@ class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
                 "description": "`Api-Key ty_<prefix>_<secret>`; the request acts for the key's organisation."}
 
 
+
+class SelfRotationReplayScheme(OpenApiAuthenticationExtension):
+    """Not a scheme of its own: the rotate endpoint's API key, also accepted just revoked for
+    the replay of its own rotation (docs/api.md)."""
+
+    target_class = "portal.api.authentication.SelfRotationReplayAuthentication"
+    name: list = []
+
+    def get_security_requirement(self, auto_schema):
+        return None
+
+    def get_security_definition(self, auto_schema):
+        return []
+
+
 PROBLEM = {
     "type": "object",
     "description": "An error, RFC 9457 (`application/problem+json`).",

@@ -5,6 +5,7 @@ import json
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from portal.catalog.cache import catalog_cache_clear, catalog_names
 from portal.catalog.models import NetworkOption, NvmeOption, ServerSKU, StackOption, StorageProvider
 from portal.quotes.configuration import Configuration, CustomStorage
 from portal.quotes.models import Quote
@@ -21,6 +22,8 @@ from portal.quotes.rules import (
 from portal.quotes.selectors import strategy_stacks
 from portal.sizing import services
 from portal.sizing.estimator import config as est_config
+from portal.sizing.forms import BYTES_PER_TOKEN_GUESS, WizardForm, parse_count
+from portal.sizing.recommend import Goal, SearchOptions, Workload
 from portal.sizing.recommend import types as rec_types
 
 
@@ -83,6 +86,26 @@ class QuoteInputSerializer(serializers.Serializer):
             custom_storage=CustomStorage(**d["storage_custom"]) if d.get("storage_custom") else None)
 
 
+class CatalogSlugField(serializers.CharField):
+    """A catalog row's slug (``part=1``: its name), looked up by the row's id in the catalog this
+    process keeps (``portal.catalog.cache``): a quote or an order is read without joining five
+    catalog tables."""
+
+    def __init__(self, kind: str, *, part: int = 0, **kwargs):
+        self.kind, self.part = kind, part
+        super().__init__(read_only=True, **kwargs)
+
+    def get_attribute(self, instance):
+        pk = getattr(instance, f"{self.source}_id")
+        if pk is None:
+            return None
+        names = catalog_names()[self.kind]
+        if pk not in names:  # a row added since this process read the catalog
+            catalog_cache_clear()
+            names = catalog_names()[self.kind]
+        return names[pk][self.part]
+
+
 class PriceLineSerializer(serializers.Serializer):
     label = serializers.CharField()
     hourly = serializers.DecimalField(max_digits=12, decimal_places=2)
@@ -91,13 +114,13 @@ class PriceLineSerializer(serializers.Serializer):
 
 class QuoteOutputSerializer(serializers.ModelSerializer):
     organisation = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    sku = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    sku_name = serializers.CharField(source="sku.name", read_only=True)
-    nvme = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    network = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    storage_provider = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
-    strategy = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
-    tracker = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
+    sku = CatalogSlugField("sku")
+    sku_name = CatalogSlugField("sku", part=1, source="sku")
+    nvme = CatalogSlugField("nvme")
+    network = CatalogSlugField("network")
+    storage_provider = CatalogSlugField("storage", allow_null=True)
+    strategy = CatalogSlugField("stack", allow_null=True)
+    tracker = CatalogSlugField("stack", allow_null=True)
     price_lines = PriceLineSerializer(many=True, read_only=True)
     plan = serializers.DictField(read_only=True)
     is_valid = serializers.BooleanField(read_only=True)
@@ -114,6 +137,19 @@ class QuoteOutputSerializer(serializers.ModelSerializer):
 
 
 # --- Sizing: inputs -------------------------------------------------------------------------
+# The API's defaults are the wizard's (one source: the wizard form's initial values), so a
+# request naming only the model asks what the wizard's first results page answers.
+WIZARD = WizardForm.base_fields
+
+
+def _wizard(name: str):
+    return WIZARD[name].initial
+
+
+WIZARD_GOAL = _wizard("goal")
+WIZARD_BATCH_SEQUENCES = _wizard("global_batch_seqs")
+
+
 class ModelInputMixin(serializers.Serializer):
     model = serializers.CharField(required=False, help_text="A preset name, e.g. `llama-3.1-8b`.")
     hf_config = serializers.DictField(required=False,
@@ -140,15 +176,17 @@ def _json(value) -> str:
 
 
 class TrainingInputSerializer(serializers.Serializer):
-    precision = serializers.ChoiceField(choices=est_config.PRECISIONS, default="bf16-mixed")
-    optimizer = serializers.ChoiceField(choices=est_config.OPTIMIZERS, default="adamw")
+    """Where the wizard asks the same question, its default (``_wizard``)."""
+
+    precision = serializers.ChoiceField(choices=est_config.PRECISIONS, default=_wizard("precision"))
+    optimizer = serializers.ChoiceField(choices=est_config.OPTIMIZERS, default=_wizard("optimizer"))
     micro_batch = serializers.IntegerField(min_value=1, default=1)
-    seq_len = serializers.IntegerField(min_value=1, default=2048)
+    seq_len = serializers.IntegerField(min_value=1, default=_wizard("seq_len"))
     grad_accum = serializers.IntegerField(min_value=1, default=1)
     checkpointing = serializers.ChoiceField(choices=est_config.CHECKPOINTING, default="none")
     attention = serializers.ChoiceField(choices=est_config.ATTENTION, default="sdpa")
-    finetune = serializers.ChoiceField(choices=est_config.FINETUNE, default="full")
-    lora_rank = serializers.IntegerField(min_value=1, default=16)
+    finetune = serializers.ChoiceField(choices=est_config.FINETUNE, default=_wizard("finetune"))
+    lora_rank = serializers.IntegerField(min_value=1, default=_wizard("lora_rank"))
 
 
 class ParallelInputSerializer(serializers.Serializer):
@@ -186,7 +224,7 @@ class EstimateInputSerializer(ModelInputMixin):
 
 
 class GoalInputSerializer(serializers.Serializer):
-    kind = serializers.ChoiceField(choices=rec_types.GOALS, default="fastest")
+    kind = serializers.ChoiceField(choices=rec_types.GOALS, default=WIZARD_GOAL)
     deadline_hours = serializers.FloatField(required=False, min_value=0)
     budget_usd = serializers.FloatField(required=False, min_value=0)
 
@@ -197,7 +235,10 @@ SHORTHAND_GOALS = ("fastest", "cheapest")
 @extend_schema_field({"oneOf": [
     {"type": "string", "enum": list(SHORTHAND_GOALS),
      "description": "Shorthand for {\"kind\": \"fastest\"} or {\"kind\": \"cheapest\"}."},
-    {"$ref": "#/components/schemas/GoalInput"}]})
+    {"type": "object", "properties": {
+        "kind": {"type": "string", "enum": list(rec_types.GOALS), "default": WIZARD_GOAL},
+        "deadline_hours": {"type": "number", "minimum": 0},
+        "budget_usd": {"type": "number", "minimum": 0}}}]})
 class GoalField(serializers.Field):
     """`goal`: a string for the goals that need no number, or the object."""
 
@@ -229,20 +270,38 @@ class SearchInputSerializer(serializers.Serializer):
 
 
 class RecommendationInputSerializer(ModelInputMixin):
-    dataset_tokens = serializers.IntegerField(min_value=0)
-    dataset_bytes = serializers.IntegerField(min_value=0, default=0)
-    dataset_files = serializers.IntegerField(min_value=1, default=1)
-    finetune = serializers.ChoiceField(choices=rec_types.FINETUNES, default="full")
-    precision = serializers.ChoiceField(choices=rec_types.PRECISIONS, default="bf16-mixed")
-    optimizer = serializers.ChoiceField(choices=est_config.OPTIMIZERS, default="adamw")
-    seq_len = serializers.IntegerField(min_value=1, default=4096)
-    global_batch_tokens = serializers.IntegerField(min_value=1, default=4 * 2**20)
-    epochs = serializers.FloatField(min_value=0, default=1.0)
+    dataset_tokens = serializers.IntegerField(min_value=0, default=parse_count(_wizard("dataset_tokens")),
+                                              help_text="Default: the wizard's, 500M.")
+    dataset_bytes = serializers.IntegerField(
+        min_value=0, required=False,
+        help_text=f"Default: about {BYTES_PER_TOKEN_GUESS} bytes per token, as the wizard assumes.")
+    dataset_files = serializers.IntegerField(min_value=1, default=_wizard("dataset_files"))
+    finetune = serializers.ChoiceField(choices=rec_types.FINETUNES, default=_wizard("finetune"))
+    precision = serializers.ChoiceField(choices=rec_types.PRECISIONS, default=_wizard("precision"))
+    optimizer = serializers.ChoiceField(choices=est_config.OPTIMIZERS, default=_wizard("optimizer"))
+    seq_len = serializers.IntegerField(min_value=1, default=_wizard("seq_len"))
+    global_batch_tokens = serializers.IntegerField(
+        min_value=1, required=False,
+        help_text=f"Tokens per optimizer step. Default: {WIZARD_BATCH_SEQUENCES} sequences of "
+                  f"seq_len, as in the wizard.")
+    epochs = serializers.FloatField(min_value=0, default=float(_wizard("epochs")))
     train_tokens = serializers.IntegerField(min_value=0, default=0)
-    lora_rank = serializers.IntegerField(min_value=1, default=16)
-    goal = GoalField(required=False, help_text='"fastest", "cheapest", or {"kind": …, "deadline_hours" '
-                                                '| "budget_usd": …}; default fastest.')
+    lora_rank = serializers.IntegerField(min_value=1, default=_wizard("lora_rank"))
+    goal = GoalField(required=False,
+                     help_text=f'"fastest", "cheapest", or {{"kind": …, "deadline_hours" | "budget_usd": '
+                               f'…}}; default {WIZARD_GOAL}, as in the wizard.')
     options = SearchInputSerializer(required=False)
+
+    def request(self) -> tuple[Workload, Goal, SearchOptions]:
+        """What to ask the recommender (ValueError for values the dataclasses refuse)."""
+        d = dict(self.validated_data)
+        goal, options = d.pop("goal", {"kind": WIZARD_GOAL}), d.pop("options", {})
+        d.pop("hf_config", None)
+        d.pop("model", None)
+        d.setdefault("dataset_bytes", d["dataset_tokens"] * BYTES_PER_TOKEN_GUESS)
+        d.setdefault("global_batch_tokens", WIZARD_BATCH_SEQUENCES * d["seq_len"])
+        options = {k: tuple(v) if isinstance(v, list) else v for k, v in options.items()}
+        return (Workload(model=self.model_spec(), **d), Goal(**goal), SearchOptions(**options))
 
 
 # --- Sizing: outputs (documentation of the pure modules' to_dict()) ------------------------
@@ -369,8 +428,14 @@ class RejectionOutputSerializer(serializers.Serializer):
     message = serializers.CharField()
 
 
+class GoalOutputSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=rec_types.GOALS)
+    deadline_hours = serializers.FloatField(allow_null=True)
+    budget_usd = serializers.FloatField(allow_null=True)
+
+
 class RecommendationOutputSerializer(serializers.Serializer):
-    goal = GoalInputSerializer()
+    goal = GoalOutputSerializer()
     goal_met = serializers.BooleanField()
     plans = PlanOutputSerializer(many=True)
     explanations = serializers.ListField(child=serializers.CharField())

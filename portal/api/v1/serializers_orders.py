@@ -3,11 +3,12 @@
 from rest_framework import serializers
 
 from portal.accounts.models import Organisation
-from portal.api.v1.serializers import QuoteInputSerializer
+from portal.api.v1.serializers import CatalogSlugField, QuoteInputSerializer
 from portal.catalog.models import GPUModel, NetworkOption, NvmeOption, ServerSKU, StackOption, StorageProvider
 from portal.orders.models import Order, OrderEvent
 from portal.orders.selectors import order_event_text
 from portal.orders.states import OrderState
+from provisioning.webhooks import customer_problems
 
 CUSTOMER_HELP = "A reseller acts for one of its customers: the customer's slug. Default: the key's own."
 
@@ -58,12 +59,12 @@ class OrderOutputSerializer(serializers.ModelSerializer):
     state_label = serializers.CharField(source="get_state_display", read_only=True)
     target_state = serializers.ChoiceField(choices=OrderState.choices, allow_blank=True, read_only=True,
                                            help_text="Where in-flight work takes the order; empty when none.")
-    sku = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    nvme = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    network = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    storage_provider = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
-    strategy = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
-    tracker = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
+    sku = CatalogSlugField("sku")
+    nvme = CatalogSlugField("nvme")
+    network = CatalogSlugField("network")
+    storage_provider = CatalogSlugField("storage", allow_null=True)
+    strategy = CatalogSlugField("stack", allow_null=True)
+    tracker = CatalogSlugField("stack", allow_null=True)
     plan = serializers.DictField(read_only=True)
 
     class Meta:
@@ -126,6 +127,34 @@ class StorageAccessSerializer(serializers.Serializer):
     region = serializers.CharField()
     access_key_id = serializers.CharField()
     provider = serializers.CharField()
+    state = serializers.CharField(help_text="active, retained (after termination) or deleted.")
+    retain_until = serializers.DateTimeField(allow_null=True,
+                                             help_text="A retained bucket is deleted after this.")
+    secret_revealable = serializers.BooleanField(
+        help_text="The key's secret has not been shown yet: POST …/server/storage/reveal.")
+
+
+class StorageSecretSerializer(serializers.Serializer):
+    bucket = serializers.CharField()
+    endpoint = serializers.CharField()
+    region = serializers.CharField()
+    access_key_id = serializers.CharField()
+    secret_access_key = serializers.CharField(help_text="Shown only now.")
+    credentials_file = serializers.CharField(help_text="A ready ~/.aws/credentials block and the "
+                                                       "AWS_ENDPOINT_URL line.")
+
+
+class StackFileSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    path = serializers.CharField(help_text="Where it lives on the node.")
+    sha256 = serializers.CharField()
+    url = serializers.CharField(help_text="Download it here (the same API key).")
+
+
+class NodeStackFilesSerializer(serializers.Serializer):
+    hostname = serializers.CharField()
+    rank = serializers.IntegerField()
+    files = StackFileSerializer(many=True)
 
 
 class AcceptanceCheckSerializer(serializers.Serializer):
@@ -186,7 +215,10 @@ class HealthOutputSerializer(serializers.Serializer):
     expected_gpu_count = serializers.IntegerField()
     max_temperature_c = serializers.DecimalField(max_digits=5, decimal_places=1, allow_null=True)
     ecc_errors = serializers.IntegerField(allow_null=True)
-    problems = serializers.ListField(child=serializers.CharField())
+    problems = serializers.SerializerMethodField(help_text="What is wrong, in words for customers.")
+
+    def get_problems(self, check) -> list[str]:
+        return customer_problems(check.problems)
 
 
 class ServerOutputSerializer(serializers.Serializer):
@@ -207,9 +239,28 @@ class GPUOutputSerializer(serializers.ModelSerializer):
                   "pcie_gen", "tdp_w"]
 
 
+class PaidPriceField(serializers.DecimalField):
+    """A catalog price as the requesting organisation pays it: the price list in the
+    serializer's context (``price_list``) applied, as the one price function applies it."""
+
+    def __init__(self, kind: str, **kwargs):
+        self.kind = kind
+        super().__init__(max_digits=12, decimal_places=2, read_only=True, **kwargs)
+
+    def get_attribute(self, instance):
+        price = super().get_attribute(instance)
+        price_list = self.context.get("price_list")
+        return price if price_list is None else price_list.unit(f"{self.kind}:{instance.slug}", price)
+
+
+PAID = "As your organisation pays it (its price list applied; USD)."
+
+
 class SKUOutputSerializer(serializers.ModelSerializer):
     gpu = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    stock = serializers.IntegerField(read_only=True, help_text="Ready nodes now.")
+    price_hourly = PaidPriceField("sku", help_text=PAID)
+    price_monthly = PaidPriceField("sku", help_text=PAID)
+    stock = serializers.IntegerField(read_only=True, default=0, help_text="Ready nodes now.")
 
     class Meta:
         model = ServerSKU
@@ -218,18 +269,24 @@ class SKUOutputSerializer(serializers.ModelSerializer):
 
 
 class NvmeOutputSerializer(serializers.ModelSerializer):
+    price_monthly = PaidPriceField("nvme", help_text=PAID)
+
     class Meta:
         model = NvmeOption
         fields = ["slug", "size_tb", "drives", "raid", "price_monthly"]
 
 
 class NetworkOutputSerializer(serializers.ModelSerializer):
+    price_monthly = PaidPriceField("network", help_text=PAID)
+
     class Meta:
         model = NetworkOption
         fields = ["slug", "name", "kind", "speed_gbps", "on_request", "is_default", "price_monthly"]
 
 
 class StorageOutputSerializer(serializers.ModelSerializer):
+    price_per_tb_monthly = PaidPriceField("storage", help_text=PAID)
+
     class Meta:
         model = StorageProvider
         fields = ["slug", "name", "kind", "region", "price_per_tb_monthly"]

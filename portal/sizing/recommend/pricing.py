@@ -41,6 +41,7 @@ class Priced:
     monthly: Decimal | float | int  # per unit
     hourly: Decimal | float | int | None = None  # per unit; None: monthly over HOURS_PER_MONTH
     quantity: int = 1  # units (terabytes of a bucket)
+    key: str = ""  # what a price list names it by: sku:<slug>, nvme:, network:, storage:<slug>
 
 
 def _decimal(value) -> Decimal:
@@ -52,25 +53,59 @@ def money(value) -> Decimal:
     return _decimal(value).quantize(CENT, rounding=ROUND_HALF_UP)
 
 
+MIN_PERCENT = Decimal("-90")  # a discount leaves at least a tenth of the list price
+MAX_PERCENT = Decimal("500")
+
+
+@dataclass(frozen=True)
+class PriceList:
+    """A reseller's markups (+) and discounts (−) in percent on the list prices: per item key
+    (``sku:<slug>``, ``nvme:<slug>``, ``network:<slug>``, ``storage:<slug>``), else ``percent``.
+    Each unit price is adjusted and rounded to the cent before it is multiplied, so the catalog
+    shows exactly the unit prices a quote of the same organisation multiplies."""
+
+    percent: Decimal = Decimal("0")
+    items: tuple[tuple[str, Decimal], ...] = ()
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        for key, value in (("percent", self.percent), *self.items):
+            if not MIN_PERCENT <= _decimal(value) <= MAX_PERCENT:
+                raise ValueError(f"price list {self.name!r}: {key} must be between {MIN_PERCENT} "
+                                 f"and {MAX_PERCENT} percent, got {value}")
+
+    def percent_for(self, key: str) -> Decimal:
+        return _decimal(dict(self.items).get(key, self.percent))
+
+    def unit(self, key: str, amount) -> Decimal:
+        """One unit's price as this list charges it, to the cent."""
+        return money(_decimal(amount) * (1 + self.percent_for(key) / 100))
+
+
 def _times(nodes: int) -> str:
     return f" × {nodes} nodes" if nodes > 1 else ""
 
 
-def _line(item: Priced, count: int, label: str) -> PriceLine:
+def _unit(item: Priced, amount, price_list: PriceList | None) -> Decimal:
+    return _decimal(amount) if price_list is None else price_list.unit(item.key, amount)
+
+
+def _line(item: Priced, count: int, label: str, price_list: PriceList | None = None) -> PriceLine:
     count *= item.quantity
-    monthly = money(_decimal(item.monthly) * count)
+    monthly = money(_unit(item, item.monthly, price_list) * count)
     if item.hourly is None:
         return PriceLine(label, money(monthly / HOURS_PER_MONTH), monthly)
-    return PriceLine(label, money(_decimal(item.hourly) * count), monthly)
+    return PriceLine(label, money(_unit(item, item.hourly, price_list) * count), monthly)
 
 
 def server_price(*, nodes: int, server: Priced, per_node: tuple[Priced, ...] = (),
-                 shared: tuple[Priced, ...] = ()) -> Price:
+                 shared: tuple[Priced, ...] = (), price_list: PriceList | None = None) -> Price:
     """The server (its own hourly and monthly price) and each per-node option (NVMe, network)
-    times ``nodes``; shared items (the storage bucket) once."""
-    lines = [_line(server, nodes, f"{server.label}{_times(nodes)}")]
-    lines += [_line(item, nodes, f"{item.label}{_times(nodes)}") for item in per_node]
-    lines += [_line(item, 1, item.label) for item in shared]
+    times ``nodes``; shared items (the storage bucket) once. ``price_list``: the paying
+    organisation's markups and discounts on each unit price (None: list prices)."""
+    lines = [_line(server, nodes, f"{server.label}{_times(nodes)}", price_list)]
+    lines += [_line(item, nodes, f"{item.label}{_times(nodes)}", price_list) for item in per_node]
+    lines += [_line(item, 1, item.label, price_list) for item in shared]
     return Price(lines=tuple(lines), hourly=sum((line.hourly for line in lines), Decimal("0.00")),
                  monthly=sum((line.monthly for line in lines), Decimal("0.00")))
 

@@ -1,19 +1,33 @@
-"""GET /api/v1/catalog: GPU models, SKUs with stock, options and list prices."""
+"""GET /api/v1/catalog: GPU models, SKUs with stock, options, and prices as the key's
+organisation pays them (its or its reseller's price list)."""
 
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from portal.accounts.selectors import primary_organisation
 from portal.api.v1 import serializers_orders as so
-from portal.catalog.models import GPUModel, NetworkOption, NvmeOption, StackOption, StorageProvider
-from portal.catalog.selectors import sku_list
+from portal.catalog.cache import catalog_cached, catalog_rows, sku_stock
+from portal.sizing.catalog_data import price_list_for
+
+
+def catalog_snapshot(*, price_list) -> dict:
+    """The serialised catalog for one price list, kept until the catalog changes (stock apart)."""
+    def build():
+        rows = catalog_rows()
+        catalog = {"currency": "USD", "gpus": rows.gpus, "skus": rows.skus, "nvme": rows.nvme,
+                   "networks": rows.networks, "storage": rows.storage, "stack": rows.stack}
+        return so.CatalogOutputSerializer(catalog, context={"price_list": price_list}).data
+
+    return catalog_cached(("api.catalog", price_list), build)
 
 
 class CatalogView(APIView):
     @extend_schema(operation_id="catalog_retrieve", responses={200: so.CatalogOutputSerializer},
-                   summary="What can be ordered: GPU models, server SKUs (with stock), options, prices")
+                   summary="What can be ordered: GPU models, server SKUs (with stock), options, and "
+                           "prices as your organisation pays them")
     def get(self, request):
-        catalog = {"currency": "USD", "gpus": GPUModel.objects.all(), "skus": sku_list(),
-                   "nvme": NvmeOption.objects.all(), "networks": NetworkOption.objects.all(),
-                   "storage": StorageProvider.objects.all(), "stack": StackOption.objects.all()}
-        return Response(so.CatalogOutputSerializer(catalog).data)
+        body = catalog_snapshot(price_list=price_list_for(primary_organisation(request.user)))
+        stock = sku_stock()
+        skus = [sku | {"stock": stock.get(sku["slug"], 0)} for sku in body["skus"]]
+        return Response({**body, "skus": skus})

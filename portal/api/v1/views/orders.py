@@ -1,5 +1,8 @@
 """Orders: create (from a quote or inline, placed and submitted), list, retrieve, cancel,
-terminate, events; servers: access, acceptance, health, reboot, re-deploy."""
+terminate, events; servers: access, acceptance, health, reboot, re-deploy (the bucket key and
+stack files: views/servers.py)."""
+
+from dataclasses import asdict
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, status
@@ -9,10 +12,11 @@ from rest_framework.views import APIView
 
 from portal.accounts.selectors import organisations_for
 from portal.api.idempotency import idempotent
+from portal.api.v1 import examples as ex
 from portal.api.v1 import serializers as s
 from portal.api.v1 import serializers_orders as so
 from portal.api.v1.pagination import NewestFirstCursor
-from portal.api.v1.views.common import get_or_404, organisation_for_create
+from portal.api.v1.views.common import get_or_404, lean, organisation_for_create
 from portal.api.v1.views.quotes import IDEMPOTENCY_KEY
 from portal.orders.selectors import order_events, orders_for
 from portal.quotes.selectors import quotes_visible
@@ -20,12 +24,17 @@ from portal.quotes.services import ConfigurationError, quote_stack_problem
 from provisioning import services as provisioning_services
 from provisioning.fulfilment import order_cancel, order_create_and_submit, order_request_termination
 from provisioning.selectors import acceptance_report, order_access, order_last_health
+from provisioning.storage.selectors import storage_for
 
 CONFLICT = OpenApiResponse(description="The order's state does not allow it (problem+json).")
 
 
 def _order(request, reference: str):
     return get_or_404(orders_for(request.user), reference=reference)
+
+
+def _readable_orders(request):
+    return lean(orders_for(request.user), "organisation", "quote")
 
 
 class OrderListCreateView(generics.GenericAPIView):
@@ -36,7 +45,7 @@ class OrderListCreateView(generics.GenericAPIView):
         filters = so.OrderListFilterSerializer(data=self.request.query_params)
         filters.is_valid(raise_exception=True)
         f = filters.validated_data
-        orders = orders_for(self.request.user).select_related("quote")
+        orders = _readable_orders(self.request)
         if f.get("state"):
             orders = orders.filter(state__in=f["state"])
         if f.get("customer"):
@@ -54,7 +63,7 @@ class OrderListCreateView(generics.GenericAPIView):
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(so.OrderOutputSerializer(page, many=True).data)
 
-    @extend_schema(operation_id="orders_create", request=so.OrderCreateInputSerializer,
+    @extend_schema(operation_id="orders_create", request=so.OrderCreateInputSerializer, examples=ex.ORDER,
                    parameters=[IDEMPOTENCY_KEY],
                    responses={201: so.OrderOutputSerializer,
                               400: OpenApiResponse(description="Invalid input or a broken rule, by field."),
@@ -93,11 +102,12 @@ class OrderDetailView(APIView):
     @extend_schema(operation_id="orders_retrieve", responses={200: so.OrderOutputSerializer},
                    summary="One order")
     def get(self, request, reference: str):
-        return Response(so.OrderOutputSerializer(_order(request, reference)).data)
+        order = get_or_404(_readable_orders(request), reference=reference)
+        return Response(so.OrderOutputSerializer(order).data)
 
 
 class OrderCancelView(APIView):
-    @extend_schema(operation_id="orders_cancel", request=so.OrderCancelInputSerializer,
+    @extend_schema(operation_id="orders_cancel", request=so.OrderCancelInputSerializer, examples=ex.CANCEL,
                    responses={200: so.OrderOutputSerializer, 409: CONFLICT},
                    summary="Cancel an order before provisioning starts")
     def post(self, request, reference: str):
@@ -110,6 +120,7 @@ class OrderCancelView(APIView):
 
 class OrderTerminateView(APIView):
     @extend_schema(operation_id="orders_terminate", request=so.OrderTerminateInputSerializer,
+                   examples=ex.TERMINATE,
                    responses={202: so.OrderOutputSerializer, 409: CONFLICT},
                    summary="Terminate the servers of an order: access revoked, disks wiped")
     def post(self, request, reference: str):
@@ -137,9 +148,18 @@ class ServerDetailView(APIView):
         order = _order(request, reference)
         access = order_access(order)
         server = {"order": order.reference, "state": order.state, "nodes": access.nodes,
-                  "storage": access.storage, "acceptance": acceptance_report(order),
-                  "health": order_last_health(order)}
+                  "storage": _storage(access.storage, storage_for(order)),
+                  "acceptance": acceptance_report(order), "health": order_last_health(order)}
         return Response(so.ServerOutputSerializer(server).data)
+
+
+def _storage(result, view) -> dict | None:
+    """The bucket as the storage step recorded it, with its state now (never a secret)."""
+    if result is None:
+        return None
+    return {**asdict(result), "state": view.state if view else "",
+            "retain_until": view.retain_until if view else None,
+            "secret_revealable": bool(view and view.secret_revealable)}
 
 
 class ServerActionView(APIView):

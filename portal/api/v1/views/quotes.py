@@ -8,10 +8,11 @@ from rest_framework.views import APIView
 
 from portal.accounts.selectors import organisations_for
 from portal.api.idempotency import KEY_PATTERN, MAX_KEY_LENGTH, idempotent
+from portal.api.v1 import examples as ex
 from portal.api.v1 import serializers as s
 from portal.api.v1 import serializers_orders as so
 from portal.api.v1.pagination import NewestFirstCursor
-from portal.api.v1.views.common import get_or_404, organisation_for_create
+from portal.api.v1.views.common import get_or_404, lean, organisation_for_create
 from portal.quotes.selectors import quotes_visible
 from portal.quotes.services import ConfigurationError, quote_create
 
@@ -38,7 +39,7 @@ class QuoteListCreateView(generics.GenericAPIView):
     serializer_class = s.QuoteOutputSerializer
 
     def get_queryset(self):
-        quotes = quotes_visible(organisations=organisations_for(self.request.user))
+        quotes = lean(quotes_visible(organisations=organisations_for(self.request.user)), "organisation")
         filters = so.QuoteListFilterSerializer(data=self.request.query_params)
         filters.is_valid(raise_exception=True)
         if filters.validated_data.get("customer"):
@@ -53,7 +54,7 @@ class QuoteListCreateView(generics.GenericAPIView):
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(s.QuoteOutputSerializer(page, many=True).data)
 
-    @extend_schema(operation_id="quotes_create", request=so.QuoteCreateInputSerializer,
+    @extend_schema(operation_id="quotes_create", request=so.QuoteCreateInputSerializer, examples=ex.QUOTE,
                    parameters=[IDEMPOTENCY_KEY],
                    responses={201: s.QuoteOutputSerializer,
                               400: OpenApiResponse(description="Invalid input or a broken rule, by field.")},
@@ -72,6 +73,6 @@ class QuoteDetailView(APIView):
     @extend_schema(operation_id="quotes_retrieve", responses={200: s.QuoteOutputSerializer},
                    summary="A quote of the key's organisation or (reseller) one of its customers")
     def get(self, request, reference: str):
-        quote = get_or_404(quotes_visible(organisations=organisations_for(request.user)),
-                           reference=reference)
+        quote = get_or_404(lean(quotes_visible(organisations=organisations_for(request.user)),
+                                "organisation"), reference=reference)
         return Response(s.QuoteOutputSerializer(quote).data)

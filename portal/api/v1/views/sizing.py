@@ -5,12 +5,15 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from portal.accounts.selectors import primary_organisation
+from portal.api.v1 import examples as ex
 from portal.api.v1 import serializers as s
 from portal.sizing import services
 
 
 class EstimateView(APIView):
-    @extend_schema(operation_id="estimates_create", request=s.EstimateInputSerializer,
+    post_scope = "read"  # computes an answer, stores nothing
+    @extend_schema(operation_id="estimates_create", request=s.EstimateInputSerializer, examples=ex.ESTIMATE,
                    responses={200: s.EstimateOutputSerializer,
                               400: OpenApiResponse(description="Invalid input, by field.")},
                    summary="Memory and compute estimate for one configuration (the estimator's JSON)")
@@ -34,19 +37,20 @@ class EstimateView(APIView):
 
 
 class RecommendationView(APIView):
+    post_scope = "read"
     @extend_schema(operation_id="recommendations_create", request=s.RecommendationInputSerializer,
+                   examples=ex.RECOMMENDATION,
                    responses={200: s.RecommendationOutputSerializer,
                               400: OpenApiResponse(description="Invalid input, or nothing fits.")},
                    summary="Ranked plans over the catalog (the recommender's JSON)")
     def post(self, request):
         data = s.RecommendationInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        d = dict(data.validated_data)
-        goal, options = d.pop("goal", {}), d.pop("options", {})
-        d.pop("hf_config", None)
         try:
-            rec = services.recommendation_from_values(model=data.model_spec(), workload=d, goal=goal,
-                                                      options=options)
+            workload, goal, options = data.request()
+            rec = services.recommendation_run(
+                workload=workload, goal=goal, options=options,
+                catalog_data=services.catalog(organisation=primary_organisation(request.user)))
         except ValueError as exc:
             raise ValidationError({"non_field_errors": [str(exc)]}) from None
         return Response(rec.to_dict())

@@ -11,6 +11,7 @@ from portal.accounts.models import SSHKey
 from portal.accounts.principals import ApiKeyPrincipal
 from portal.accounts.selectors import can_manage_ssh_keys, organisations_for
 from portal.api.idempotency import idempotent
+from portal.api.v1 import examples as ex
 from portal.api.v1 import serializers_ssh_keys as sk
 from portal.api.v1.pagination import NewestFirstCursor
 from portal.api.v1.views.common import get_or_404, organisation_for_create
@@ -42,13 +43,14 @@ class SSHKeyListCreateView(generics.GenericAPIView):
         return keys
 
     @extend_schema(operation_id="ssh_keys_list", parameters=[sk.SSHKeyListFilterSerializer],
+                   responses=sk.SSHKeyOutputSerializer(many=True),
                    summary="SSH keys of the organisation (a reseller's: also its customers'), "
                            "newest first")
     def get(self, request):
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(sk.SSHKeyOutputSerializer(page, many=True).data)
 
-    @extend_schema(operation_id="ssh_keys_create", request=sk.SSHKeyInputSerializer,
+    @extend_schema(operation_id="ssh_keys_create", request=sk.SSHKeyInputSerializer, examples=ex.SSH_KEY,
                    parameters=[IDEMPOTENCY_KEY],
                    responses={201: sk.SSHKeyOutputSerializer,
                               400: OpenApiResponse(description="Not one good public key, or a "

@@ -9,6 +9,8 @@ from rest_framework.views import APIView
 from portal.accounts.selectors import organisations_for
 from portal.api.errors import Conflict
 from portal.api.idempotency import idempotent
+from portal.api.permissions import require_org_admin
+from portal.api.v1 import examples as ex
 from portal.api.v1 import serializers_webhooks as sw
 from portal.api.v1.pagination import NewestFirstCursor
 from portal.api.v1.views.common import get_or_404, own_organisation
@@ -27,6 +29,12 @@ def _endpoint(request, reference: str) -> WebhookEndpoint:
     return get_or_404(_endpoints(request), reference=reference)
 
 
+def _managed_endpoint(request, reference: str) -> WebhookEndpoint:
+    endpoint = _endpoint(request, reference)
+    require_org_admin(request.user, endpoint.organisation, what="change its webhook endpoints")
+    return endpoint
+
+
 class WebhookListCreateView(generics.GenericAPIView):
     pagination_class = NewestFirstCursor
     serializer_class = sw.WebhookEndpointOutputSerializer
@@ -38,14 +46,16 @@ class WebhookListCreateView(generics.GenericAPIView):
         return self.get_paginated_response(sw.WebhookEndpointOutputSerializer(page, many=True).data)
 
     @extend_schema(operation_id="webhooks_create", request=sw.WebhookEndpointInputSerializer,
+                   examples=ex.WEBHOOK,
                    parameters=[IDEMPOTENCY_KEY], responses={201: sw.WebhookEndpointWithSecretSerializer},
                    summary="Add an endpoint; the answer carries its signing secret, once")
     @idempotent
     def post(self, request):
         data = sw.WebhookEndpointInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        endpoint, secret = endpoint_create(organisation=own_organisation(request.user),
-                                           **data.validated_data)
+        organisation = own_organisation(request.user)
+        require_org_admin(request.user, organisation, what="add webhook endpoints")
+        endpoint, secret = endpoint_create(organisation=organisation, **data.validated_data)
         body = sw.WebhookEndpointWithSecretSerializer(endpoint).data | {"secret": secret}
         return Response(body, status=status.HTTP_201_CREATED,
                         headers={"Location": f"/api/v1/webhooks/{endpoint.reference}"})
@@ -58,10 +68,11 @@ class WebhookDetailView(APIView):
         return Response(sw.WebhookEndpointOutputSerializer(_endpoint(request, reference)).data)
 
     @extend_schema(operation_id="webhooks_update", request=sw.WebhookEndpointUpdateSerializer,
+                   examples=ex.WEBHOOK_UPDATE,
                    responses={200: sw.WebhookEndpointOutputSerializer},
                    summary="Change the URL, event types or description; enable or disable")
     def patch(self, request, reference: str):
-        endpoint = _endpoint(request, reference)
+        endpoint = _managed_endpoint(request, reference)
         data = sw.WebhookEndpointUpdateSerializer(data=request.data, partial=True)
         data.is_valid(raise_exception=True)
         endpoint = endpoint_update(endpoint=endpoint, **data.validated_data)
@@ -70,7 +81,7 @@ class WebhookDetailView(APIView):
     @extend_schema(operation_id="webhooks_destroy", responses={204: None},
                    summary="Delete an endpoint (pending deliveries are dropped)")
     def delete(self, request, reference: str):
-        endpoint_delete(endpoint=_endpoint(request, reference))
+        endpoint_delete(endpoint=_managed_endpoint(request, reference))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -80,7 +91,7 @@ class WebhookRotateSecretView(APIView):
                    summary="A new signing secret, used from the next attempt on; shown once")
     @idempotent
     def post(self, request, reference: str):
-        secret = endpoint_rotate_secret(endpoint=_endpoint(request, reference))
+        secret = endpoint_rotate_secret(endpoint=_managed_endpoint(request, reference))
         return Response({"secret": secret})
 
 
@@ -89,7 +100,7 @@ class WebhookTestView(APIView):
                    responses={202: sw.WebhookDeliverySerializer},
                    summary="Send a `webhook.test` event to this endpoint now")
     def post(self, request, reference: str):
-        endpoint = _endpoint(request, reference)
+        endpoint = _managed_endpoint(request, reference)
         if not endpoint.enabled:
             raise Conflict("This endpoint is disabled; enable it first (PATCH enabled=true).")
         delivery = endpoint_test_send(endpoint=endpoint)

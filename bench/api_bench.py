@@ -1,0 +1,220 @@
+"""Reseller API throughput: requests/s of the busiest calls against a trivial DRF endpoint, in the
+same run, on the same gunicorn workers, over loopback.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/trainyard REDIS_URL=redis://127.0.0.1:6379/0 \
+        .venv/bin/python bench/api_bench.py
+
+Creates a fresh database (``trainyard_api_bench`` on the server of DATABASE_URL, dropped at the
+end; without PostgreSQL a SQLite file in a temporary directory), migrates it, seeds the catalog
+and gives a reseller a key, a quote and BENCH_ORDERS orders. Starts gunicorn (BENCH_WORKERS=2 sync
+workers, DEBUG off) with the portal's settings and one extra endpoint, GET /api/v1/bench-trivial,
+which does nothing but what every API request does (the API key's authentication, permissions,
+throttle, rendering). Then BENCH_CLIENTS load processes (http.client; wrk is not used) call each
+endpoint for BENCH_SECONDS, in BENCH_ROUNDS interleaved rounds, and the table shows requests/s,
+the ratio to the trivial endpoint and the target (reads ≥ 0.7×, the estimate ≥ 0.5×).
+
+Every answer must be a 200 with the expected body; any other answer stops the bench (exit 1).
+Tests never assert on speed: this prints numbers for people.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import multiprocessing
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import urlparse, urlunparse
+
+REPO = Path(__file__).resolve().parent.parent
+WORKERS = int(os.environ.get("BENCH_WORKERS", "2"))
+CLIENTS = int(os.environ.get("BENCH_CLIENTS", "4"))
+SECONDS = float(os.environ.get("BENCH_SECONDS", "5"))
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2"))
+ORDERS = int(os.environ.get("BENCH_ORDERS", "10"))
+WARM_SECONDS = 1.0
+ESTIMATE = {"model": "llama-3.1-8b", "sku": "8x-h100-sxm-80gb",
+            "parallel": {"dp": 8, "sharding": "zero3"}, "training": {"seq_len": 4096}}
+
+
+def _fail(message: str) -> None:
+    print(f"api_bench: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+# --- a fresh database ---------------------------------------------------------------------------
+def _database(tmp: Path) -> tuple[str, Callable[[], None]]:
+    """(DATABASE_URL of a fresh database, a function that drops it)."""
+    raw = os.environ.get("DATABASE_URL", "")
+    url = urlparse(raw)
+    if url.scheme not in ("postgres", "postgresql", "pgsql"):
+        return f"sqlite:///{tmp / 'bench.sqlite3'}", lambda: None
+    import psycopg
+
+    name = os.environ.get("BENCH_DB", "trainyard_api_bench")
+    admin = urlunparse(url._replace(path="/postgres"))
+
+    def sql(statement: str) -> None:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(statement)
+
+    sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    sql(f'CREATE DATABASE "{name}"')
+    drop = f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'
+    return urlunparse(url._replace(path=f"/{name}")), lambda: sql(drop)
+
+
+def _prepare(env: dict) -> dict:
+    """Migrates and fills the fresh database (in a child process, so this one stays Django-free);
+    returns the key, the quote reference."""
+    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=REPO, env=env,
+                   check=True)
+    script = f"""
+import json, django
+django.setup()
+from portal.accounts.models import Organisation
+from portal.accounts.services import api_key_issue
+from portal.catalog.services import catalog_seed
+from tests.factories import make_order, make_quote
+catalog_seed()
+reseller = Organisation.objects.create(name="Bench Resale", slug="bench-resale", kind="reseller")
+customer = Organisation.objects.create(name="Bench Client", slug="bench-client", parent=reseller)
+quote = make_quote(customer)
+for _ in range({ORDERS}):
+    make_order(customer)
+print(json.dumps({{"key": api_key_issue(organisation=reseller, name="bench").plaintext,
+                  "quote": quote.reference}}))
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True,
+                          env=env | {"DJANGO_SETTINGS_MODULE": "portal.settings"})
+    if done.returncode:
+        _fail(f"setting up the database failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# --- gunicorn -------------------------------------------------------------------------------------
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start_gunicorn(env: dict, port: int, log: Path) -> subprocess.Popen:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "portal.wsgi:application", "--workers", str(WORKERS),
+         "--bind", f"127.0.0.1:{port}", "--worker-class", "sync", "--log-level", "warning"],
+        cwd=REPO, env=env | {"DJANGO_SETTINGS_MODULE": "bench.api_bench_site.settings"},
+        stdout=log.open("w"), stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            _fail(f"gunicorn exited:\n{log.read_text()[-3000:]}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return proc
+        except OSError:
+            time.sleep(0.2)
+    proc.terminate()
+    _fail("gunicorn did not listen within 60 s")
+
+
+# --- load -----------------------------------------------------------------------------------------
+def _client(args) -> tuple[int, str]:
+    """One load process: as many requests as it can until ``stop_at``; (count, first error)."""
+    port, method, path, body, key, start_at, stop_at = args
+    headers = {"Authorization": f"Api-Key {key}", "Accept": "application/json"}
+    payload = json.dumps(body).encode() if body is not None else None
+    if payload is not None:
+        headers["Content-Type"] = "application/json"
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    while time.time() < start_at:
+        time.sleep(0.001)
+    done = 0
+    while time.time() < stop_at:
+        try:
+            conn.request(method, path, body=payload, headers=headers)
+            response = conn.getresponse()
+            data = response.read()
+        except (OSError, http.client.HTTPException):  # a sync worker closes after each answer
+            conn.close()
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            continue
+        if response.status != 200:
+            return done, f"{method} {path}: HTTP {response.status} {data[:300]!r}"
+        if response.getheader("Connection", "").lower() == "close":
+            conn.close()
+        done += 1
+    return done, ""
+
+
+def _measure(pool, port: int, key: str, method: str, path: str, body) -> float:
+    start_at = time.time() + 0.3
+    stop_at = start_at + SECONDS
+    results = pool.map(_client, [(port, method, path, body, key, start_at, stop_at)] * CLIENTS)
+    errors = [error for _, error in results if error]
+    if errors:
+        _fail(errors[0])
+    return sum(count for count, _ in results) / SECONDS
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        database_url, drop = _database(tmp)
+        env = os.environ | {"DATABASE_URL": database_url, "DEBUG": "false",
+                            "API_RATE_LIMIT": "100000000/min", "TRAINYARD_VAR_DIR": str(tmp / "var"),
+                            "PYTHONPATH": str(REPO)}
+        gunicorn = None
+        try:
+            fixtures = _prepare(env)
+            port = _free_port()
+            gunicorn = _start_gunicorn(env, port, tmp / "gunicorn.log")
+            endpoints = [
+                ("trivial DRF endpoint", "GET", "/api/v1/bench-trivial", None, None),
+                ("GET /api/v1/catalog", "GET", "/api/v1/catalog", None, 0.7),
+                ("GET /api/v1/quotes/<ref>", "GET", f"/api/v1/quotes/{fixtures['quote']}", None, 0.7),
+                (f"GET /api/v1/orders ({ORDERS} orders)", "GET", "/api/v1/orders", None, 0.7),
+                ("POST /api/v1/estimates", "POST", "/api/v1/estimates", ESTIMATE, 0.5),
+            ]
+            rates: dict[str, list[float]] = {name: [] for name, *_ in endpoints}
+            with multiprocessing.Pool(CLIENTS) as pool:
+                for _, method, path, body, _ in endpoints:  # warm every worker's caches
+                    start = time.time() + 0.2
+                    pool.map(_client, [(port, method, path, body, fixtures["key"], start,
+                                        start + WARM_SECONDS)] * CLIENTS)
+                for _ in range(ROUNDS):
+                    for name, method, path, body, _ in endpoints:
+                        rates[name].append(_measure(pool, port, fixtures["key"], method, path, body))
+        finally:
+            if gunicorn is not None:
+                gunicorn.terminate()
+                gunicorn.wait(timeout=30)
+            drop()
+    _print_table(endpoints, rates)
+
+
+def _print_table(endpoints, rates) -> None:
+    trivial = statistics.mean(rates[endpoints[0][0]])
+    print(f"\nReseller API on gunicorn ({WORKERS} sync workers), loopback, {CLIENTS} client processes, "
+          f"{ROUNDS} rounds × {SECONDS:g} s per endpoint (mean of rounds)\n")
+    print(f"{'endpoint':34} {'req/s':>8} {'× trivial':>10} {'target':>8}  ")
+    print("-" * 66)
+    for name, _, _, _, target in endpoints:
+        rate = statistics.mean(rates[name])
+        ratio = rate / trivial
+        verdict = "" if target is None else ("ok" if ratio >= target else "BELOW")
+        target_text = "" if target is None else f"≥ {target:.1f}×"
+        print(f"{name:34} {rate:8.0f} {ratio:9.2f}× {target_text:>8}  {verdict}")
+    print("\nrounds (req/s): " + "; ".join(f"{name}: {', '.join(f'{r:.0f}' for r in rates[name])}"
+                                          for name, *_ in endpoints))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""A server's bucket key (the secret shown once; rotate for a new one) and the files the stack
+step put on its nodes (list; download, rendered again as the node got it). The same services as
+the server page (``provisioning.storage.services``, ``provisioning.stack.selectors``)."""
+
+from django.http import Http404, HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from portal.api.errors import Conflict
+from portal.api.idempotency import idempotent
+from portal.api.v1 import serializers_orders as so
+from portal.api.v1.views.orders import CONFLICT, _order
+from portal.api.v1.views.quotes import IDEMPOTENCY_KEY
+from provisioning import services as provisioning_services
+from provisioning.stack.selectors import StaleFile, stack_downloads, stack_file
+from provisioning.storage.services import credential_reveal, credentials_file_snippet, storage_result_for
+
+FILE_TYPES = ("text/plain", "application/json", "application/yaml", "application/toml")
+
+
+class StorageRevealView(APIView):
+    @extend_schema(operation_id="servers_storage_reveal", request=None, parameters=[IDEMPOTENCY_KEY],
+                   responses={200: so.StorageSecretSerializer, 409: CONFLICT},
+                   summary="The bucket key's secret, shown once (retry with the same Idempotency-Key "
+                           "to see it again within 24 h); afterwards rotate the key")
+    @idempotent
+    def post(self, request, reference: str):
+        order = _order(request, reference)
+        result = storage_result_for(order)
+        if result is None:
+            raise Conflict("This order has no bucket (yet).")
+        revealed = credential_reveal(order=order)
+        if revealed is None:
+            raise Conflict("The secret of this key was already shown once. Rotate the key "
+                           "(POST …/server/storage/rotate) to get a new one.")
+        access_key_id, secret = revealed
+        body = {"bucket": result.bucket, "endpoint": result.endpoint, "region": result.region,
+                "access_key_id": access_key_id, "secret_access_key": secret,
+                "credentials_file": credentials_file_snippet(result=result, secret=secret)}
+        return Response(so.StorageSecretSerializer(body).data, headers={"Cache-Control": "no-store"})
+
+
+class StorageRotateView(APIView):
+    @extend_schema(operation_id="servers_storage_rotate", request=None,
+                   responses={202: so.RunOutputSerializer, 409: CONFLICT},
+                   summary="A new bucket key on every node; the old one is revoked once the new one "
+                           "works. Reveal the new secret afterwards")
+    def post(self, request, reference: str):
+        run = provisioning_services.server_rotate_storage_key(order=_order(request, reference),
+                                                               by=request.user)
+        return Response(so.RunOutputSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+
+class StackFileListView(APIView):
+    @extend_schema(operation_id="servers_stack_files_list",
+                   responses={200: so.NodeStackFilesSerializer(many=True)},
+                   summary="The training-environment files on each node (name, path, SHA-256)")
+    def get(self, request, reference: str):
+        order = _order(request, reference)
+        nodes = [{"hostname": n.hostname, "rank": n.rank,
+                  "files": [{"name": f.name, "path": f.path, "sha256": f.sha256,
+                             "url": f"/api/v1/orders/{order.reference}/server/stack-files/"
+                                    f"{n.hostname}/{f.name}"} for f in n.files]}
+                 for n in stack_downloads(order)]
+        return Response(so.NodeStackFilesSerializer(nodes, many=True).data)
+
+
+class FileRenderer(BaseRenderer):
+    """Lets a client accept the file's own type; errors are still JSON problems."""
+
+    media_type = "*/*"
+    format = "file"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return JSONRenderer().render(data, renderer_context=renderer_context)
+
+
+class StackFileDownloadView(APIView):
+    renderer_classes = [JSONRenderer, FileRenderer]
+
+    @extend_schema(operation_id="servers_stack_files_retrieve",
+                   responses={**{(200, t): OpenApiTypes.STR for t in FILE_TYPES},
+                              409: OpenApiResponse(description="The file renders differently now "
+                                                               "than when it was deployed; re-deploy.")},
+                   summary="One file as the node received it (header X-Content-SHA256)")
+    def get(self, request, reference: str, hostname: str, name: str):
+        order = _order(request, reference)
+        try:
+            file = stack_file(order, hostname=hostname, name=name)
+        except StaleFile as exc:
+            raise Conflict(str(exc)) from None
+        if file is None:
+            raise Http404
+        response = HttpResponse(file.content, content_type=f"{file.content_type}; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{hostname}-{file.name}"'
+        response["X-Content-SHA256"] = file.sha256
+        return response

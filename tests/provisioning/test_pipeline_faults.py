@@ -136,8 +136,11 @@ def test_a_staff_retry_after_the_deadline_window_completes(workers, catalog, peo
 
 def test_terminating_a_failed_cluster_waits_for_the_node_still_deploying(
         workers, catalog, people, sim_dir):
+    # The broken node fails after a 4 s deploy, so the slow node's deploy has surely started
+    # (a failure at once could beat the other deploy's start and stop it from ever starting).
     broken = make_node(sku=H100_SKU, state_dir=sim_dir, fabric_group="fg", hostname="gpu-broken",
-                       fail={"deploy_os": {"permanent": "disk not found"}})
+                       delay_scale=1, delays={"deploy_os": 4, **SLOW},
+                       fail={"configure": {"permanent": "disk not found"}})
     slow = make_node(sku=H100_SKU, state_dir=sim_dir, fabric_group="fg", hostname="gpu-slow",
                      delay_scale=1, delays={"deploy_os": 12, **SLOW})
     workers.start("one")

@@ -4,6 +4,8 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
+# Test processes side by side (pytest-xdist): one per core, at most 4.
+TEST_WORKERS ?= auto
 
 .PHONY: run test lint bench install install-dev clean
 
@@ -31,7 +33,7 @@ run: install
 	$(BIN)/python manage.py devserver --addr $(HOST):$(PORT)
 
 test: install-dev
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(TEST_WORKERS) --maxprocesses 4 --dist worksteal $(PYTEST_ARGS)
 
 lint: install-dev
 	$(BIN)/ruff check .

@@ -392,6 +392,8 @@ PROVISIONING_STACK_RENDERER = env_str("PROVISIONING_STACK_RENDERER",
 # The account customers log in with on a handed-over server (a node's driver_options.login_user
 # wins); shown on the server page.
 PROVISIONING_LOGIN_USER = env_str("PROVISIONING_LOGIN_USER", "ubuntu")
+# Training steps of each acceptance phase (DDP, then FSDP2); the loss must fall over them.
+PROVISIONING_ACCEPTANCE_STEPS = env_int("PROVISIONING_ACCEPTANCE_STEPS", 30, minimum=6)
 
 if REDIS_URL:
     # With acks_late, a message taken by a worker that died comes back after this many seconds.

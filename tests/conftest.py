@@ -43,10 +43,16 @@ def _port_open(url: str, default_port: int) -> bool:
         return False
 
 
+# Acceptance on a CPU test host trains this many steps per phase (30 on a node): the loss of
+# the smoke model falls ~90 % within 6, and each step is ~0.3 s of CPU per process here.
+TEST_ACCEPTANCE_STEPS = 8
+
+
 @pytest.fixture(autouse=True)
-def fast_password_hasher(settings):
-    """PBKDF2 costs ~0.3 s per user created; tests don't need it to be slow."""
+def fast_test_settings(settings):
+    """PBKDF2 costs ~0.3 s per user created; tests don't need it to be slow. Nor acceptance."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    settings.PROVISIONING_ACCEPTANCE_STEPS = TEST_ACCEPTANCE_STEPS
 
 
 @pytest.fixture(autouse=True)
@@ -123,7 +129,8 @@ def worker_env(db: dict, settings) -> dict:
         url = f"postgres://{auth}{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/{db['NAME']}"
     else:
         url = f"sqlite:///{db['NAME']}"
-    return {"DATABASE_URL": url, "REDIS_URL": settings.REDIS_URL}
+    return {"DATABASE_URL": url, "REDIS_URL": settings.REDIS_URL,
+            "PROVISIONING_ACCEPTANCE_STEPS": str(TEST_ACCEPTANCE_STEPS)}
 
 
 def wait_for_worker(app, name_prefix: str, proc, log, timeout: float = 45.0) -> None:

@@ -22,6 +22,7 @@ What is a stand-in, and why:
 
 import os
 import shutil
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -35,15 +36,16 @@ from portal.quotes.configuration import Configuration
 from portal.quotes.services import quote_create
 from provisioning import health, runs
 from provisioning.approvals import order_approve
-from provisioning.fulfilment import order_submit
+from provisioning.fulfilment import order_request_termination, order_submit
 from provisioning.models import ProvisioningRun, StepLogLine, StepRun
 from provisioning.pipeline import engine
 from provisioning.selectors import acceptance_report
-from provisioning.services import node_enrol
+from provisioning.services import node_enrol, server_rotate_storage_key
 from provisioning.stack.bundle import RenderedStack, render_stack
 from provisioning.stack.packages import TEST_HOST_PACKAGES
 from provisioning.states import STEPS, NodeState, RunKind, RunStatus, StepStatus
-from provisioning.storage.models import Bucket
+from provisioning.storage.models import Bucket, Credential
+from provisioning.storage.states import BucketState
 from provisioning.transitions import node_transition
 from tests.conftest import missing_service
 from tests.factories import OrganisationFactory, member_of, staff
@@ -148,10 +150,11 @@ def gpu_ssh_node(catalog, gpu_host):
     return _enrol(gpu_host, "l4-ssh-02")
 
 
-def approved_order(node, storage_provider=None) -> Order:
+def approved_order(node, storage_provider=None, **storage_options) -> Order:
     org = OrganisationFactory(slug="acme", name="Acme AI")
     customer = member_of(org)
-    storage = {"storage_provider": storage_provider, "storage_tb": 1} if storage_provider else {}
+    storage = ({"storage_provider": storage_provider, "storage_tb": 1, **storage_options}
+               if storage_provider else {})
     config = Configuration(sku=node.sku, nvme=NvmeOption.objects.order_by("size_tb").first(),
                            network=NetworkOption.objects.get(slug="eth-1g"), **storage)
     order = order_place(quote=quote_create(organisation=org, by=customer, configuration=config),
@@ -184,13 +187,16 @@ def log_of(run, step) -> list[str]:
 
 @pytest.mark.torch
 @pytest.mark.django_db
-def test_an_order_goes_active_with_the_ssh_driver(ssh_node, gpu_host, settings, storage_provider,
-                                                  admin_s3):
+def test_an_order_goes_active_and_terminates_with_the_ssh_driver(ssh_node, gpu_host, settings,
+                                                                  storage_provider, admin_s3):
     """End to end: the real pipeline over SSH; acceptance trains DDP and FSDP2 with 2 gloo
     processes through the launcher, the checkpoint goes to the order's bucket (loopback S3) and
-    comes back, and the order becomes active with the report."""
+    comes back, and the order becomes active with the report. On day 2 the bucket key is
+    rotated and the node's credentials file follows; termination copies the node's checkpoint
+    directory into the bucket with the sync tool before the disks are wiped."""
     settings.PROVISIONING_OS_IMAGE = _os_image()
-    order = approved_order(ssh_node, storage_provider)
+    settings.STORAGE_NODE_PYTHON = sys.executable  # the node's python3 with boto3
+    order = approved_order(ssh_node, storage_provider, storage_retention_days=7)
     run = ProvisioningRun.objects.get(order=order, kind=RunKind.PROVISION)
 
     outcomes = drive(run)
@@ -230,6 +236,45 @@ def test_an_order_goes_active_with_the_ssh_driver(ssh_node, gpu_host, settings, 
     prefix = f"acceptance/run-{run.pk}/attempt-1/"
     keys = {o["Key"] for o in admin_s3.list_objects_v2(Bucket=bucket, Prefix=prefix)["Contents"]}
     assert {prefix + ".metadata", prefix + "__0_0.distcp", prefix + "__1_0.distcp"} <= keys
+    _rotate_then_terminate(order, ssh_node, gpu_host, admin_s3)
+
+
+def _rotate_then_terminate(order, node, host, admin_s3) -> None:
+    root = host.trainyard_root
+    credentials = root / "etc/trainyard/s3-credentials"
+    cred = Credential.objects.get(bucket__order=order, active=True)
+    written = credentials.read_text()
+    assert f"aws_access_key_id = {cred.access_key_id}" in written and cred.secret in written
+    assert oct(credentials.stat().st_mode & 0o777) == "0o600"
+
+    # Day 2: the key is rotated and the node's file follows.
+    rotation = server_rotate_storage_key(order=order, by=order.placed_by)
+    assert drive(rotation) == ["rotate_storage_key:succeeded"]
+    new = Credential.objects.get(bucket__order=order, active=True)
+    assert new.pk != cred.pk
+    assert f"aws_access_key_id = {new.access_key_id}" in credentials.read_text()
+
+    checkpoints = root / "data/checkpoints/step-200"
+    checkpoints.mkdir(parents=True)
+    (checkpoints / "model.pt").write_bytes(b"\x00weights" * 5000)
+    (checkpoints / "optim.pt").write_bytes(b"\x01optim" * 3000)
+    order_request_termination(order=order, by=order.placed_by)
+    run = ProvisioningRun.objects.get(order=order, kind=RunKind.TERMINATE)
+    assert drive(run) == ["retain_data:succeeded", "revoke_credentials:succeeded", "wipe:succeeded",
+                          "ready:succeeded"]
+    bucket = Bucket.objects.get(order=order)
+    prefix = f"checkpoints/{node.hostname}/step-200"
+    got = admin_s3.get_object(Bucket=bucket.name, Key=f"{prefix}/model.pt")["Body"].read()
+    assert got == b"\x00weights" * 5000
+    assert admin_s3.head_object(Bucket=bucket.name, Key=f"{prefix}/optim.pt")["ContentLength"] == 18000
+    retain = StepRun.objects.get(run=run, step="retain_data")
+    assert (retain.result["files"], retain.result["bytes_copied"]) == (2, 58000)
+    assert bucket.state == BucketState.RETAINED
+    log = "\n".join(retain.log_lines.values_list("text", flat=True))
+    assert '"ok": true' in log and new.secret not in log
+    order.refresh_from_db()
+    assert order.state == OrderState.TERMINATED
+    assert order.storage_retention_days == 7
 
 
 @pytest.mark.django_db

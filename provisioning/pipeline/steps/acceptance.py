@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+from django.conf import settings
+
 from provisioning.acceptance.probe import memory_probe
 from provisioning.acceptance.report import (
     ERROR_MARKER,
@@ -155,7 +157,8 @@ def _run_job(ctx: StepContext, nodes) -> tuple[dict, list[str]]:
     """train-smoke on every node at once (one torchrun per node, one rendezvous); rank 0's node
     prints the report. The other nodes are reached without their fence: their own acceptance
     steps have finished (``_wait_for_cluster``), and the job needs the cluster as one."""
-    script = job_script(prefix=f"acceptance/run-{ctx.run.pk}/attempt-{ctx.step_run.executions}")
+    script = job_script(prefix=f"acceptance/run-{ctx.run.pk}/attempt-{ctx.step_run.executions}",
+                        steps=settings.PROVISIONING_ACCEPTANCE_STEPS)
     if len(nodes) == 1:
         return _run_on(ctx, ctx.node, script, name="acceptance", marker=JOB_MARKER,
                        timeout_s=JOB_TIMEOUT_S)

@@ -6,12 +6,13 @@ active = allocated, or max reserved) and tokens/s per GPU. A row that needs a se
 estimator does not have is listed as ``unmodelled: [...]`` with the missing knobs, never
 approximated silently. Assumptions a source leaves open are written next to the row.
 
-Run from the repository root:  python bench/estimator_published.py [--json]
+Run from the repository root:  python bench/estimator_published.py [--json] [--closest] [--cases PATH]
 Signed error = (ours - published) / published.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import sys
@@ -32,7 +33,10 @@ from portal.sizing.estimator import (  # noqa: E402
 )
 from portal.sizing.estimator import memory as mem  # noqa: E402
 
-CASES_PATH = Path(__file__).resolve().parents[2] / "shared/reference/published_cases.json"
+CASES_NAME = "shared/reference/published_cases.json"
+# shared/ sits next to the checkout (/work/shared beside /work/main; above a worktree's parent)
+CASES_PATH = next((d / CASES_NAME for d in Path(__file__).resolve().parents if (d / CASES_NAME).exists()),
+                  Path(__file__).resolve().parents[2] / CASES_NAME)
 GIB = 2**30
 
 # Datasheet dense peaks and bandwidth (shared/reference/gpu_specs.json).
@@ -313,6 +317,9 @@ def evaluate(row: Row, nearest: bool = False) -> dict:
     except ValueError as exc:
         out["unmodelled"] = [str(exc)]
         return out
+    if est.unmodelled:  # the estimator's own word: it would only approximate this setup
+        out["unmodelled"] = list(est.unmodelled)
+        return out
     if row.memory_gib is not None:
         ours = published_memory_view(est, row.memory_metric)
         out["memory"] = (row.memory_gib, ours, (ours - row.memory_gib) / row.memory_gib)
@@ -322,8 +329,8 @@ def evaluate(row: Row, nearest: bool = False) -> dict:
     return out
 
 
-def rows() -> list[Row]:
-    cases = {c["id"]: c for c in json.loads(CASES_PATH.read_text())["cases"]}
+def rows(path: Path = CASES_PATH) -> list[Row]:
+    cases = {c["id"]: c for c in json.loads(path.read_text())["cases"]}
     out = []
     for cid, build in BUILDERS.items():
         out.extend(build(cases[cid]))
@@ -345,9 +352,20 @@ def table(results: list[dict], key: str, unit: str) -> list[str]:
     return lines
 
 
-def main() -> None:
-    results = [evaluate(r, nearest="--closest" in sys.argv) for r in rows()]
-    if "--json" in sys.argv:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", action="store_true", help="every row as JSON (with its assumptions)")
+    parser.add_argument("--closest", action="store_true",
+                        help="drop each unknown knob or use its nearest value"
+                             " (the estimator before the regimes)")
+    parser.add_argument("--cases", type=Path, default=CASES_PATH,
+                        help=f"the cases file (default {CASES_PATH})")
+    args = parser.parse_args(argv)
+    if not args.cases.exists():
+        parser.error(f"{args.cases} does not exist; give --cases PATH to {CASES_NAME}")
+    results = [evaluate(r, nearest=args.closest) for r in rows(args.cases)]
+    if args.json:
         print(json.dumps(results, indent=1, default=str))
         return
     lines = table(results, "memory", "GiB per GPU") + table(results, "throughput", "tokens/s per GPU")

@@ -7,8 +7,8 @@ refused (torchtitan 0.2.2 has no Mistral, Qwen2 or Mixtral, and a dense 8B under
 would train the wrong model). Tensor, pipeline and context parallel degrees from the plan; the
 data-parallel shard degree is what is left (-1); hybrid sharding replicates across nodes.
 float8 linears for an fp8 plan (converter ``quantize.linear.float8``, needs torchao); activation
-checkpointing as every stack renders the plan's policy (``none``, ``full``, or ``selective`` with
-``selective_ac_option = "op"`` for the estimator's ``selective-op``); torch.compile on. The local
+checkpointing ``none``, ``full``, or ``selective`` with ``selective_ac_option = "op"`` for the
+plan's ``selective`` (the op-level SAC the recommender estimates for torchtitan) and ``selective-op``; torch.compile on. The local
 batch is the plan's micro-batch (with pipelining: micro-batch x accumulation, cut into pipeline
 micro-batches of the micro-batch); the global batch is the plan's, so torchtitan's own
 accumulation is the plan's. Steps: the plan's tokens over that batch.
@@ -24,6 +24,7 @@ from __future__ import annotations
 import tomli_w
 
 from portal.catalog.capabilities import MODEL_FAMILIES
+from portal.sizing.recommend.stacks import rendered_checkpointing
 from provisioning.stack.inputs import CHECKPOINT_DIR, StackInputs
 
 DATA_ROOT = "/data"
@@ -58,8 +59,9 @@ def torchtitan_config(inputs: StackInputs) -> dict:
     if t.pp > 1:
         parallelism.update({"pipeline_parallel_schedule": "1F1B",
                             "pipeline_parallel_microbatch_size": t.micro_batch})
-    ac = {"mode": AC_MODES[t.activation_checkpointing]}
-    if t.activation_checkpointing == "op":
+    checkpointing = rendered_checkpointing(t.checkpointing, t.attention, "torchtitan")
+    ac = {"mode": AC_MODES[checkpointing]}
+    if checkpointing == "op":
         ac["selective_ac_option"] = "op"
     config = {
         "job": {"dump_folder": DATA_ROOT,

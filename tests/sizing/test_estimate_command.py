@@ -62,3 +62,16 @@ def test_a_parameter_count_too_large_is_a_clear_error():
     with pytest.raises(CommandError, match="too large"):
         call_command("estimate", "--params", "1e400", "--layers", "2", "--hidden", "64",
                      "--heads", "4", "--vocab", "100")
+
+
+def test_json_says_what_the_estimate_represents_and_what_it_cannot():
+    data = json.loads(_run("--model", "llama-2-7b", "--finetune", "qlora", "--sharding", "zero3", "--dp", "4",
+                           "--json"))
+    assert data["unmodelled"] == ["QLoRA's NF4 weights under ZeRO-3 partitioning"]
+    assert "sharding=zero3" in data["represents"]
+    titan = json.loads(_run(*FLAGS, "--mixed-layout", "fsdp2", "--compile", "--compile-loss",
+                            "--checkpointing", "selective-op", "--json"))
+    assert titan["unmodelled"] == [] and "layout=fsdp2" in titan["represents"]
+    assert "checkpointing=selective-op" in titan["represents"]
+    table = _run("--model", "llama-2-7b", "--finetune", "qlora", "--sharding", "zero3", "--dp", "4")
+    assert "unmodelled: [QLoRA's NF4 weights under ZeRO-3 partitioning] (approximated)" in table

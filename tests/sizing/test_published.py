@@ -16,7 +16,10 @@ from portal.sizing.estimator import (
 from portal.sizing.estimator import activations as act
 from tests.conftest import IN_CI
 
-CASES_PATH = Path(__file__).resolve().parents[3] / "shared/reference/published_cases.json"
+# shared/ sits next to the checkout (/work/shared beside /work/main, or above a worktree's parent)
+CASES_PATH = next((d / "shared/reference/published_cases.json" for d in Path(__file__).resolve().parents
+                   if (d / "shared/reference/published_cases.json").exists()),
+                  Path(__file__).resolve().parents[3] / "shared/reference/published_cases.json")
 if not CASES_PATH.exists():
     if IN_CI:
         raise RuntimeError(f"CI=true but {CASES_PATH} is missing")

@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 
 from portal.sizing.catalog_data import catalog_from_seed
-from portal.sizing.estimator import ParallelConfig, TrainingConfig, estimate, get_preset
+from portal.sizing.estimator import estimate, get_preset
 from portal.sizing.recommend import (
     MEMORY_RESERVE_FRACTION,
     CatalogData,
@@ -16,6 +16,7 @@ from portal.sizing.recommend import (
     recommend,
 )
 from portal.sizing.recommend.engine import build_sizes
+from portal.sizing.recommend.search import Searcher
 
 PLAN_KEYS = {
     "model", "finetune", "precision", "sku", "gpu", "gpu_name", "gpus_per_node", "nodes", "interconnect",
@@ -49,16 +50,9 @@ def rec_7b_fastest(catalog):
 
 
 def estimator_total(plan) -> int:
-    model = get_preset("mistral-7b")
-    sharding, offload = plan.sharding, plan.offload
-    est = estimate(
-        model,
-        TrainingConfig(precision=plan.precision, optimizer="adamw", micro_batch=plan.micro_batch,
-                       seq_len=4096,
-                       grad_accum=plan.grad_accum, checkpointing=plan.checkpointing, finetune=plan.finetune),
-        ParallelConfig(dp=plan.dp, sharding=sharding, offload=offload, tp=plan.tp, pp=plan.pp),
-    )
-    return est.per_gpu.total
+    """The plan re-estimated from its own fields and its stack's regime (the estimator knobs it
+    stores), from scratch: a fresh estimate(), not the search's memo."""
+    return estimate(get_preset("mistral-7b"), plan.training_config(), plan.parallel_config()).per_gpu.total
 
 
 def test_7b_full_finetune_never_recommends_what_the_estimator_says_does_not_fit(rec_7b_cheapest,
@@ -162,7 +156,7 @@ def test_plan_json_contract(rec_7b_cheapest):
     assert PLAN_KEYS <= set(d)
     assert BREAKDOWN_KEYS <= set(d["memory_breakdown_bytes"])
     assert sum(d["memory_breakdown_bytes"].values()) == d["per_gpu_total_bytes"]
-    assert d["stack"] in ("ddp", "fsdp", "deepspeed")
+    assert d["stack"] in ("ddp", "fsdp", "deepspeed", "torchtitan")
     assert d["raid"] in ("single", "raid0", "raid10") and d["nvme_tb"] >= 1 and d["storage_tb"] >= 1
     full = rec_7b_cheapest.to_dict()
     assert full["plans"][0] == d and full["points"] and full["data"]["dataloader_workers"] >= 2
@@ -262,8 +256,37 @@ def test_pruned_search_matches_exhaustive_with_sizes_sharing_memory(catalog, wor
         for a, b in zip(fast.plans, slow.plans, strict=True):  # ties may differ in micro-batch
             assert a.train_hours == pytest.approx(b.train_hours, rel=1e-9)
             assert a.price_total_usd == pytest.approx(b.price_total_usd, rel=1e-9)
-        # pipeline-free sizes time more flat layouts (no "fast" pipeline cuts the walk short)
-        assert fast.estimator_calls < slow.estimator_calls / 15
+        # the bounds, the shared memory decisions and the lighter-sibling rule prune most calls
+        assert fast.estimator_calls < slow.estimator_calls / 10
+
+
+@pytest.mark.parametrize("work, catalog_skus", [
+    (replace(full_7b(), model="llama-3.1-70b"), None),  # the whole catalog: many GPU memory sizes
+    (Workload(model="llama-3.1-70b", dataset_tokens=10**9, seq_len=4096, global_batch_tokens=4096 * 64),
+     ("1x-l4-24gb", "1x-rtx-4090-24gb", "2x-rtx-4090-24gb", "1x-l40s-48gb", "1x-a100-pcie-80gb")),
+], ids=["70b-full", "70b-nothing-fits"])
+def test_misses_inherited_from_classes_with_more_memory_change_nothing(catalog, monkeypatch, work,
+                                                                        catalog_skus):
+    """A layout whose most frugal setting did not fit a class with more GPU memory (and host
+    RAM) is not decided again for a class with less: the whole answer, points, rejections and
+    closest miss included, is the one every class deciding afresh gives."""
+    if catalog_skus:
+        skus = tuple(s for s in catalog.skus if s.slug in catalog_skus)
+        catalog = CatalogData(gpus=catalog.gpus, skus=skus,
+                              nvme=catalog.nvme, networks=catalog.networks, storage=catalog.storage,
+                              stack=catalog.stack)
+
+    def answer():
+        try:
+            return recommend(work, Goal("cheapest"), catalog, SearchOptions(node_counts=(1, 2))).to_dict()
+        except ValueError as exc:
+            return str(exc)
+
+    inherited = answer()
+    monkeypatch.setattr(Searcher, "_ancestors", lambda self, *args: ())
+    assert answer() == inherited
+    if catalog_skus:
+        assert inherited.startswith("no server in the catalog fits") and "closest: " in inherited
 
 
 def test_recommendation_does_not_depend_on_estimator_caches(catalog):

@@ -17,6 +17,7 @@ from portal.sizing.estimator import (
 )
 from portal.sizing.estimator import activations as act
 from portal.sizing.estimator import compute as cmp
+from portal.sizing.estimator.config import ZeroConfig
 
 # h=64, 4 heads of 16, 2 kv heads (kv_dim 32), MLP 160, 4 layers, vocab 1000, untied head.
 TINY = ModelSpec(name="tiny", family="llama", vocab_size=1000, hidden_size=64, num_layers=4, num_heads=4,
@@ -170,16 +171,24 @@ def test_activation_offloading_keeps_one_layer_on_the_gpu():
 def test_zero3_fp32_gradient_copy_is_capped_by_sub_group_size():
     tc = TrainingConfig(precision="fp16-mixed", seq_len=1)
     whole = _mem(tc, ParallelConfig(dp=2, sharding="zero3"))
-    capped = _mem(tc, ParallelConfig(dp=2, sharding="zero3", ds_sub_group_size=20_000))
+    capped = _mem(tc, ParallelConfig(dp=2, sharding="zero3", zero=ZeroConfig(sub_group_size=20_000)))
     # the step moment: fp32 copy of the partition (4 P / 2), or of one sub-group (4 x 20000)
     assert whole.transient + whole.activations + whole.logits_and_loss == pytest.approx(4 * P / 2, abs=2)
     assert capped.transient + capped.activations + capped.logits_and_loss == pytest.approx(4 * 20_000, abs=2)
 
 
-def test_bf16_zero1_runs_deepspeeds_bf16_optimizer_with_full_fp32_gradients():
-    g = _mem(TrainingConfig(precision="bf16-mixed", seq_len=8), ParallelConfig(dp=2, sharding="zero1"))
+def test_bf16_zero1_with_fp32_grad_accumulation_runs_deepspeeds_bf16_optimizer():
+    """engine._do_optimizer_sanity_check: BF16_Optimizer only for bf16 + grad_accum_dtype fp32
+    + ZeRO-1 without offload; by default grad_accum_dtype is the model dtype."""
+    bf16 = TrainingConfig(precision="bf16-mixed", seq_len=8)
+    fp32_accum = ParallelConfig(dp=2, sharding="zero1", zero=ZeroConfig(grad_accum_dtype="fp32"))
+    g = _mem(bf16, fp32_accum)
     assert g.gradients == 2 * P + 4 * P  # bf16 grads + fp32 accumulation buffer, neither sharded
-    fp16 = _mem(TrainingConfig(precision="fp16-mixed", seq_len=8), ParallelConfig(dp=2, sharding="zero1"))
+    assert _mem(bf16, ParallelConfig(dp=2, sharding="zero1")).gradients == 2 * P  # the ZeRO optimizer
+    offloaded = ParallelConfig(dp=2, sharding="zero1", offload="optimizer",
+                               zero=ZeroConfig(grad_accum_dtype="fp32"))
+    assert _mem(bf16, offloaded).gradients == 2 * P
+    fp16 = _mem(TrainingConfig(precision="fp16-mixed", seq_len=8), fp32_accum)
     assert fp16.gradients == 2 * P
 
 

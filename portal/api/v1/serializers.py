@@ -354,6 +354,11 @@ class EstimateOutputSerializer(serializers.Serializer):
     compute = ComputeSerializer(allow_null=True)
     checkpoint = CheckpointSerializer()
     world_size = serializers.IntegerField()
+    represents = serializers.ListField(child=serializers.CharField(),
+                                       help_text="The regime the estimate models, knob by knob.")
+    unmodelled = serializers.ListField(child=serializers.CharField(),
+                                       help_text="Settings of this layout the estimator cannot represent and "
+                                                 "approximates (empty: none).")
 
 
 class PlanOutputSerializer(serializers.Serializer):
@@ -405,6 +410,11 @@ class PlanOutputSerializer(serializers.Serializer):
     stack_name = serializers.CharField()
     stack_settings = serializers.DictField()
     warnings = serializers.ListField(child=serializers.CharField())
+    represents = serializers.ListField(child=serializers.CharField(), required=False,
+                                       help_text="The regime the plan was sized and timed in (its stack's).")
+    unmodelled = serializers.ListField(child=serializers.CharField(), required=False,
+                                       help_text="Always empty: layouts the estimator cannot represent are "
+                                                 "not proposed.")
 
 
 class PointOutputSerializer(serializers.Serializer):

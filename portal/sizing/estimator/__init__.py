@@ -39,12 +39,15 @@ from .api import (
     MemoryEstimate,
     StepFacts,
     clear_caches,
+    comm_floor,
+    comm_volume,
     estimate,
     estimate_compute,
     estimate_from_memory,
     estimate_memory,
+    flop_rate,
 )
-from .config import GPUSpec, Interconnect, ParallelConfig, TrainingConfig
+from .config import GPUSpec, Interconnect, ParallelConfig, TrainingConfig, ZeroConfig
 from .dtypes import DType
 from .hf_config import model_from_hf_config
 from .models import ModelSpec, ParamCounts, model_from_params
@@ -64,11 +67,15 @@ __all__ = [
     "ParamCounts",
     "StepFacts",
     "TrainingConfig",
+    "ZeroConfig",
     "clear_caches",
     "estimate",
     "estimate_compute",
     "estimate_from_memory",
     "estimate_memory",
+    "comm_floor",
+    "comm_volume",
+    "flop_rate",
     "get_preset",
     "list_presets",
     "model_from_hf_config",

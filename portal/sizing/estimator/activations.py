@@ -230,9 +230,13 @@ def activation_bytes(
     else:
         per_layer, recompute = full_layer, 0
         layers = per_layer * layers_per_stage
-    # 1F1B: the first stage holds min(pp, microbatches) micro-batches in flight.
+    # 1F1B (and ZB-H1, which keeps 1F1B's peak): the first stage holds min(pp, microbatches)
+    # micro-batches in flight. Interleaved with v virtual stages it warms up further ahead:
+    # L (1 + (p-1)/(p v)) layers' worth instead of L (Korthikanti et al. 2022, 4.2.3).
     in_flight = min(pc.pp, pc.pp_microbatches or tc.grad_accum) if pc.pp > 1 else 1
     layers *= in_flight
+    if pc.pp > 1 and pc.pp_interleave > 1:
+        layers = int(layers * (1 + (pc.pp - 1) / (pc.pp * pc.pp_interleave)))
     offloaded = 0
     if tc.activation_offload:  # the layer being computed stays on the GPU
         offloaded = max(0, layers - max(per_layer, ckpt_input))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 from functools import cached_property, lru_cache
 
 from . import activations as act
@@ -69,10 +69,23 @@ class Estimate:
     compute: ComputeEstimate | None
     checkpoint: CheckpointSize
     world_size: int
+    memory: MemoryEstimate | None = field(default=None, repr=False, compare=False)  # what it was built from
+
+    @cached_property
+    def represents(self) -> tuple[str, ...]:
+        """The regime modelled, knob by knob (MemoryEstimate.represents)."""
+        return self.memory.represents if self.memory is not None else ()
+
+    @cached_property
+    def unmodelled(self) -> tuple[str, ...]:
+        """Settings of this setup the estimate cannot represent and approximates (empty: none)."""
+        return self.memory.unmodelled if self.memory is not None else ()
 
     def to_dict(self) -> dict:
-        d = asdict(self)
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "memory"}
+        d = {k: asdict(v) if hasattr(v, "__dataclass_fields__") else v for k, v in d.items()}
         d["per_gpu_bytes"] = d.pop("per_gpu")
+        d["represents"], d["unmodelled"] = list(self.represents), list(self.unmodelled)
         return d
 
 
@@ -115,6 +128,13 @@ def validate(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfi
                          " (torchtitan's policy counts their aten.mm calls); use full or selective")
     if training.precision == "fp8" and training.finetune == "qlora":
         raise ValueError("qlora trains in bf16 on top of NF4 weights; use bf16-mixed")
+    cp = parallel.cp
+    if cp > 1 and training.attention == "eager":
+        raise ValueError("context parallelism runs ring attention on the fused kernel; use attention='sdpa'"
+                         " or 'flash'")
+    if cp > 1 and training.seq_len % (2 * cp):
+        raise ValueError(f"seq_len={training.seq_len} must split into 2 x cp={cp} equal chunks for context"
+                         " parallelism (load-balanced ring attention)")
 
 
 @dataclass(frozen=True)
@@ -125,9 +145,12 @@ class StepFacts:
     hardware_flops_per_token: float
     tokens_per_gpu_group: int  # tokens one model-parallel group processes per optimizer step
     tokens_per_step: int
-    model_parallel: int  # tp * pp
+    model_parallel: int  # tp * pp * cp
     bubble_fraction: float
     comm_bytes: dict  # bytes each GPU sends per step, by kind
+    dp_forward_share: float = 0.0  # share of the dp traffic in the forward pass
+    shard_elems: float = 0.0  # trainable elements whose optimizer step this GPU runs
+    gathered_shard_elems: float = 0.0  # elements of this GPU's weight shard (offloaded weights)
 
 
 @dataclass(frozen=True)
@@ -158,10 +181,15 @@ class MemoryEstimate:
     def fits(self, gpu: GPUSpec) -> bool:
         return self.per_gpu.total <= gpu.memory_bytes
 
-    @property
+    @cached_property
     def represents(self) -> tuple[str, ...]:
-        """The regime this estimate models, knob by knob (what it does not model raises)."""
+        """The regime this estimate models, knob by knob."""
         return represented_knobs(self.training, self.parallel, self.layout)
+
+    @cached_property
+    def unmodelled(self) -> tuple[str, ...]:
+        """Settings of this setup the estimate cannot represent and approximates (empty: none)."""
+        return unmodelled_knobs(self.spec, self.training, self.parallel, self.layout)
 
     @cached_property
     def step(self) -> StepFacts:
@@ -173,6 +201,7 @@ class MemoryEstimate:
             "model": self.model, "params": asdict(self.params), "per_gpu_bytes": asdict(self.per_gpu),
             "cpu_bytes_per_gpu": int(self.cpu_bytes_per_gpu), "layout": self.layout,
             "checkpoint": asdict(self.checkpoint), "world_size": self.world_size,
+            "represents": list(self.represents), "unmodelled": list(self.unmodelled),
         }
 
 
@@ -185,19 +214,63 @@ def represented_knobs(training: TrainingConfig, parallel: ParallelConfig, layout
     for flag in ("compile", "compile_loss", "optimizer_in_backward", "activation_offload"):
         if getattr(training, flag):
             out.append(flag)
+    if training.precision == "fp8":
+        gather = " +fp8 all-gather" if training.float8_all_gather else ""
+        out.append(f"float8={training.float8_recipe}{gather}")
     if training.finetune != "full":
         out.append(f"finetune={training.finetune} r={training.lora_rank}")
     out.append(f"sharding={parallel.sharding}" + (f" offload={parallel.offload}" if parallel.offload != "none"
                                                    else ""))
-    if layout == "fsdp2" and not parallel.reshard_after_forward:
-        out.append("reshard_after_forward=False")
+    if parallel.sharding == "fsdp-hybrid":
+        out.append(f"hsdp shard={mem.shard_group(parallel)}")
+    if layout == "fsdp2":
+        out.append(f"fsdp reduce_dtype={parallel.fsdp_reduce_dtype}")
+        if not parallel.reshard_after_forward:
+            out.append("reshard_after_forward=False")
+    if parallel.sharding in mem.DEEPSPEED_SHARDING:
+        z = parallel.zero
+        stage = int(parallel.sharding[-1])
+        out.append(f"zero reduce_bucket={z.reduce_bucket_size:.3g} overlap_comm={z.overlaps(stage)}"
+                   f" grad_accum_dtype={z.grad_accum_dtype or 'model'}")
+        if stage == 3:
+            out.append(f"zero3 prefetch={z.prefetch_bucket_size:.3g} max_live={z.max_live_parameters:.3g}"
+                       f" max_reuse={z.max_reuse_distance:.3g} persist<{z.param_persistence_threshold:.3g}"
+                       f" sub_group={z.sub_group_size:.3g}")
     if parallel.pp > 1:
-        out.append(f"pp={parallel.pp} 1F1B" + (f" interleave={parallel.pp_interleave}"
-                                               if parallel.pp_interleave > 1 else ""))
+        schedule = {"1f1b": "1F1B", "zb-h1": "ZB-H1"}[parallel.pp_schedule]
+        out.append(f"pp={parallel.pp} {schedule}" + (f" interleave={parallel.pp_interleave}"
+                                                     if parallel.pp_interleave > 1 else ""))
     if parallel.tp > 1:
-        out.append(f"tp={parallel.tp}" + (" +sp" if parallel.sp else ""))
+        out.append(f"tp={parallel.tp}" + (" +sp" if parallel.sp else "")
+                   + (" async" if parallel.async_tp else ""))
+    if parallel.cp > 1:
+        out.append(f"cp={parallel.cp} ring attention")
+    if parallel.ep > 1:
+        out.append(f"ep={parallel.ep}")
     out.append("gradients freed between steps" if mem.grads_freed_between_steps(training, parallel)
                else "gradients resident across steps")
+    return tuple(out)
+
+
+def unmodelled_knobs(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig,
+                     layout: str) -> tuple[str, ...]:
+    """What of this setup no knob represents: the estimate approximates it (and says so)."""
+    out = []
+    if parallel.cp > 1 and parallel.sharding not in mem.FSDP_SHARDING:
+        out.append("context parallelism without FSDP (modelled as torchtitan runs it: FSDP over dp x cp)")
+    if training.finetune == "qlora" and parallel.sharding == "zero3":
+        out.append("QLoRA's NF4 weights under ZeRO-3 partitioning")
+    if parallel.offload == "optimizer" and parallel.sharding in mem.FSDP_SHARDING:
+        out.append("FSDP offloading the optimizer alone (FSDP's CPU offload moves parameters, gradients and"
+                   " optimizer together: offload='optimizer+params')")
+    if layout == "fsdp2" and parallel.sharding == "fsdp-shard-grad-op":
+        out.append("fsdp-shard-grad-op under FSDP2 (it is fsdp-full-shard with reshard_after_forward=False)")
+    if training.compile and model.family != "llama":
+        out.append(f"torch.compile fusions of {model.family} layers (memory counted as eager)")
+    if parallel.pp_schedule == "zb-h1" and parallel.pp_interleave > 1:
+        out.append("interleaved zero-bubble pipeline schedules")
+    if training.activation_offload and parallel.pp > 1:
+        out.append("activation offloading under pipeline parallelism")
     return tuple(out)
 
 
@@ -224,9 +297,10 @@ def estimate_memory(
     validate(model, training, parallel)
     p, weights, grads, optim, cpu_per_gpu, gathered, step_extra, params, checkpoint = _model_states(
         model, training.precision, training.mixed_layout, training.optimizer, training.finetune,
-        training.lora_rank, training.lora_targets, parallel)
+        training.lora_rank, training.lora_targets, training.float8_all_gather, parallel)
     activations, logits, backward, offloaded = _activations(
-        model, training, parallel.tp, parallel.sp, parallel.pp, parallel.pp_microbatches, p.layout)
+        model, training, parallel.tp, parallel.sp, parallel.pp, parallel.pp_microbatches, p.layout,
+        parallel.cp, parallel.pp_interleave)
     cpu_per_gpu += offloaded
     forward_backward = activations + logits + backward
     if training.optimizer_in_backward:
@@ -248,7 +322,7 @@ def estimate_memory(
     per_gpu = _frozen(MemoryBreakdown, weights=w, gradients=g, optimizer_states=o, activations=a,
                       logits_and_loss=lg, transient=t, gathered_buffers=gb, framework_overhead=fo,
                       total=w + g + o + a + lg + t + gb + fo)
-    return _frozen(
+    memory = _frozen(
         MemoryEstimate,
         model=model.name,
         params=params,
@@ -261,34 +335,50 @@ def estimate_memory(
         training=training,
         parallel=parallel,
     )
+    # worked out now (cheap), so a search that filters on it pays no cached_property lookup
+    memory.__dict__["unmodelled"] = unmodelled_knobs(model, training, parallel, p.layout)
+    return memory
 
 
 @lru_cache(maxsize=8192)
 def _activations(model: ModelSpec, training: TrainingConfig, tp: int, sp: bool, pp: int,
-                 pp_microbatches: int | None, layout: str) -> tuple[int, int, int, int]:
+                 pp_microbatches: int | None, layout: str, cp: int = 1,
+                 pp_interleave: int = 1) -> tuple[int, int, int, int]:
     """(saved activations, logits and loss, backward transient, offloaded to host): they
-    depend on the training settings and on TP/SP/PP, not on data parallelism or sharding (only
-    through the dtype layout). Cached, so strategies that share a layout share them."""
-    parallel = ParallelConfig(tp=tp, sp=sp, pp=pp, pp_microbatches=pp_microbatches)
+    depend on the training settings and on TP/SP/PP/CP, not on data parallelism or sharding
+    (only through the dtype layout). Cached, so strategies that share a layout share them.
+
+    Context parallelism splits every sequence over cp ranks: each keeps the activations and
+    logits of its s/cp tokens, and ring attention gathers the whole sequence's k and v (and in
+    backward their gradients) for one layer at a time."""
+    pp_interleave = pp_interleave if pp > 1 else 1
+    parallel = ParallelConfig(tp=tp, sp=sp, pp=pp, pp_microbatches=pp_microbatches,
+                              pp_interleave=pp_interleave)
+    local = training if cp == 1 else replace(training, seq_len=training.seq_len // cp)
     dt = act.dtype_facts(training, layout)
     layers_per_stage = math.ceil(model.num_layers / pp)
-    activations, recompute, offloaded = act.activation_bytes(model, training, parallel, dt, layers_per_stage)
-    b, s = training.micro_batch, training.seq_len
+    activations, recompute, offloaded = act.activation_bytes(model, local, parallel, dt, layers_per_stage)
+    b, s = local.micro_batch, local.seq_len
     logits = act.logits_and_loss(model, dt, b, s, tp, training.loss, training.compile_loss)
     backward = max(recompute, act.logits_backward_transient(model, b, s, tp, training.loss,
                                                             training.loss_chunks, training.compile_loss))
+    if cp > 1:
+        kv = b * training.seq_len * 2 * (model.kv_dim // min(tp, model.num_kv_heads)) * dt.act
+        backward = max(backward, 2 * kv)  # the gathered k, v and their gradients
     return activations, logits, backward, offloaded
 
 
 @lru_cache(maxsize=8192)
 def _model_states(model: ModelSpec, precision: str, mixed_layout: str | None, optimizer: str,
-                  finetune: str, lora_rank: int, lora_targets: tuple[str, ...], parallel: ParallelConfig):
+                  finetune: str, lora_rank: int, lora_targets: tuple[str, ...], float8_all_gather: bool,
+                  parallel: ParallelConfig):
     """Weights, gradients, optimizer states, gathered buffers, host RAM, parameter counts and
     checkpoint sizes: they depend on the model, the parallel layout and the training settings
     named here, not on the micro-batch, sequence length or checkpointing. Cached (per-model
     constants of a layout), so a search over micro-batches works each out once."""
     training = TrainingConfig(precision=precision, mixed_layout=mixed_layout, optimizer=optimizer,
-                              finetune=finetune, lora_rank=lora_rank, lora_targets=lora_targets)
+                              finetune=finetune, lora_rank=lora_rank, lora_targets=lora_targets,
+                              float8_all_gather=float8_all_gather)
     p = mem.placement(training, parallel)
     weights = mem.weights_bytes(model, training, parallel, p)
     grads = mem.gradient_bytes(model, training, parallel, p)
@@ -326,17 +416,9 @@ def estimate_compute(
     one MemoryEstimate serves GPUs and strategies with different planning MFUs.
     """
     training, parallel = memory.training, memory.parallel
-    if mfu is None:
-        mfu = cmp.mfu(training, memory.spec, gpu, parallel.tp)
-    elif not 0 < mfu <= 1:
-        raise ValueError(f"mfu must be in (0, 1], got {mfu}")
+    rate, mfu = flop_rate(memory.spec, training, gpu, parallel.tp, mfu=mfu)
     f = memory.step
-    if training.precision == "fp8" and training.mfu is None and gpu.memory_bandwidth_gbps:
-        peak = gpu.bf16_tflops / cmp.fp8_time_factor(training, memory.spec, gpu, parallel.tp)
-    else:
-        peak = gpu.peak_tflops(training.precision)
-    compute_s = f.hardware_flops_per_token * f.tokens_per_gpu_group / f.model_parallel / (
-        peak * 1e12 * mfu)
+    compute_s = f.hardware_flops_per_token * f.tokens_per_gpu_group / f.model_parallel / rate
     # kernels cannot run faster than they are launched; pipeline stages pay per micro-batch
     microbatches = f.tokens_per_gpu_group // (training.micro_batch * training.seq_len)
     stage_layers = math.ceil(memory.spec.num_layers / parallel.pp)
@@ -344,11 +426,15 @@ def estimate_compute(
     compute_s = max(compute_s, launch)
     if parallel.pp > 1:
         compute_s += cmp.PIPELINE_MICROBATCH_SECONDS * microbatches
-    comm_s = cmp.comm_seconds(f.comm_bytes, parallel, interconnect or DEFAULT_LINK)
-    backward_s = compute_s * 2 / 3
-    exposed = comm_s["tp"] + comm_s["pp"] + comm_s["ep"]
+    link = interconnect or DEFAULT_LINK
+    comm_s = cmp.comm_seconds(f.comm_bytes, parallel, link)
+    exposed = cmp.exposed_tp_seconds(comm_s["tp"], compute_s, parallel) + comm_s["pp"] + comm_s["ep"]
+    exposed += comm_s["cp"]
     overlap = cmp.DP_OVERLAP_BY_STACK.get(training.kernel_stack, cmp.DP_OVERLAP)
-    exposed += max(0.0, comm_s["dp"] - overlap * backward_s)
+    exposed += cmp.exposed_dp_seconds(comm_s["dp"], comm_s["dp_replicate"], f.dp_forward_share, compute_s,
+                                      overlap)
+    exposed += cmp.offload_seconds(parallel, f.shard_elems, f.gathered_shard_elems, microbatches,
+                                   gpu.pcie_gbps, min(parallel.world_size, link.gpus_per_node), compute_s)
     step = compute_s / (1 - f.bubble_fraction) + exposed
     tps = f.tokens_per_step / step
     return _frozen(
@@ -367,6 +453,78 @@ def estimate_compute(
         train_tokens=train_tokens,
         time_to_train_seconds=(train_tokens / tps) if train_tokens else None,
     )
+
+
+def flop_rate(model: ModelSpec, training: TrainingConfig, gpu: GPUSpec, tp: int = 1, *,
+              mfu: float | None = None) -> tuple[float, float]:
+    """(hardware FLOP/s one GPU sustains, its MFU) in the time model (compute.py): what
+    estimate_compute divides the step's hardware FLOPs by. A search can bound a layout's time
+    from below with it (its compute time, no communication, no bubble)."""
+    if mfu is None:
+        mfu = cmp.mfu(training, model, gpu, tp)
+    elif not 0 < mfu <= 1:
+        raise ValueError(f"mfu must be in (0, 1], got {mfu}")
+    if training.precision == "fp8" and training.mfu is None and gpu.memory_bandwidth_gbps:
+        peak = gpu.bf16_tflops / cmp.fp8_time_factor(training, model, gpu, tp)
+    else:
+        peak = gpu.peak_tflops(training.precision)
+    return peak * 1e12 * mfu, mfu
+
+
+@dataclass(frozen=True)
+class CommFloor:
+    """The communication of one setup per step that depends on its compute only through
+    overlap, worked out without a memory estimate: exposed(compute_seconds) is what
+    estimate_compute adds to the compute for it (CPU offload aside). The step time grows with
+    the compute (what the overlap hides grows at most 0.9 as fast), so exposed() at a lower
+    bound of the compute bounds the step from below: a search prunes with it before sizing."""
+
+    activation_seconds: float  # TP (without async TP), PP, EP, CP: exposed whatever the compute
+    dp_seconds: float
+    replicate_seconds: float
+    forward_share: float
+    overlap: float
+
+    def exposed(self, compute_seconds: float) -> float:
+        return self.activation_seconds + cmp.exposed_dp_seconds(
+            self.dp_seconds, self.replicate_seconds, self.forward_share, compute_seconds, self.overlap)
+
+
+@dataclass(frozen=True)
+class CommVolume:
+    """The link-independent half of a CommFloor: bytes per step of each kind of collective."""
+
+    volume: dict
+    forward_share: float
+    overlap: float
+
+
+def comm_volume(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig) -> CommVolume:
+    """Bytes on the wire per step of a setup, from the same functions as estimate_compute."""
+    layout = mem.mixed_layout(training, parallel)
+    trainable_local = arch_scale(model) * mem.trainable_local_elems(model, training, parallel)
+    gathered_local = mem.gathered_local_elems(model, training, parallel)
+    dtypes = cmp.comm_dtypes(training, parallel, layout, mem.linear_share(model))
+    return _frozen(
+        CommVolume,
+        volume=cmp.comm_bytes_per_step(model, training, parallel, trainable_local, gathered_local, dtypes),
+        forward_share=cmp.dp_forward_share(parallel, trainable_local, gathered_local, dtypes),
+        overlap=cmp.DP_OVERLAP_BY_STACK.get(training.kernel_stack, cmp.DP_OVERLAP))
+
+
+def comm_floor(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig,
+               interconnect: Interconnect | None = None, volume: CommVolume | None = None) -> CommFloor:
+    """The CommFloor of a setup (see there), from the same functions as estimate_compute. Not
+    validated (a search asks it about layouts it then sizes with estimate_memory). volume:
+    comm_volume() of the same setup, when the caller already has it (it does not depend on the
+    link)."""
+    volume = volume or comm_volume(model, training, parallel)
+    comm = cmp.comm_seconds(volume.volume, parallel, interconnect or DEFAULT_LINK)
+    return _frozen(
+        CommFloor,
+        activation_seconds=comm["pp"] + comm["ep"] + comm["cp"] + (0.0 if parallel.async_tp else comm["tp"]),
+        dp_seconds=comm["dp"], replicate_seconds=comm["dp_replicate"],
+        forward_share=volume.forward_share, overlap=volume.overlap)
 
 
 def estimate_from_memory(
@@ -391,6 +549,7 @@ def estimate_from_memory(
         compute=estimate_compute(memory, gpu, link, train_tokens, mfu=mfu) if gpu else None,
         checkpoint=memory.checkpoint,
         world_size=memory.world_size,
+        memory=memory,
     )
 
 
@@ -410,15 +569,22 @@ def _step_facts(model: ModelSpec, training: TrainingConfig, parallel: ParallelCo
     tokens_per_gpu_group = training.micro_batch * training.seq_len * training.grad_accum
     microbatches = parallel.pp_microbatches or training.grad_accum
     trainable_local = arch_scale(model) * mem.trainable_local_elems(model, training, parallel)
-    compute_bytes = 4 if layout == "fp32" else 2
+    gathered_local = mem.gathered_local_elems(model, training, parallel)
+    dtypes = cmp.comm_dtypes(training, parallel, layout, mem.linear_share(model))
+    shard = mem.shard_group(parallel) if parallel.sharding != "none" else 1
     return StepFacts(
         model_flops_per_token=model_fpt,
         hardware_flops_per_token=hw_fpt,
         tokens_per_gpu_group=tokens_per_gpu_group,
         tokens_per_step=tokens_per_gpu_group * parallel.dp,
-        model_parallel=parallel.tp * parallel.pp,
-        bubble_fraction=cmp.bubble_fraction(parallel.pp, microbatches, parallel.pp_interleave),
-        comm_bytes=cmp.comm_bytes_per_step(model, training, parallel, trainable_local, compute_bytes),
+        model_parallel=parallel.tp * parallel.pp * parallel.cp,
+        bubble_fraction=cmp.bubble_fraction(parallel.pp, microbatches, parallel.pp_interleave,
+                                            parallel.pp_schedule),
+        comm_bytes=cmp.comm_bytes_per_step(model, training, parallel, trainable_local, gathered_local,
+                                           dtypes),
+        dp_forward_share=cmp.dp_forward_share(parallel, trainable_local, gathered_local, dtypes),
+        shard_elems=trainable_local / shard,
+        gathered_shard_elems=gathered_local / shard,
     )
 
 
@@ -427,8 +593,9 @@ def clear_caches() -> None:
 
     Results never depend on the caches; this is for measuring a cold start (and for tests)."""
     for cached in (_model_states, _activations, ckpt._full_state_bytes, cmp.matmul_params_per_token,
-                   cmp._utilisation, cmp._fp8_time_factor,
+                   cmp._utilisation, cmp._fp8_time_factor, cmp._link_rates,
                    mem._lora_tensors, mem._trainable_sum, mem._optimizer_sum, mem._frozen_sum,
                    mem._trainable_local, mem.linear_param_elems, mem.root_param_elems, mem._trainable_elems,
+                   mem._all_local, mem.layer_linear_elems,
                    param_tensors, count_params, arch_scale, layer_params):
         cached.cache_clear()

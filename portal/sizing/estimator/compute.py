@@ -17,16 +17,28 @@ MFU_BY_PRECISION = {"fp32": 0.50, "half": 0.45, "fp8": 0.35}  # fp32, and GPUs w
 # shared/reference/published_cases.json "mamf_max_achievable_matmul"); first match wins.
 # H200 has no published bf16 figure: its own fp8 measurement (1453.4 of 1979) over H100's
 # (1402.6 of 1979) scales H100's bf16 efficiency -- not GH200's.
+# PCIe cards of an SXM die sustain less of their own (lower-clocked) peak under tensor load:
+# A100 PCIe 252.9 vs SXM 271.2 of the same 312; the H100 and H200 PCIe/NVL cards, without a
+# measurement of their own, take the same ratio on their SXM sibling's efficiency.
+PCIE_CARD_RATIO = 252.9 / 271.2
+_H100, _H200 = 794.5 / 989, 794.5 / 989 * 1453.4 / 1402.6
 MATMUL_EFFICIENCY = (
-    ("GH200", 828.6 / 989), ("GB200", 1822.0 / 2500), ("H200", 794.5 / 989 * 1453.4 / 1402.6),
-    ("H100", 794.5 / 989), ("A100 80GB PCIe", 252.9 / 312), ("A100 40GB PCIe", 252.9 / 312),
+    ("GH200", 828.6 / 989), ("GB200", 1822.0 / 2500),
+    ("H200 NVL", _H200 * PCIE_CARD_RATIO), ("H200", _H200),
+    ("H100 PCIe", _H100 * PCIE_CARD_RATIO), ("H100 NVL", _H100 * PCIE_CARD_RATIO), ("H100", _H100),
+    ("A100 80GB PCIe", 252.9 / 312), ("A100 40GB PCIe", 252.9 / 312),
     ("A100", 271.2 / 312), ("B300", 1769.0 / 2250), ("B200", 1745.0 / 2250),
 )
 DEFAULT_MATMUL_EFFICIENCY = 0.70
-FP8_MATMUL_EFFICIENCY = (  # same source, fp8 measured / fp8 peak
-    ("GB200", 3615.6 / 5000), ("H200", 1453.4 / 1979), ("H100", 1402.6 / 1979), ("B200", 3432.5 / 4500),
+FP8_MATMUL_EFFICIENCY = (  # same source, fp8 measured / fp8 peak (PCIe cards: PCIE_CARD_RATIO)
+    ("GB200", 3615.6 / 5000), ("H200 NVL", 1453.4 / 1979 * PCIE_CARD_RATIO), ("H200", 1453.4 / 1979),
+    ("H100 PCIe", 1402.6 / 1979 * PCIE_CARD_RATIO), ("H100 NVL", 1402.6 / 1979 * PCIE_CARD_RATIO),
+    ("H100", 1402.6 / 1979), ("B200", 3432.5 / 4500),
 )
 FP8_CAST_TRAFFIC = 0.3  # float8 scaling: amax, scale and cast of inputs, weights and grads
+# rowwise scaling casts every GEMM operand once per orientation it is used in (a row-scaled
+# and a column-scaled copy), twice the tensorwise casts
+FP8_ROWWISE_CAST_FACTOR = 2.0
 # The time model (docs/sizing.md "Time"): a step reaches U of the achievable matmul rate on
 # its matmuls and spends memory-bound time on norms, activations, residuals and the optimizer
 # in proportion to the hidden size h, so utilisation = eff * U / (1 + h0 * r / h), with r the
@@ -47,6 +59,15 @@ DP_OVERLAP = 0.90  # share of data-parallel communication hidden behind the back
 # Megatron-LM 2021-22 all-reduced gradients after the backward pass (no overlap until 2023).
 DP_OVERLAP_BY_STACK = {"megatron": 0.0}
 RECOMPUTE_FACTOR = 4 / 3  # full recompute: one more forward (2N of 6N)
+# CPU offload (docs/sizing.md "Offload"): the optimizer step on the host is bound by host memory
+# bandwidth; DeepSpeed's CPU-Adam streams fp32 weights, gradients and both moments in (16 B)
+# and weights and moments plus the bf16 copy out (14 B) per parameter.
+CPU_ADAM_BYTES_PER_PARAM = 30
+HOST_ADAM_BYTES_PER_SECOND = 100e9  # per node: about half of a 2-socket server's STREAM bandwidth
+# torch.optim.AdamW on the CPU (FSDP's CPUOffloadPolicy): DeepSpeed reports its CPU-Adam 5-7x
+# faster than the standard PyTorch implementation (deepspeed.ai ZeRO-Offload tutorial).
+TORCH_CPU_ADAM_SLOWDOWN = 6.0
+PCIE_EFFICIENCY = 0.80  # pinned host<->GPU copies / PCIe x16 per direction
 
 
 def model_flops_per_token(model: ModelSpec, seq_len: int) -> float:
@@ -129,11 +150,12 @@ def fp8_time_factor(training: TrainingConfig, model: ModelSpec, gpu, tp: int = 1
     """Step time under float8 / the same step in bf16. The linear layers' matmuls run at the
     measured fp8 matmul rate, attention stays bf16, and the memory-bound part grows by the
     scaling casts."""
-    return _fp8_time_factor(training.kernel_stack, training.seq_len, model, gpu, tp)
+    return _fp8_time_factor(training.kernel_stack, training.seq_len, model, gpu, tp, training.float8_recipe)
 
 
 @lru_cache(maxsize=1024)
-def _fp8_time_factor(stack: str, seq_len: int, model: ModelSpec, gpu, tp: int) -> float:
+def _fp8_time_factor(stack: str, seq_len: int, model: ModelSpec, gpu, tp: int, recipe: str = "tensorwise"
+                     ) -> float:
     training = TrainingConfig(seq_len=seq_len, stack=stack)
     attention = 12 * model.num_layers * model.q_dim * training.seq_len
     total = model_flops_per_token(model, training.seq_len)
@@ -142,15 +164,21 @@ def _fp8_time_factor(stack: str, seq_len: int, model: ModelSpec, gpu, tp: int) -
                    matmul_efficiency(gpu.name) * 0.88)
     matmul = ((total - attention) * bf16 / (gpu.fp8_tflops * fp8_eff) + attention) / total
     share = memory_bound_share(training, model, gpu, tp)
-    return (matmul + share * (1 + FP8_CAST_TRAFFIC)) / (1 + share)
+    casts = FP8_CAST_TRAFFIC * (FP8_ROWWISE_CAST_FACTOR if recipe == "rowwise" else 1.0)
+    return (matmul + share * (1 + casts)) / (1 + share)
 
 
-def bubble_fraction(pp: int, microbatches: int, interleave: int = 1) -> float:
+def bubble_fraction(pp: int, microbatches: int, interleave: int = 1, schedule: str = "1f1b") -> float:
     """1F1B: (p-1) idle slots out of (m+p-1); interleaved with v virtual stages per GPU the
-    bubble shrinks v-fold: (p-1)/v out of m + (p-1)/v (Narayanan et al. 2021)."""
+    bubble shrinks v-fold: (p-1)/v out of m + (p-1)/v (Narayanan et al. 2021). ZB-H1 splits
+    the backward into input (B) and weight (W) gradients and fills the bubble with W: (p-1)
+    (T_F + T_B - T_W) idle instead of (p-1)(T_F + T_B + T_W), a third with T_F = T_B = T_W
+    (Qi et al., Zero Bubble Pipeline Parallelism, 2024)."""
     if pp == 1:
         return 0.0
     idle = (pp - 1) / interleave
+    if schedule == "zb-h1":
+        idle /= 3
     return idle / (microbatches + idle)
 
 
@@ -170,21 +198,50 @@ def link_gbps(group_size: int, span_nodes: bool, link: Interconnect) -> float:
 
 def comm_bytes_per_step(
     model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig,
-    trainable_local: float, compute_bytes: int,
+    trainable_local: float, gathered_local: float, dtypes: CommDtypes,
 ) -> dict[str, float]:
-    """Bytes each GPU sends per optimizer step, by kind (ring algorithms)."""
-    dp, tp, pp = parallel.dp, parallel.tp, parallel.pp
+    """Bytes each GPU sends per optimizer step, by kind (ring algorithms).
+
+    dp: gradient all-reduce (DDP, ZeRO-1/2) or, with sharded weights, the all-gathers of the
+    weights (forward, and backward again after resharding) and the gradient reduce-scatter,
+    each micro-batch (FSDP and ZeRO-3 cannot keep gathered weights across micro-batches; ZeRO-2
+    reduce-scatters each micro-batch and all-gathers the updated weights once); under HSDP
+    over the shard group only. dp_replicate: HSDP's all-reduce of the reduce-scattered shard
+    across the replicas. tp, pp, ep, cp: see below."""
+    dp, cp = parallel.dp, parallel.cp
+    mbs = training.grad_accum
+    out = {"dp": 0.0, "dp_replicate": 0.0}
+    ranks = dp * (cp if parallel.sharding in _FSDP else 1)
+    if ranks > 1:
+        sharded = parallel.sharding in ("zero3", "fsdp-full-shard", "fsdp-hybrid")
+        if sharded:
+            shard = min(ranks, parallel.hybrid_shard_size) if parallel.sharding == "fsdp-hybrid" else ranks
+            ring = (shard - 1) / shard
+            gathers = 2 if parallel.reshard_after_forward or parallel.sharding == "zero3" else 1
+            per_mb = (gathers * gathered_local * dtypes.param + trainable_local * dtypes.reduce) * ring
+            out["dp"] = per_mb * mbs
+            replicas = ranks // shard
+            if replicas > 1:
+                shard_bytes = trainable_local / shard * dtypes.reduce
+                out["dp_replicate"] = 2 * shard_bytes * (replicas - 1) / replicas * mbs
+        elif parallel.sharding == "zero2":
+            ring = (ranks - 1) / ranks
+            out["dp"] = (trainable_local * dtypes.reduce * mbs + trainable_local * dtypes.param) * ring
+        else:
+            out["dp"] = 2 * trainable_local * dtypes.reduce * (ranks - 1) / ranks  # all-reduce
+    out.update(activation_comm_bytes(model, training, parallel, dtypes.activation))
+    return out
+
+
+def activation_comm_bytes(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig,
+                          act_bytes: float) -> dict[str, float]:
+    """The traffic of activations per step (tp, pp, ep, cp): it does not depend on how model
+    state is placed, only on the shapes, so it is known before any memory estimate."""
+    tp, pp, cp = parallel.tp, parallel.pp, parallel.cp
     b, s, h, L = training.micro_batch, training.seq_len, model.hidden_size, model.num_layers
     mbs = training.grad_accum
-    act = b * s * h * compute_bytes
-    out = {"dp": 0.0, "tp": 0.0, "pp": 0.0, "ep": 0.0}
-    if dp > 1:
-        ring = (dp - 1) / dp
-        grads = trainable_local * compute_bytes
-        if parallel.sharding in ("zero3", "fsdp-full-shard", "fsdp-hybrid"):
-            out["dp"] = 3 * grads * ring  # all-gather fwd + all-gather bwd + reduce-scatter
-        else:
-            out["dp"] = 2 * grads * ring  # all-reduce (= reduce-scatter + all-gather)
+    act = b * s // cp * h * act_bytes
+    out = {"tp": 0.0, "pp": 0.0, "ep": 0.0, "cp": 0.0}
     if tp > 1:
         # 2 all-reduces forward + 2 backward per layer (SP: all-gather + reduce-scatter, same)
         out["tp"] = 4 * 2 * (tp - 1) / tp * act * (L / pp) * mbs
@@ -193,28 +250,147 @@ def comm_bytes_per_step(
     if model.is_moe and parallel.ep > 1:
         k, ep = model.experts_per_token, parallel.ep
         out["ep"] = 4 * act * k * (ep - 1) / ep * (L / pp) * mbs  # 2 all-to-all fwd, 2 bwd
+    if cp > 1:
+        # ring attention: each layer gathers the other ranks' k and v in forward, again in
+        # backward, and sends their gradients back: 3 x (cp-1)/cp of the sequence's k, v
+        kv = b * s * 2 * model.kv_dim / tp * act_bytes
+        out["cp"] = 3 * kv * (cp - 1) / cp * (L / pp) * mbs
     return out
+
+
+_FSDP = ("fsdp-full-shard", "fsdp-shard-grad-op", "fsdp-hybrid")
+
+
+class CommDtypes:
+    """Bytes per element on the wire: weights all-gathered, gradients reduced, activations."""
+
+    __slots__ = ("param", "reduce", "activation")
+
+    def __init__(self, param: float, reduce: float, activation: float) -> None:
+        self.param, self.reduce, self.activation = param, reduce, activation
+
+
+def dp_forward_share(parallel: ParallelConfig, trainable_local: float, gathered_local: float,
+                     dtypes: CommDtypes) -> float:
+    """Share of the sharded-weight traffic that happens in the forward pass (its all-gather,
+    prefetched behind the forward compute); the rest (the backward all-gather and the
+    reduce-scatter) hides behind the backward. 0 for gradient all-reduces."""
+    if parallel.sharding not in ("zero3", "fsdp-full-shard", "fsdp-hybrid"):
+        return 0.0
+    gathers = 2 if parallel.reshard_after_forward or parallel.sharding == "zero3" else 1
+    forward = gathered_local * dtypes.param
+    total = gathers * forward + trainable_local * dtypes.reduce
+    return forward / total if total else 0.0
+
+
+def exposed_dp_seconds(dp_seconds: float, replicate_seconds: float, forward_share: float,
+                       compute_seconds: float, overlap: float) -> float:
+    """Data-parallel traffic not hidden: the forward all-gathers behind overlap x the forward
+    (a third of the compute), the rest behind overlap x the backward (two thirds)."""
+    forward = dp_seconds * forward_share
+    backward = dp_seconds - forward + replicate_seconds
+    return (max(0.0, forward - overlap * compute_seconds / 3)
+            + max(0.0, backward - overlap * compute_seconds * 2 / 3))
+
+
+def comm_dtypes(training: TrainingConfig, parallel: ParallelConfig, layout: str, gathered_linear_share: float
+                ) -> CommDtypes:
+    """fp32: 4 everywhere. DeepSpeed (master): half weights and gradients. autocast: DDP
+    all-reduces the fp32 gradients; FSDP's MixedPrecision all-gathers half weights and reduces
+    in fsdp_reduce_dtype. fsdp2: bf16 all-gather (the linear weights in float8 with
+    float8_all_gather), reduce in fsdp_reduce_dtype."""
+    if layout == "fp32":
+        return CommDtypes(4, 4, 4)
+    reduce = 4 if parallel.fsdp_reduce_dtype == "fp32" else 2
+    if layout in ("master", "pure-half"):
+        return CommDtypes(2, 2, 2)
+    if layout == "autocast":
+        return CommDtypes(2, reduce if parallel.sharding in _FSDP else 4, 2)
+    param = 2.0
+    if training.float8_all_gather:
+        param = gathered_linear_share * 1 + (1 - gathered_linear_share) * 2
+    return CommDtypes(param, reduce, 2)
 
 
 def comm_seconds(
     comm: dict[str, float], parallel: ParallelConfig, link: Interconnect
 ) -> dict[str, float]:
-    """Seconds of each kind of communication per step; a group spans nodes when it does not fit
-    in one node's GPUs (DP and PP groups are laid out after TP)."""
+    """Seconds of each kind of communication per step. Ranks are laid out TP innermost, then
+    CP, then the data-parallel shard group, its replicas and PP (torchtitan's mesh order): a
+    group spans nodes when its ranks and the ranks inside them do not fit in one node."""
+    rates = _link_rates(parallel, link)
+    return {k: (volume / rates[k] if volume else 0.0) for k, volume in comm.items()}
+
+
+@lru_cache(maxsize=8192)
+def _link_rates(parallel: ParallelConfig, link: Interconnect) -> dict[str, float]:
+    """Bytes per second per GPU of each kind's collective (comm_seconds), per layout and link."""
     g = link.gpus_per_node
-    tp, dp, pp, ep = parallel.tp, parallel.dp, parallel.pp, parallel.ep
+    tp, dp, pp, ep, cp = parallel.tp, parallel.dp, parallel.pp, parallel.ep, parallel.cp
+    ranks = dp * (cp if parallel.sharding in _FSDP else 1)
+    shard = min(ranks, parallel.hybrid_shard_size) if parallel.sharding == "fsdp-hybrid" else ranks
+    inner = tp * (1 if parallel.sharding in _FSDP else cp)  # ranks inside one data-parallel rank
+    groups = {
+        "dp": (shard, inner * shard > g),
+        "dp_replicate": (ranks // shard, inner * ranks > g),
+        "tp": (tp, tp > g),
+        "cp": (cp, tp * cp > g),
+        "pp": (pp, parallel.world_size > g and parallel.world_size // pp >= g),
+        "ep": (ep, tp * ep > g),
+    }
     out = {}
-    for k, volume in comm.items():
-        if not volume:
-            out[k] = 0.0
-            continue
-        if k == "dp":
-            size, span = dp, (tp * dp > g if dp > 1 else False)
-        elif k == "tp":
-            size, span = tp, tp > g
-        elif k == "pp":
-            size, span = pp, tp * dp * pp > g and tp * dp >= g
-        else:
-            size, span = ep, tp * ep > g
-        out[k] = volume / (link_gbps(size, span, link) * 1e9)
+    for k, (size, span) in groups.items():
+        try:
+            out[k] = link_gbps(size, span, link) * 1e9
+        except ValueError as exc:  # spans nodes without a network: raised when there is traffic
+            out[k] = _NoLink(exc)
     return out
+
+
+class _NoLink(float):
+    """A rate for a group that spans nodes over no network: dividing a volume by it raises."""
+
+    def __new__(cls, exc: ValueError):
+        obj = super().__new__(cls, 0.0)
+        obj.exc = exc
+        return obj
+
+    def __rtruediv__(self, volume):
+        raise self.exc
+
+
+def exposed_tp_seconds(tp_seconds: float, compute_seconds: float, parallel: ParallelConfig) -> float:
+    """TP collectives sit between dependent matmuls. Async TP decomposes each all-gather /
+    reduce-scatter and its matmul into tp chunks and overlaps chunk i's transfer with chunk
+    i-1's matmul (Wang et al. 2022; PyTorch async TP): one chunk stays exposed, the rest hides
+    behind the matmuls it feeds."""
+    if not parallel.async_tp or not tp_seconds:
+        return tp_seconds
+    first = tp_seconds / parallel.tp
+    return first + max(0.0, tp_seconds - first - compute_seconds)
+
+
+def offload_seconds(parallel: ParallelConfig, shard_elems: float, gathered_elems: float, microbatches: int,
+                    pcie_gbps: float, ranks_per_node: int, compute_seconds: float) -> float:
+    """Exposed seconds per step of CPU offload (0 without offload).
+
+    optimizer: the fp32 gradient partition goes to the host during backward (hidden behind it
+    as ZeRO-Offload overlaps them), the host steps it (CPU-Adam for DeepSpeed, torch AdamW for
+    FSDP) sharing the node's memory bandwidth with the node's other ranks, and the updated
+    half weights come back. optimizer+params: also the weight shards come up for every
+    all-gather (forward and backward of each micro-batch) and the gradient shards go down,
+    behind the compute where prefetching lets them."""
+    if parallel.offload == "none":
+        return 0.0
+    link = pcie_gbps * PCIE_EFFICIENCY * 1e9
+    host = HOST_ADAM_BYTES_PER_SECOND / ranks_per_node
+    slowdown = TORCH_CPU_ADAM_SLOWDOWN if parallel.sharding in _FSDP else 1.0
+    step = shard_elems * CPU_ADAM_BYTES_PER_PARAM * slowdown / host
+    down = shard_elems * 4 / link
+    up = shard_elems * 2 / link
+    backward = compute_seconds * 2 / 3
+    exposed = step + up + max(0.0, down - backward)
+    if parallel.offload == "optimizer+params":
+        moved = (2 * gathered_elems * 4 + shard_elems * 4) * microbatches / link
+        exposed += max(0.0, moved - DP_OVERLAP * compute_seconds)
+    return exposed

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .hashing import hash_once
+
 PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16", "fp8")
 MIXED_LAYOUTS = ("autocast", "master", "fsdp2")
 OPTIMIZERS = ("adamw", "adamw-8bit", "sgd-momentum", "adafactor", "lion")
@@ -19,6 +21,10 @@ SHARDING = (
 )
 OFFLOAD = ("none", "optimizer", "optimizer+params")
 DEEPSPEED_SHARDING = ("zero1", "zero2", "zero3")
+FLOAT8_RECIPES = ("tensorwise", "rowwise")  # torchao float8 scaling recipes (torchtitan's names)
+PP_SCHEDULES = ("1f1b", "zb-h1")  # 1F1B (interleaved with pp_interleave > 1); zero-bubble ZB-H1
+REDUCE_DTYPES = ("fp32", "bf16")
+GRAD_ACCUM_DTYPES = ("fp32", "bf16", "fp16")
 
 
 def _choice(label: str, value: str, allowed: tuple[str, ...]) -> None:
@@ -31,6 +37,7 @@ def _positive(label: str, value: int) -> None:
         raise ValueError(f"{label} must be a whole number >= 1, got {value!r}")
 
 
+@hash_once
 @dataclass(frozen=True)
 class TrainingConfig:
     """What is trained and how.
@@ -58,6 +65,10 @@ class TrainingConfig:
     compile: torch.compile fusions (memory: RMSNorm and SwiGLU save less; speed: see stack).
     stack: the kernel quality the time model assumes (docs/sizing.md "Time"): ``default``
     picks ``compiled`` with compile, else ``eager``.
+    float8_recipe (precision ``fp8``): torchao's ``tensorwise`` (one scale per tensor) or
+    ``rowwise`` scaling (a scale per row: each operand is cast once per GEMM orientation);
+    float8_all_gather: FSDP2 all-gathers the linear weights in float8 (tensorwise only,
+    torchtitan's ``enable_fsdp_float8_all_gather``).
     """
 
     precision: str = "bf16-mixed"
@@ -81,9 +92,15 @@ class TrainingConfig:
     optimizer_in_backward: bool = False  # step each parameter in its grad hook (torchtune)
     activation_offload: bool = False  # saved activations to host RAM (torchtune OffloadActivations)
     stack: str = "default"
+    float8_recipe: str = "tensorwise"
+    float8_all_gather: bool = False
 
     def __post_init__(self) -> None:
         _choice("precision", self.precision, PRECISIONS)
+        _choice("float8_recipe", self.float8_recipe, FLOAT8_RECIPES)
+        if self.float8_all_gather and (self.precision != "fp8" or self.float8_recipe != "tensorwise"):
+            raise ValueError("float8_all_gather needs precision='fp8' with float8_recipe='tensorwise'"
+                             " (rowwise scaling all-gathers in bf16)")
         if self.mixed_layout is not None:
             _choice("mixed_layout", self.mixed_layout, MIXED_LAYOUTS)
         _choice("optimizer", self.optimizer, OPTIMIZERS)
@@ -121,9 +138,50 @@ class TrainingConfig:
         return "compiled" if self.compile else "eager"
 
 
+@hash_once
+@dataclass(frozen=True)
+class ZeroConfig:
+    """DeepSpeed's ``zero_optimization`` settings that size its buffers, with DeepSpeed's own
+    defaults (deepspeed/runtime/zero/config.py); element counts, not bytes.
+
+    overlap_comm None: DeepSpeed's dynamic default (on for stage 3 only); with it ZeRO-1/2 keep
+    two reduce buckets (double buffering). grad_accum_dtype None: the model dtype (DeepSpeed
+    ``data_types.grad_accum_dtype``); ``fp32`` with bf16 makes ZeRO-1 run BF16_Optimizer and
+    ZeRO-2/3 accumulate fp32 gradient partitions."""
+
+    reduce_bucket_size: int = 500_000_000
+    overlap_comm: bool | None = None
+    contiguous_gradients: bool = True
+    prefetch_bucket_size: int = 50_000_000  # stage3_prefetch_bucket_size
+    max_live_parameters: int = 1_000_000_000  # stage3_max_live_parameters
+    max_reuse_distance: int = 1_000_000_000  # stage3_max_reuse_distance
+    param_persistence_threshold: int = 100_000  # stage3_param_persistence_threshold
+    sub_group_size: int = 1_000_000_000
+    grad_accum_dtype: str | None = None
+
+    def __post_init__(self) -> None:
+        for label in ("reduce_bucket_size", "prefetch_bucket_size", "max_live_parameters",
+                      "max_reuse_distance", "param_persistence_threshold", "sub_group_size"):
+            value = getattr(self, label)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"zero.{label} must be a whole number >= 0, got {value!r}")
+        if self.grad_accum_dtype is not None:
+            _choice("zero.grad_accum_dtype", self.grad_accum_dtype, GRAD_ACCUM_DTYPES)
+
+    def overlaps(self, stage: int) -> bool:
+        return self.overlap_comm if self.overlap_comm is not None else stage == 3
+
+
+@hash_once
 @dataclass(frozen=True)
 class ParallelConfig:
-    """How the job is spread over GPUs. World size = dp * tp * pp (ep lives inside dp)."""
+    """How the job is spread over GPUs. World size = dp * tp * pp * cp (ep lives inside dp).
+
+    cp: context parallelism (ring attention over the sequence; FSDP shards over dp x cp, as
+    torchtitan does). pp_schedule: ``1f1b`` (interleaved with pp_interleave > 1) or ``zb-h1``
+    (zero-bubble, Qi et al. 2024). async_tp: TP collectives decomposed and overlapped with the
+    matmuls (PyTorch async TP). fsdp_reduce_dtype: FSDP2 MixedPrecisionPolicy.reduce_dtype.
+    zero: DeepSpeed's buffer settings (ZeroConfig)."""
 
     dp: int = 1
     sharding: str = "none"
@@ -137,11 +195,19 @@ class ParallelConfig:
     ddp_bucket_view: bool = False  # DDP gradient_as_bucket_view
     reshard_after_forward: bool = True  # FSDP: free gathered layers after their forward
     pp_interleave: int = 1  # virtual pipeline stages per GPU (interleaved 1F1B)
-    ds_sub_group_size: int = 1_000_000_000  # DeepSpeed ZeRO-3 optimizer sub-group (elements)
+    cp: int = 1
+    pp_schedule: str = "1f1b"
+    async_tp: bool = False
+    fsdp_reduce_dtype: str = "fp32"
+    zero: ZeroConfig = ZeroConfig()
 
     def __post_init__(self) -> None:
-        for label in ("dp", "tp", "pp", "ep", "hybrid_shard_size", "pp_interleave", "ds_sub_group_size"):
+        for label in ("dp", "tp", "pp", "ep", "hybrid_shard_size", "pp_interleave", "cp"):
             _positive(label, getattr(self, label))
+        _choice("pp_schedule", self.pp_schedule, PP_SCHEDULES)
+        _choice("fsdp_reduce_dtype", self.fsdp_reduce_dtype, REDUCE_DTYPES)
+        if not isinstance(self.zero, ZeroConfig):
+            raise ValueError("zero must be a ZeroConfig (DeepSpeed's zero_optimization settings)")
         if self.pp_microbatches is not None:
             _positive("pp_microbatches", self.pp_microbatches)
         _choice("sharding", self.sharding, SHARDING)
@@ -154,14 +220,19 @@ class ParallelConfig:
             raise ValueError("sequence parallel (sp) needs tp > 1")
         if self.pp_interleave > 1 and self.pp == 1:
             raise ValueError("pp_interleave (virtual stages) needs pp > 1")
+        if self.pp_schedule != "1f1b" and self.pp == 1:
+            raise ValueError(f"pp_schedule={self.pp_schedule!r} needs pp > 1")
+        if self.async_tp and self.tp == 1:
+            raise ValueError("async_tp overlaps tensor-parallel collectives: it needs tp > 1")
         if self.dp % self.ep:
             raise ValueError(f"ep={self.ep} must divide dp={self.dp} (experts shard over DP ranks)")
 
     @property
     def world_size(self) -> int:
-        return self.dp * self.tp * self.pp
+        return self.dp * self.tp * self.pp * self.cp
 
 
+@hash_once
 @dataclass(frozen=True)
 class GPUSpec:
     """Dense (no sparsity) peak throughput; memory in bytes (vendor GB = 1e9 bytes)."""
@@ -172,10 +243,13 @@ class GPUSpec:
     fp8_tflops: float | None = None
     fp32_tflops: float = 0.0
     memory_bandwidth_gbps: float = 0.0  # GB/s
+    pcie_gbps: float = 32.0  # host link, GB/s per direction (x16: Gen4 32, Gen5 64): CPU offload
 
     def __post_init__(self) -> None:
         if self.memory_bytes <= 0 or self.bf16_tflops <= 0:
             raise ValueError(f"GPU {self.name!r} needs positive memory_bytes and bf16_tflops")
+        if self.pcie_gbps <= 0:
+            raise ValueError(f"GPU {self.name!r} needs a positive pcie_gbps")
 
     def peak_tflops(self, precision: str) -> float:
         if precision == "fp32":
@@ -189,6 +263,7 @@ class GPUSpec:
         return self.bf16_tflops
 
 
+@hash_once
 @dataclass(frozen=True)
 class Interconnect:
     """Links between GPUs.

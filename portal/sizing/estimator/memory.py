@@ -17,7 +17,6 @@ CUDA_CONTEXT_BYTES = 512 * 2**20  # CUDA context + kernels (lazy loading), outsi
 CUBLAS_WORKSPACE_BYTES = 32 * 2**20  # cuBLAS workspace on Hopper, allocated by PyTorch
 ALLOCATOR_FRAGMENTATION = 0.05  # reserved minus allocated, as a share of the peak
 NCCL_BUFFER_BYTES = 256 * 2**20  # NCCL channel buffers per GPU when world size > 1
-DEEPSPEED_REDUCE_BUCKET_ELEMENTS = 500_000_000  # ZeRO-1/2 reduce_bucket_size default
 ADAM_8BIT_BLOCK = 256  # bitsandbytes blockwise quantisation, one fp32 absmax per block
 TORCH_ADAM_STEP_BYTES = 4  # torch.optim.AdamW keeps a float32 `step` tensor per parameter
 
@@ -52,9 +51,7 @@ def placement(training: TrainingConfig, parallel: ParallelConfig) -> Placement:
     full = layout in ("fp32", "autocast", "fsdp2")
     weight = 4 if full else 2
     master = 4 if layout == "master" else 0
-    shard = parallel.dp
-    if parallel.sharding == "fsdp-hybrid":
-        shard = min(parallel.dp, parallel.hybrid_shard_size)
+    shard = shard_group(parallel)
     s = parallel.sharding
     return Placement(
         layout=layout,
@@ -67,6 +64,16 @@ def placement(training: TrainingConfig, parallel: ParallelConfig) -> Placement:
         shard_grads=s not in ("none", "zero1"),
         shard_optimizer=s != "none",
     )
+
+
+def shard_group(parallel: ParallelConfig) -> int:
+    """Ranks that shard model state: the data-parallel ranks, and under FSDP also the context-
+    parallel ones (torchtitan's FSDP mesh is dp_shard x cp); HSDP shards within
+    hybrid_shard_size of them and replicates across the rest."""
+    ranks = parallel.dp * (parallel.cp if parallel.sharding in FSDP_SHARDING else 1)
+    if parallel.sharding == "fsdp-hybrid":
+        return min(ranks, parallel.hybrid_shard_size)
+    return ranks
 
 
 def _is_lora_target(t: Tensor, targets: tuple[str, ...]) -> bool:
@@ -192,10 +199,45 @@ def _trainable_local(model: ModelSpec, full: bool, targets: tuple[str, ...], ran
                for t in _trainable(model, full, targets, rank))
 
 
+@lru_cache(maxsize=4096)
+def _all_local(model: ModelSpec, tp: int, ep: int, pp: int, linear_layers_only: bool) -> float:
+    outside, inside = _shares(model, tp, ep, pp)
+    return sum(t.total * (inside if t.group == "layer" else outside)[t.expert] for t in param_tensors(model)
+               if not linear_layers_only or (t.group == "layer" and t.kind == "linear"))
+
+
+def gathered_local_elems(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig) -> float:
+    """Elements a GPU all-gathers per pass under sharded weights (before sharding, after arch
+    scale): every parameter, frozen ones too, except QLoRA's NF4 weights under FSDP, which
+    fully_shard leaves whole on every GPU."""
+    tp, ep, pp = parallel.tp, parallel.ep, parallel.pp
+    total = _all_local(model, tp, ep, pp, False)
+    if training.finetune == "full":
+        return trainable_local_elems(model, training, parallel) * arch_scale(model)
+    frozen = total
+    if training.finetune == "qlora" and parallel.sharding in FSDP_SHARDING:
+        frozen -= _all_local(model, tp, ep, pp, True)
+    return (frozen + trainable_local_elems(model, training, parallel)) * arch_scale(model)
+
+
+def linear_share(model: ModelSpec) -> float:
+    """Share of the parameters that sit in the layers' linear weights (float8 linears)."""
+    return _all_local(model, 1, 1, 1, True) / _all_local(model, 1, 1, 1, False)
+
+
 def bf16_optimizer(training: TrainingConfig, parallel: ParallelConfig) -> bool:
-    """DeepSpeed runs ZeRO-1 (and no ZeRO) with bf16 through its BF16_Optimizer, which keeps a
-    full fp32 gradient accumulation buffer next to the bf16 gradients."""
-    return training.precision == "bf16-mixed" and parallel.sharding == "zero1"
+    """DeepSpeed runs ZeRO-1 with bf16 through its BF16_Optimizer, which keeps a full fp32
+    gradient accumulation buffer next to the bf16 gradients, only when grad_accum_dtype is
+    fp32 and nothing is offloaded (engine._do_optimizer_sanity_check); by default the gradient
+    accumulation dtype is the model's and ZeRO-1 runs the ZeRO optimizer."""
+    return (training.precision == "bf16-mixed" and parallel.sharding == "zero1"
+            and parallel.zero.grad_accum_dtype == "fp32" and parallel.offload == "none")
+
+
+def deepspeed_fp32_accumulation(training: TrainingConfig, parallel: ParallelConfig) -> bool:
+    """ZeRO-2/3 with a half model and grad_accum_dtype fp32: gradient partitions accumulate in fp32."""
+    return (parallel.sharding in ("zero2", "zero3") and training.precision in ("bf16-mixed", "fp16-mixed")
+            and parallel.zero.grad_accum_dtype == "fp32")
 
 
 def deepspeed_fp32_grad_partition_bytes(model, training, parallel, p: Placement) -> float:
@@ -210,7 +252,7 @@ def deepspeed_fp32_grad_partition_bytes(model, training, parallel, p: Placement)
         return 0.0
     total = trainable_sum(model, training, parallel, 4) / p.shard
     if parallel.sharding == "zero3":
-        total = min(total, 4.0 * parallel.ds_sub_group_size)
+        total = min(total, 4.0 * parallel.zero.sub_group_size)
     return total
 
 
@@ -220,8 +262,16 @@ def frozen_weight_bytes(model: ModelSpec, training: TrainingConfig, parallel: Pa
     if training.finetune == "full":
         return 0.0
     half = 4 if training.precision == "fp32" else 2
-    total = _frozen_sum(model, training.finetune == "qlora", half, parallel.tp, parallel.ep, parallel.pp)
-    return total / p.shard if p.shard_weights else total
+    qlora = training.finetune == "qlora"
+    total = _frozen_sum(model, qlora, half, parallel.tp, parallel.ep, parallel.pp)
+    if not p.shard_weights:
+        return total
+    if qlora and parallel.sharding in FSDP_SHARDING:
+        # FSDP2 leaves bitsandbytes' uint8 NF4 storage out of fully_shard (Accelerate's
+        # fsdp2_prepare_model ignores non-floating frozen Params4bit): they stay whole per GPU.
+        nf4 = _frozen_sum(model, True, 0, parallel.tp, parallel.ep, parallel.pp)  # NF4 tensors only
+        return nf4 + (total - nf4) / p.shard
+    return total / p.shard
 
 
 def trainable_tensors(model: ModelSpec, training: TrainingConfig) -> tuple[Tensor, ...]:
@@ -239,6 +289,11 @@ def gradient_bytes(model, training, parallel, p: Placement) -> float:
     total = total / p.shard if p.shard_grads else total
     if p.layout == "master" and bf16_optimizer(training, parallel):
         total += trainable_sum(model, training, parallel, 4)  # fp32 accumulation, not sharded
+    elif p.layout == "master" and deepspeed_fp32_accumulation(training, parallel):
+        fp32 = trainable_sum(model, training, parallel, 4) / p.shard
+        # ZeRO-3's partition buffer itself is fp32; ZeRO-2 keeps fp32 partitions next to its
+        # contiguous half-precision ones
+        total = fp32 if parallel.sharding == "zero3" else total + fp32
     return total
 
 
@@ -311,19 +366,24 @@ def gathered_bytes(model, training, parallel, p: Placement, layer_params: int,
                    grads_bytes: float) -> float:
     """Compute copies of weights and communication buffers.
 
-    - ZeRO-3 / FSDP full-shard / hybrid: the root unit (embeddings, head, final norm) stays
+    - FSDP2 (fsdp2 layout): fsdp2_buffers.
+    - DeepSpeed ZeRO-3: deepspeed_zero3_buffers.
+    - FSDP full shard / hybrid otherwise: the root unit (embeddings, head, final norm) stays
       gathered for the whole step, plus two gathered layers (current + prefetched) and one
       layer of unsharded gradients before its reduce-scatter, all in the compute dtype.
     - autocast without full sharding: PyTorch's autocast weight cache keeps a half copy of
       every matmul weight for the forward and backward.
     - DDP (dp > 1): gradient buckets, a second copy of all gradients unless
       gradient_as_bucket_view=True.
-    - ZeRO-1/2: DeepSpeed's reduce bucket (reduce_bucket_size elements in half).
+    - ZeRO-1/2: DeepSpeed's contiguous reduce bucket (reduce_bucket_size elements in the model
+      dtype), two of them with overlap_comm (stage_1_and_2.setup_buckets double-buffers).
     """
     compute = 4 if p.layout == "fp32" else 2
     out = 0.0
     if p.shard_weights and p.layout == "fsdp2":
-        out += fsdp2_buffers(model, parallel, p, layer_params)
+        out += fsdp2_buffers(model, training, parallel, p, layer_params)
+    elif p.shard_weights and parallel.sharding == "zero3":
+        out += deepspeed_zero3_buffers(model, training, parallel, p)
     elif p.shard_weights:
         tp = parallel.tp
         root = root_param_elems(model) / tp
@@ -332,27 +392,72 @@ def gathered_bytes(model, training, parallel, p: Placement, layer_params: int,
         out += linear_param_elems(model) * 2 / parallel.tp / parallel.pp
     if parallel.dp > 1 and parallel.sharding == "none" and not parallel.ddp_bucket_view:
         out += grads_bytes
-    if parallel.sharding in ("zero1", "zero2") and parallel.dp > 1:
+    if parallel.sharding in ("zero1", "zero2") and parallel.dp > 1 and parallel.zero.contiguous_gradients:
         total = trainable_elems(model, training)
-        out += min(DEEPSPEED_REDUCE_BUCKET_ELEMENTS, total) * 2
+        stage = 1 if parallel.sharding == "zero1" else 2
+        buffers = 2 if parallel.zero.overlaps(stage) else 1
+        out += buffers * min(parallel.zero.reduce_bucket_size, total) * compute
     return out
 
 
-def fsdp2_buffers(model: ModelSpec, parallel: ParallelConfig, p: Placement, layer_params: int) -> float:
-    """FSDP2 with MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32), per GPU.
+def deepspeed_zero3_buffers(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig,
+                            p: Placement) -> float:
+    """DeepSpeed ZeRO-3 as its PartitionedParameterCoordinator fetches and releases, per GPU.
+
+    - parameters smaller than param_persistence_threshold elements (norms, biases) stay
+      gathered on every rank;
+    - a parameter is not released while its next use is within max_reuse_distance elements of
+      the trace: around the turn from forward to backward the last max_reuse_distance / 2
+      elements of the forward stay gathered (a model smaller than that stays gathered whole);
+    - the module being computed is gathered whole (the largest: embedding or head), and the
+      prefetcher gathers up to prefetch_bucket_size more, within max_live_parameters;
+    - backward: that module's unsharded gradient and the contiguous reduce bucket
+      (reduce_bucket_size elements), both in the model dtype."""
+    z = parallel.zero
+    elem = 4 if p.layout == "fp32" else 2
+    tensors = param_tensors(model)
+    scale = arch_scale(model) / parallel.tp
+    persistent = sum(t.total for t in tensors if t.numel < z.param_persistence_threshold) * scale
+    partitioned = sum(t.total for t in tensors) * scale - persistent
+    largest = max(t.numel for t in tensors) * scale
+    retained = min(partitioned, z.max_reuse_distance / 2)
+    prefetch = min(z.prefetch_bucket_size, max(0.0, z.max_live_parameters - retained))
+    live = min(partitioned, retained + largest + prefetch)
+    bucket = min(z.reduce_bucket_size, trainable_elems(model, training)) if z.contiguous_gradients else 0
+    grad = largest if training.finetune == "full" else 0
+    return (persistent + live + bucket + grad) * elem
+
+
+def fsdp2_buffers(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig, p: Placement,
+                  layer_params: int) -> float:
+    """FSDP2 with MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fsdp_reduce_dtype), per GPU.
 
     - the root unit (embeddings, final norm, head) is not resharded after forward: its bf16
       parameters stay gathered for the step;
     - per transformer block: the all-gather input (the bf16 shard), the unsharded bf16
       parameters of the current and the prefetched block (every block of the stage without
       reshard-after-forward, as under pipeline parallelism), and in backward one block's
-      unsharded bf16 gradients and their fp32 reduce-scatter input."""
+      unsharded bf16 gradients and their reduce-scatter input in the reduce dtype;
+    - float8 all-gather (tensorwise): the block's linear weights are all-gathered and kept
+      unsharded in float8 (1 B), norms in bf16."""
     tp = parallel.tp
     layer = layer_params / tp
     stage_layers = math.ceil(model.num_layers / parallel.pp)
     live = 2 if parallel.reshard_after_forward else stage_layers
     root = root_param_elems(model) * arch_scale(model) / tp
-    return root * 2 + layer * (2 / p.shard + 2 * live + 2 + 4)
+    reduce = 4 if parallel.fsdp_reduce_dtype == "fp32" else 2
+    gathered = 2.0
+    if training.float8_all_gather:
+        linear = layer_linear_elems(model) * arch_scale(model) / tp
+        gathered = (linear * 1 + (layer - linear) * 2) / layer
+    return root * 2 + layer * (gathered / p.shard + gathered * live + 2 + reduce)
+
+
+@lru_cache(maxsize=512)
+def layer_linear_elems(model: ModelSpec) -> float:
+    """Elements of one layer's matmul weights (what float8 linears cast)."""
+    linear = sum(t.total for t in param_tensors(model) if t.group == "layer" and t.kind == "linear")
+    return linear / model.num_layers
 
 
 def framework_overhead_bytes(allocated: float, world_size: int) -> float:

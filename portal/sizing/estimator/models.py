@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from .hashing import hash_once
+
 FAMILIES = ("llama", "gpt2", "bert")  # llama = RMSNorm + SwiGLU + RoPE (llama/mistral/qwen2/mixtral)
 INT_FIELDS = ("vocab_size", "hidden_size", "num_layers", "num_heads", "intermediate_size", "num_kv_heads",
               "head_dim", "max_position_embeddings", "num_experts", "experts_per_token", "type_vocab_size",
@@ -48,6 +50,7 @@ class ParamCounts:
     active: int  # per token (MoE: only the routed experts)
 
 
+@hash_once
 @dataclass(frozen=True)
 class ModelSpec:
     name: str

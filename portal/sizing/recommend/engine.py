@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from portal.sizing.estimator import ModelSpec, ParallelConfig, TrainingConfig, estimate, get_preset
+from bisect import bisect_right
+
+from portal.sizing.estimator import ModelSpec, ParallelConfig, TrainingConfig, estimate_memory, get_preset
 
 from . import explain, infra
 from .catalog import CatalogData, NvmeOptionSpec, StorageProviderSpec
 from .pareto import pareto_front, rank
-from .plan import MemoryBreakdown, Plan
+from .plan import MemoryBreakdown, Plan, regime_overrides
 from .search import Candidate, Miss, Searcher, Size, make_gpu, make_link, naive_best, size_price
 from .stacks import strategy_stacks
 from .strategies import get_strategy
@@ -20,26 +22,18 @@ def resolve_model(model: str | ModelSpec) -> ModelSpec:
     return model if isinstance(model, ModelSpec) else get_preset(model)
 
 
-def _probe(model: ModelSpec, workload: Workload, catalog: CatalogData, options: SearchOptions):
-    """A few estimator calls that do not depend on the layout: the planning MFU, hardware
-    FLOPs per token for each checkpointing level, and checkpoint sizes. Also validates the
-    workload against the model (e.g. seq_len beyond learned positions)."""
-    gpus = [g for g in catalog.gpus if _supports(g, workload.precision)]
-    if not gpus:
+def _probe(model: ModelSpec, workload: Workload, catalog: CatalogData) -> tuple[int, int]:
+    """Checkpoint sizes (for NVMe and the bucket), from estimator calls that do not depend on
+    the layout; also validates the workload against the model (e.g. seq_len beyond learned
+    positions) and that some GPU of the catalog supports its precision."""
+    if not any(_supports(g, workload.precision) for g in catalog.gpus):
         raise ValueError(f"no GPU in the catalog supports precision={workload.precision!r}; pick bf16-mixed")
-    gpu = make_gpu(gpus[0])
-    flops, mfu = {}, 0.0
-    for ckpt in options.checkpointing:
-        tc = TrainingConfig(precision=workload.precision, optimizer=workload.optimizer,
-                            seq_len=workload.seq_len, checkpointing=ckpt, attention=workload.attention,
-                            finetune=workload.finetune,
-                            lora_rank=workload.lora_rank or 16)
-        est = estimate(model, tc, ParallelConfig(), gpu=gpu)
-        flops[ckpt], mfu = est.compute.hardware_flops_per_token, est.compute.mfu
-    states = [estimate(model, tc, ParallelConfig(dp=2, sharding=sh)).checkpoint for sh in ("none", "zero3")]
-    full = max(c.full_state_bytes for c in states)
-    model_only = max(c.model_only_bytes for c in states)
-    return mfu, flops, full, model_only
+    tc = TrainingConfig(precision=workload.precision, optimizer=workload.optimizer, seq_len=workload.seq_len,
+                        attention=workload.attention, finetune=workload.finetune,
+                        lora_rank=workload.lora_rank or 16)
+    states = [estimate_memory(model, tc, ParallelConfig(dp=2, sharding=sh)).checkpoint
+              for sh in ("none", "zero3")]
+    return max(c.full_state_bytes for c in states), max(c.model_only_bytes for c in states)
 
 
 def _supports(gpu, precision: str) -> bool:
@@ -54,12 +48,12 @@ def build_sizes(workload: Workload, catalog: CatalogData, options: SearchOptions
                 provider: StorageProviderSpec | None, storage_tb: int) -> list[Size]:
     single = infra.single_node_network(catalog.networks, workload.dataset_bytes)
     multi = infra.multi_node_networks(catalog.networks)
-    sizes = []
+    sizes, est_gpus = [], {}
     for sku in catalog.skus:
         gpu = catalog.gpu(sku.gpu_slug)
         if not _supports(gpu, workload.precision):
             continue
-        est_gpu = make_gpu(gpu)
+        est_gpu = est_gpus.get(gpu.slug) or est_gpus.setdefault(gpu.slug, make_gpu(gpu))  # one per GPU model
         for nodes in sorted(set(options.node_counts)):
             for net in ((single,) if nodes == 1 else multi):
                 price = size_price(sku, nodes, net, nvme, provider, storage_tb)
@@ -81,7 +75,7 @@ def recommend(workload: Workload, goal: Goal, catalog: CatalogData,
         raise ValueError("recommend() takes the catalog as CatalogData (see portal.sizing.catalog_data)")
     options = options or SearchOptions()
     model = resolve_model(workload.model)
-    base_mfu, flops, full_state, model_only = _probe(model, workload, catalog, options)
+    full_state, model_only = _probe(model, workload, catalog)
 
     nvme_need = infra.nvme_need_bytes(workload, full_state, model_only)
     nvme, nvme_warning = infra.choose_nvme(catalog.nvme, nvme_need)
@@ -93,7 +87,7 @@ def recommend(workload: Workload, goal: Goal, catalog: CatalogData,
     if not any(s.data_parallel for s in stacks):
         raise ValueError("the catalog declares no training stack that can run a layout (stack options of"
                          " kind strategy with their capabilities); seed it (manage.py seed_catalog)")
-    searcher = Searcher(model, workload, options, base_mfu, flops, stacks)
+    searcher = Searcher(model, workload, options, stacks)
     if exhaustive:
         states = []
         for size in sizes:
@@ -117,7 +111,7 @@ def recommend(workload: Workload, goal: Goal, catalog: CatalogData,
     ranked, goal_met, delivery = _deliverable_first(found, front, goal, t, c)
     extras = dict(nvme=nvme, nvme_warning=nvme_warning, provider=provider, storage_tb=storage_tb,
                   checkpoint_bytes=full_state, checkpoints_kept=catalog.checkpoints_kept)
-    plans = tuple(_plan(x, workload, catalog, model, extras) for x in ranked[: options.top_n])
+    plans = tuple(_plan(x, workload, catalog, model, extras, searcher) for x in ranked[: options.top_n])
     best = plans[0]
     on_front = {id(x) for x in front}
     point_of = {id(x): Point(x.size.sku.slug, x.size.gpu.slug, x.size.nodes, x.layout.strategy.name,
@@ -134,7 +128,7 @@ def recommend(workload: Workload, goal: Goal, catalog: CatalogData,
         goal=goal, goal_met=goal_met, plans=plans,
         explanations=(explain.why(best, goal, goal_met, get_strategy(best.strategy).label),
                       *((delivery,) if delivery else ()), *(r.message for r in rejections)),
-        alternatives=(*_alternatives(front, ranked[0], workload, catalog, model, extras),
+        alternatives=(*_alternatives(front, ranked[0], workload, catalog, model, extras, searcher),
                       *(explain.other_gpu(p, best, catalog.sku(p.sku).name) for p in other)),
         other_gpus=tuple(other),
         rejections=rejections, points=points, data=data, warnings=warnings,
@@ -201,7 +195,9 @@ def _search(searcher: Searcher, sizes: list[Size]) -> list:
     bound per size, stopped early once the size's remaining bound cannot reach the Pareto front
     formed by the other sizes."""
     states = [searcher.start(size) for size in sizes]
-    for st in states:
+    # larger GPUs first: a class of sizes where nothing fits tells the smaller ones of the same
+    # world size that nothing fits them either (Searcher._known_misses); the order changes no result
+    for st in sorted(states, key=lambda st: (-st.size.usable_bytes, -st.size.host_ram_bytes)):
         searcher.advance(st)
     live = sorted((st for st in states if st.best), key=lambda st: st.best.train_seconds)
 
@@ -213,24 +209,37 @@ def _search(searcher: Searcher, sizes: list[Size]) -> list:
 
     front = pareto_front([st.best for st in live], time, cost)
     points = [(p.train_seconds, p.price_total_usd, p) for p in front]
+    times = [pt for pt, _, _ in points]
     for st in live:
         own = st.best
 
-        def dominated(t: float, c: float, own=own, points=points) -> bool:
-            for pt, pc, p in points:
-                if pt <= t and pc <= c and (pt < t or pc < c) and p is not own:
-                    return True
-            return False
+        def dominated(t: float, cost, own=own, points=points, times=times) -> bool:
+            # the front is fastest first with falling cost: of its points no slower than t, the
+            # last is the cheapest (the one before it when it is the size's own point); cost(t)
+            # is the size's price for that time, asked only when some point is that fast
+            k = bisect_right(times, t) - 1
+            if k >= 0 and points[k][2] is own:
+                k -= 1
+            if k < 0:
+                return False
+            pt, pc, _ = points[k]
+            c = cost(t)
+            return pc <= c and (pt < t or pc < c)
 
         searcher.advance(st, dominated)
         if st.best is not own:
             front = pareto_front([*front, st.best], time, cost)
             points = [(p.train_seconds, p.price_total_usd, p) for p in front]
+            times = [pt for pt, _, _ in points]
     return states
 
 
-def _plan(x: Candidate, workload: Workload, catalog: CatalogData, model: ModelSpec, extras: dict) -> Plan:
+def _plan(x: Candidate, workload: Workload, catalog: CatalogData, model: ModelSpec, extras: dict,
+          searcher: Searcher) -> Plan:
     size, lay, est = x.size, x.layout, x.estimate
+    training, parallel = searcher.configs_of(lay, x.dp, x.micro_batch, size.nodes)
+    regime = regime_overrides(training, parallel, checkpointing=lay.checkpointing,
+                              attention=workload.attention)
     m = est.per_gpu
     stack = infra.stack_config(lay.strategy, lay.stack, tp=lay.tp, pp=lay.pp, micro_batch=x.micro_batch,
                                grad_accum=x.grad_accum, checkpointing=lay.checkpointing,
@@ -251,7 +260,8 @@ def _plan(x: Candidate, workload: Workload, catalog: CatalogData, model: ModelSp
         sku=size.sku.slug, sku_name=size.sku.name, gpu=size.gpu.slug, gpu_name=size.gpu.name,
         gpus_per_node=size.sku.gpus_per_node, nodes=size.nodes, interconnect=size.sku.interconnect,
         network=size.network.slug if size.network else "", strategy=lay.strategy.name,
-        sharding=lay.strategy.sharding, offload=lay.strategy.offload, tp=lay.tp, pp=lay.pp, dp=x.dp, ep=1,
+        sharding=lay.strategy.sharding, offload=lay.strategy.offload, tp=lay.tp, pp=lay.pp, dp=x.dp,
+        ep=parallel.ep,
         micro_batch=x.micro_batch, grad_accum=x.grad_accum, checkpointing=lay.checkpointing,
         memory=MemoryBreakdown(m.weights, m.gradients, m.optimizer_states, m.activations, m.logits_and_loss,
                                m.gathered_buffers, m.framework_overhead, m.total, m.transient),
@@ -263,22 +273,26 @@ def _plan(x: Candidate, workload: Workload, catalog: CatalogData, model: ModelSp
         raid=nvme.raid if nvme else "", storage_provider=provider.slug if provider else "",
         storage_tb=extras["storage_tb"], checkpoint_bytes=extras["checkpoint_bytes"],
         checkpoints_kept=extras["checkpoints_kept"], stack=stack, mfu=x.mfu, cpu_bytes_per_node=est.cpu_bytes,
+        training_regime=regime[0], parallel_regime=regime[1], represents=est.represents,
+        time_model="estimator",
         warnings=tuple(warnings), availability=availability, billed_hours=x.billing.billed_hours,
         billing=x.billing.billing, price_per_month_usd=x.billing.per_month_usd or 0.0,
     )
 
 
-def _alternatives(front, chosen: Candidate, workload, catalog, model, extras) -> tuple[str, ...]:
-    ref = _plan(chosen, workload, catalog, model, extras)
+def _alternatives(front, chosen: Candidate, workload, catalog, model, extras, searcher) -> tuple[str, ...]:
+    ref = _plan(chosen, workload, catalog, model, extras, searcher)
     cheaper = [x for x in front if x.price_total_usd < chosen.price_total_usd]
     faster = [x for x in front if x.train_seconds < chosen.train_seconds]
     out = []
     if cheaper:
         nxt = max(cheaper, key=lambda x: x.price_total_usd)
-        out.append(explain.alternative("Next cheaper", _plan(nxt, workload, catalog, model, extras), ref))
+        plan = _plan(nxt, workload, catalog, model, extras, searcher)
+        out.append(explain.alternative("Next cheaper", plan, ref))
     if faster:
         nxt = max(faster, key=lambda x: x.train_seconds)
-        out.append(explain.alternative("Next faster", _plan(nxt, workload, catalog, model, extras), ref))
+        plan = _plan(nxt, workload, catalog, model, extras, searcher)
+        out.append(explain.alternative("Next faster", plan, ref))
     return tuple(out)
 
 

@@ -149,7 +149,7 @@ def stack_config(strategy: Strategy, stack: str, *, tp: int, pp: int, micro_batc
     dtype = "bf16" if precision.startswith("bf16") or precision == "fp8" else (
         "fp16" if precision.startswith("fp16") else "no")
     settings: list[tuple[str, object]] = []
-    ckpt = rendered_checkpointing(checkpointing, workload.attention)  # as the configs render it
+    ckpt = rendered_checkpointing(checkpointing, workload.attention, stack)  # as the configs render it
     if stack == "ddp":
         settings += [("launcher", "torchrun"), ("mixed_precision", dtype),
                      ("gradient_accumulation_steps", grad_accum),

@@ -30,6 +30,7 @@ from portal.sizing.estimator import (
     ModelSpec,
     ParallelConfig,
     TrainingConfig,
+    ZeroConfig,
     estimate,
 )
 
@@ -127,6 +128,13 @@ class Plan:
     billed_hours: int = 0
     billing: str = "hourly"  # hourly | monthly (the monthly rate was cheaper)
     price_per_month_usd: float = 0.0  # multi-week jobs: cost per month; 0 otherwise
+    # The regime its stack runs, as the estimator knobs that differ from the fields above
+    # (regimes.py): re-estimating the plan applies them. time_model "estimator": the plan was
+    # timed by the estimator's own time model; "planning-mfu": by a stored MFU (older plans).
+    training_regime: tuple[tuple[str, Any], ...] = ()
+    parallel_regime: tuple[tuple[str, Any], ...] = ()
+    represents: tuple[str, ...] = ()
+    time_model: str = "planning-mfu"
     schema_version: int = PLAN_SCHEMA_VERSION
 
     @property
@@ -138,15 +146,11 @@ class Plan:
         return self.usable_memory_bytes - self.memory.total
 
     def training_config(self) -> TrainingConfig:
-        return TrainingConfig(
-            precision=self.precision, optimizer=self.optimizer, micro_batch=self.micro_batch,
-            seq_len=self.seq_len, grad_accum=self.grad_accum, checkpointing=self.checkpointing,
-            attention=self.attention, finetune=self.finetune, lora_rank=self.lora_rank,
-            mfu=self.mfu or None)
+        planning_mfu = self.mfu or None if self.time_model == "planning-mfu" else None
+        return TrainingConfig(**{**_plan_training(self), "mfu": planning_mfu, **dict(self.training_regime)})
 
     def parallel_config(self) -> ParallelConfig:
-        return ParallelConfig(dp=self.dp, sharding=self.sharding, offload=self.offload, tp=self.tp,
-                              pp=self.pp, ep=self.ep)
+        return ParallelConfig(**{**_plan_parallel(self), **dict(self.parallel_regime)})
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -183,6 +187,10 @@ class Plan:
             "warnings": list(self.warnings), "availability": self.availability,
             "billed_hours": self.billed_hours, "billing": self.billing,
             "price_per_month_usd": round(self.price_per_month_usd, 2),
+            "estimator_regime": {"training": dict(self.training_regime),
+                                 "parallel": {k: _knob_json(v) for k, v in self.parallel_regime}},
+            "represents": list(self.represents), "unmodelled": [],
+            "time_model": self.time_model,
         }
 
     @classmethod
@@ -210,14 +218,98 @@ class Plan:
         values["model_spec"] = _spec_from(data.get("model_spec"))
         values["memory"] = _memory_from(data.get("memory_breakdown_bytes"), data.get("per_gpu_total_bytes"))
         values["stack"] = _stack_from(data)
+        values["training_regime"], values["parallel_regime"] = _regime_from(data.get("estimator_regime"))
         plan = cls(**values)
         plan.training_config(), plan.parallel_config()  # ValueError for values the estimator refuses
         return plan
 
 
-_NESTED = ("model_spec", "memory", "stack")  # read from their own keys below
+_NESTED = ("model_spec", "memory", "stack", "training_regime", "parallel_regime")  # read from their own keys
 _OPTIONAL = ("mfu", "cpu_bytes_per_node", "checkpoint_bytes", "checkpoints_kept", "availability",
-             "billed_hours", "billing", "price_per_month_usd")
+             "billed_hours", "billing", "price_per_month_usd", "represents", "time_model")
+TIME_MODELS = ("estimator", "planning-mfu")
+
+
+def _plan_training(plan: Plan) -> dict[str, Any]:
+    """The TrainingConfig the plan's own fields say (before its stack's regime)."""
+    return dict(precision=plan.precision, optimizer=plan.optimizer, micro_batch=plan.micro_batch,
+                seq_len=plan.seq_len, grad_accum=plan.grad_accum, checkpointing=plan.checkpointing,
+                attention=plan.attention, finetune=plan.finetune, lora_rank=plan.lora_rank)
+
+
+def _plan_parallel(plan: Plan) -> dict[str, Any]:
+    return dict(dp=plan.dp, sharding=plan.sharding, offload=plan.offload, tp=plan.tp, pp=plan.pp, ep=plan.ep)
+
+
+def regime_overrides(training: TrainingConfig, parallel: ParallelConfig, *, checkpointing: str, attention: str
+                     ) -> tuple[tuple[tuple[str, Any], ...], tuple[tuple[str, Any], ...]]:
+    """(training, parallel) estimator knobs of a recommended layout that its plan's own fields
+    (checkpointing and attention as the plan states them) do not say: what re-estimating the
+    plan must apply to give the same numbers."""
+    plain_t = TrainingConfig(precision=training.precision, optimizer=training.optimizer,
+                             micro_batch=training.micro_batch, seq_len=training.seq_len,
+                             grad_accum=training.grad_accum, checkpointing=checkpointing, attention=attention,
+                             finetune=training.finetune, lora_rank=training.lora_rank,
+                             lora_targets=training.lora_targets)
+    plain_p = ParallelConfig(dp=parallel.dp, sharding=parallel.sharding, offload=parallel.offload,
+                             tp=parallel.tp, pp=parallel.pp, ep=parallel.ep)
+    t = tuple((f.name, getattr(training, f.name)) for f in fields(TrainingConfig)
+              if f.name != "mfu" and getattr(training, f.name) != getattr(plain_t, f.name))
+    p = tuple((f.name, getattr(parallel, f.name)) for f in fields(ParallelConfig)
+              if getattr(parallel, f.name) != getattr(plain_p, f.name))
+    return t, p
+
+
+def _knob_json(value: Any) -> Any:
+    if isinstance(value, ZeroConfig):
+        return {f.name: getattr(value, f.name) for f in fields(ZeroConfig)}
+    return value
+
+
+_REGIME_FIELDS = {"training": {f.name: f for f in fields(TrainingConfig)},
+                  "parallel": {f.name: f for f in fields(ParallelConfig)}}
+
+
+def _regime_from(data: Any) -> tuple[tuple[tuple[str, Any], ...], tuple[tuple[str, Any], ...]]:
+    """The plan's estimator_regime (absent in plans stored before it: none)."""
+    if data is None:
+        return (), ()
+    if not isinstance(data, dict) or set(data) - {"training", "parallel"}:
+        raise ValueError("In the sizing plan, estimator_regime must be an object with training and parallel.")
+    out = []
+    for part in ("training", "parallel"):
+        knobs = data.get(part) or {}
+        if not isinstance(knobs, dict):
+            raise ValueError(f"In the sizing plan, estimator_regime.{part} must be an object.")
+        items = []
+        for key, value in knobs.items():
+            known = _REGIME_FIELDS[part].get(key)
+            if known is None or key in ("mfu", "lora_targets"):
+                raise ValueError(f"In the sizing plan, estimator_regime.{part}.{key} is not an estimator"
+                                 " knob.")
+            if key == "zero":
+                if not isinstance(value, dict):
+                    raise ValueError("In the sizing plan, estimator_regime.parallel.zero must be an object.")
+                try:
+                    value = ZeroConfig(**value)
+                except TypeError as exc:
+                    raise ValueError(f"In the sizing plan, estimator_regime.parallel.zero: {exc}.") from None
+            elif not _knob_type_ok(known.default, value):
+                raise ValueError(f"In the sizing plan, estimator_regime.{part}.{key} has the wrong type:"
+                                 f" {value!r}.")
+            items.append((key, value))
+        out.append(tuple(items))
+    return out[0], out[1]
+
+
+def _knob_type_ok(default: Any, value: Any) -> bool:
+    if isinstance(default, bool):
+        return isinstance(value, bool)
+    if isinstance(default, int):
+        return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(default, str):
+        return isinstance(value, str)
+    return value is None or isinstance(value, (str, int, float)) and not isinstance(value, bool)
 
 
 def number_keys() -> tuple[str, ...]:
@@ -259,10 +351,13 @@ def _typed(name: str, kind: str, value: Any) -> Any:
     elif kind == "str":
         if not isinstance(value, str):
             raise ValueError(f"In the sizing plan, {name} must be text, got {value!r}.")
-    elif name == "warnings":
+    elif name in ("warnings", "represents"):
         if not isinstance(value, list | tuple) or not all(isinstance(w, str) for w in value):
-            raise ValueError("In the sizing plan, warnings must be a list of sentences.")
+            raise ValueError(f"In the sizing plan, {name} must be a list of sentences.")
         value = tuple(value)
+    if name == "time_model" and value not in TIME_MODELS:
+        raise ValueError(f"In the sizing plan, time_model must be one of {', '.join(TIME_MODELS)},"
+                         f" got {value!r}.")
     return value
 
 

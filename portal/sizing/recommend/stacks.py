@@ -152,18 +152,22 @@ class Needs:
                    text("checkpointing", "") == "selective-op")
 
 
-def rendered_checkpointing(checkpointing: str, attention: str = "sdpa") -> str:
-    """What the estimator's checkpointing policy becomes in every stack's config: ``none``,
+def rendered_checkpointing(checkpointing: str, attention: str = "sdpa", stack: str = "") -> str:
+    """What the estimator's checkpointing policy becomes in a stack's config: ``none``,
     ``full`` (every layer) or ``op`` (torchtitan's op-level SAC, ``selective-op``).
 
-    ``selective`` is the estimator's Korthikanti policy: recompute only the attention scores.
-    SDPA and FlashAttention never keep the scores (they recompute them in backward), so under
-    them the estimate has nothing to drop and the configs render no checkpointing; under eager
-    attention no stack has that policy and the configs render ``full`` (less memory than the
-    plan, about a third more compute)."""
+    Under torchtitan a plan's ``selective`` is its op-level SAC (``selective_ac_option = "op"``),
+    the policy the recommender estimates for it (regimes.py). Elsewhere ``selective`` is the
+    estimator's Korthikanti policy: recompute only the attention scores. SDPA and FlashAttention
+    never keep the scores (they recompute them in backward), so under them the estimate has
+    nothing to drop and the configs render no checkpointing; under eager attention no stack has
+    that policy and the configs render ``full`` (less memory than the plan, about a third more
+    compute)."""
+    if checkpointing == "selective-op" or (checkpointing == "selective" and stack == "torchtitan"):
+        return "op"
     if checkpointing == "full" or (checkpointing == "selective" and attention == "eager"):
         return "full"
-    return "op" if checkpointing == "selective-op" else "none"
+    return "none"
 
 
 def missing(stack: Any, needs: Needs) -> list[str]:

@@ -101,8 +101,11 @@ def test_context_parallelism_is_read_from_the_top_level_only():
 # --- checkpointing, LoRA, QLoRA ------------------------------------------------------------------
 @pytest.mark.parametrize("policy, attention, accelerate, titan_ac", [
     ("none", "sdpa", False, {"mode": "none"}),
-    ("selective", "sdpa", False, {"mode": "none"}),  # SDPA keeps no attention scores to drop
-    ("selective", "eager", True, None),  # no stack has Korthikanti's policy: whole layers
+    # Accelerate: SDPA keeps no attention scores to drop; torchtitan: its selective is op-level
+    # SAC, the policy the recommender estimates for it (portal/sizing/recommend/regimes.py)
+    ("selective", "sdpa", False, {"mode": "selective", "selective_ac_option": "op"}),
+    # no HF stack has Korthikanti's policy: whole layers
+    ("selective", "eager", True, {"mode": "selective", "selective_ac_option": "op"}),
     ("full", "sdpa", True, {"mode": "full"}),
     ("selective-op", "sdpa", None, {"mode": "selective", "selective_ac_option": "op"}),
 ])

@@ -12,6 +12,7 @@ from portal.sizing.estimator import (
     Interconnect,
     ParallelConfig,
     TrainingConfig,
+    ZeroConfig,
     estimate,
     get_preset,
     list_presets,
@@ -20,11 +21,17 @@ from portal.sizing.estimator import (
 )
 from portal.sizing.estimator.config import (
     ATTENTION,
-    CHECKPOINTING,
+    CHECKPOINTING_POLICIES,
     FINETUNE,
+    FLOAT8_RECIPES,
+    GRAD_ACCUM_DTYPES,
+    LOSSES,
+    MIXED_LAYOUTS,
     OFFLOAD,
     OPTIMIZERS,
+    PP_SCHEDULES,
     PRECISIONS,
+    REDUCE_DTYPES,
     SHARDING,
 )
 
@@ -70,12 +77,19 @@ class Command(BaseCommand):
         parser.add_argument("--vocab", type=int, default=32000)
         parser.add_argument("--list-models", action="store_true")
         parser.add_argument("--precision", choices=PRECISIONS, default="bf16-mixed")
-        parser.add_argument("--mixed-layout", choices=("autocast", "master"), default=None)
+        parser.add_argument("--mixed-layout", choices=MIXED_LAYOUTS, default=None,
+                            help="autocast | master (DeepSpeed) | fsdp2 (FSDP2 MixedPrecisionPolicy)")
         parser.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw")
         parser.add_argument("--micro-batch", type=int, default=1)
         parser.add_argument("--seq-len", type=int, default=2048)
         parser.add_argument("--grad-accum", type=int, default=1)
-        parser.add_argument("--checkpointing", choices=CHECKPOINTING, default="none")
+        parser.add_argument("--checkpointing", choices=CHECKPOINTING_POLICIES, default="none")
+        parser.add_argument("--compile", action="store_true", help="torch.compile the model")
+        parser.add_argument("--compile-loss", action="store_true", help="torch.compile the loss too")
+        parser.add_argument("--loss", choices=LOSSES, default="full")
+        parser.add_argument("--float8-recipe", choices=FLOAT8_RECIPES, default="tensorwise")
+        parser.add_argument("--float8-all-gather", action="store_true",
+                            help="FSDP2 all-gathers float8 weights (tensorwise)")
         parser.add_argument("--attention", choices=ATTENTION, default="sdpa")
         parser.add_argument("--finetune", choices=FINETUNE, default="full")
         parser.add_argument("--lora-rank", type=int, default=16)
@@ -88,6 +102,14 @@ class Command(BaseCommand):
         parser.add_argument("--pp", type=int, default=1)
         parser.add_argument("--pp-microbatches", type=int, default=None)
         parser.add_argument("--ep", type=int, default=1)
+        parser.add_argument("--cp", type=int, default=1, help="context parallel (ring attention)")
+        parser.add_argument("--pp-interleave", type=int, default=1, help="virtual stages per GPU")
+        parser.add_argument("--pp-schedule", choices=PP_SCHEDULES, default="1f1b")
+        parser.add_argument("--async-tp", action="store_true")
+        parser.add_argument("--hybrid-shard-size", type=int, default=8, help="fsdp-hybrid: shard group")
+        parser.add_argument("--fsdp-reduce-dtype", choices=REDUCE_DTYPES, default="fp32")
+        parser.add_argument("--grad-accum-dtype", choices=GRAD_ACCUM_DTYPES, default=None,
+                            help="DeepSpeed data_types.grad_accum_dtype (default: the model dtype)")
         parser.add_argument("--gpu", help="catalog GPU slug, e.g. h100-sxm-80gb")
         parser.add_argument("--inter-node-gbit", type=float, default=None,
                             help="network per GPU in Gb/s (InfiniBand 400, Ethernet 100/1)")
@@ -131,10 +153,15 @@ class Command(BaseCommand):
             checkpointing=o["checkpointing"], attention=o["attention"], finetune=o["finetune"],
             lora_rank=o["lora_rank"],
             lora_targets=tuple(x for x in o["lora_targets"].split(",") if x),
+            compile=o["compile"], compile_loss=o["compile_loss"], loss=o["loss"],
+            float8_recipe=o["float8_recipe"], float8_all_gather=o["float8_all_gather"],
         )
         parallel = ParallelConfig(
             dp=o["dp"], sharding=o["sharding"], offload=o["offload"], tp=o["tp"], sp=o["sp"],
-            pp=o["pp"], pp_microbatches=o["pp_microbatches"], ep=o["ep"],
+            pp=o["pp"], pp_microbatches=o["pp_microbatches"], ep=o["ep"], cp=o["cp"],
+            pp_interleave=o["pp_interleave"], pp_schedule=o["pp_schedule"], async_tp=o["async_tp"],
+            hybrid_shard_size=o["hybrid_shard_size"], fsdp_reduce_dtype=o["fsdp_reduce_dtype"],
+            zero=ZeroConfig(grad_accum_dtype=o["grad_accum_dtype"]),
         )
         gpu = link = None
         if o["gpu"]:
@@ -172,4 +199,7 @@ def render_table(e) -> str:
         ]
         if c.time_to_train_seconds:
             rows.append(f"Time to train: {c.time_to_train_seconds / 86400:.1f} days")
+    rows += ["", "Represents: " + "; ".join(e.represents)]
+    if e.unmodelled:
+        rows.append("unmodelled: [" + "; ".join(e.unmodelled) + "] (approximated)")
     return "\n".join(rows)

@@ -1,0 +1,136 @@
+"""What each training stack actually runs, as estimator knobs (pure data).
+
+A plan is sized in the regime its stack's launch config runs, not in the estimator's defaults.
+The configs are rendered by ``provisioning/stack/{accelerate,deepspeed,torchtitan}.py`` (and the
+``ddp`` stack renders no training config: the customer's script under torchrun, PyTorch AMP);
+this module restates what those renderers fix, stack option slug by slug, because the pure
+recommender cannot import provisioning. ``tests/sizing/test_stack_regimes.py`` renders every
+stack's config and checks it against this table, so the two cannot drift apart silently.
+
+- ddp: autocast (fp32 weights, PyTorch AMP), eager kernels; checkpointing none / full (HF
+  gradient checkpointing recomputes whole layers).
+- fsdp (Accelerate FSDP2): fsdp2 layout with reduce_dtype bf16 (Accelerate's mixed_precision
+  policy), eager; none / full (``fsdp_activation_checkpointing``); CPU offload moves
+  parameters, gradients and optimizer; HSDP shards within a node, replicates across nodes.
+- deepspeed: master layout (bf16 weights, fp32 master), eager; none / full; ZeRO buckets from
+  the hidden size h as the renderer writes them: reduce h², prefetch 0.9 h², persistence
+  10 h, overlap_comm on, contiguous gradients.
+- torchtitan: fsdp2 layout with reduce_dtype fp32, the model and the loss compiled; none /
+  selective = op-level SAC / full; sequence parallel with TP; no resharding after forward
+  under PP; float8 tensorwise with fp8 all-gather; 1F1B; HSDP replicates across nodes.
+
+torchtitan renders ``model.name = "llama3"``: it is proposed for dense llama-family models only.
+A stack slug this table does not know is sized in the estimator's defaults (autocast, eager),
+with every checkpointing value taken as the estimator reads it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from portal.sizing.estimator import ModelSpec
+from portal.sizing.estimator.config import ZeroConfig
+
+FSDP = ("fsdp-full-shard", "fsdp-shard-grad-op", "fsdp-hybrid")
+
+
+@dataclass(frozen=True)
+class StackRegime:
+    """The estimator knobs one stack's rendered config fixes."""
+
+    slug: str
+    # plan checkpointing value -> the estimator's policy; only these values are offered
+    checkpointing: tuple[tuple[str, str], ...] = (
+        ("none", "none"), ("selective", "selective"), ("full", "full"))
+    fsdp_layout: str | None = None  # mixed_layout under FSDP sharding ("fsdp2": FSDP2's MixedPrecisionPolicy)
+    fsdp_reduce_dtype: str = "fp32"
+    compile: bool = False  # torch.compile of the model (and, with compile_loss, of the loss)
+    compile_loss: bool = False
+    sp_with_tp: bool = False  # sequence parallel whenever tensor parallel
+    reshard_with_pp: bool = True  # FSDP reshards after forward under pipeline parallelism
+    float8_all_gather: bool = False  # fp8 plans: FSDP2 all-gathers float8 weights (tensorwise)
+    fused_attention: bool = False  # the stack's model always runs SDPA/flash attention
+    deepspeed_buckets: bool = False  # ZeRO buckets sized from the hidden size (DeepSpeed's "auto")
+    dense_llama_only: bool = False  # the stack's model code is a dense llama (torchtitan's llama3)
+    pp_schedule: str = "1f1b"  # the pipeline schedule its config names (torchtitan renders 1F1B)
+
+    def runs(self, model: ModelSpec) -> bool:
+        """Whether the stack's config can train this model at all."""
+        return not self.dense_llama_only or (model.family == "llama" and not model.is_moe)
+
+    def policy(self, checkpointing: str, model: ModelSpec) -> str | None:
+        """The estimator policy a plan's checkpointing value runs under this stack (None: not
+        offered: the stack has no such mode, or the estimator cannot represent it here)."""
+        return _policy(self, checkpointing, model.family, model.is_moe)
+
+    def training_knobs(self, checkpointing: str, model: ModelSpec, attention: str,
+                       precision: str) -> dict[str, Any]:
+        """TrainingConfig overrides for a plan of this stack (beyond the workload's own settings)."""
+        out: dict[str, Any] = {}
+        policy = self.policy(checkpointing, model)
+        if policy is not None and policy != checkpointing:
+            out["checkpointing"] = policy
+        if self.compile:
+            out["compile"] = True
+        if self.compile_loss:
+            out["compile_loss"] = True
+        if self.fused_attention and attention == "eager":
+            out["attention"] = "sdpa"
+        if self.float8_all_gather and precision == "fp8":
+            out["float8_all_gather"] = True
+        return out
+
+    def layout_knobs(self, sharding: str, precision: str) -> dict[str, Any]:
+        """TrainingConfig overrides that depend on the data-parallel kind."""
+        if sharding in FSDP and self.fsdp_layout and precision in ("bf16-mixed", "fp8"):
+            return {"mixed_layout": self.fsdp_layout}
+        return {}
+
+    def parallel_knobs(self, *, sharding: str, tp: int, pp: int, dp: int, nodes: int,
+                       model: ModelSpec) -> dict[str, Any]:
+        """ParallelConfig overrides for a layout of this stack."""
+        out: dict[str, Any] = {}
+        if self.sp_with_tp and tp > 1:
+            out["sp"] = True
+        if pp > 1 and not self.reshard_with_pp and sharding in FSDP:
+            out["reshard_after_forward"] = False
+        if pp > 1 and self.pp_schedule != "1f1b":
+            out["pp_schedule"] = self.pp_schedule
+        if sharding in FSDP and self.fsdp_layout and self.fsdp_reduce_dtype != "fp32":
+            out["fsdp_reduce_dtype"] = self.fsdp_reduce_dtype
+        if sharding == "fsdp-hybrid":  # both stacks shard within a node and replicate across nodes
+            out["hybrid_shard_size"] = max(1, dp // nodes)
+        if self.deepspeed_buckets and sharding in ("zero1", "zero2", "zero3"):
+            h = model.hidden_size
+            out["zero"] = ZeroConfig(reduce_bucket_size=h * h, overlap_comm=True,
+                                     contiguous_gradients=True, prefetch_bucket_size=int(0.9 * h * h),
+                                     param_persistence_threshold=10 * h)
+        return out
+
+
+@lru_cache(maxsize=256)
+def _policy(regime: StackRegime, checkpointing: str, family: str, moe: bool) -> str | None:
+    policy = next((est for plan, est in regime.checkpointing if plan == checkpointing), None)
+    if policy == "selective-op" and (family != "llama" or moe):
+        return None  # torchtitan's op SAC counts dense llama blocks' aten.mm calls
+    return policy
+
+
+HF_CHECKPOINTING = (("none", "none"), ("full", "full"))
+REGIMES: dict[str, StackRegime] = {
+    "ddp": StackRegime("ddp", checkpointing=HF_CHECKPOINTING),
+    "fsdp": StackRegime("fsdp", checkpointing=HF_CHECKPOINTING, fsdp_layout="fsdp2",
+                        fsdp_reduce_dtype="bf16"),
+    "deepspeed": StackRegime("deepspeed", checkpointing=HF_CHECKPOINTING, deepspeed_buckets=True),
+    "torchtitan": StackRegime(
+        "torchtitan", checkpointing=(("none", "none"), ("selective", "selective-op"), ("full", "full")),
+        fsdp_layout="fsdp2", fsdp_reduce_dtype="fp32", compile=True, compile_loss=True, sp_with_tp=True,
+        reshard_with_pp=False, float8_all_gather=True, fused_attention=True, dense_llama_only=True),
+}
+DEFAULT_REGIME = StackRegime("")
+
+
+def regime_of(slug: str) -> StackRegime:
+    return REGIMES.get(slug, DEFAULT_REGIME)

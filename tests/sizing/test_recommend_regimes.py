@@ -1,0 +1,163 @@
+"""The recommender sizes and times every plan in its stack's regime with the estimator's own
+time model (issue 14): a plan's time is estimate()'s, its MFU the estimator's for its GPU,
+stack, width and TP; torchtitan plans are sized compiled in FSDP2 mixed precision; HSDP where a
+stack declares it; pipeline stages when memory or the time model asks for them."""
+
+from dataclasses import replace
+
+import pytest
+
+from portal.sizing.catalog_data import catalog_from_seed
+from portal.sizing.estimator import ParallelConfig, TrainingConfig, estimate, get_preset
+from portal.sizing.estimator import compute as cmp
+from portal.sizing.recommend import Goal, SearchOptions, Workload, plan_estimate, recommend
+from portal.sizing.recommend.regimes import REGIMES, regime_of
+from portal.sizing.recommend.search import make_gpu, make_link
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return catalog_from_seed()
+
+
+def only(catalog, *skus):
+    return replace(catalog, skus=tuple(s for s in catalog.skus if s.slug in skus))
+
+
+def work(model="llama-3.1-8b", **kw):
+    base = dict(model=model, seq_len=4096, global_batch_tokens=4096 * 256, dataset_tokens=10**10,
+                dataset_bytes=4 * 10**10, dataset_files=1000)
+    return Workload(**(base | kw))
+
+
+def timed_again(plan, catalog):
+    sku = catalog.sku(plan.sku)
+    gpu = catalog.gpu(sku.gpu_slug)
+    network = catalog.network(plan.network) if plan.network else None
+    return plan_estimate(plan, gpu=make_gpu(gpu), interconnect=make_link(sku, gpu, plan.nodes, network))
+
+
+@pytest.mark.parametrize("workload", [
+    work(), work(finetune="lora"), work(model="llama-3.1-70b", dataset_tokens=10**11),
+    work(precision="fp8"),
+    work(model="gpt2-1.5b", seq_len=1024, global_batch_tokens=1024 * 512),
+], ids=["8b", "8b-lora", "70b", "8b-fp8", "gpt2"])
+def test_a_plans_time_is_estimate_of_that_plan(catalog, workload):
+    """No planning MFU, no table of its own: re-estimating the stored plan from scratch (its
+    model, settings, layout and stack regime, on its GPU and links) gives the plan's time."""
+    rec = recommend(workload, Goal("cheapest"), catalog, SearchOptions(top_n=8))
+    stacks = set()
+    for plan in rec.plans:
+        assert plan.time_model == "estimator" and plan.training_config().mfu is None
+        again = timed_again(plan, catalog)
+        assert again.compute.time_to_train_seconds / 3600 == pytest.approx(plan.train_hours, rel=1e-12)
+        assert again.compute.step_seconds == pytest.approx(plan.step_seconds, rel=1e-12)
+        assert again.compute.mfu == plan.mfu
+        assert again.per_gpu.total == plan.memory.total
+        assert again.unmodelled == ()
+        stacks.add(plan.stack.slug)
+    assert stacks
+
+
+@pytest.mark.parametrize("sku", ["8x-h100-sxm-80gb", "8x-b200-sxm-180gb", "8x-l40s-48gb", "8x-h200-sxm-141gb",
+                                 "8x-h100-pcie-80gb"])
+def test_the_plan_mfu_is_the_estimators_for_its_gpu_stack_width_and_tp(catalog, sku):
+    rec = recommend(work(), Goal("fastest"), only(catalog, sku), SearchOptions(node_counts=(1,), top_n=1))
+    plan = rec.best
+    gpu = make_gpu(catalog.gpu(catalog.sku(sku).gpu_slug))
+    model = get_preset("llama-3.1-8b")
+    assert plan.mfu == cmp.mfu(plan.training_config(), model, gpu, plan.tp)
+    kernels = plan.training_config().kernel_stack
+    u, h0 = cmp.STACK_EFFICIENCY[kernels]
+    ratio = gpu.bf16_tflops * 1e12 / (gpu.memory_bandwidth_gbps * 1e9) / cmp.A100_FLOPS_PER_BYTE
+    assert plan.mfu == pytest.approx(cmp.matmul_efficiency(gpu.name) * u / (1 + h0 * ratio * plan.tp / 4096))
+
+
+def test_h200_plans_use_h200s_matmul_efficiency_not_gh200s(catalog):
+    plan = recommend(work(), Goal("fastest"), only(catalog, "8x-h200-sxm-141gb"),
+                     SearchOptions(node_counts=(1,))).best
+    h200 = make_gpu(catalog.gpu("h200-sxm-141gb"))
+    assert cmp.matmul_efficiency(h200.name) == pytest.approx(794.5 / 989 * 1453.4 / 1402.6)
+    assert cmp.matmul_efficiency(h200.name) != pytest.approx(828.6 / 989)
+    assert plan.mfu == cmp.mfu(plan.training_config(), get_preset("llama-3.1-8b"), h200, plan.tp)
+
+
+def test_torchtitan_plans_are_sized_compiled_in_fsdp2_mixed_precision(catalog):
+    """8B at 8k tokens without activation checkpointing on 8 x H100 80GB: autocast/eager needs
+    ~101 GB per GPU (rejected); torchtitan's regime (FSDP2 mixed precision, compiled model and
+    loss) ~65 GB: it fits."""
+    w = work(seq_len=8192, global_batch_tokens=8192 * 16, dataset_tokens=10**9)
+    rec = recommend(w, Goal("fastest"), only(catalog, "8x-h100-sxm-80gb"),
+                    SearchOptions(node_counts=(1,), checkpointing=("none",)))
+    plan = rec.best
+    assert (plan.stack.slug, plan.checkpointing, plan.tp, plan.pp) == ("torchtitan", "none", 1, 1)
+    tc = plan.training_config()
+    assert (tc.mixed_layout, tc.compile, tc.compile_loss) == ("fsdp2", True, True)
+    assert plan.memory.total <= plan.usable_memory_bytes
+    eager = estimate(get_preset("llama-3.1-8b"),
+                     TrainingConfig(seq_len=8192, micro_batch=plan.micro_batch, grad_accum=plan.grad_accum),
+                     ParallelConfig(dp=8, sharding="fsdp-full-shard"))
+    assert eager.per_gpu.total > plan.usable_memory_bytes
+
+
+def test_each_stacks_regime_reaches_its_plans(catalog):
+    rec = recommend(work(), Goal("cheapest"), catalog, SearchOptions(top_n=20))
+    seen = set()
+    for plan in (*rec.plans, *(p for p in recommend(work(), Goal("fastest"), catalog,
+                                                   SearchOptions(top_n=20)).plans)):
+        tc, pc = plan.training_config(), plan.parallel_config()
+        seen.add(plan.stack.slug)
+        if plan.stack.slug == "torchtitan":
+            regime = (tc.mixed_layout, tc.compile, tc.compile_loss, pc.fsdp_reduce_dtype)
+            assert regime == ("fsdp2", True, True, "fp32")
+            assert tc.checkpointing == {"none": "none", "selective": "selective-op", "full": "full"}[
+                plan.checkpointing]
+            assert pc.sp == (plan.tp > 1) and pc.reshard_after_forward == (plan.pp == 1)
+        elif plan.stack.slug == "fsdp":
+            assert (tc.mixed_layout, pc.fsdp_reduce_dtype, tc.compile) == ("fsdp2", "bf16", False)
+            assert plan.checkpointing in ("none", "full")
+        elif plan.stack.slug == "deepspeed":
+            assert pc.zero.reduce_bucket_size == 5120 * 5120 and pc.zero.overlap_comm is True
+    assert seen >= {"torchtitan"}
+
+
+def test_checkpointing_modes_are_the_ones_each_stack_runs():
+    model = get_preset("llama-3.1-8b")
+    assert REGIMES["ddp"].policy("selective", model) is None  # HF gradient checkpointing: whole layers
+    assert REGIMES["fsdp"].policy("full", model) == "full"
+    assert REGIMES["torchtitan"].policy("selective", model) == "selective-op"
+    assert REGIMES["torchtitan"].policy("selective", get_preset("mixtral-8x7b")) is None
+    assert not REGIMES["torchtitan"].runs(get_preset("gpt2-124m"))
+    unknown = regime_of("my-own-stack")  # an unknown stack: the estimator's defaults
+    assert unknown.training_knobs("selective", model, "sdpa", "bf16-mixed") == {}
+    assert unknown.layout_knobs("fsdp-full-shard", "bf16-mixed") == {}
+
+
+def test_hsdp_is_proposed_across_nodes_where_a_stack_declares_it(catalog):
+    rec = recommend(work(), Goal("fastest"), catalog, SearchOptions(top_n=10))
+    hsdp = [p for p in rec.points if p.strategy == "hsdp"]
+    assert hsdp and all(p.nodes > 1 for p in hsdp)
+    undeclared = replace(catalog, stack=tuple(
+        replace(s, data_parallel=tuple(k for k in s.data_parallel if k != "fsdp2-hybrid-shard"))
+        for s in catalog.stack))
+    rec = recommend(work(), Goal("fastest"), undeclared, SearchOptions(top_n=10))
+    assert not [p for p in rec.points if p.strategy == "hsdp"]
+
+
+def test_pipeline_stages_when_the_time_model_makes_them_faster(catalog):
+    """On 2 B200 nodes over HDR 200 a flat FSDP layout fits, yet a pipeline that sends only
+    activations between the nodes trains the 8B model faster: it is proposed."""
+    hdr = replace(only(catalog, "8x-b200-sxm-180gb"),
+                  networks=tuple(n for n in catalog.networks if n.slug in ("eth-1g", "ib-hdr-200g")))
+    options = SearchOptions(node_counts=(2,), top_n=1)
+    best = recommend(work(), Goal("fastest"), hdr, options).best
+    flat = recommend(work(), Goal("fastest"), hdr, replace(options, pp_sizes=(1,))).best
+    assert (best.network, flat.network) == ("ib-hdr-200g", "ib-hdr-200g")
+    assert best.pp > 1 and flat.pp == 1
+    assert best.train_hours < flat.train_hours
+
+
+def test_a_124m_model_gets_no_pipeline(catalog):
+    rec = recommend(work(model="gpt2-124m", seq_len=1024, global_batch_tokens=1024 * 512), Goal("fastest"),
+                    catalog, SearchOptions(top_n=10))
+    assert all(p.pp == 1 for p in (*rec.points, *rec.plans))

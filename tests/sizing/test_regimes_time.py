@@ -1,0 +1,190 @@
+"""Time regimes (issue 14): communication per tier and on the wire by dtype, pipeline schedules,
+async TP, CPU offload time, PCIe cards, float8 recipes, and the search-facing pieces of the time
+model (flop_rate, comm_floor) agreeing with estimate(). Expectations by hand on the tiny model of
+test_regimes.py."""
+
+import pytest
+
+from portal.sizing.estimator import (
+    Interconnect,
+    ParallelConfig,
+    TrainingConfig,
+    comm_floor,
+    comm_volume,
+    estimate,
+    estimate_memory,
+    flop_rate,
+    get_preset,
+)
+from portal.sizing.estimator import activations as act
+from portal.sizing.estimator import compute as cmp
+from tests.sizing.test_regimes import H100, TINY, P
+
+FSDP2 = TrainingConfig(precision="bf16-mixed", mixed_layout="fsdp2", seq_len=8)
+NDR = Interconnect(intra_node_gbps=450, inter_node_gbit=400, gpus_per_node=8)
+INTRA = 450 * 0.8 * 1e9  # NVLink per direction x LINK_EFFICIENCY
+INTER = 400 / 8 * 0.8 * 1e9  # Gb/s per GPU -> GB/s x LINK_EFFICIENCY
+
+
+def _compute(training, parallel, link=NDR):
+    return estimate(TINY, training, parallel, gpu=H100, interconnect=link).compute
+
+
+# -- data-parallel traffic ------------------------------------------------------------------------
+def test_hsdp_costs_the_shard_group_on_nvlink_and_the_replica_all_reduce_on_the_network():
+    c = _compute(FSDP2, ParallelConfig(dp=16, sharding="fsdp-hybrid", hybrid_shard_size=8))
+    # shard group of 8 (one node): bf16 all-gather forward and backward, fp32 reduce-scatter
+    assert c.comm_bytes["dp"] == pytest.approx((2 * P * 2 + P * 4) * 7 / 8)
+    # 2 replicas: all-reduce of the fp32 reduce-scattered shard (P / 8 elements)
+    assert c.comm_bytes["dp_replicate"] == pytest.approx(2 * (P / 8 * 4) * 1 / 2)
+    assert c.comm_seconds["dp"] == pytest.approx(c.comm_bytes["dp"] / INTRA)
+    assert c.comm_seconds["dp_replicate"] == pytest.approx(c.comm_bytes["dp_replicate"] / INTER)
+    full = _compute(FSDP2, ParallelConfig(dp=16, sharding="fsdp-full-shard"))
+    assert full.comm_seconds["dp"] == pytest.approx((2 * P * 2 + P * 4) * 15 / 16 / INTER)
+    assert c.comm_seconds["dp"] + c.comm_seconds["dp_replicate"] < full.comm_seconds["dp"]
+
+
+def test_gradients_go_on_the_wire_in_the_dtype_the_stack_reduces_in():
+    ddp = _compute(TrainingConfig(seq_len=8), ParallelConfig(dp=4))  # autocast: fp32 gradients
+    assert ddp.comm_bytes["dp"] == pytest.approx(2 * P * 4 * 3 / 4)
+    half = TrainingConfig(precision="fp16-mixed", seq_len=8)
+    zero1 = _compute(half, ParallelConfig(dp=4, sharding="zero1"))
+    assert zero1.comm_bytes["dp"] == pytest.approx(2 * P * 2 * 3 / 4)  # DeepSpeed: half gradients
+
+
+def test_sharded_weights_are_gathered_and_reduced_every_micro_batch():
+    one = _compute(FSDP2, ParallelConfig(dp=4, sharding="fsdp-full-shard"))
+    four = _compute(TrainingConfig(precision="bf16-mixed", mixed_layout="fsdp2", seq_len=8, grad_accum=4),
+                    ParallelConfig(dp=4, sharding="fsdp-full-shard"))
+    assert one.comm_bytes["dp"] == pytest.approx((2 * P * 2 + P * 4) * 3 / 4)
+    assert four.comm_bytes["dp"] == pytest.approx(4 * one.comm_bytes["dp"])
+    kept = ParallelConfig(dp=4, sharding="fsdp-full-shard", reshard_after_forward=False)
+    no_reshard = _compute(FSDP2, kept)
+    assert no_reshard.comm_bytes["dp"] == pytest.approx((P * 2 + P * 4) * 3 / 4)  # one all-gather
+    zero2 = _compute(TrainingConfig(precision="fp16-mixed", seq_len=8, grad_accum=4),
+                     ParallelConfig(dp=4, sharding="zero2"))
+    # reduce-scatter each micro-batch, the updated half weights all-gathered once per step
+    assert zero2.comm_bytes["dp"] == pytest.approx((P * 2 * 4 + P * 2) * 3 / 4)
+
+
+def test_the_forward_all_gather_hides_behind_the_forward_and_the_rest_behind_the_backward():
+    parallel = ParallelConfig(dp=4, sharding="fsdp-full-shard")
+    share = cmp.dp_forward_share(parallel, P, P, cmp.comm_dtypes(FSDP2, parallel, "fsdp2", 0.5))
+    assert share == pytest.approx(2 * P / (2 * 2 * P + 4 * P))
+    # 8 s of traffic, a quarter in forward, over 3 s of compute at 90 % overlap
+    assert cmp.exposed_dp_seconds(8.0, 0.0, 0.25, 3.0, 0.9) == pytest.approx((2 - 0.9) + (6 - 1.8))
+
+
+# -- pipeline schedules, async TP ----------------------------------------------------------------------
+def test_zero_bubble_h1_leaves_a_third_of_the_1f1b_bubble():
+    assert cmp.bubble_fraction(4, 8) == pytest.approx(3 / 11)
+    assert cmp.bubble_fraction(4, 8, 1, "zb-h1") == pytest.approx(1 / 9)  # (p-1)/3 idle slots of m + (p-1)/3
+    with pytest.raises(ValueError, match="pp > 1"):
+        ParallelConfig(pp_schedule="zb-h1")
+
+
+def test_interleaved_1f1b_holds_more_micro_batches_in_flight():
+    training = TrainingConfig(precision="bf16", seq_len=16, grad_accum=8)
+    plain = estimate_memory(TINY, training, ParallelConfig(pp=2)).per_gpu.activations
+    virtual = estimate_memory(TINY, training, ParallelConfig(pp=2, pp_interleave=2)).per_gpu.activations
+    outside = act.outside_layers(TINY, training, act.dtype_facts(training, "pure-half"), 1, 16)
+    # the first stage warms up (p-1)/(p v) further: 2 stages, 2 virtual each -> 1 + 1/4
+    assert virtual - outside == int((plain - outside) * (1 + 1 / 4))
+
+
+def test_async_tp_hides_all_but_one_chunk_behind_the_matmuls():
+    tp4 = ParallelConfig(tp=4, async_tp=True)
+    assert cmp.exposed_tp_seconds(10.0, 3.0, tp4) == pytest.approx(2.5 + (10 - 2.5 - 3))
+    assert cmp.exposed_tp_seconds(10.0, 100.0, tp4) == pytest.approx(2.5)
+    assert cmp.exposed_tp_seconds(10.0, 100.0, ParallelConfig(tp=4)) == 10.0
+    with pytest.raises(ValueError, match="tp > 1"):
+        ParallelConfig(async_tp=True)
+
+
+# -- CPU offload, PCIe cards, float8 --------------------------------------------------------------------
+def test_offload_time_is_the_host_optimizer_step_and_the_weights_coming_back():
+    link = 32 * 0.8e9  # PCIe Gen4 x16 per direction x PCIE_EFFICIENCY
+    zero = ParallelConfig(dp=8, sharding="zero2", offload="optimizer")
+    step = 1e9 * 30 / (100e9 / 8)  # CPU-Adam over 30 B per parameter, a node's bandwidth over 8 ranks
+    expected = step + 2e9 / link  # half weights up; fp32 gradients down hide behind the backward
+    assert cmp.offload_seconds(zero, 1e9, 1e9, 1, 32, 8, 10.0) == pytest.approx(expected)
+    fsdp = ParallelConfig(dp=8, sharding="fsdp-full-shard", offload="optimizer+params")
+    # torch.optim.AdamW on the CPU (6x slower); the weight shards' traffic hides behind 10 s
+    assert cmp.offload_seconds(fsdp, 1e9, 1e9, 1, 32, 8, 10.0) == pytest.approx(step * 6 + 2e9 / link)
+    assert cmp.offload_seconds(ParallelConfig(dp=8, sharding="zero2"), 1e9, 1e9, 1, 32, 8, 10.0) == 0.0
+
+
+def test_pcie_cards_sustain_less_of_their_peak_than_their_sxm_sibling():
+    ratio = 252.9 / 271.2  # A100 PCIe vs SXM, same die and datasheet peak
+    assert cmp.matmul_efficiency("NVIDIA H100 PCIe 80GB") == pytest.approx(794.5 / 989 * ratio)
+    assert cmp.matmul_efficiency("NVIDIA H100 NVL 94GB") == pytest.approx(794.5 / 989 * ratio)
+    h200 = 794.5 / 989 * 1453.4 / 1402.6
+    assert cmp.matmul_efficiency("NVIDIA H200 NVL 141GB") == pytest.approx(h200 * ratio)
+    assert cmp.matmul_efficiency("NVIDIA H100 SXM5 80GB") == pytest.approx(794.5 / 989)
+
+
+def test_rowwise_float8_casts_every_operand_twice():
+    model = get_preset("llama-3.1-8b")
+    tensorwise = TrainingConfig(precision="fp8", seq_len=8192, compile=True)
+    rowwise = TrainingConfig(precision="fp8", seq_len=8192, compile=True, float8_recipe="rowwise")
+    share = cmp.memory_bound_share(tensorwise, model, H100)
+    difference = cmp.fp8_time_factor(rowwise, model, H100) - cmp.fp8_time_factor(tensorwise, model, H100)
+    assert difference == pytest.approx(share * 0.3 * (2 - 1) / (1 + share))
+
+
+# -- what the recommender's search uses equals what estimate() does --------------------------------------
+def test_flop_rate_is_the_rate_estimate_divides_hardware_flops_by():
+    model = get_preset("llama-3.1-8b")
+    training = TrainingConfig(precision="bf16-mixed", mixed_layout="fsdp2", seq_len=4096, grad_accum=4,
+                              compile=True)
+    parallel = ParallelConfig(dp=4, tp=2, sharding="fsdp-full-shard")
+    c = estimate(model, training, parallel, gpu=H100, interconnect=NDR).compute
+    rate, mfu = flop_rate(model, training, H100, tp=2)
+    assert mfu == c.mfu
+    assert c.compute_seconds == pytest.approx(c.hardware_flops_per_token * 4096 * 4 / 2 / rate)
+
+
+@pytest.mark.parametrize("parallel", [
+    ParallelConfig(dp=16, tp=2, pp=2, sharding="fsdp-full-shard", sp=True, reshard_after_forward=False),
+    ParallelConfig(dp=32, sharding="fsdp-hybrid", hybrid_shard_size=8),
+    ParallelConfig(dp=16, sharding="zero2"),
+])
+def test_comm_floor_adds_what_estimate_adds_for_communication(parallel):
+    model = get_preset("llama-3.1-8b")
+    training = TrainingConfig(precision="bf16-mixed", seq_len=4096, grad_accum=4, checkpointing="full",
+                              mixed_layout="fsdp2" if parallel.sharding.startswith("fsdp") else None)
+    link = Interconnect(intra_node_gbps=450, inter_node_gbit=50, gpus_per_node=8)
+    c = estimate(model, training, parallel, gpu=H100, interconnect=link).compute
+    floor = comm_floor(model, training, parallel, link)
+    assert floor.exposed(c.compute_seconds) == pytest.approx(c.exposed_comm_seconds, rel=1e-12)
+    assert floor.exposed(c.compute_seconds / 2) >= floor.exposed(c.compute_seconds)  # less compute hides less
+    # the bytes worked out once serve any link: the same floor as computed from scratch on another
+    other = Interconnect(intra_node_gbps=900, inter_node_gbit=400, gpus_per_node=8)
+    volume = comm_volume(model, training, parallel)
+    fresh = comm_floor(model, training, parallel, other)
+    assert comm_floor(model, training, parallel, other, volume) == fresh
+    assert comm_floor(model, training, parallel, other).dp_seconds < floor.dp_seconds  # faster link
+
+
+# -- the estimate says what it represents and what it does not ---------------------------------------------
+def test_the_estimate_names_what_it_approximates_in_its_json():
+    qlora = TrainingConfig(precision="bf16-mixed", finetune="qlora", seq_len=8)
+    d = estimate(TINY, qlora, ParallelConfig(dp=2, sharding="zero3")).to_dict()
+    assert d["unmodelled"] == ["QLoRA's NF4 weights under ZeRO-3 partitioning"]
+    assert "finetune=qlora r=16" in d["represents"]
+    plain = estimate(TINY, TrainingConfig(seq_len=8), ParallelConfig(dp=2, sharding="fsdp-hybrid",
+                                                                      hybrid_shard_size=2))
+    assert plain.to_dict()["unmodelled"] == []
+    assert "hsdp shard=2" in plain.represents
+    memory = estimate_memory(TINY, TrainingConfig(seq_len=8, compile=True), ParallelConfig())
+    assert memory.to_dict()["unmodelled"] == []  # llama-family compile fusions are modelled
+    gpt = get_preset("gpt2-124m")
+    assert estimate_memory(gpt, TrainingConfig(seq_len=64, compile=True)).unmodelled == (
+        "torch.compile fusions of gpt2 layers (memory counted as eager)",)
+
+
+def test_deepspeed_knobs_are_named_in_what_the_estimate_represents():
+    m = estimate_memory(TINY, TrainingConfig(precision="bf16-mixed", seq_len=8),
+                        ParallelConfig(dp=2, sharding="zero3"))
+    assert "zero reduce_bucket=5e+08 overlap_comm=True grad_accum_dtype=model" in m.represents
+    assert any(r.startswith("zero3 prefetch=5e+07 max_live=1e+09") for r in m.represents)

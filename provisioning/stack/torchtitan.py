@@ -8,10 +8,10 @@ would train the wrong model). Tensor, pipeline and context parallel degrees from
 data-parallel shard degree is what is left (-1); hybrid sharding replicates across nodes.
 float8 linears for an fp8 plan (converter ``quantize.linear.float8``, needs torchao); activation
 checkpointing ``none``, ``full``, or ``selective`` with ``selective_ac_option = "op"`` for the
-plan's ``selective`` (the op-level SAC the recommender estimates for torchtitan) and ``selective-op``; torch.compile on. The local
-batch is the plan's micro-batch (with pipelining: micro-batch x accumulation, cut into pipeline
-micro-batches of the micro-batch); the global batch is the plan's, so torchtitan's own
-accumulation is the plan's. Steps: the plan's tokens over that batch.
+plan's ``selective`` (the op-level SAC the recommender estimates for torchtitan) and
+``selective-op``; torch.compile on. The local batch is the plan's micro-batch (with pipelining:
+micro-batch x accumulation, cut into pipeline micro-batches of the micro-batch); the global
+batch is the plan's, so torchtitan's own accumulation is the plan's. Steps: the plan's tokens over that batch.
 
 Checkpoints: torchtitan purges old steps on rank 0 only, which on a cluster's node-local disks
 would leave the other nodes' shards of purged steps behind (and may purge node 0's before the

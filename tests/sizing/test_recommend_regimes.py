@@ -161,3 +161,17 @@ def test_a_124m_model_gets_no_pipeline(catalog):
     rec = recommend(work(model="gpt2-124m", seq_len=1024, global_batch_tokens=1024 * 512), Goal("fastest"),
                     catalog, SearchOptions(top_n=10))
     assert all(p.pp == 1 for p in (*rec.points, *rec.plans))
+
+
+@pytest.mark.parametrize("workload, lacks", [
+    # fp8 is torchtitan's only, and torchtitan builds llama3 shapes without adapters
+    (work("llama-3.1-8b", precision="fp8", finetune="lora"),
+     ["PyTorch DDP (torchrun) has no fp8 training", "torchtitan (FSDP2 + TP + PP + CP) has no LoRA"]),
+    (work("llama-2-70b", precision="fp8"), ["torchtitan (FSDP2 + TP + PP + CP) has no model family"]),
+])
+def test_a_job_no_stack_can_run_is_refused_with_each_stacks_lack(catalog, workload, lacks):
+    with pytest.raises(ValueError, match="no training stack in the catalog can run this job") as refused:
+        recommend(workload, Goal("cheapest"), catalog)
+    for lack in lacks:
+        assert lack in str(refused.value)
+    assert "global batch" not in str(refused.value)

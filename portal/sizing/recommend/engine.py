@@ -11,7 +11,7 @@ from .catalog import CatalogData, NvmeOptionSpec, StorageProviderSpec
 from .pareto import pareto_front, rank
 from .plan import MemoryBreakdown, Plan, regime_overrides
 from .search import Candidate, Miss, Searcher, Size, make_gpu, make_link, naive_best, size_price
-from .stacks import strategy_stacks
+from .stacks import Needs, family_of, missing, strategy_stacks
 from .strategies import get_strategy
 from .types import Goal, Point, Recommendation, Rejection, SearchOptions, Workload
 
@@ -99,7 +99,7 @@ def recommend(workload: Workload, goal: Goal, catalog: CatalogData,
     found: list[Candidate] = [st.best for st in states if st.best]
     misses: list[tuple[Size, Miss]] = [(st.size, st.miss) for st in states if not st.best and st.miss]
     if not found:
-        raise ValueError(_nothing_fits(model, misses))
+        raise ValueError(_nothing_fits(model, misses, workload, stacks))
 
     def t(c):
         return c.train_seconds
@@ -332,11 +332,24 @@ def _rejection_text(size: Size, miss: Miss) -> str:
         miss.offload_strategy.label if miss.offload_strategy else "", size.host_ram_bytes)
 
 
-def _nothing_fits(model: ModelSpec, misses: list[tuple[Size, Miss]]) -> str:
+def _nothing_fits(model: ModelSpec, misses: list[tuple[Size, Miss]], workload: Workload,
+                  stacks: tuple) -> str:
     if not misses:
+        if unrunnable := _no_stack_runs(model, workload, stacks):
+            return f"no training stack in the catalog can run this job: {unrunnable}"
         return (f"no configuration in the catalog can train {model.name}: check the global batch"
                 " (it must split over the data-parallel ranks) and the sequence length")
     size, miss = min(misses, key=lambda sm: sm[1].needed_bytes / sm[0].usable_bytes)
     return (f"no server in the catalog fits {model.name} with these settings; closest: "
             + _rejection_text(size, miss)
             + ". Try LoRA/QLoRA, a shorter sequence or more nodes")
+
+
+def _no_stack_runs(model: ModelSpec, workload: Workload, stacks: tuple) -> str:
+    """Each stack's lack for the job's own needs (fine-tuning, fp8, model family) at the simplest
+    layout, "; "-joined; "" when a stack has them all (the layouts failed for another reason)."""
+    needs = Needs(finetune=workload.finetune, fp8=workload.precision == "fp8", family=family_of(model))
+    lacks = [(s.name, missing(s, needs)) for s in stacks]
+    if any(not lack for _, lack in lacks):
+        return ""
+    return "; ".join(f"{name} has no {', '.join(lack)}" for name, lack in lacks)

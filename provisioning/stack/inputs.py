@@ -93,7 +93,8 @@ class TrainingSettings:
 
     @property
     def activation_checkpointing(self) -> str:
-        """none | full | op: what every config renders (stacks.rendered_checkpointing)."""
+        """none | full | op: what the Hugging Face stacks' configs render (stacks.rendered_checkpointing;
+        torchtitan renders its own, with its op-level SAC for selective)."""
         return rendered_checkpointing(self.checkpointing, self.attention)
 
     @property

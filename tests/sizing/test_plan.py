@@ -97,6 +97,20 @@ def test_a_bad_or_partial_plan_is_a_value_error_that_says_what(catalog, change, 
         Plan.from_dict(data)
 
 
+@pytest.mark.parametrize(("regime", "message"), [
+    ({"training": {"dropout": "0.1"}}, "estimator_regime does not fit the estimator"),
+    ({"parallel": {"zero": {"overlap_comm": [1]}}}, "zero.overlap_comm must be true, false or null"),
+    ({"parallel": {"dp": 3}}, r"estimator_regime.parallel.dp is not an estimator knob"),
+    ({"training": {"micro_batch": 64}}, r"estimator_regime.training.micro_batch is not an estimator knob"),
+])
+def test_a_stored_plans_regime_is_checked_and_may_not_restate_the_plan(catalog, regime, message):
+    """A hand-edited estimator_regime is a ValueError (a 400 for the API), never a TypeError, and
+    cannot re-estimate the plan at a layout other than the one the plan states."""
+    data = stored(plans_for("llama-3.1-8b", catalog)[0]) | {"estimator_regime": regime}
+    with pytest.raises(ValueError, match=message):
+        Plan.from_dict(data)
+
+
 def test_figures_are_checked_by_the_plans_own_field_types():
     numbers = set(number_keys())
     assert {"nodes", "tp", "nvme_tb", "train_hours", "per_gpu_total_bytes", "headroom_bytes"} <= numbers

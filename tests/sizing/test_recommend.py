@@ -296,3 +296,18 @@ def test_recommendation_does_not_depend_on_estimator_caches(catalog):
     warm = recommend(work, Goal("cheapest"), catalog).to_dict()
     clear_caches()
     assert recommend(work, Goal("cheapest"), catalog).to_dict() == warm
+
+
+def test_a_sku_of_unknown_host_ram_does_not_inherit_the_misses_of_one_whose_ram_was_short(catalog):
+    """ram_bytes 0 means "no limit" everywhere: offload that failed for lack of host RAM on one SKU
+    must not be skipped on a same-GPU SKU with no RAM figure (pruned search = exhaustive loop)."""
+    a100 = next(s for s in catalog.skus if s.slug == "8x-a100-sxm-40gb")
+    clone = replace(a100, slug="8x-a100-sxm-40gb-ram-unknown", ram_bytes=0)
+    small = replace(catalog, skus=(a100, clone))
+    work = replace(full_7b(), model="llama-3.1-70b", seq_len=2048, global_batch_tokens=2048 * 64,
+                   dataset_tokens=10**8, dataset_bytes=4 * 10**8)
+    options = SearchOptions(top_n=3, node_counts=(1,))
+    slow = recommend(work, Goal("cheapest"), small, options, exhaustive=True)
+    fast = recommend(work, Goal("cheapest"), small, options)
+    assert [(p.sku, p.strategy) for p in fast.plans] == [(p.sku, p.strategy) for p in slow.plans]
+    assert any(p.sku == clone.slug for p in fast.plans)

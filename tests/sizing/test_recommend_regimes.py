@@ -175,3 +175,17 @@ def test_a_job_no_stack_can_run_is_refused_with_each_stacks_lack(catalog, worklo
     for lack in lacks:
         assert lack in str(refused.value)
     assert "global batch" not in str(refused.value)
+
+
+def test_bf16_plans_are_sized_as_the_stacks_run_them_and_re_estimate(catalog):
+    """No stack keeps pure-bf16 states: a bf16 job gets the bf16-mixed plans' memory, and its
+    stored regime says so (re-estimating gives the same bytes); torchtitan takes no fp16."""
+    pure = recommend(work(precision="bf16"), Goal("fastest"), catalog, SearchOptions(top_n=5))
+    mixed = recommend(work(precision="bf16-mixed"), Goal("fastest"), catalog, SearchOptions(top_n=5))
+    assert [(p.sku, p.stack.slug, p.memory) for p in pure.plans] == \
+        [(p.sku, p.stack.slug, p.memory) for p in mixed.plans]
+    for plan in pure.plans:
+        assert plan.precision == "bf16" and dict(plan.training_regime)["precision"] == "bf16-mixed"
+        assert timed_again(plan, catalog).per_gpu.total == plan.memory.total
+    fp16 = recommend(work(precision="fp16-mixed"), Goal("fastest"), catalog, SearchOptions(top_n=5))
+    assert fp16.plans and all(p.stack.slug != "torchtitan" for p in fp16.plans)

@@ -93,3 +93,19 @@ def test_deepspeed_buckets_are_the_ones_the_renderer_writes():
     assert "data_types" not in config  # grad_accum_dtype: the model dtype (no BF16_Optimizer)
     z = REGIMES["deepspeed"].parallel_knobs(sharding="zero1", tp=1, pp=1, dp=8, nodes=1, model=LLAMA)["zero"]
     assert z.grad_accum_dtype is None
+
+
+def test_a_bf16_plan_is_sized_as_the_bf16_mixed_precision_every_stack_renders():
+    """Every stack renders bf16 as bf16 compute over fp32 weights and optimizer states
+    (Accelerate bf16, DeepSpeed bf16.enabled, torchtitan mixed_precision_param bfloat16): a
+    "bf16" plan is sized so, never as pure-bf16 states; torchtitan takes no fp16-mixed plan
+    (its config would train in fp32)."""
+    assert accelerate_config(inputs("fsdp", precision="bf16"))["mixed_precision"] == "bf16"
+    assert deepspeed_config(inputs("deepspeed", sharding="zero3", precision="bf16"))["bf16"]["enabled"]
+    assert torchtitan_config(inputs("torchtitan", precision="bf16"))["training"][
+        "mixed_precision_param"] == "bfloat16"
+    for slug in ("ddp", "fsdp", "deepspeed", "torchtitan"):
+        assert REGIMES[slug].precision("bf16") == "bf16-mixed"
+        assert REGIMES[slug].training_knobs("none", LLAMA, "sdpa", "bf16")["precision"] == "bf16-mixed"
+    assert REGIMES["fsdp"].layout_knobs("fsdp-full-shard", "bf16") == {"mixed_layout": "fsdp2"}
+    assert not REGIMES["torchtitan"].runs(LLAMA, "fp16-mixed") and REGIMES["fsdp"].runs(LLAMA, "fp16-mixed")

@@ -251,3 +251,16 @@ def test_the_configurator_and_api_check_refuses_torchtitan_for_a_mistral_plan(ca
     assert message.field == "strategy"
     assert "cannot run model family Mistral" in message.text
     assert stack_message(stack(catalog, "fsdp"), {"model": "mistral-7b"}, catalog.stack) is None
+
+
+def test_a_stack_slug_the_portal_does_not_know_gets_plans_in_the_estimators_defaults(catalog):
+    """An operator's own stack option (declared capabilities, a new slug) is proposed like the
+    others and its plan names the settings asked of it, not a KeyError."""
+    ddp = next(s for s in catalog.stack if s.slug == "ddp")
+    custom = replace(ddp, slug="my-ddp", name="Custom DDP")
+    mine = replace(catalog, stack=(custom, *(s for s in catalog.stack if s.slug != "ddp")))
+    rec = recommend(work(model="gpt2-1.5b", seq_len=1024, global_batch_tokens=1024 * 512), Goal("cheapest"),
+                    mine, SearchOptions(top_n=8))
+    theirs = [p for p in rec.plans if p.stack.slug == "my-ddp"]
+    assert theirs and all(p.stack.name == "Custom DDP" for p in theirs)
+    assert dict(theirs[0].stack.settings)["sharding"] == "none"

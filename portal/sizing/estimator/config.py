@@ -165,6 +165,9 @@ class ZeroConfig:
             value = getattr(self, label)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"zero.{label} must be a whole number >= 0, got {value!r}")
+        if not isinstance(self.contiguous_gradients, bool) or not isinstance(self.overlap_comm, bool | None):
+            raise ValueError("zero.overlap_comm must be true, false or null and zero.contiguous_gradients"
+                             " true or false")
         if self.grad_accum_dtype is not None:
             _choice("zero.grad_accum_dtype", self.grad_accum_dtype, GRAD_ACCUM_DTYPES)
 

@@ -239,7 +239,7 @@ def _plan(x: Candidate, workload: Workload, catalog: CatalogData, model: ModelSp
     size, lay, est = x.size, x.layout, x.estimate
     training, parallel = searcher.configs_of(lay, x.dp, x.micro_batch, size.nodes)
     regime = regime_overrides(training, parallel, checkpointing=lay.checkpointing,
-                              attention=workload.attention)
+                              attention=workload.attention, precision=workload.precision)
     m = est.per_gpu
     stack = infra.stack_config(lay.strategy, lay.stack, tp=lay.tp, pp=lay.pp, micro_batch=x.micro_batch,
                                grad_accum=x.grad_accum, checkpointing=lay.checkpointing,

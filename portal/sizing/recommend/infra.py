@@ -140,6 +140,9 @@ def data_advice(workload: Workload, sku: SkuSpec, nodes: int,
     return DataAdvice("as-is", files, int(mean), workers, hours, message)
 
 
+ZERO_STAGES = {"zero1": 1, "zero2": 2, "zero3": 3}
+
+
 def stack_config(strategy: Strategy, stack: str, *, tp: int, pp: int, micro_batch: int, grad_accum: int,
                  checkpointing: str, workload: Workload, catalog: CatalogData) -> StackConfig:
     """The key settings of the launch config for the stack that runs the layout (`stack`, a
@@ -167,8 +170,8 @@ def stack_config(strategy: Strategy, stack: str, *, tp: int, pp: int, micro_batc
         settings += _torchtitan(strategy, tp=tp, pp=pp, micro_batch=micro_batch, grad_accum=grad_accum,
                                 checkpointing=ckpt, precision=precision,
                                 global_batch=workload.global_batch_sequences)
-    else:
-        stage = {"zero1": 1, "zero2": 2, "zero3": 3}[strategy.sharding]
+    elif strategy.sharding in ZERO_STAGES:
+        stage = ZERO_STAGES[strategy.sharding]
         settings += [("zero_optimization.stage", stage),
                      ("train_micro_batch_size_per_gpu", micro_batch),
                      ("gradient_accumulation_steps", grad_accum), (f"{dtype}.enabled", dtype != "no")]
@@ -180,6 +183,10 @@ def stack_config(strategy: Strategy, stack: str, *, tp: int, pp: int, micro_batc
             settings += [("zero_optimization.overlap_comm", True),
                          ("zero_optimization.stage3_gather_16bit_weights_on_model_save", True)]
         settings.append(("activation_checkpointing", ckpt))
+    else:  # a stack slug this portal renders nothing for: what the plan asks of it
+        settings += [("sharding", strategy.sharding), ("mixed_precision", dtype),
+                     ("gradient_accumulation_steps", grad_accum), ("micro_batch", micro_batch),
+                     ("activation_checkpointing", ckpt)]
     settings += _adapters(workload)
     return StackConfig(slug=stack, name=names.get(stack, stack), settings=tuple(settings))
 
@@ -196,7 +203,7 @@ def _torchtitan(strategy: Strategy, *, tp: int, pp: int, micro_batch: int, grad_
         ("parallelism.pipeline_parallel_degree", pp),
         ("training.local_batch_size", micro_batch * grad_accum if pp > 1 else micro_batch),
         ("training.global_batch_size", global_batch),
-        ("training.mixed_precision_param", "bfloat16"),
+        ("training.mixed_precision_param", "float32" if precision == "fp32" else "bfloat16"),
         ("training.enable_cpu_offload", strategy.offload != "none"),
         ("activation_checkpoint.mode", {"op": "selective"}.get(checkpointing, checkpointing)),
     ]

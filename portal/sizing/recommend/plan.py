@@ -220,7 +220,11 @@ class Plan:
         values["stack"] = _stack_from(data)
         values["training_regime"], values["parallel_regime"] = _regime_from(data.get("estimator_regime"))
         plan = cls(**values)
-        plan.training_config(), plan.parallel_config()  # ValueError for values the estimator refuses
+        try:  # ValueError for values the estimator refuses
+            plan.training_config(), plan.parallel_config()
+        except TypeError as exc:  # a knob of a type its checks compare against
+            raise ValueError(f"In the sizing plan, estimator_regime does not fit the estimator: {exc}."
+                             ) from None
         return plan
 
 
@@ -241,12 +245,13 @@ def _plan_parallel(plan: Plan) -> dict[str, Any]:
     return dict(dp=plan.dp, sharding=plan.sharding, offload=plan.offload, tp=plan.tp, pp=plan.pp, ep=plan.ep)
 
 
-def regime_overrides(training: TrainingConfig, parallel: ParallelConfig, *, checkpointing: str, attention: str
+def regime_overrides(training: TrainingConfig, parallel: ParallelConfig, *, checkpointing: str,
+                     attention: str, precision: str
                      ) -> tuple[tuple[tuple[str, Any], ...], tuple[tuple[str, Any], ...]]:
     """(training, parallel) estimator knobs of a recommended layout that its plan's own fields
-    (checkpointing and attention as the plan states them) do not say: what re-estimating the
-    plan must apply to give the same numbers."""
-    plain_t = TrainingConfig(precision=training.precision, optimizer=training.optimizer,
+    (checkpointing, attention and precision as the plan states them) do not say: what
+    re-estimating the plan must apply to give the same numbers."""
+    plain_t = TrainingConfig(precision=precision, optimizer=training.optimizer,
                              micro_batch=training.micro_batch, seq_len=training.seq_len,
                              grad_accum=training.grad_accum, checkpointing=checkpointing, attention=attention,
                              finetune=training.finetune, lora_rank=training.lora_rank,
@@ -266,6 +271,10 @@ def _knob_json(value: Any) -> Any:
     return value
 
 
+# Settings the plan states in its own fields: its regime may not restate them otherwise
+# (checkpointing, attention and precision are the regime's to override: the stack runs them so).
+_PLAN_OWN = ("dp", "tp", "pp", "ep", "sharding", "offload", "micro_batch", "grad_accum", "seq_len",
+             "optimizer", "finetune", "lora_rank")
 _REGIME_FIELDS = {"training": {f.name: f for f in fields(TrainingConfig)},
                   "parallel": {f.name: f for f in fields(ParallelConfig)}}
 
@@ -284,7 +293,7 @@ def _regime_from(data: Any) -> tuple[tuple[tuple[str, Any], ...], tuple[tuple[st
         items = []
         for key, value in knobs.items():
             known = _REGIME_FIELDS[part].get(key)
-            if known is None or key in ("mfu", "lora_targets"):
+            if known is None or key in ("mfu", "lora_targets") or key in _PLAN_OWN:
                 raise ValueError(f"In the sizing plan, estimator_regime.{part}.{key} is not an estimator"
                                  " knob.")
             if key == "zero":
@@ -309,7 +318,11 @@ def _knob_type_ok(default: Any, value: Any) -> bool:
         return isinstance(value, int) and not isinstance(value, bool)
     if isinstance(default, str):
         return isinstance(value, str)
-    return value is None or isinstance(value, (str, int, float)) and not isinstance(value, bool)
+    if default is None:  # an optional number (dropout, …) or name: its checks say which
+        return value is None or isinstance(value, (str, int, float)) and not isinstance(value, bool)
+    if isinstance(default, float):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return False
 
 
 def number_keys() -> tuple[str, ...]:

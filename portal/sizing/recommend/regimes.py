@@ -19,6 +19,9 @@ stack's config and checks it against this table, so the two cannot drift apart s
   selective = op-level SAC / full; sequence parallel with TP; no resharding after forward
   under PP; float8 tensorwise with fp8 all-gather; 1F1B; HSDP replicates across nodes.
 
+A ``bf16`` plan is sized as ``bf16-mixed`` on every stack: each renders it as bf16 compute over
+fp32 weights and optimizer states, none keeps pure-bf16 states. torchtitan has no fp16 mixed
+precision (its config would train in fp32): it is not offered for ``fp16-mixed``.
 torchtitan renders ``model.name = "llama3"``: it is proposed for dense llama-family models only.
 A stack slug this table does not know is sized in the estimator's defaults (autocast, eager),
 with every checkpointing value taken as the estimator reads it.
@@ -55,10 +58,19 @@ class StackRegime:
     deepspeed_buckets: bool = False  # ZeRO buckets sized from the hidden size (DeepSpeed's "auto")
     dense_llama_only: bool = False  # the stack's model code is a dense llama (torchtitan's llama3)
     pp_schedule: str = "1f1b"  # the pipeline schedule its config names (torchtitan renders 1F1B)
+    # plan precision -> the precision the rendered config trains in; a precision not listed is
+    # run as it is named; one mapped to None is not offered
+    precisions: tuple[tuple[str, str | None], ...] = ()
 
-    def runs(self, model: ModelSpec) -> bool:
-        """Whether the stack's config can train this model at all."""
+    def runs(self, model: ModelSpec, precision: str = "bf16-mixed") -> bool:
+        """Whether the stack's config can train this model at this precision at all."""
+        if self.precision(precision) is None:
+            return False
         return not self.dense_llama_only or (model.family == "llama" and not model.is_moe)
+
+    def precision(self, precision: str) -> str | None:
+        """The precision a plan of this precision trains in under this stack (None: not offered)."""
+        return dict(self.precisions).get(precision, precision)
 
     def policy(self, checkpointing: str, model: ModelSpec) -> str | None:
         """The estimator policy a plan's checkpointing value runs under this stack (None: not
@@ -69,6 +81,8 @@ class StackRegime:
                        precision: str) -> dict[str, Any]:
         """TrainingConfig overrides for a plan of this stack (beyond the workload's own settings)."""
         out: dict[str, Any] = {}
+        if (runs_in := self.precision(precision)) not in (None, precision):
+            out["precision"] = runs_in
         policy = self.policy(checkpointing, model)
         if policy is not None and policy != checkpointing:
             out["checkpointing"] = policy
@@ -84,6 +98,7 @@ class StackRegime:
 
     def layout_knobs(self, sharding: str, precision: str) -> dict[str, Any]:
         """TrainingConfig overrides that depend on the data-parallel kind."""
+        precision = self.precision(precision) or precision
         if sharding in FSDP and self.fsdp_layout and precision in ("bf16-mixed", "fp8"):
             return {"mixed_layout": self.fsdp_layout}
         return {}
@@ -119,15 +134,22 @@ def _policy(regime: StackRegime, checkpointing: str, family: str, moe: bool) -> 
 
 
 HF_CHECKPOINTING = (("none", "none"), ("full", "full"))
+# Every stack's config trains a "bf16" plan in bf16 mixed precision over fp32 weights and optimizer
+# states (Accelerate mixed_precision bf16, DeepSpeed bf16.enabled, torchtitan
+# mixed_precision_param bfloat16, AMP under torchrun): none keeps pure-bf16 states.
+BF16_AS_MIXED = (("bf16", "bf16-mixed"),)
 REGIMES: dict[str, StackRegime] = {
-    "ddp": StackRegime("ddp", checkpointing=HF_CHECKPOINTING),
+    "ddp": StackRegime("ddp", checkpointing=HF_CHECKPOINTING, precisions=BF16_AS_MIXED),
     "fsdp": StackRegime("fsdp", checkpointing=HF_CHECKPOINTING, fsdp_layout="fsdp2",
-                        fsdp_reduce_dtype="bf16"),
-    "deepspeed": StackRegime("deepspeed", checkpointing=HF_CHECKPOINTING, deepspeed_buckets=True),
+                        fsdp_reduce_dtype="bf16", precisions=BF16_AS_MIXED),
+    "deepspeed": StackRegime("deepspeed", checkpointing=HF_CHECKPOINTING, deepspeed_buckets=True,
+                             precisions=BF16_AS_MIXED),
+    # torchtitan has no fp16 mixed precision (its config would train in fp32): not offered
     "torchtitan": StackRegime(
         "torchtitan", checkpointing=(("none", "none"), ("selective", "selective-op"), ("full", "full")),
         fsdp_layout="fsdp2", fsdp_reduce_dtype="fp32", compile=True, compile_loss=True, sp_with_tp=True,
-        reshard_with_pp=False, float8_all_gather=True, fused_attention=True, dense_llama_only=True),
+        reshard_with_pp=False, float8_all_gather=True, fused_attention=True, dense_llama_only=True,
+        precisions=(*BF16_AS_MIXED, ("fp16-mixed", None))),
 }
 DEFAULT_REGIME = StackRegime("")
 

@@ -52,7 +52,7 @@ from portal.sizing.estimator.compute import bubble_fraction, hardware_flops_per_
 
 from .catalog import GpuSpec, NetworkOptionSpec, NvmeOptionSpec, SkuSpec, StorageProviderSpec
 from .pricing import JobPrice, Price, Priced, billed_total_usd, job_price, server_price
-from .regimes import StackRegime, regime_of
+from .regimes import regime_of
 from .stacks import Needs, choose_stack, family_of, missing, strategy_stacks
 from .strategies import STRATEGIES, Strategy, layout_supported, max_tp, shape_supported
 from .types import SearchOptions, Workload
@@ -487,9 +487,6 @@ class Searcher:
             self.configs[key] = out
         return out
 
-    def regime(self, lay: Layout) -> StackRegime:
-        return regime_of(lay.stack)
-
     def stacks_of(self, s: Strategy, tp: int, pp: int) -> tuple[str, ...]:
         """The slugs of the stacks that can run the strategy with this TP and PP for this
         workload and model: every stack of the catalog that declares all the layout needs
@@ -506,7 +503,7 @@ class Searcher:
             able = [st.slug for st in strategy_stacks(self.stacks) if not missing(st, needs)]
             if first is not None:
                 able = [first.slug, *(x for x in able if x != first.slug)]
-            slugs = self.configs[key] = tuple(x for x in able if regime_of(x).runs(self.model))
+            slugs = self.configs[key] = tuple(x for x in able if regime_of(x).runs(self.model, w.precision))
         return slugs
 
     def micro_batches(self, dp: int) -> list[int]:
@@ -711,7 +708,7 @@ class Searcher:
         which no layout fit although it had at least this GPU memory and host RAM (none can fit
         with less), else empty."""
         for other_usable, other_ram, decisions in self.no_fit.get((world, tp_limit, per_node), ()):
-            if usable <= other_usable and (host_ram <= other_ram or not other_ram):
+            if usable <= other_usable and (not other_ram or (host_ram and host_ram <= other_ram)):
                 return dict(decisions)
         return {}
 

@@ -816,7 +816,6 @@ class Searcher:
         return st.best, (None if st.best else st.miss)
 
 
-# Ranks per node assumed by the pruned search's host-RAM check: the estimator's default link
 def _node_cpu_bytes(est: Estimate | MemoryEstimate, gpus_per_node: int) -> int:
     """Host RAM per node for offloaded state: the ranks of one node."""
     if isinstance(est, MemoryEstimate):

@@ -161,11 +161,16 @@ def browser():
         browser.close()
 
 
+# How long a page may take to answer: generous, because the live server shares 2 cores with
+# test processes that train models (the wizard's plans took over 15 s once under that load).
+PAGE_TIMEOUT_MS = 45_000
+
+
 @pytest.fixture
 def page(browser):
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
-    page.set_default_timeout(15_000)
+    page.set_default_timeout(PAGE_TIMEOUT_MS)
     yield page
     context.close()
 

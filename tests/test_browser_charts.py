@@ -3,6 +3,8 @@ screen) and none overlaps another, on a job whose cost runs into millions of dol
 
 import pytest
 
+from tests.conftest import PAGE_TIMEOUT_MS
+
 # 70B pre-training on 200B tokens: job costs from about $100k to several $M across the catalog.
 QUERY = ("preset=llama-3.1-70b&model_source=preset&finetune=full&precision=bf16-mixed&seq_len=4096"
          "&global_batch_seqs=1024&optimizer=adamw&dataset_tokens=200B&dataset_files=1000&epochs=1"
@@ -25,7 +27,7 @@ def _overlaps(boxes):
 def test_chart_labels_are_readable_and_apart(live_server, browser, catalog, width, tmp_path):
     context = browser.new_context(viewport={"width": width, "height": 900})
     page = context.new_page()
-    page.set_default_timeout(30_000)
+    page.set_default_timeout(PAGE_TIMEOUT_MS)
     page.goto(f"{live_server.url}/sizing/?{QUERY}")
     page.locator("#cost-chart").scroll_into_view_if_needed()
     page.locator("#cost-chart").screenshot(path=str(tmp_path / f"cost-chart-{width}.png"))

@@ -6,6 +6,7 @@ import pytest
 from playwright.sync_api import expect
 
 from portal.sizing.plan_tokens import plan_sign
+from tests.conftest import PAGE_TIMEOUT_MS
 from tests.quotes.test_configurator_plan_fit import PLAN_70B
 from tests.test_browser_walk import _log_in
 
@@ -18,7 +19,7 @@ def test_the_plan_fit_follows_the_server_live_without_console_errors(live_server
     for width in WIDTHS:
         context = browser.new_context(viewport={"width": width, "height": 900})
         page = context.new_page()
-        page.set_default_timeout(15_000)
+        page.set_default_timeout(PAGE_TIMEOUT_MS)
         errors = []
         page.on("console", lambda msg, errors=errors: msg.type == "error" and errors.append(msg.text))
         page.on("pageerror", lambda exc, errors=errors: errors.append(str(exc)))

@@ -8,6 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from portal.accounts.models import User
+from tests.conftest import PAGE_TIMEOUT_MS
 from tests.factories import H100_SKU, OrganisationFactory, make_node, make_quote, member_of, staff
 
 PASSWORD = "correct-horse-battery"
@@ -49,7 +50,7 @@ def test_order_approve_and_watch_it_come_up(live_server, page, catalog, require_
     # Staff approve it in the queue, with the suggested node ticked.
     staff_context = page.context.browser.new_context(viewport={"width": 1280, "height": 900})
     staff_page = staff_context.new_page()
-    staff_page.set_default_timeout(15_000)
+    staff_page.set_default_timeout(PAGE_TIMEOUT_MS)
     log_in(staff_page, base, "sam")
     staff_page.get_by_role("link", name="Approvals").click()
     card = staff_page.locator(f"#order-{reference}")

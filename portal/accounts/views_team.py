@@ -35,6 +35,13 @@ def _organisation(request, slug):
     return get_object_or_404(organisations_for(request.user), slug=slug)
 
 
+def _membership(request, slug, membership_id: int):
+    """(organisation, one of its memberships) the user may see; 404 otherwise."""
+    organisation = _organisation(request, slug)
+    return organisation, get_object_or_404(Membership.objects.select_related("user", "organisation"),
+                                           pk=membership_id, organisation=organisation)
+
+
 def _members_url(organisation) -> str:
     return reverse("accounts:organisation", args=[organisation.slug]) + "#members"
 
@@ -71,9 +78,7 @@ def member_invite(request, slug):
 @login_required
 @require_POST
 def member_role(request, slug, membership_id: int):
-    organisation = _organisation(request, slug)
-    membership = get_object_or_404(Membership.objects.select_related("user", "organisation"),
-                                   pk=membership_id, organisation=organisation)
+    organisation, membership = _membership(request, slug, membership_id)
     form = RoleForm(request.POST, roles=team.roles_for(organisation))
     try:
         if not form.is_valid():
@@ -89,9 +94,7 @@ def member_role(request, slug, membership_id: int):
 @login_required
 @require_POST
 def member_remove(request, slug, membership_id: int):
-    organisation = _organisation(request, slug)
-    membership = get_object_or_404(Membership.objects.select_related("user", "organisation"),
-                                   pk=membership_id, organisation=organisation)
+    organisation, membership = _membership(request, slug, membership_id)
     if request.POST.get("confirm") != "yes":
         messages.error(request, "Nobody was removed: confirm it first.")
         return redirect(_members_url(organisation))

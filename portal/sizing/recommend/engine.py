@@ -48,12 +48,12 @@ def build_sizes(workload: Workload, catalog: CatalogData, options: SearchOptions
                 provider: StorageProviderSpec | None, storage_tb: int) -> list[Size]:
     single = infra.single_node_network(catalog.networks, workload.dataset_bytes)
     multi = infra.multi_node_networks(catalog.networks)
-    sizes, est_gpus = [], {}
+    sizes = []
     for sku in catalog.skus:
         gpu = catalog.gpu(sku.gpu_slug)
         if not _supports(gpu, workload.precision):
             continue
-        est_gpu = est_gpus.get(gpu.slug) or est_gpus.setdefault(gpu.slug, make_gpu(gpu))  # one per GPU model
+        est_gpu = make_gpu(gpu)  # one object per GPU model (cached)
         for nodes in sorted(set(options.node_counts)):
             for net in ((single,) if nodes == 1 else multi):
                 price = size_price(sku, nodes, net, nvme, provider, storage_tb)
@@ -128,7 +128,7 @@ def recommend(workload: Workload, goal: Goal, catalog: CatalogData,
         goal=goal, goal_met=goal_met, plans=plans,
         explanations=(explain.why(best, goal, goal_met, get_strategy(best.strategy).label),
                       *((delivery,) if delivery else ()), *(r.message for r in rejections)),
-        alternatives=(*_alternatives(front, ranked[0], workload, catalog, model, extras, searcher),
+        alternatives=(*_alternatives(front, ranked[0], best, workload, catalog, model, extras, searcher),
                       *(explain.other_gpu(p, best, catalog.sku(p.sku).name) for p in other)),
         other_gpus=tuple(other),
         rejections=rejections, points=points, data=data, warnings=warnings,
@@ -280,8 +280,9 @@ def _plan(x: Candidate, workload: Workload, catalog: CatalogData, model: ModelSp
     )
 
 
-def _alternatives(front, chosen: Candidate, workload, catalog, model, extras, searcher) -> tuple[str, ...]:
-    ref = _plan(chosen, workload, catalog, model, extras, searcher)
+def _alternatives(front, chosen: Candidate, ref: Plan, workload, catalog, model, extras,
+                  searcher) -> tuple[str, ...]:
+    """The next cheaper and next faster plans of the front, against `ref` (chosen's plan)."""
     cheaper = [x for x in front if x.price_total_usd < chosen.price_total_usd]
     faster = [x for x in front if x.train_seconds < chosen.train_seconds]
     out = []

@@ -1047,7 +1047,6 @@ def size_price_hourly(sku: SkuSpec, nodes: int, network: NetworkOptionSpec | Non
     return float(size_price(sku, nodes, network, nvme, storage, storage_tb).hourly)
 
 
-@lru_cache(maxsize=8192)  # the catalog's rows are frozen: each size is priced once per process
 def size_price(sku: SkuSpec, nodes: int, network: NetworkOptionSpec | None, nvme: NvmeOptionSpec | None,
                storage: StorageProviderSpec | None, storage_tb: int) -> Price:
     """The hourly price the configurator quotes for this size (``pricing.server_price``)."""

@@ -16,6 +16,7 @@ from portal.sizing.recommend import (
     recommend,
 )
 from portal.sizing.recommend.engine import build_sizes
+from portal.sizing.recommend.memo import forget_searches
 from portal.sizing.recommend.search import Searcher
 
 PLAN_KEYS = {
@@ -277,6 +278,7 @@ def test_misses_inherited_from_classes_with_more_memory_change_nothing(catalog, 
                               stack=catalog.stack)
 
     def answer():
+        forget_searches()  # each answer searches afresh
         try:
             return recommend(work, Goal("cheapest"), catalog, SearchOptions(node_counts=(1, 2))).to_dict()
         except ValueError as exc:
@@ -294,8 +296,62 @@ def test_recommendation_does_not_depend_on_estimator_caches(catalog):
 
     work = replace(full_7b(), finetune="qlora", model="llama-3.1-70b")
     warm = recommend(work, Goal("cheapest"), catalog).to_dict()
+    forget_searches()
     clear_caches()
     assert recommend(work, Goal("cheapest"), catalog).to_dict() == warm
+
+
+def _answer(rec) -> dict:
+    """A recommendation without the work counters (a kept searcher calls the estimator less)."""
+    return {k: v for k, v in rec.to_dict().items() if k not in ("estimator_calls", "candidates_evaluated")}
+
+
+@pytest.mark.parametrize("preset, seq", [("gpt2-1.5b", 1024), ("llama-3.1-8b", 4096), ("llama-3.1-70b", 4096),
+                                         ("mixtral-8x7b", 4096)])
+def test_a_searcher_kept_from_another_request_of_the_shape_answers_as_a_new_one(catalog, preset, seq):
+    """The memo kept between requests (memo.py) holds nothing that depends on the tokens or the
+    goal: a request of the same shape with other tokens and another goal gets the answer a new
+    searcher gives, and does fewer estimator calls."""
+    first = replace(full_7b(), model=preset, seq_len=seq, global_batch_tokens=seq * 256, dataset_tokens=2 * 10**9)
+    later = replace(first, dataset_tokens=7 * 10**10, epochs=2.0)
+    forget_searches()
+    recommend(first, Goal("cheapest"), catalog)
+    kept = recommend(later, Goal("fastest"), catalog)
+    forget_searches()
+    new = recommend(later, Goal("fastest"), catalog)
+    assert _answer(kept) == _answer(new)
+    assert kept.estimator_calls < new.estimator_calls
+
+
+def test_searchers_are_kept_per_shape_and_per_catalog_gpus(catalog):
+    """Another sequence length is another shape; a GPU whose figures changed is another catalog."""
+    from portal.sizing.recommend import memo
+
+    forget_searches()
+    work = full_7b()
+    recommend(work, Goal("cheapest"), catalog)
+    recommend(replace(work, dataset_tokens=work.dataset_tokens * 3), Goal("fastest"), catalog)
+    assert len(memo._kept) == 1
+    recommend(replace(work, seq_len=2048, global_batch_tokens=2048 * 256), Goal("cheapest"), catalog)
+    assert len(memo._kept) == 2
+    faster = tuple(replace(g, bf16_tflops=g.bf16_tflops * 2) for g in catalog.gpus)
+    doubled = recommend(work, Goal("cheapest"), replace(catalog, gpus=faster))
+    assert len(memo._kept) == 3
+    assert doubled.plans[0].train_hours < recommend(work, Goal("cheapest"), catalog).plans[0].train_hours
+
+
+def test_a_request_that_finds_the_searcher_in_use_searches_with_its_own(catalog):
+    """Two requests of one shape at once never share a searcher (the second builds its own)."""
+    from portal.sizing.recommend.memo import searcher_for
+
+    forget_searches()
+    work = full_7b()
+    model = get_preset(work.model)
+    args = (model, work, SearchOptions(), (), catalog.gpus)
+    with searcher_for(*args) as first, searcher_for(*args) as second:
+        assert first is not second
+    with searcher_for(*args) as again:
+        assert again in (first, second)
 
 
 def test_a_sku_of_unknown_host_ram_does_not_inherit_the_misses_of_one_whose_ram_was_short(catalog):

@@ -8,6 +8,7 @@ from portal.sizing.estimator import ModelSpec, ParallelConfig, TrainingConfig, e
 
 from . import explain, infra
 from .catalog import CatalogData, NvmeOptionSpec, StorageProviderSpec
+from .memo import searcher_for
 from .pareto import pareto_front, rank
 from .plan import MemoryBreakdown, Plan, regime_overrides
 from .search import Candidate, Miss, Searcher, Size, make_gpu, make_link, naive_best, size_price
@@ -87,15 +88,25 @@ def recommend(workload: Workload, goal: Goal, catalog: CatalogData,
     if not any(s.data_parallel for s in stacks):
         raise ValueError("the catalog declares no training stack that can run a layout (stack options of"
                          " kind strategy with their capabilities); seed it (manage.py seed_catalog)")
-    searcher = Searcher(model, workload, options, stacks)
-    if exhaustive:
+    extras = dict(nvme=nvme, nvme_warning=nvme_warning, provider=provider, storage_tb=storage_tb,
+                  checkpoint_bytes=full_state, checkpoints_kept=catalog.checkpoints_kept)
+    if exhaustive:  # its own searcher: no memo from earlier requests
+        searcher = Searcher(model, workload, options, stacks)
         states = []
         for size in sizes:
             st = searcher.start(size)
             st.best = naive_best(searcher, size)
             states.append(st)
-    else:
+        return _recommendation(searcher, states, sizes, workload, goal, catalog, model, extras)
+    with searcher_for(model, workload, options, stacks, catalog.gpus) as searcher:
         states = _search(searcher, sizes)
+        return _recommendation(searcher, states, sizes, workload, goal, catalog, model, extras)
+
+
+def _recommendation(searcher: Searcher, states: list, sizes: list[Size], workload: Workload, goal: Goal,
+                    catalog: CatalogData, model: ModelSpec, extras: dict) -> Recommendation:
+    """Rank what the search found (states: one per size) and explain it."""
+    options, stacks = searcher.options, searcher.stacks
     found: list[Candidate] = [st.best for st in states if st.best]
     misses: list[tuple[Size, Miss]] = [(st.size, st.miss) for st in states if not st.best and st.miss]
     if not found:
@@ -109,8 +120,6 @@ def recommend(workload: Workload, goal: Goal, catalog: CatalogData,
 
     front = pareto_front(found, t, c)
     ranked, goal_met, delivery = _deliverable_first(found, front, goal, t, c)
-    extras = dict(nvme=nvme, nvme_warning=nvme_warning, provider=provider, storage_tb=storage_tb,
-                  checkpoint_bytes=full_state, checkpoints_kept=catalog.checkpoints_kept)
     plans = tuple(_plan(x, workload, catalog, model, extras, searcher) for x in ranked[: options.top_n])
     best = plans[0]
     on_front = {id(x) for x in front}
@@ -122,8 +131,8 @@ def recommend(workload: Workload, goal: Goal, catalog: CatalogData,
     other = [point_of[id(x)] for x in _other_gpus(found, ranked[0], goal)]
     rejections = _rejections(misses, ranked[0])
     data = infra.data_advice(workload, ranked[0].size.sku, ranked[0].size.nodes, ranked[0].size.network)
-    warnings = tuple(w for w in (nvme_warning, infra.network_warning(workload.dataset_bytes,
-                                                                      ranked[0].size.network)) if w)
+    network_warning = infra.network_warning(workload.dataset_bytes, ranked[0].size.network)
+    warnings = tuple(w for w in (extras["nvme_warning"], network_warning) if w)
     return Recommendation(
         goal=goal, goal_met=goal_met, plans=plans,
         explanations=(explain.why(best, goal, goal_met, get_strategy(best.strategy).label),

@@ -222,14 +222,18 @@ class Miss:
 
 @dataclass
 class Searcher:
-    """Holds the memo of one recommendation; `best(size)` runs the branch and bound."""
+    """Holds the memo of a search; `best(size)` runs the branch and bound.
+
+    Everything memoised here but `timed` depends on the model, the workload's shape, the options,
+    the stacks and the catalog's GPUs, not on the tokens to train: a searcher serves later
+    requests of the same shape (memo.py) once `begin()` gives it their workload."""
 
     model: ModelSpec
-    workload: Workload
+    workload: Workload  # the request's (begin()); its shape is the searcher's
     options: SearchOptions
     stacks: tuple = ()  # the catalog's strategy stacks (StackOptionSpec), in catalog order
     memory: dict = field(default_factory=dict)  # (strategy, stack, dp, tp, pp, mb, ckpt, nodes) -> estimate
-    timed: dict = field(default_factory=dict)
+    timed: dict = field(default_factory=dict)  # step times: per request (they depend on the tokens)
     layout_cache: dict = field(default_factory=dict)
     configs: dict = field(default_factory=dict)  # TrainingConfig / ParallelConfig of this request
     rates: dict = field(default_factory=dict)  # (GPU, stack, TP, checkpointing) -> FLOP/s, hardware FLOPs
@@ -243,9 +247,16 @@ class Searcher:
     evaluated: int = 0
 
     def __post_init__(self) -> None:
-        self.tokens = self.workload.tokens_to_train
-        self.steps = self.tokens / self.workload.global_batch_tokens  # optimizer steps to train
         self.seqs = self.workload.global_batch_sequences  # sequences per optimizer step
+        self.begin(self.workload)
+
+    def begin(self, workload: Workload) -> None:
+        """Start a request for a workload of this searcher's shape: its tokens, its step times
+        and counters."""
+        self.workload = workload
+        self.tokens = workload.tokens_to_train
+        self.steps = self.tokens / workload.global_batch_tokens  # optimizer steps to train
+        self.timed, self.calls, self.evaluated = {}, 0, 0
 
     def training(self, mb: int, ga: int, ckpt: str, stack: str, sharding: str) -> TrainingConfig:
         """The layout's training settings in its stack's regime (regimes.py)."""
@@ -632,6 +643,9 @@ class Searcher:
                 if isinstance(smallest, MemoryEstimate):
                     miss = _record_miss(miss, smallest, sc.usable, sc.gpus_per_node, lay)
             sc.miss = miss or NO_FIT
+            # a class where nothing fits tells the classes with less memory made later (_known_misses)
+            self.no_fit.setdefault((sc.world, sc.layouts_key, sc.gpus_per_node), []).append(
+                (sc.usable, sc.host_ram, sc.shared))
         return sc.miss if isinstance(sc.miss, Miss) else None
 
     def advance(self, st: SizeState, dominated=None) -> None:
@@ -682,8 +696,6 @@ class Searcher:
         st.next = n
         if st.best is None:
             st.miss = self.closest_miss(sc)
-            self.no_fit.setdefault((sc.world, sc.layouts_key, sc.gpus_per_node), []).append(
-                (sc.usable, sc.host_ram, sc.shared))
 
     def _ancestors(self, world: int, per_node: int, usable: int, host_ram: int, shared: dict) -> tuple:
         """The shared decisions of the classes of this world size and GPUs per node made so far
@@ -1047,6 +1059,7 @@ def size_price_hourly(sku: SkuSpec, nodes: int, network: NetworkOptionSpec | Non
     return float(size_price(sku, nodes, network, nvme, storage, storage_tb).hourly)
 
 
+@lru_cache(maxsize=8192)  # the catalog's rows are frozen: each size is priced once per process
 def size_price(sku: SkuSpec, nodes: int, network: NetworkOptionSpec | None, nvme: NvmeOptionSpec | None,
                storage: StorageProviderSpec | None, storage_tb: int) -> Price:
     """The hourly price the configurator quotes for this size (``pricing.server_price``)."""

@@ -312,7 +312,8 @@ def test_a_searcher_kept_from_another_request_of_the_shape_answers_as_a_new_one(
     """The memo kept between requests (memo.py) holds nothing that depends on the tokens or the
     goal: a request of the same shape with other tokens and another goal gets the answer a new
     searcher gives, and does fewer estimator calls."""
-    first = replace(full_7b(), model=preset, seq_len=seq, global_batch_tokens=seq * 256, dataset_tokens=2 * 10**9)
+    first = replace(full_7b(), model=preset, seq_len=seq, global_batch_tokens=seq * 256,
+                    dataset_tokens=2 * 10**9)
     later = replace(first, dataset_tokens=7 * 10**10, epochs=2.0)
     forget_searches()
     recommend(first, Goal("cheapest"), catalog)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 from bisect import bisect_right
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from portal.sizing.estimator import ModelSpec, ParallelConfig, TrainingConfig, estimate_memory, get_preset
 
@@ -74,7 +77,28 @@ def recommend(workload: Workload, goal: Goal, catalog: CatalogData,
         raise ValueError("recommend() takes a Workload and a Goal")
     if not isinstance(catalog, CatalogData):
         raise ValueError("recommend() takes the catalog as CatalogData (see portal.sizing.catalog_data)")
-    options = options or SearchOptions()
+    with collections_paused():
+        return _recommend(workload, goal, catalog, options or SearchOptions(), exhaustive)
+
+
+@contextmanager
+def collections_paused() -> Iterator[None]:
+    """The garbage collector off while a search runs. A search allocates tens of thousands of
+    objects without cycles (memory estimates, memo keys) that refcounting frees; the collector's
+    passes over them, and over the searchers kept between requests, took a fifth of a request
+    (bench/recommend_bench.py). Process-wide: a collection another thread needs meanwhile
+    happens afterwards."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _recommend(workload: Workload, goal: Goal, catalog: CatalogData, options: SearchOptions,
+               exhaustive: bool) -> Recommendation:
     model = resolve_model(workload.model)
     full_state, model_only = _probe(model, workload, catalog)
 

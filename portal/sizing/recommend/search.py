@@ -592,8 +592,8 @@ class Searcher:
         return pr
 
     def decide(self, sc: Scan, i: int) -> tuple | None:
-        """Whether layout i of a class fits: (dp, micro-batch to time, that is the smallest
-        micro-batch) or None. Its smallest memory is at micro-batch 1 with full checkpointing;
+        """Whether layout i of a class fits: (dp, micro-batch to time, further micro-batches to
+        time under a pipeline) or None. Its smallest memory is at micro-batch 1 with full checkpointing;
         memory only grows with the micro-batch, so micro-batches stop at the first that does
         not fit. Pipelined layouts compete with flat ones on time: pipeline stages are proposed
         when memory needs them or when the time model makes them faster."""
@@ -632,8 +632,8 @@ class Searcher:
         if lay.pp > 1:
             # 1F1B: the bubble shrinks with more micro-batches per step, but each micro-batch
             # pays the estimator's per-stage overhead: every fitting micro-batch is timed.
-            return (pr.dp, fit[0], fit[0] == pr.mbs[0], fit[1:])
-        return (pr.dp, fit[-1], True, ())
+            return (pr.dp, fit[0], fit[1:])
+        return (pr.dp, fit[-1], ())
 
     def closest_miss(self, sc: Scan) -> Miss | None:
         """Every layout of the class decided and none fits: the closest miss, in bound order."""
@@ -688,7 +688,7 @@ class Searcher:
                 entry = self.decide(sc, i)
             if type(entry) is tuple:
                 lighter = self.lighter_fit(sc, lay)
-                if max((entry[1], *entry[3])) > lighter:
+                if max((entry[1], *entry[2])) > lighter:
                     self._run(st, lay, bound, dominated, *entry, lighter)
             i += 1
             if skip[i] != i:
@@ -777,7 +777,7 @@ class Searcher:
                 self.model, self.training(1, 1, lay.checkpointing, lay.stack, lay.strategy.sharding))
         return out
 
-    def _run(self, st: SizeState, lay: Layout, bound: float, dominated, dp: int, pick: int, first_mb: bool,
+    def _run(self, st: SizeState, lay: Layout, bound: float, dominated, dp: int, pick: int,
              more: tuple = (), lighter: int = 0) -> None:
         """Time a layout that fits at micro-batch `pick` (and at `more`); keep the size's fastest.
         Micro-batches up to `lighter` are left to a sibling that recomputes less (lighter_fit)."""
@@ -785,7 +785,7 @@ class Searcher:
             more = tuple(mb for mb in more if mb > lighter)
             if not more:
                 return
-            pick, more, first_mb = more[0], more[1:], False
+            pick, more = more[0], more[1:]
         # Under a pipeline the step time is convex in the number of micro-batches m (the bubble
         # ~ C/m against per-micro-batch costs ~ c*m: the stage overhead and, with sharded
         # weights, the data-parallel traffic), so it is unimodal over the micro-batch sizes:
@@ -793,7 +793,7 @@ class Searcher:
         # one timed, leaving out those whose own bound cannot beat the size's best (the minimum
         # of a unimodal function lies before the first rise seen from either end).
         if not more:
-            self._time_one(st, lay, dp, pick, first_mb)
+            self._time_one(st, lay, dp, pick)
             return
         size, cost = st.size, st.size.cost
         mbs = (pick, *more)
@@ -806,12 +806,12 @@ class Searcher:
             if st.best is not None and (tight >= st.best.train_seconds * (1 - TIE)
                                         or (dominated and dominated(tight, cost))):
                 continue
-            t = self._time_one(st, lay, dp, mb, mb == pick and first_mb)
+            t = self._time_one(st, lay, dp, mb)
             if last is not None and t > last:
                 break
             last = t
 
-    def _time_one(self, st: SizeState, lay: Layout, dp: int, pick: int, first_mb: bool) -> float:
+    def _time_one(self, st: SizeState, lay: Layout, dp: int, pick: int) -> float:
         size = st.size
         self.evaluated += 1
         est = self.time(size, lay, dp, pick)
@@ -964,9 +964,8 @@ class Scan:
     usable: int
     host_ram: int
     gpus_per_node: int
-    # per layout: None (not decided yet), (dp, micro-batch, is the smallest micro-batch, further
-    # micro-batches to time under a pipeline) when
-    # it fits, else its smallest MemoryEstimate (for the closest miss) or NO_FIT
+    # per layout: None (not decided yet), (dp, micro-batch, further micro-batches to time under
+    # a pipeline) when it fits, else its smallest MemoryEstimate (for the closest miss) or NO_FIT
     decided: list
     skip: list  # skip[i] == i unless layout i does not fit; then a later index (see _next)
     miss: Miss | str | None = None  # closest_miss(), once worked out

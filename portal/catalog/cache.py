@@ -18,7 +18,7 @@ from typing import TypeVar
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, F, Q
+from django.db.models import Count, F
 
 from portal.catalog.models import (
     CatalogVersion,
@@ -106,10 +106,12 @@ def catalog_rows() -> CatalogRows:
 
 
 def sku_stock() -> dict[str, int]:
-    """Ready nodes per active SKU slug, now (not cached: nodes change state all day)."""
-    rows = (ServerSKU.objects.filter(is_active=True).order_by()  # no ordering: no join to the GPU
-            .annotate(stock=Count("nodes", filter=Q(nodes__state="ready"))).values_list("slug", "stock"))
-    return dict(rows)
+    """Ready nodes per SKU slug, now (not cached: nodes change state all day); a SKU with none is
+    absent. Counted on the nodes' own table, named from the cached catalog."""
+    nodes = ServerSKU._meta.get_field("nodes").related_model  # provisioning's; the catalog imports none
+    counts = nodes.objects.filter(state="ready").order_by().values_list("sku_id").annotate(n=Count("pk"))
+    names = catalog_names()["sku"]
+    return {names[sku][0]: n for sku, n in counts if sku in names}
 
 
 def catalog_names() -> dict[str, dict[int, tuple[str, str]]]:

@@ -2,9 +2,11 @@
 
 import json
 
+from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from portal.api.v1.rows import FieldsBoundOnce
 from portal.catalog.cache import catalog_cache_clear, catalog_names
 from portal.catalog.models import NetworkOption, NvmeOption, ServerSKU, StackOption, StorageProvider
 from portal.quotes.configuration import Configuration, CustomStorage
@@ -87,16 +89,16 @@ class QuoteInputSerializer(serializers.Serializer):
 
 
 class CatalogSlugField(serializers.CharField):
-    """A catalog row's slug (``part=1``: its name), looked up by the row's id in the catalog this
-    process keeps (``portal.catalog.cache``): a quote or an order is read without joining five
-    catalog tables."""
+    """A catalog row's slug (``part=1``: its name), looked up by the row's id (``<source>_id`` of
+    a row from ``rows.quote_rows`` / ``rows.order_rows``) in the catalog this process keeps
+    (``portal.catalog.cache``): a quote or an order is read without joining five catalog tables."""
 
     def __init__(self, kind: str, *, part: int = 0, **kwargs):
         self.kind, self.part = kind, part
         super().__init__(read_only=True, **kwargs)
 
     def get_attribute(self, instance):
-        pk = getattr(instance, f"{self.source}_id")
+        pk = instance[f"{self.source}_id"]
         if pk is None:
             return None
         names = catalog_names()[self.kind]
@@ -112,8 +114,19 @@ class PriceLineSerializer(serializers.Serializer):
     monthly = serializers.DecimalField(max_digits=12, decimal_places=2)
 
 
-class QuoteOutputSerializer(serializers.ModelSerializer):
-    organisation = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+class StillValidField(serializers.BooleanField):
+    """Whether a quote can still be ordered: now is before its ``valid_until``."""
+
+    def __init__(self, **kwargs):
+        super().__init__(source="valid_until", read_only=True, **kwargs)
+
+    def to_representation(self, value) -> bool:
+        return timezone.now() < value
+
+
+# Serialises a row of rows.quote_rows (no docstring: it would become the schema's description).
+class QuoteOutputSerializer(FieldsBoundOnce, serializers.ModelSerializer):
+    organisation = serializers.CharField(source="organisation__slug", read_only=True)
     sku = CatalogSlugField("sku")
     sku_name = CatalogSlugField("sku", part=1, source="sku")
     nvme = CatalogSlugField("nvme")
@@ -123,7 +136,7 @@ class QuoteOutputSerializer(serializers.ModelSerializer):
     tracker = CatalogSlugField("stack", allow_null=True)
     price_lines = PriceLineSerializer(many=True, read_only=True)
     plan = serializers.DictField(read_only=True)
-    is_valid = serializers.BooleanField(read_only=True)
+    is_valid = StillValidField()
     storage_endpoint_url = serializers.CharField(read_only=True,
                                                  help_text="Custom S3 endpoint only; empty otherwise.")
 

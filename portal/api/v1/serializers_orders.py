@@ -3,6 +3,7 @@
 from rest_framework import serializers
 
 from portal.accounts.models import Organisation
+from portal.api.v1.rows import FieldsBoundOnce
 from portal.api.v1.serializers import CatalogSlugField, QuoteInputSerializer
 from portal.catalog.models import GPUModel, NetworkOption, NvmeOption, ServerSKU, StackOption, StorageProvider
 from portal.orders.models import Order, OrderEvent
@@ -53,10 +54,22 @@ class OrderListFilterSerializer(serializers.Serializer):
     created_before = serializers.DateTimeField(required=False)
 
 
-class OrderOutputSerializer(serializers.ModelSerializer):
-    organisation = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    quote = serializers.SlugRelatedField(slug_field="reference", read_only=True, allow_null=True)
-    state_label = serializers.CharField(source="get_state_display", read_only=True)
+class ChoiceLabelField(serializers.CharField):
+    """The label of a choice field's value (``get_<field>_display`` for a row)."""
+
+    def __init__(self, choices, **kwargs):
+        self.labels = dict(choices)
+        super().__init__(read_only=True, **kwargs)
+
+    def to_representation(self, value) -> str:
+        return str(self.labels.get(value, value))
+
+
+# Serialises a row of rows.order_rows (no docstring: it would become the schema's description).
+class OrderOutputSerializer(FieldsBoundOnce, serializers.ModelSerializer):
+    organisation = serializers.CharField(source="organisation__slug", read_only=True)
+    quote = serializers.CharField(source="quote__reference", read_only=True, allow_null=True)
+    state_label = ChoiceLabelField(OrderState.choices, source="state")
     target_state = serializers.ChoiceField(choices=OrderState.choices, allow_blank=True, read_only=True,
                                            help_text="Where in-flight work takes the order; empty when none.")
     sku = CatalogSlugField("sku")

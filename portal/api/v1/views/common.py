@@ -1,6 +1,6 @@
-"""What every API view shares: the organisation a create call acts for, tenant-scoped lookups."""
+"""What every API view shares: the organisation a create call acts for. (Single rows are looked up
+with get_object_or_404 in a tenant-scoped queryset: anyone else's is a 404, never a 403.)"""
 
-from django.http import Http404
 from rest_framework.exceptions import PermissionDenied, ValidationError
 
 from portal.accounts.selectors import acting_organisation, primary_organisation
@@ -17,6 +17,15 @@ def organisation_for_create(user, customer: str = ""):
     raise PermissionDenied("This login belongs to no organisation, so it cannot hold quotes.")
 
 
+def list_filters(serializer_class, request) -> dict:
+    """The validated filters of a list request (a 400 by field); none given: nothing to check."""
+    if not request.query_params:
+        return {}
+    filters = serializer_class(data=request.query_params)
+    filters.is_valid(raise_exception=True)
+    return filters.validated_data
+
+
 def own_organisation(user):
     org = primary_organisation(user)
     if org is None:
@@ -24,19 +33,3 @@ def own_organisation(user):
     return org
 
 
-def get_or_404(queryset, **lookup):
-    """One row of a tenant-scoped queryset; anyone else's is a 404, never a 403."""
-    row = queryset.filter(**lookup).first()
-    if row is None:
-        raise Http404
-    return row
-
-
-# Never read for an answer: the encrypted keys of a customer's own bucket.
-UNREAD = ("storage_access_key_id", "storage_secret_key")
-
-
-def lean(queryset, *related: str):
-    """A quote or order queryset for the API's answers: only the rows named (catalog slugs come
-    from the catalog cache) and none of the encrypted columns."""
-    return queryset.select_related(None).select_related(*related).defer(*UNREAD)

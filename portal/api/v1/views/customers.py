@@ -1,6 +1,7 @@
 """A reseller's customers: create, list, retrieve, rename."""
 
 from django.http import Http404
+from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, status
 from rest_framework.exceptions import PermissionDenied
@@ -15,7 +16,7 @@ from portal.api.permissions import require_org_admin
 from portal.api.v1 import examples as ex
 from portal.api.v1 import serializers_orders as so
 from portal.api.v1.pagination import NewestFirstCursor
-from portal.api.v1.views.common import get_or_404, own_organisation
+from portal.api.v1.views.common import own_organisation
 from portal.api.v1.views.quotes import IDEMPOTENCY_KEY
 
 
@@ -36,7 +37,7 @@ def _customer(request, slug: str) -> tuple[Organisation, Organisation]:
     org = own_organisation(request.user)
     if org.kind != Organisation.Kind.RESELLER:
         raise Http404
-    return org, get_or_404(_customers(request, org), slug=slug)
+    return org, get_object_or_404(_customers(request, org), slug=slug)
 
 
 class CustomerListCreateView(generics.GenericAPIView):

@@ -1,6 +1,7 @@
 """A reseller invites people to its customers' organisations: create (the person gets the link
 by e-mail; the link is never in the answer) and list the pending ones."""
 
+from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers, status
@@ -11,7 +12,6 @@ from portal.accounts.models import Invitation, Membership
 from portal.accounts.selectors import customers_of
 from portal.api.idempotency import idempotent
 from portal.api.v1.pagination import NewestFirstCursor
-from portal.api.v1.views.common import get_or_404
 from portal.api.v1.views.customers import _reseller
 from portal.api.v1.views.quotes import IDEMPOTENCY_KEY
 
@@ -42,7 +42,7 @@ class InvitationListCreateView(generics.GenericAPIView):
     serializer_class = InvitationOutputSerializer
 
     def _customer(self, request, slug):
-        return get_or_404(customers_of(_reseller(request)), slug=slug)
+        return get_object_or_404(customers_of(_reseller(request)), slug=slug)
 
     @extend_schema(operation_id="customer_invitations_list",
                    responses=InvitationOutputSerializer(many=True),

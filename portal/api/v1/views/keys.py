@@ -1,5 +1,6 @@
 """The organisation's own API keys: list, create (the key is shown once), revoke, rotate."""
 
+from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, status
 from rest_framework.authentication import SessionAuthentication
@@ -15,7 +16,7 @@ from portal.api.idempotency import idempotent
 from portal.api.permissions import require_org_admin
 from portal.api.v1 import serializers_keys as sk
 from portal.api.v1.pagination import NewestFirstCursor
-from portal.api.v1.views.common import get_or_404, own_organisation
+from portal.api.v1.views.common import own_organisation
 from portal.api.v1.views.quotes import IDEMPOTENCY_KEY
 
 
@@ -24,7 +25,7 @@ def _keys(request):
 
 
 def _managed_key(request, prefix: str) -> ApiKey:
-    key = get_or_404(_keys(request), prefix=prefix)
+    key = get_object_or_404(_keys(request), prefix=prefix)
     require_org_admin(request.user, key.organisation, what="revoke or rotate its API keys")
     return key
 

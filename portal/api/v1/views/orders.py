@@ -4,6 +4,7 @@ stack files: views/servers.py)."""
 
 from dataclasses import asdict
 
+from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, status
 from rest_framework.exceptions import ValidationError
@@ -16,7 +17,8 @@ from portal.api.v1 import examples as ex
 from portal.api.v1 import serializers as s
 from portal.api.v1 import serializers_orders as so
 from portal.api.v1.pagination import NewestFirstCursor
-from portal.api.v1.views.common import get_or_404, lean, organisation_for_create
+from portal.api.v1.rows import order_row, order_rows
+from portal.api.v1.views.common import list_filters, organisation_for_create
 from portal.api.v1.views.quotes import IDEMPOTENCY_KEY
 from portal.orders.selectors import order_events, orders_for
 from portal.quotes.selectors import quotes_visible
@@ -30,11 +32,12 @@ CONFLICT = OpenApiResponse(description="The order's state does not allow it (pro
 
 
 def _order(request, reference: str):
-    return get_or_404(orders_for(request.user), reference=reference)
+    return get_object_or_404(orders_for(request.user), reference=reference)
 
 
-def _readable_orders(request):
-    return lean(orders_for(request.user), "organisation", "quote")
+def _order_answer(user, order) -> dict:
+    """An order as a read of it answers (after a change: its state now)."""
+    return so.OrderOutputSerializer(order_row(user, order.reference)).data
 
 
 class OrderListCreateView(generics.GenericAPIView):
@@ -42,10 +45,8 @@ class OrderListCreateView(generics.GenericAPIView):
     serializer_class = so.OrderOutputSerializer
 
     def get_queryset(self):
-        filters = so.OrderListFilterSerializer(data=self.request.query_params)
-        filters.is_valid(raise_exception=True)
-        f = filters.validated_data
-        orders = _readable_orders(self.request)
+        f = list_filters(so.OrderListFilterSerializer, self.request)
+        orders = order_rows(self.request.user)
         if f.get("state"):
             orders = orders.filter(state__in=f["state"])
         if f.get("customer"):
@@ -94,7 +95,7 @@ class OrderListCreateView(generics.GenericAPIView):
                     plan=inline.validated_data["plan"])
             except ConfigurationError as exc:
                 raise ValidationError({"configuration": {p.field: [p.text] for p in exc.problems}}) from None
-        return Response(so.OrderOutputSerializer(order).data, status=status.HTTP_201_CREATED,
+        return Response(_order_answer(request.user, order), status=status.HTTP_201_CREATED,
                         headers={"Location": f"/api/v1/orders/{order.reference}"})
 
 
@@ -102,8 +103,7 @@ class OrderDetailView(APIView):
     @extend_schema(operation_id="orders_retrieve", responses={200: so.OrderOutputSerializer},
                    summary="One order")
     def get(self, request, reference: str):
-        order = get_or_404(_readable_orders(request), reference=reference)
-        return Response(so.OrderOutputSerializer(order).data)
+        return Response(so.OrderOutputSerializer(order_row(request.user, reference)).data)
 
 
 class OrderCancelView(APIView):
@@ -115,7 +115,7 @@ class OrderCancelView(APIView):
         data = so.OrderCancelInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         order = order_cancel(order=order, by=request.user, reason=data.validated_data["reason"])
-        return Response(so.OrderOutputSerializer(order).data)
+        return Response(_order_answer(request.user, order))
 
 
 class OrderTerminateView(APIView):
@@ -129,7 +129,7 @@ class OrderTerminateView(APIView):
         data.is_valid(raise_exception=True)
         order = order_request_termination(order=order, by=request.user,
                                           note=data.validated_data["note"])
-        return Response(so.OrderOutputSerializer(order).data, status=status.HTTP_202_ACCEPTED)
+        return Response(_order_answer(request.user, order), status=status.HTTP_202_ACCEPTED)
 
 
 class OrderEventListView(APIView):

@@ -6,14 +6,13 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from portal.accounts.selectors import organisations_for
 from portal.api.idempotency import KEY_PATTERN, MAX_KEY_LENGTH, idempotent
 from portal.api.v1 import examples as ex
 from portal.api.v1 import serializers as s
 from portal.api.v1 import serializers_orders as so
 from portal.api.v1.pagination import NewestFirstCursor
-from portal.api.v1.views.common import get_or_404, lean, organisation_for_create
-from portal.quotes.selectors import quotes_visible
+from portal.api.v1.rows import quote_row, quote_rows
+from portal.api.v1.views.common import list_filters, organisation_for_create
 from portal.quotes.services import ConfigurationError, quote_create
 
 IDEMPOTENCY_KEY = OpenApiParameter(
@@ -39,11 +38,10 @@ class QuoteListCreateView(generics.GenericAPIView):
     serializer_class = s.QuoteOutputSerializer
 
     def get_queryset(self):
-        quotes = lean(quotes_visible(organisations=organisations_for(self.request.user)), "organisation")
-        filters = so.QuoteListFilterSerializer(data=self.request.query_params)
-        filters.is_valid(raise_exception=True)
-        if filters.validated_data.get("customer"):
-            quotes = quotes.filter(organisation__slug=filters.validated_data["customer"])
+        quotes = quote_rows(self.request.user)
+        customer = list_filters(so.QuoteListFilterSerializer, self.request).get("customer")
+        if customer:
+            quotes = quotes.filter(organisation__slug=customer)
         return quotes
 
     @extend_schema(operation_id="quotes_list", parameters=[so.QuoteListFilterSerializer],
@@ -65,7 +63,7 @@ class QuoteListCreateView(generics.GenericAPIView):
         data.is_valid(raise_exception=True)
         organisation = organisation_for_create(request.user, data.validated_data.get("customer", ""))
         quote = quote_from_input(data, organisation=organisation, by=request.user)
-        return Response(s.QuoteOutputSerializer(quote).data, status=status.HTTP_201_CREATED,
+        return Response(_quote_answer(request.user, quote), status=status.HTTP_201_CREATED,
                         headers={"Location": f"/api/v1/quotes/{quote.reference}"})
 
 
@@ -73,6 +71,10 @@ class QuoteDetailView(APIView):
     @extend_schema(operation_id="quotes_retrieve", responses={200: s.QuoteOutputSerializer},
                    summary="A quote of the key's organisation or (reseller) one of its customers")
     def get(self, request, reference: str):
-        quote = get_or_404(lean(quotes_visible(organisations=organisations_for(request.user)),
-                                "organisation"), reference=reference)
+        quote = quote_row(request.user, reference)
         return Response(s.QuoteOutputSerializer(quote).data)
+
+
+def _quote_answer(user, quote) -> dict:
+    """A quote just made, as a read of it answers."""
+    return s.QuoteOutputSerializer(quote_row(user, quote.reference)).data

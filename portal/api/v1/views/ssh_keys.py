@@ -1,6 +1,7 @@
 """SSH keys of the key's organisation (a reseller's: also its customers'): list, add, retrieve,
 remove. Adding or removing one installs the change on the organisation's active servers."""
 
+from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, status
 from rest_framework.exceptions import PermissionDenied
@@ -14,7 +15,7 @@ from portal.api.idempotency import idempotent
 from portal.api.v1 import examples as ex
 from portal.api.v1 import serializers_ssh_keys as sk
 from portal.api.v1.pagination import NewestFirstCursor
-from portal.api.v1.views.common import get_or_404, organisation_for_create
+from portal.api.v1.views.common import organisation_for_create
 from portal.api.v1.views.quotes import IDEMPOTENCY_KEY
 from provisioning.ssh_keys import ssh_key_add, ssh_key_remove
 
@@ -73,13 +74,13 @@ class SSHKeyDetailView(APIView):
     @extend_schema(operation_id="ssh_keys_retrieve", responses={200: sk.SSHKeyOutputSerializer},
                    summary="One SSH key")
     def get(self, request, key_id: int):
-        return Response(sk.SSHKeyOutputSerializer(get_or_404(_visible_keys(request.user),
-                                                             pk=key_id)).data)
+        key = get_object_or_404(_visible_keys(request.user), pk=key_id)
+        return Response(sk.SSHKeyOutputSerializer(key).data)
 
     @extend_schema(operation_id="ssh_keys_destroy", request=None, responses={204: None},
                    summary="Remove an SSH key: removed from the organisation's active servers")
     def delete(self, request, key_id: int):
-        key = get_or_404(_visible_keys(request.user), pk=key_id)
+        key = get_object_or_404(_visible_keys(request.user), pk=key_id)
         _require_manage(request.user, key.organisation)
         ssh_key_remove(ssh_key=key, by=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,6 +1,7 @@
 """Webhook endpoints: create (secret shown once), list, read, change, delete, rotate the secret,
 send a test event, read the delivery log."""
 
+from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, status
 from rest_framework.response import Response
@@ -13,7 +14,7 @@ from portal.api.permissions import require_org_admin
 from portal.api.v1 import examples as ex
 from portal.api.v1 import serializers_webhooks as sw
 from portal.api.v1.pagination import NewestFirstCursor
-from portal.api.v1.views.common import get_or_404, own_organisation
+from portal.api.v1.views.common import own_organisation
 from portal.api.v1.views.quotes import IDEMPOTENCY_KEY
 from portal.webhooks.models import WebhookDelivery, WebhookEndpoint
 from portal.webhooks.publish import endpoint_test_send
@@ -26,7 +27,7 @@ def _endpoints(request):
 
 
 def _endpoint(request, reference: str) -> WebhookEndpoint:
-    return get_or_404(_endpoints(request), reference=reference)
+    return get_object_or_404(_endpoints(request), reference=reference)
 
 
 def _managed_endpoint(request, reference: str) -> WebhookEndpoint:

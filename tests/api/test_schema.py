@@ -24,3 +24,15 @@ def test_openapi_schema_validates_without_warnings(db, tmp_path):
     schema = out.read_text()
     listed = sorted(line.strip().rstrip(":") for line in schema.splitlines() if line.startswith("  /api/"))
     assert listed == sorted(p.strip() for p in PATHS)  # every path, and no other (no catch-all)
+
+
+def test_the_quote_and_order_shapes_carry_no_notes_for_developers(db, tmp_path):
+    """Their serializers' implementation notes (a mixin's docstring among them) would become the
+    descriptions resellers read in the schema."""
+    import yaml
+
+    out = tmp_path / "schema.yaml"
+    call_command("spectacular", "--file", str(out))
+    components = yaml.safe_load(out.read_text())["components"]["schemas"]
+    for name in ("OrderOutput", "QuoteOutput"):
+        assert "description" not in components[name], components[name].get("description")

@@ -109,9 +109,13 @@ def sku_stock() -> dict[str, int]:
     """Ready nodes per SKU slug, now (not cached: nodes change state all day); a SKU with none is
     absent. Counted on the nodes' own table, named from the cached catalog."""
     nodes = ServerSKU._meta.get_field("nodes").related_model  # provisioning's; the catalog imports none
-    counts = nodes.objects.filter(state="ready").order_by().values_list("sku_id").annotate(n=Count("pk"))
+    ready = nodes.objects.filter(state="ready").order_by()
+    counts = dict(ready.values_list("sku_id").annotate(n=Count("pk")))
     names = catalog_names()["sku"]
-    return {names[sku][0]: n for sku, n in counts if sku in names}
+    if not counts.keys() <= names.keys():  # a SKU added since this process read the catalog
+        catalog_cache_clear()
+        names = catalog_names()["sku"]
+    return {names[sku][0]: n for sku, n in counts.items() if sku in names}
 
 
 def catalog_names() -> dict[str, dict[int, tuple[str, str]]]:

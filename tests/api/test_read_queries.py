@@ -50,3 +50,20 @@ def test_a_customers_row_reads_as_the_reseller_sees_it_and_an_outsiders_is_a_404
     customer = key_client(people.client_org)
     reseller_own = make_quote(people.reseller)
     assert customer.get(f"/api/v1/quotes/{reseller_own.reference}").status_code == 404
+
+
+def test_output_fields_are_built_once_per_class_not_per_answer(reseller_api, people, monkeypatch):
+    """FieldsBoundOnce relies on DRF reading `_readable_fields` in to_representation; were that to
+    change, every answer would build its fields again and this would fail."""
+    from portal.api.v1.serializers_orders import OrderOutputSerializer
+
+    built = []
+    get_fields = OrderOutputSerializer.get_fields
+    monkeypatch.setattr(OrderOutputSerializer, "get_fields", lambda self: built.append(self) or get_fields(self))
+    monkeypatch.delattr(OrderOutputSerializer, "_readable_fields_bound", raising=False)
+    make_order(people.client_org)
+    make_order(people.client_org)
+    for _ in range(3):
+        assert [o["organisation"] for o in reseller_api.get("/api/v1/orders").json()["results"]] == [
+            people.client_org.slug] * 2
+    assert len(built) == 1

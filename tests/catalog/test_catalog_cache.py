@@ -79,3 +79,21 @@ def test_a_change_by_another_process_is_seen_once_the_version_moved(api, setting
     with connection.cursor() as cursor:
         cursor.execute("UPDATE catalog_catalogversion SET version = version + 1")
     assert _price(api) == "7.77" and catalog_version() == version + 1
+
+
+def test_stock_of_a_sku_another_process_added_is_counted(api, settings, sim_dir):
+    """The SKU names come from the cached catalog: a SKU added since (another process's commit,
+    seen here only when the version is next checked) is looked up again, not counted as none."""
+    from portal.catalog.cache import catalog_names, sku_stock
+    from tests.factories import make_node
+
+    settings.CATALOG_CACHE_CHECK_S = 3600
+    catalog_names()  # cached before the SKU exists
+    source = ServerSKU.objects.get(slug=SKU)
+    ServerSKU.objects.bulk_create([ServerSKU(  # bulk: no signal, as if another process made it
+        slug="1x-l4-24gb-new", name="1× L4 (new)", gpu=source.gpu, gpu_count=1,
+        interconnect=source.interconnect, cpu_cores=source.cpu_cores, ram_gb=source.ram_gb,
+        price_hourly=source.price_hourly, price_monthly=source.price_monthly)])
+    make_node(sku="1x-l4-24gb-new", state_dir=sim_dir)
+    make_node(sku="1x-l4-24gb-new", state_dir=sim_dir)
+    assert sku_stock()["1x-l4-24gb-new"] == 2

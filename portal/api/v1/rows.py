@@ -53,18 +53,3 @@ def order_row(user, reference: str) -> dict:
     """An order ``user`` may see; anyone else's is a 404 (never a 403)."""
     return get_object_or_404(_orders().filter(visible_to(user, "organisation__")), reference=reference)
 
-
-# For an output serializer whose fields use no context: its fields are built and bound once per
-# class, not per instance (DRF deep-copies them for each instance and a ModelSerializer first
-# builds them from the model: about half a millisecond per answer). DRF's own to_representation
-# then reads them; the schema is made from `fields` as before. (No docstring: drf-spectacular
-# would make it the description of every serializer using this.)
-class FieldsBoundOnce:
-    @property
-    def _readable_fields(self):
-        cls = type(self)
-        fields = cls.__dict__.get("_readable_fields_bound")
-        if fields is None:
-            fields = tuple(f for f in cls().fields.values() if not f.write_only)
-            cls._readable_fields_bound = fields  # two threads may both build them: either is right
-        return fields

@@ -3,8 +3,7 @@
 from rest_framework import serializers
 
 from portal.accounts.models import Organisation
-from portal.api.v1.rows import FieldsBoundOnce
-from portal.api.v1.serializers import CatalogSlugField, QuoteInputSerializer
+from portal.api.v1.serializers import CatalogSlugField, FieldsBoundOnce, QuoteInputSerializer
 from portal.catalog.models import GPUModel, NetworkOption, NvmeOption, ServerSKU, StackOption, StorageProvider
 from portal.orders.models import Order, OrderEvent
 from portal.orders.selectors import order_event_text

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import gc
 from bisect import bisect_right
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from portal.sizing.estimator import ModelSpec, ParallelConfig, TrainingConfig, estimate_memory, get_preset
 
 from . import explain, infra
 from .catalog import CatalogData, NvmeOptionSpec, StorageProviderSpec
+from .collector import collections_paused
 from .memo import searcher_for
 from .pareto import pareto_front, rank
 from .plan import MemoryBreakdown, Plan, regime_overrides
@@ -79,22 +77,6 @@ def recommend(workload: Workload, goal: Goal, catalog: CatalogData,
         raise ValueError("recommend() takes the catalog as CatalogData (see portal.sizing.catalog_data)")
     with collections_paused():
         return _recommend(workload, goal, catalog, options or SearchOptions(), exhaustive)
-
-
-@contextmanager
-def collections_paused() -> Iterator[None]:
-    """The garbage collector off while a search runs. A search allocates tens of thousands of
-    objects without cycles (memory estimates, memo keys) that refcounting frees; the collector's
-    passes over them, and over the searchers kept between requests, took a fifth of a request
-    (bench/recommend_bench.py). Process-wide: a collection another thread needs meanwhile
-    happens afterwards."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _recommend(workload: Workload, goal: Goal, catalog: CatalogData, options: SearchOptions,

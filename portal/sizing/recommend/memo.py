@@ -42,7 +42,7 @@ def shape_of(workload: Workload) -> tuple:
 def searcher_for(model: ModelSpec, workload: Workload, options: SearchOptions, stacks: tuple,
                  gpus: tuple) -> Iterator[Searcher]:
     """This shape's searcher (kept or new), started for ``workload``; kept again afterwards
-    unless the search failed unexpectedly (a ValueError is an answer: the memo is sound)."""
+    unless the search failed unexpectedly."""
     key = (shape_of(workload), model, options, stacks, gpus)
     with _lock:
         searcher = _kept.pop(key, None)
@@ -52,10 +52,11 @@ def searcher_for(model: ModelSpec, workload: Workload, options: SearchOptions, s
         searcher.begin(workload)
     try:
         yield searcher
-    except ValueError:
+    except ValueError:  # an answer ("nothing fits"): every memo entry written is whole
         _keep(key, searcher)
         raise
-    _keep(key, searcher)
+    else:
+        _keep(key, searcher)
 
 
 def _keep(key: tuple, searcher: Searcher) -> None:

@@ -235,7 +235,9 @@ class Searcher:
     memory: dict = field(default_factory=dict)  # (strategy, stack, dp, tp, pp, mb, ckpt, nodes) -> estimate
     timed: dict = field(default_factory=dict)  # step times: per request (they depend on the tokens)
     layout_cache: dict = field(default_factory=dict)
-    configs: dict = field(default_factory=dict)  # TrainingConfig / ParallelConfig of this request
+    # training and parallel configs; communication floors and volumes, bubbles, stacks and lighter
+    # siblings per layout (none depends on the tokens)
+    configs: dict = field(default_factory=dict)
     rates: dict = field(default_factory=dict)  # (GPU, stack, TP, checkpointing) -> FLOP/s, hardware FLOPs
     mb_cache: dict = field(default_factory=dict)
     scans: dict = field(default_factory=dict)
@@ -1058,12 +1060,16 @@ def size_price_hourly(sku: SkuSpec, nodes: int, network: NetworkOptionSpec | Non
     return float(size_price(sku, nodes, network, nvme, storage, storage_tb).hourly)
 
 
-@lru_cache(maxsize=8192)  # the catalog's rows are frozen: each size is priced once per process
 def size_price(sku: SkuSpec, nodes: int, network: NetworkOptionSpec | None, nvme: NvmeOptionSpec | None,
                storage: StorageProviderSpec | None, storage_tb: int) -> Price:
     """The hourly price the configurator quotes for this size (``pricing.server_price``)."""
+    return _size_price(sku.slug, sku.price_monthly_usd, sku.price_hourly_usd, nodes, network, nvme, storage,
+                       storage_tb)
+
+
+@lru_cache(maxsize=8192)  # by the prices alone (a SKU's stock changes all day): once per price list
+def _size_price(sku: str, monthly: float, hourly: float, nodes: int, network: NetworkOptionSpec | None,
+                nvme: NvmeOptionSpec | None, storage: StorageProviderSpec | None, storage_tb: int) -> Price:
     per_node = tuple(Priced(o.slug, o.price_monthly_usd) for o in (nvme, network) if o is not None)
     shared = (Priced(storage.slug, storage.price_per_tb_monthly_usd, quantity=storage_tb),) if storage else ()
-    price = server_price(nodes=nodes, server=Priced(sku.slug, sku.price_monthly_usd, sku.price_hourly_usd),
-                         per_node=per_node, shared=shared)
-    return price
+    return server_price(nodes=nodes, server=Priced(sku, monthly, hourly), per_node=per_node, shared=shared)

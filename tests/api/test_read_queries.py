@@ -59,7 +59,8 @@ def test_output_fields_are_built_once_per_class_not_per_answer(reseller_api, peo
 
     built = []
     get_fields = OrderOutputSerializer.get_fields
-    monkeypatch.setattr(OrderOutputSerializer, "get_fields", lambda self: built.append(self) or get_fields(self))
+    monkeypatch.setattr(OrderOutputSerializer, "get_fields",
+                        lambda self: built.append(self) or get_fields(self))
     monkeypatch.delattr(OrderOutputSerializer, "_readable_fields_bound", raising=False)
     make_order(people.client_org)
     make_order(people.client_org)

@@ -52,4 +52,3 @@ def quote_row(user, reference: str) -> dict:
 def order_row(user, reference: str) -> dict:
     """An order ``user`` may see; anyone else's is a 404 (never a 403)."""
     return get_object_or_404(_orders().filter(visible_to(user, "organisation__")), reference=reference)
-

@@ -35,7 +35,7 @@ from datetime import timedelta
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q, Value
+from django.db.models import BigIntegerField, F, Q, Value
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
@@ -156,8 +156,9 @@ def _claim(sr: StepRun, token: str, now) -> bool:
             return False
         # Larger than every token before it, and than any token of a previous life of this
         # node's row (re-enrolled, database restored): the node keeps the newest it has seen.
-        Node.objects.filter(pk=sr.node_id).update(
-            fence=Greatest(F("fence") + 1, Value(int(now.timestamp() * 1_000_000))))
+        # (A bigint parameter: bound by the server as a plain int's int4, it would wrap.)
+        micros = Value(int(now.timestamp() * 1_000_000), output_field=BigIntegerField())
+        Node.objects.filter(pk=sr.node_id).update(fence=Greatest(F("fence") + 1, micros))
         fence = Node.objects.values_list("fence", flat=True).get(pk=sr.node_id)
         StepRun.objects.filter(pk=sr.pk).update(fence=fence)
     return True

@@ -53,18 +53,70 @@ def test_a_customers_row_reads_as_the_reseller_sees_it_and_an_outsiders_is_a_404
 
 
 def test_output_fields_are_built_once_per_class_not_per_answer(reseller_api, people, monkeypatch):
-    """FieldsBoundOnce relies on DRF reading `_readable_fields` in to_representation; were that to
-    change, every answer would build its fields again and this would fail."""
+    """RowSerializer relies on DRF reading `_readable_fields` (the schema) and on its own
+    to_representation; were either to build the fields again per answer, this would fail."""
     from portal.api.v1.serializers_orders import OrderOutputSerializer
 
     built = []
     get_fields = OrderOutputSerializer.get_fields
     monkeypatch.setattr(OrderOutputSerializer, "get_fields",
                         lambda self: built.append(self) or get_fields(self))
-    monkeypatch.delattr(OrderOutputSerializer, "_readable_fields_bound", raising=False)
+    monkeypatch.delattr(OrderOutputSerializer, "_row_plan_built", raising=False)
     make_order(people.client_org)
     make_order(people.client_org)
     for _ in range(3):
         assert [o["organisation"] for o in reseller_api.get("/api/v1/orders").json()["results"]] == [
             people.client_org.slug] * 2
     assert len(built) == 1
+
+
+@pytest.mark.parametrize("kind", ["quote", "order"])
+def test_a_row_reads_as_drfs_own_serialising_reads_it(catalog, people, kind):
+    """Reading a plain field by key gives what DRF's generic attribute walk gives, field by field."""
+    from rest_framework.serializers import ModelSerializer
+
+    from portal.api.v1.rows import order_row, quote_row
+    from portal.api.v1.serializers import QuoteOutputSerializer
+    from portal.api.v1.serializers_orders import OrderOutputSerializer
+
+    order = make_order(people.client_org)
+    if kind == "quote":
+        serializer, row = QuoteOutputSerializer, quote_row(people.rita, order.quote.reference)
+    else:
+        serializer, row = OrderOutputSerializer, order_row(people.rita, order.reference)
+    ours = serializer(row).data
+    assert ours == ModelSerializer.to_representation(serializer(), row)
+    assert ours["created_at"].endswith("Z") and ours["sku"] == order.sku.slug
+
+
+def test_times_are_utc_whatever_zone_is_active(reseller_api, people):
+    import datetime
+
+    from django.utils import timezone
+
+    order = make_order(people.client_org)
+    with timezone.override("Asia/Tokyo"):
+        body = reseller_api.get(f"/api/v1/orders/{order.reference}").json()
+    assert body["created_at"] == order.created_at.astimezone(datetime.UTC).isoformat().replace("+00:00", "Z")
+
+
+def test_a_keys_list_query_is_built_once_per_scope_and_sees_customers_added_since(reseller_api, people,
+                                                                                monkeypatch):
+    """The kept, filtered query holds the tenancy rule as a subquery, not as the ids it found."""
+    from portal.accounts.models import Organisation
+    from portal.api.v1 import rows
+
+    monkeypatch.setattr(rows, "_scoped", {})
+    built = []
+    organisations_for = rows.organisations_for
+    monkeypatch.setattr(rows, "organisations_for", lambda user: built.append(user) or organisations_for(user))
+    make_order(people.client_org)
+    assert len(reseller_api.get("/api/v1/orders").json()["results"]) == 1
+    newcomer = Organisation.objects.create(name="New Client", slug="new-client", parent=people.reseller)
+    make_order(newcomer)
+    make_order(people.acme)  # not the reseller's
+    listed = [o["organisation"] for o in reseller_api.get("/api/v1/orders").json()["results"]]
+    assert sorted(listed) == ["new-client", "resale-client"]
+    assert len(built) == 1
+    customer = [o["organisation"] for o in key_client(newcomer).get("/api/v1/orders").json()["results"]]
+    assert customer == ["new-client"] and len(built) == 2

@@ -35,6 +35,16 @@ def test_each_claim_takes_the_next_fencing_token_of_its_node(catalog, people, si
     assert fences and all(f in tokens for f in fences)  # every operation carried its claim
 
 
+def test_a_token_is_at_least_the_claims_time_in_microseconds(catalog, people, sim_dir):
+    """So a node keeps refusing the work of a previous life of its row (re-enrolled, database
+    restored); a value past 32 bits, bound by the server (prepared statements) as such."""
+    before = int(timezone.now().timestamp() * 1_000_000)
+    node, _, run = _at_deploy(people, sim_dir)
+    node.refresh_from_db()
+    assert node.fence >= before > 2**32
+    assert StepRun.objects.get(run=run, step="reserve").fence == node.fence
+
+
 def test_the_deadline_counts_from_the_current_execution(catalog, people, sim_dir, settings):
     settings.PROVISIONING_STEP_DEADLINES_S = {"deploy_os": 45}
     node, order, run = _at_deploy(people, sim_dir)

@@ -3,7 +3,7 @@
 from rest_framework import serializers
 
 from portal.accounts.models import Organisation
-from portal.api.v1.serializers import CatalogSlugField, FieldsBoundOnce, QuoteInputSerializer
+from portal.api.v1.serializers import CatalogSlugField, QuoteInputSerializer, RowSerializer
 from portal.catalog.models import GPUModel, NetworkOption, NvmeOption, ServerSKU, StackOption, StorageProvider
 from portal.orders.models import Order, OrderEvent
 from portal.orders.selectors import order_event_text
@@ -65,7 +65,7 @@ class ChoiceLabelField(serializers.CharField):
 
 
 # Serialises a row of rows.order_rows (no docstring: it would become the schema's description).
-class OrderOutputSerializer(FieldsBoundOnce, serializers.ModelSerializer):
+class OrderOutputSerializer(RowSerializer):
     organisation = serializers.CharField(source="organisation__slug", read_only=True)
     quote = serializers.CharField(source="quote__reference", read_only=True, allow_null=True)
     state_label = ChoiceLabelField(OrderState.choices, source="state")

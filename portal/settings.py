@@ -112,7 +112,7 @@ elif env_bool("DB_PREPARED_STATEMENTS", True):
     # Parameters bound by PostgreSQL and a statement prepared after five uses on a connection:
     # parsing and planning cost the API's order list more than running it. Turn off behind a
     # pooler that cannot keep prepared statements (PgBouncer in transaction mode before 1.21).
-    DATABASES["default"]["OPTIONS"] = {"server_side_binding": True, "prepare_threshold": 5}
+    DATABASES["default"].setdefault("OPTIONS", {}).update(server_side_binding=True, prepare_threshold=5)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis: cache and Celery broker -------------------------------------------------------

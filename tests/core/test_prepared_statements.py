@@ -28,11 +28,13 @@ def test_a_repeated_query_is_prepared_with_its_parameters_bound_by_the_server():
     assert ours and not [s for s in ours if "prepared-probe" in s], _prepared()
 
 
-def test_the_switch_turns_it_off():
+def test_the_switch_turns_it_off_and_options_from_the_url_are_kept():
     code = ("import django; django.setup(); from django.db import connection; "
-            "print(connection.settings_dict['OPTIONS'].get('prepare_threshold'))")
-    env = os.environ | {"DJANGO_SETTINGS_MODULE": "portal.settings"}
+            "o = connection.settings_dict['OPTIONS']; "
+            "print(o.get('prepare_threshold'), o['connect_timeout'])")
+    env = os.environ | {"DJANGO_SETTINGS_MODULE": "portal.settings",
+                        "DATABASE_URL": f"{os.environ['DATABASE_URL']}?connect_timeout=7"}
     on, off = (subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env=env | switch,
                               capture_output=True, text=True)
                for switch in ({}, {"DB_PREPARED_STATEMENTS": "false"}))
-    assert (on.stdout.strip(), off.stdout.strip()) == ("5", "None"), on.stderr + off.stderr
+    assert (on.stdout.strip(), off.stdout.strip()) == ("5 7", "None 7"), on.stderr + off.stderr

@@ -109,22 +109,21 @@ class RowSerializer(serializers.ModelSerializer):
                                 models.DateTimeField: UtcDateTimeField}
 
     @property
-    def _readable_fields(self) -> tuple:
-        return self._row_plan()[0]
+    def _readable_fields(self):
+        return (field for _, _, field in self._row_plan())
 
     @classmethod
-    def _row_plan(cls) -> tuple[tuple, tuple]:
-        """(the readable fields, bound; (name, row key or None to ask the field, field) each)."""
+    def _row_plan(cls) -> tuple:
+        """The readable fields, bound: (name, row key or None to ask the field, field) each."""
         plan = cls.__dict__.get("_row_plan_built")
         if plan is None:
-            fields = tuple(f for f in cls().fields.values() if not f.write_only)
-            plan = fields, tuple((f.field_name, _row_key(f), f) for f in fields)
+            plan = tuple((f.field_name, _row_key(f), f) for f in cls().fields.values() if not f.write_only)
             cls._row_plan_built = plan  # two threads may both build it: either is right
         return plan
 
     def to_representation(self, row: dict) -> dict:
         answer = {}
-        for name, key, field in self._row_plan()[1]:
+        for name, key, field in self._row_plan():
             value = row[key] if key else field.get_attribute(row)
             answer[name] = None if value is None else field.to_representation(value)
         return answer

@@ -291,6 +291,34 @@ def test_misses_inherited_from_classes_with_more_memory_change_nothing(catalog, 
         assert inherited.startswith("no server in the catalog fits") and "closest: " in inherited
 
 
+def test_offload_verdict_inherited_from_classes_with_more_memory_changes_nothing(catalog, monkeypatch):
+    """A class that no layout without offload fits tells the classes of its world size with less
+    GPU memory, host RAM and TP limit; the answer is the one every class checking afresh gives,
+    and the inheritance is used (fewer frugal checks)."""
+    work = replace(full_7b(), model="llama-3.1-70b")
+    checks = []
+    frugal_fit = Searcher.frugal_fit
+
+    def counted(self, *args):
+        checks.append(args)
+        return frugal_fit(self, *args)
+
+    def answer():
+        forget_searches()
+        checks.clear()
+        return recommend(work, Goal("cheapest"), catalog).to_dict(), len(checks)
+
+    monkeypatch.setattr(Searcher, "frugal_fit", counted)
+    inherited, inherited_checks = answer()
+    # every class starts from no known verdict (a fresh dict each time it is read)
+    monkeypatch.setattr(Searcher, "offload_needed", property(lambda self: {}, lambda self, value: None),
+                        raising=False)
+    afresh, afresh_checks = answer()
+    assert {k: v for k, v in afresh.items() if k not in ("estimator_calls", "candidates_evaluated")} == {
+        k: v for k, v in inherited.items() if k not in ("estimator_calls", "candidates_evaluated")}
+    assert inherited_checks < afresh_checks
+
+
 def test_recommendation_does_not_depend_on_estimator_caches(catalog):
     from portal.sizing.estimator import clear_caches
 

@@ -244,6 +244,8 @@ class Searcher:
     profiles: dict = field(default_factory=dict)  # (layout, world, GPUs per node) -> MemoryProfile
     no_fit: dict = field(default_factory=dict)  # (world, TP limit, GPUs per node) -> classes where none fit
     class_memory: dict = field(default_factory=dict)  # (world, GPUs per node) -> classes made (_ancestors)
+    # (world, GPUs per node) -> (TP limit, usable, host RAM) of classes that no layout without offload fits
+    offload_needed: dict = field(default_factory=dict)
     ancestors: dict = field(default_factory=dict)  # class -> Searcher._ancestors of it
     calls: int = 0
     evaluated: int = 0
@@ -568,14 +570,27 @@ class Searcher:
             return
         needed = sc.shared.get("offload needed")  # memory alone decides it: shared across GPU models
         if needed is None:
-            needed = sc.shared["offload needed"] = not any(
-                self.frugal_fit(lay, sc.world, sc.usable, sc.host_ram, sc.gpus_per_node)
-                for _, _, lay in sc.layouts if lay.strategy.offload == "none")
+            needed = sc.shared["offload needed"] = self._offload_needed(sc)
         if needed:
             return
         decided, skip = sc.decided, sc.skip
         for i in at:
             decided[i], skip[i] = NO_FIT, i + 1
+
+    def _offload_needed(self, sc: Scan) -> bool:
+        """Whether no layout of the class without offload fits at its most frugal. Known without
+        looking when a class of the same world size and GPUs per node needed it with at least this
+        GPU memory, host RAM and TP limit (its layouts include this class's)."""
+        known = self.offload_needed.setdefault((sc.world, sc.gpus_per_node), [])
+        for tp_limit, usable, host_ram in known:
+            if (sc.layouts_key <= tp_limit and sc.usable <= usable
+                    and (not host_ram or (sc.host_ram and sc.host_ram <= host_ram))):
+                return True
+        if any(self.frugal_fit(lay, sc.world, sc.usable, sc.host_ram, sc.gpus_per_node)
+               for _, _, lay in sc.layouts if lay.strategy.offload == "none"):
+            return False
+        known.append((sc.layouts_key, sc.usable, sc.host_ram))
+        return True
 
     def frugal_fit(self, lay: Layout, world: int, usable: int, host_ram: int, per_node: int) -> bool:
         """Whether the layout fits at its most frugal (MemoryProfile.frugal)."""

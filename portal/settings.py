@@ -121,7 +121,7 @@ if PRODUCTION and not REDIS_URL:
     raise ImproperlyConfigured("REDIS_URL must be set in production")
 
 if REDIS_URL:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+    CACHES = {"default": {"BACKEND": "portal.core.cache.PooledRedisCache",
                           "LOCATION": REDIS_URL}}
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

@@ -9,14 +9,18 @@ end; without PostgreSQL a SQLite file in a temporary directory), migrates it, se
 and gives a reseller a key, a quote and BENCH_ORDERS orders. Starts gunicorn (BENCH_WORKERS=2 sync
 workers, DEBUG off) with the portal's settings and one extra endpoint, GET /api/v1/bench-trivial,
 which does nothing but what every API request does (the API key's authentication, permissions,
-throttle, rendering). Then BENCH_CLIENTS load processes (http.client; wrk is not used) call each
-endpoint for BENCH_SECONDS, in BENCH_ROUNDS rounds; in each round every endpoint is measured right
+throttle, rendering). Then the load: with wrk on the PATH (Debian's package `wrk`; BENCH_CLIENT=wrk
+or auto), wrk with BENCH_CLIENTS connections on 2 threads, as the issue measured (a C client, so
+the 2 cores go to the server); otherwise (BENCH_CLIENT=python) BENCH_CLIENTS Python load processes
+(http.client), whose own CPU shares the cores and pulls every ratio towards 1. Each endpoint is
+called for BENCH_SECONDS, in BENCH_ROUNDS rounds; in each round every endpoint is measured right
 after a measurement of the trivial endpoint, and its ratio is taken to that one (a shared machine
 changes speed from one minute to the next: ratios of measurements far apart in time mislead).
 The table shows the median requests/s, the median ratio with its range over the rounds, and the
 target (reads ≥ 0.7×, the estimate ≥ 0.5×).
 
-Every answer must be a 200 with the expected body; any other answer stops the bench (exit 1).
+Every answer must be a 200 (wrk: no non-2xx answer, and one request per endpoint checked from
+Python first); any other answer stops the bench (exit 1).
 Tests never assert on speed: this prints numbers for people.
 """
 
@@ -26,6 +30,8 @@ import http.client
 import json
 import multiprocessing
 import os
+import re
+import shutil
 import socket
 import statistics
 import subprocess
@@ -42,6 +48,8 @@ CLIENTS = int(os.environ.get("BENCH_CLIENTS", "4"))
 SECONDS = float(os.environ.get("BENCH_SECONDS", "2"))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
 ORDERS = int(os.environ.get("BENCH_ORDERS", "10"))
+CLIENT = os.environ.get("BENCH_CLIENT", "auto")
+WRK = shutil.which("wrk") if CLIENT in ("auto", "wrk") else None
 WARM_SECONDS = 1.0
 ESTIMATE = {"model": "llama-3.1-8b", "sku": "8x-h100-sxm-80gb",
             "parallel": {"dp": 8, "sharding": "zero3"}, "training": {"seq_len": 4096}}
@@ -157,7 +165,27 @@ def _client(args) -> tuple[int, str]:
     return done, ""
 
 
-def _measure(pool, port: int, key: str, method: str, path: str, body) -> float:
+def _wrk(port: int, key: str, method: str, path: str, body, tmp: Path) -> float:
+    """Requests/s of wrk over SECONDS; any non-2xx answer stops the bench."""
+    script = tmp / "request.lua"
+    lines = [f'wrk.method = "{method}"', f'wrk.headers["Authorization"] = "Api-Key {key}"',
+             'wrk.headers["Accept"] = "application/json"']
+    if body is not None:
+        lines += ['wrk.headers["Content-Type"] = "application/json"',
+                  f"wrk.body = {json.dumps(json.dumps(body))}"]  # a JSON string is a Lua string
+    script.write_text("\n".join(lines) + "\n")
+    done = subprocess.run([WRK, "-t2", f"-c{CLIENTS}", f"-d{SECONDS:g}s", "-s", str(script),
+                           f"http://127.0.0.1:{port}{path}"], capture_output=True, text=True)
+    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", done.stdout)
+    rate = re.search(r"Requests/sec:\s+([\d.]+)", done.stdout)
+    if done.returncode or bad or not rate:
+        _fail(f"wrk {method} {path}: {done.stdout[-1500:]}{done.stderr[-500:]}")
+    return float(rate.group(1))
+
+
+def _measure(pool, port: int, key: str, method: str, path: str, body, tmp: Path) -> float:
+    if WRK:
+        return _wrk(port, key, method, path, body, tmp)
     start_at = time.time() + 0.3
     stop_at = start_at + SECONDS
     results = pool.map(_client, [(port, method, path, body, key, start_at, stop_at)] * CLIENTS)
@@ -190,14 +218,14 @@ def main() -> None:
             ratios: dict[str, list[float]] = {name: [] for name, *_ in endpoints[1:]}
             trivial = endpoints[0]
             with multiprocessing.Pool(CLIENTS) as pool:
-                for _, method, path, body, _ in endpoints:  # warm every worker's caches
+                for _, method, path, body, _ in endpoints:  # warm every worker's caches (and check)
                     start = time.time() + 0.2
                     pool.map(_client, [(port, method, path, body, fixtures["key"], start,
                                         start + WARM_SECONDS)] * CLIENTS)
                 for _ in range(ROUNDS):
                     for name, method, path, body, _ in endpoints[1:]:
-                        base = _measure(pool, port, fixtures["key"], *trivial[1:4])
-                        rate = _measure(pool, port, fixtures["key"], method, path, body)
+                        base = _measure(pool, port, fixtures["key"], *trivial[1:4], tmp)
+                        rate = _measure(pool, port, fixtures["key"], method, path, body, tmp)
                         rates[trivial[0]].append(base)
                         rates[name].append(rate)
                         ratios[name].append(rate / base)
@@ -210,7 +238,8 @@ def main() -> None:
 
 
 def _print_table(endpoints, rates, ratios) -> None:
-    print(f"\nReseller API on gunicorn ({WORKERS} sync workers), loopback, {CLIENTS} client processes, "
+    clients = f"wrk ({CLIENTS} connections, 2 threads)" if WRK else f"{CLIENTS} Python client processes"
+    print(f"\nReseller API on gunicorn ({WORKERS} sync workers), loopback, {clients}, "
           f"{ROUNDS} rounds × {SECONDS:g} s per endpoint, each after {SECONDS:g} s of the trivial endpoint"
           f" (medians; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())})\n")
     print(f"{'endpoint':34} {'req/s':>8} {'× trivial':>10} {'range':>12} {'target':>8}  ")

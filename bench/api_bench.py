@@ -171,12 +171,17 @@ def _wrk(port: int, key: str, method: str, path: str, body, tmp: Path) -> float:
     lines = [f'wrk.method = "{method}"', f'wrk.headers["Authorization"] = "Api-Key {key}"',
              'wrk.headers["Accept"] = "application/json"']
     if body is not None:
+        # the body's JSON is printable ASCII, so its JSON string literal (only \" and \\ escapes)
+        # is a Lua string literal
         lines += ['wrk.headers["Content-Type"] = "application/json"',
-                  f"wrk.body = {json.dumps(json.dumps(body))}"]  # a JSON string is a Lua string
+                  f"wrk.body = {json.dumps(json.dumps(body))}"]
     script.write_text("\n".join(lines) + "\n")
-    done = subprocess.run([WRK, "-t2", f"-c{CLIENTS}", f"-d{SECONDS:g}s", "-s", str(script),
-                           f"http://127.0.0.1:{port}{path}"], capture_output=True, text=True)
-    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", done.stdout)
+    command = [WRK, f"-t{min(2, CLIENTS)}", f"-c{CLIENTS}", f"-d{max(1, round(SECONDS))}s", "-s", str(script),
+               f"http://127.0.0.1:{port}{path}"]  # wrk takes whole seconds
+    done = subprocess.run(command, capture_output=True, text=True)
+    # wrk counts answers of 400 and over as "Non-2xx or 3xx"; connect, read, write and timeout
+    # errors as "Socket errors"
+    bad = re.search(r"Non-2xx or 3xx responses|Socket errors", done.stdout)
     rate = re.search(r"Requests/sec:\s+([\d.]+)", done.stdout)
     if done.returncode or bad or not rate:
         _fail(f"wrk {method} {path}: {done.stdout[-1500:]}{done.stderr[-500:]}")
@@ -196,6 +201,10 @@ def _measure(pool, port: int, key: str, method: str, path: str, body, tmp: Path)
 
 
 def main() -> None:
+    if CLIENT == "wrk" and not WRK:
+        _fail("BENCH_CLIENT=wrk but wrk is not on the PATH (Debian: apt-get install wrk)")
+    if CLIENT not in ("auto", "wrk", "python"):
+        _fail(f"BENCH_CLIENT={CLIENT!r}: use auto, wrk or python")
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         database_url, drop = _database(tmp)

@@ -3,8 +3,9 @@
 Django's ``RedisCacheClient.get_client`` builds a new ``redis.Redis`` for every cache call; each
 build fills the client's table of ~170 response callbacks, and an API request's throttle makes
 two calls (docs/operations.md, "API throughput"). A ``redis.Redis`` is a thin wrapper around its
-connection pool that threads may share (each command takes a connection from the pool), so
-one per pool serves every call. Pools are Django's own, made once per server and kept."""
+connection pool (each command takes a connection from the pool; the pool starts afresh after a
+fork), so one per pool serves every call. Pools are Django's own, made once per server by each
+cache backend (Django keeps a backend per thread) and kept."""
 
 from django.core.cache.backends.redis import RedisCache, RedisCacheClient
 

@@ -11,9 +11,13 @@ from portal.core.cache import PooledRedisCache
 
 @pytest.fixture
 def cache(require_redis, settings):
-    backend = PooledRedisCache(settings.REDIS_URL, {"KEY_PREFIX": f"test-{uuid.uuid4().hex[:8]}"})
+    prefix = f"test-{uuid.uuid4().hex[:8]}"
+    backend = PooledRedisCache(settings.REDIS_URL, {"KEY_PREFIX": prefix})
     yield backend
-    backend.clear()
+    # only this test's keys: clear() would FLUSHDB the database Celery's broker shares
+    client = backend._cache.get_client(write=True)
+    for key in client.scan_iter(f"{prefix}:*"):
+        client.delete(key)
 
 
 def test_many_cache_calls_build_one_client(cache, monkeypatch):
@@ -46,6 +50,7 @@ def test_threads_share_the_client_and_each_reads_its_own_keys(cache):
     with ThreadPoolExecutor(8) as pool:
         results = list(pool.map(work, range(8)))
     assert results == [[(i, n) for n in range(20)] for i in range(8)]
+    assert len(cache._cache._clients) == 1  # one client served all eight threads
 
 
 def test_the_portal_uses_it_when_redis_is_configured(require_redis):

@@ -10,12 +10,13 @@ and gives a reseller a key, a quote and BENCH_ORDERS orders. Starts gunicorn (BE
 workers, DEBUG off) with the portal's settings and one extra endpoint, GET /api/v1/bench-trivial,
 which does nothing but what every API request does (the API key's authentication, permissions,
 throttle, rendering). Then the load: with wrk on the PATH (Debian's package `wrk`; BENCH_CLIENT=wrk
-or auto), wrk with BENCH_CLIENTS connections on 2 threads, as the issue measured (a C client, so
-the 2 cores go to the server); otherwise (BENCH_CLIENT=python) BENCH_CLIENTS Python load processes
-(http.client), whose own CPU shares the cores and pulls every ratio towards 1. Each endpoint is
-called for BENCH_SECONDS, in BENCH_ROUNDS rounds; in each round every endpoint is measured right
-after a measurement of the trivial endpoint, and its ratio is taken to that one (a shared machine
-changes speed from one minute to the next: ratios of measurements far apart in time mislead).
+or auto), wrk with BENCH_CLIENTS connections on 2 threads (1 for one connection), as the issue
+measured (a C client, so the 2 cores go to the server); otherwise (BENCH_CLIENT=python)
+BENCH_CLIENTS Python load processes (http.client), whose own CPU shares the cores and pulls every
+ratio towards 1. Each endpoint is called for BENCH_SECONDS, in BENCH_ROUNDS rounds; in each round
+every endpoint is measured right after a measurement of the trivial endpoint, and its ratio is
+taken to that one (a shared machine changes speed from one minute to the next: ratios of
+measurements far apart in time mislead).
 The table shows the median requests/s, the median ratio with its range over the rounds, and the
 target (reads ≥ 0.7×, the estimate ≥ 0.5×).
 
@@ -50,6 +51,7 @@ ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
 ORDERS = int(os.environ.get("BENCH_ORDERS", "10"))
 CLIENT = os.environ.get("BENCH_CLIENT", "auto")
 WRK = shutil.which("wrk") if CLIENT in ("auto", "wrk") else None
+WRK_THREADS = min(2, CLIENTS)
 WARM_SECONDS = 1.0
 ESTIMATE = {"model": "llama-3.1-8b", "sku": "8x-h100-sxm-80gb",
             "parallel": {"dp": 8, "sharding": "zero3"}, "training": {"seq_len": 4096}}
@@ -176,7 +178,7 @@ def _wrk(port: int, key: str, method: str, path: str, body, tmp: Path) -> float:
         lines += ['wrk.headers["Content-Type"] = "application/json"',
                   f"wrk.body = {json.dumps(json.dumps(body))}"]
     script.write_text("\n".join(lines) + "\n")
-    command = [WRK, f"-t{min(2, CLIENTS)}", f"-c{CLIENTS}", f"-d{max(1, round(SECONDS))}s", "-s", str(script),
+    command = [WRK, f"-t{WRK_THREADS}", f"-c{CLIENTS}", f"-d{max(1, round(SECONDS))}s", "-s", str(script),
                f"http://127.0.0.1:{port}{path}"]  # wrk takes whole seconds
     done = subprocess.run(command, capture_output=True, text=True)
     # wrk counts answers of 400 and over as "Non-2xx or 3xx"; connect, read, write and timeout
@@ -247,7 +249,8 @@ def main() -> None:
 
 
 def _print_table(endpoints, rates, ratios) -> None:
-    clients = f"wrk ({CLIENTS} connections, 2 threads)" if WRK else f"{CLIENTS} Python client processes"
+    clients = (f"wrk ({CLIENTS} connections, {WRK_THREADS} threads)" if WRK
+               else f"{CLIENTS} Python client processes")
     print(f"\nReseller API on gunicorn ({WORKERS} sync workers), loopback, {clients}, "
           f"{ROUNDS} rounds × {SECONDS:g} s per endpoint, each after {SECONDS:g} s of the trivial endpoint"
           f" (medians; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())})\n")

@@ -583,8 +583,7 @@ class Searcher:
         GPU memory, host RAM and TP limit (its layouts include this class's)."""
         known = self.offload_needed.setdefault((sc.world, sc.gpus_per_node), [])
         for tp_limit, usable, host_ram in known:
-            if (sc.layouts_key <= tp_limit and sc.usable <= usable
-                    and (not host_ram or (sc.host_ram and sc.host_ram <= host_ram))):
+            if sc.layouts_key <= tp_limit and _no_roomier(sc.usable, sc.host_ram, usable, host_ram):
                 return True
         if any(self.frugal_fit(lay, sc.world, sc.usable, sc.host_ram, sc.gpus_per_node)
                for _, _, lay in sc.layouts if lay.strategy.offload == "none"):
@@ -725,7 +724,7 @@ class Searcher:
         known = self.class_memory.setdefault((world, per_node), [])
         nearest = None
         for other_usable, other_ram, other, theirs in known:
-            if usable <= other_usable and (not other_ram or (host_ram and host_ram <= other_ram)):
+            if _no_roomier(usable, host_ram, other_usable, other_ram):
                 if nearest is None or other_usable < nearest[0]:
                     nearest = (other_usable, (other, *theirs))
         mine = nearest[1] if nearest else ()
@@ -737,7 +736,7 @@ class Searcher:
         which no layout fit although it had at least this GPU memory and host RAM (none can fit
         with less), else empty."""
         for other_usable, other_ram, decisions in self.no_fit.get((world, tp_limit, per_node), ()):
-            if usable <= other_usable and (not other_ram or (host_ram and host_ram <= other_ram)):
+            if _no_roomier(usable, host_ram, other_usable, other_ram):
                 return dict(decisions)
         return {}
 
@@ -843,6 +842,12 @@ class Searcher:
         self.advance(st)
         self.advance(st, dominated=lambda t, cost: False)
         return st.best, (None if st.best else st.miss)
+
+
+def _no_roomier(usable: int, host_ram: int, other_usable: int, other_ram: int) -> bool:
+    """Whether a class has at most another's GPU memory and host RAM (0: unlimited), so what
+    does not fit the other does not fit it either."""
+    return usable <= other_usable and (not other_ram or bool(host_ram and host_ram <= other_ram))
 
 
 def _node_cpu_bytes(est: Estimate | MemoryEstimate, gpus_per_node: int) -> int:

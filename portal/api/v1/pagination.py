@@ -1,3 +1,6 @@
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from rest_framework.exceptions import NotFound
 from rest_framework.pagination import CursorPagination
 
 
@@ -8,3 +11,18 @@ class NewestFirstCursor(CursorPagination):
     page_size = 50
     page_size_query_param = "limit"
     max_page_size = 200
+
+    def decode_cursor(self, request):
+        """DRF's cursor with its position read as the aware time it names: the page's query then
+        filters on a time, not on text the database must parse; a position that names none is
+        DRF's 404 "Invalid cursor" (a client's edited cursor), as for any other bad part."""
+        cursor = super().decode_cursor(request)
+        if cursor is None or cursor.position is None:
+            return cursor
+        try:
+            at = parse_datetime(cursor.position)
+        except ValueError:
+            at = None
+        if at is None or timezone.is_naive(at):
+            raise NotFound(self.invalid_cursor_message)
+        return cursor._replace(position=at)

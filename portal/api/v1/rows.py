@@ -1,6 +1,7 @@
 """What the API's quote and order answers read: one query of the columns their output
 serializers show, as dicts (no model instances, no catalog joins: ``CatalogSlugField`` names the
-catalog rows from the process's catalog; never the encrypted storage keys)."""
+catalog rows from the process's catalog; never the encrypted storage keys). For an API key the
+query is compiled once per key scope and shape (``portal.core.compiled``)."""
 
 from functools import cache
 
@@ -8,6 +9,7 @@ from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
 from portal.accounts.selectors import key_scope, organisations_for, visible_to
+from portal.core.compiled import CompiledQuerySet
 from portal.orders.models import Order
 from portal.quotes.models import Quote
 
@@ -26,12 +28,12 @@ ORDER_COLUMNS = ("reference", "organisation__slug", "quote__reference", "state",
 # never evaluated themselves.
 @cache
 def _quotes() -> QuerySet:
-    return Quote.objects.values(*QUOTE_COLUMNS)
+    return CompiledQuerySet(Quote).values(*QUOTE_COLUMNS)
 
 
 @cache
 def _orders() -> QuerySet:
-    return Order.objects.values(*ORDER_COLUMNS)
+    return CompiledQuerySet(Order).values(*ORDER_COLUMNS)
 
 
 def quote_rows(user) -> QuerySet:
@@ -50,8 +52,8 @@ _scoped: dict[tuple, QuerySet] = {}
 
 def _visible(template, user) -> QuerySet:
     """template() filtered by the tenancy rule; for an API key the filtered query is built once per
-    process and key scope (accounts.selectors.key_scope): building the rule's subquery into it cost
-    as much as compiling the rest of a page's query. Callers get a clone, never the kept one."""
+    process and key scope (accounts.selectors.key_scope), the root of compiled queries named by that
+    scope: the rule's SQL depends on nothing else. Callers get a clone, never the kept one."""
     scope = key_scope(user)
     if scope is None:
         return template().filter(organisation__in=organisations_for(user))
@@ -60,15 +62,24 @@ def _visible(template, user) -> QuerySet:
     if rows is None:
         if len(_scoped) >= MAX_SCOPES:
             _scoped.clear()
-        rows = _scoped[key] = template().filter(organisation__in=organisations_for(user))
+        rows = _scoped[key] = template().filter(organisation__in=organisations_for(user)).compiled(
+            (template.__name__, scope))
     return rows.all()
 
 
 def quote_row(user, reference: str) -> dict:
     """A quote ``user`` may see; anyone else's is a 404 (never a 403)."""
-    return get_object_or_404(_quotes().filter(visible_to(user, "organisation__")), reference=reference)
+    return _row(_quotes, user, reference)
 
 
 def order_row(user, reference: str) -> dict:
     """An order ``user`` may see; anyone else's is a 404 (never a 403)."""
-    return get_object_or_404(_orders().filter(visible_to(user, "organisation__")), reference=reference)
+    return _row(_orders, user, reference)
+
+
+def _row(template, user, reference: str) -> dict:
+    """By its unique reference: a key's through its scope's compiled query, a person's with the
+    rule on the joined organisation (memberships change: nothing to keep)."""
+    if key_scope(user) is not None:
+        return get_object_or_404(_visible(template, user), reference=reference)
+    return get_object_or_404(template().filter(visible_to(user, "organisation__")), reference=reference)

@@ -120,3 +120,40 @@ def test_a_keys_list_query_is_built_once_per_scope_and_sees_customers_added_sinc
     assert len(built) == 1
     customer = [o["organisation"] for o in key_client(newcomer).get("/api/v1/orders").json()["results"]]
     assert customer == ["new-client"] and len(built) == 2
+
+
+def test_an_orders_answer_is_kept_by_row_and_made_again_when_the_row_or_the_catalog_changes(
+        reseller_api, people, monkeypatch):
+    from portal.api.v1 import serializers as s
+    from portal.api.v1.serializers_orders import OrderOutputSerializer
+    from portal.catalog.models import ServerSKU
+    from portal.orders.models import Order
+
+    monkeypatch.setattr(s, "_memos", {})
+    order = make_order(people.client_org)
+
+    def listed() -> dict:
+        return reseller_api.get("/api/v1/orders").json()["results"][0]
+
+    first = listed()
+    assert listed() == first and len(s._memos[OrderOutputSerializer][1]) == 1
+    Order.objects.filter(pk=order.pk).update(state="cancelled", plan={"model": "changed"})  # no signal
+    again = listed()
+    assert (again["state"], again["plan"]) == ("cancelled", {"model": "changed"})
+    sku = ServerSKU.objects.get(pk=order.sku_id)
+    sku.slug = "renamed-sku"
+    sku.save()  # a catalog change: its names are read again, the kept answers dropped
+    assert listed()["sku"] == "renamed-sku"
+    monkeypatch.setattr(OrderOutputSerializer, "memo_rows", 2)
+    make_order(people.client_org, sku="renamed-sku")
+    make_order(people.client_org, sku="renamed-sku")
+    assert len(reseller_api.get("/api/v1/orders").json()["results"]) == 3
+    assert len(s._memos[OrderOutputSerializer][1]) <= 2
+
+
+def test_a_cursor_whose_position_is_not_a_time_is_a_404(reseller_api, people):
+    import base64
+
+    cursor = base64.b64encode(b"p=yesterday").decode()
+    response = reseller_api.get("/api/v1/orders", {"cursor": cursor})
+    assert response.status_code == 404 and "cursor" in response.json()["detail"].lower()

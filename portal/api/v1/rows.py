@@ -5,7 +5,8 @@ query is compiled once per key scope and shape (``portal.core.compiled``)."""
 
 from functools import cache
 
-from django.db.models import QuerySet
+from django.db.models import QuerySet, TextField
+from django.db.models.functions import Cast
 from django.shortcuts import get_object_or_404
 
 from portal.accounts.selectors import key_scope, organisations_for, visible_to
@@ -20,7 +21,7 @@ QUOTE_COLUMNS = ("reference", "organisation__slug", "node_count", *_CATALOG_IDS,
                  "storage_endpoint_url", "storage_bucket", "plan", "price_lines", "price_hourly",
                  "price_monthly", "currency", "valid_until", "created_at")
 ORDER_COLUMNS = ("reference", "organisation__slug", "quote__reference", "state", "target_state",
-                 "state_changed_at", "rejection_reason", "node_count", *_CATALOG_IDS, *_STORAGE, "plan",
+                 "state_changed_at", "rejection_reason", "node_count", *_CATALOG_IDS, *_STORAGE,
                  "price_hourly", "price_monthly", "currency", "created_at", "updated_at")
 
 
@@ -33,7 +34,9 @@ def _quotes() -> QuerySet:
 
 @cache
 def _orders() -> QuerySet:
-    return CompiledQuerySet(Order).values(*ORDER_COLUMNS)
+    # the plan as its JSON text: every value of an order's row is then hashable, so its answer can
+    # be kept by row (OrderOutputSerializer.memo_rows); it is parsed only to answer
+    return CompiledQuerySet(Order).values(*ORDER_COLUMNS, plan_json=Cast("plan", TextField()))
 
 
 def quote_rows(user) -> QuerySet:

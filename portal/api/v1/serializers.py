@@ -104,9 +104,15 @@ class UtcDateTimeField(serializers.DateTimeField):
 # through DRF's generic attribute walk (with the zone lookup of each time, two thirds of a list's
 # serialising). The schema is made from `fields` as before. (No docstring: drf-spectacular would
 # make it the description of every serializer using this.)
+#
+# A serializer whose answer depends on nothing but its row and the catalog's names (no time, no
+# request) may set memo_rows: up to that many answers are kept per process, by row (every value of
+# the row hashable: a JSON column as its text) and for the catalog names they were made with. A
+# kept answer is shared, to be read only (as the catalog's cached values are).
 class RowSerializer(serializers.ModelSerializer):
     serializer_field_mapping = {**serializers.ModelSerializer.serializer_field_mapping,
                                 models.DateTimeField: UtcDateTimeField}
+    memo_rows = 0
 
     @property
     def _readable_fields(self):
@@ -122,6 +128,18 @@ class RowSerializer(serializers.ModelSerializer):
         return plan
 
     def to_representation(self, row: dict) -> dict:
+        if not self.memo_rows:
+            return self._answer(row)
+        memo = _memo(type(self), catalog_names())
+        key = tuple(row.items())
+        answer = memo.get(key)
+        if answer is None:
+            if len(memo) >= self.memo_rows:
+                memo.clear()
+            answer = memo[key] = self._answer(row)
+        return answer
+
+    def _answer(self, row: dict) -> dict:
         answer = {}
         for name, key, field in self._row_plan():
             value = row[key] if key else field.get_attribute(row)
@@ -129,10 +147,31 @@ class RowSerializer(serializers.ModelSerializer):
         return answer
 
 
+_memos: dict[type, tuple[object, dict]] = {}  # serializer class -> (catalog names, {row: answer})
+
+
+def _memo(cls: type, names) -> dict:
+    """The class's kept answers made with these catalog names (a new catalog: none yet)."""
+    kept = _memos.get(cls)
+    if kept is None or kept[0] is not names:
+        kept = _memos[cls] = (names, {})
+    return kept[1]
+
+
 def _row_key(field) -> str | None:
     """The row's key of a field that reads its source plainly; None for one that reads otherwise."""
     plain = type(field).get_attribute is serializers.Field.get_attribute
     return field.source if plain and len(field.source_attrs) == 1 else None
+
+
+class JsonTextObjectField(serializers.DictField):
+    """A JSON object the row holds as its text (rows.py): parsed to answer."""
+
+    def __init__(self, **kwargs):
+        super().__init__(read_only=True, **kwargs)
+
+    def to_representation(self, value):
+        return json.loads(value) if isinstance(value, str) else super().to_representation(value)
 
 
 class CatalogSlugField(serializers.CharField):

@@ -3,7 +3,12 @@
 from rest_framework import serializers
 
 from portal.accounts.models import Organisation
-from portal.api.v1.serializers import CatalogSlugField, QuoteInputSerializer, RowSerializer
+from portal.api.v1.serializers import (
+    CatalogSlugField,
+    JsonTextObjectField,
+    QuoteInputSerializer,
+    RowSerializer,
+)
 from portal.catalog.models import GPUModel, NetworkOption, NvmeOption, ServerSKU, StackOption, StorageProvider
 from portal.orders.models import Order, OrderEvent
 from portal.orders.selectors import order_event_text
@@ -77,7 +82,8 @@ class OrderOutputSerializer(RowSerializer):
     storage_provider = CatalogSlugField("storage", allow_null=True)
     strategy = CatalogSlugField("stack", allow_null=True)
     tracker = CatalogSlugField("stack", allow_null=True)
-    plan = serializers.DictField(read_only=True)
+    plan = JsonTextObjectField(source="plan_json")
+    memo_rows = 1024  # a reseller polling its orders reads the same rows again and again
 
     class Meta:
         model = Order

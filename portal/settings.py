@@ -288,7 +288,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated",
                                    "portal.api.permissions.KeyScope"],
     "DEFAULT_PARSER_CLASSES": ["portal.api.parsers.BoundedJSONParser"],
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_RENDERER_CLASSES": ["portal.api.renderers.FastJSONRenderer"],
     "DEFAULT_THROTTLE_CLASSES": ["portal.api.throttling.PerKeyRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"api": env_str("API_RATE_LIMIT", "600/min")},
     "EXCEPTION_HANDLER": "portal.api.errors.problem_exception_handler",

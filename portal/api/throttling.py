@@ -43,7 +43,7 @@ class PerKeyRateThrottle(SimpleRateThrottle):
     """The rate is `API_RATE_LIMIT`, e.g. `600/min`. Over it: 429 with `Retry-After`."""
 
     scope = "api"
-    wait_seconds: float | None = None
+    _wait: float | None = None  # seconds, when the request was refused
 
     def get_rate(self):
         return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)  # read now: settings may change
@@ -56,8 +56,7 @@ class PerKeyRateThrottle(SimpleRateThrottle):
             ident = f"user-{user.pk}"
         else:
             ident = f"ip-{self.get_ident(request)}"
-        # {…}: a Redis Cluster hash tag, so both counters of a client live on one node
-        return "{" + self.cache_format % {"scope": self.scope, "ident": ident} + "}"
+        return self.cache_format % {"scope": self.scope, "ident": ident}
 
     def allow_request(self, request, view):
         if self.rate is None:
@@ -71,12 +70,12 @@ class PerKeyRateThrottle(SimpleRateThrottle):
         cache = caches["default"]
         allowed, current, previous = _hit(cache, keys, self.num_requests, share, 2 * self.duration)
         if not allowed:
-            self.wait_seconds = wait_seconds(self.num_requests, self.duration, into, current, previous)
+            self._wait = wait_seconds(self.num_requests, self.duration, into, current, previous)
         return bool(allowed)
 
     def wait(self):
         # whole seconds, strictly after the moment the estimate reaches the limit again
-        return None if self.wait_seconds is None else max(1, math.floor(self.wait_seconds) + 1)
+        return None if self._wait is None else max(1, math.floor(self._wait) + 1)
 
 
 def _hit(cache, keys: tuple[str, str], limit: int, share: float, keep_s: int) -> tuple[int, int, int]:

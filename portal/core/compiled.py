@@ -25,14 +25,16 @@ from __future__ import annotations
 
 import datetime
 import threading
+from collections import OrderedDict
 from collections.abc import Hashable
+from contextlib import suppress
 from dataclasses import dataclass
 
 from django.core.exceptions import EmptyResultSet, FullResultSet
 from django.db import connections
 from django.db.models.query import QuerySet, ValuesIterable
 
-MAX_SHAPES = 512  # per process; all are forgotten when full
+MAX_SHAPES = 4096  # per process, the least recently used forgotten first (an entry is its SQL)
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,7 @@ class _Compiled:
 
 _UNCOMPILED = object()  # a shape the ORM runs every time
 _lock = threading.Lock()
-_shapes: dict[tuple, _Compiled | object] = {}
+_shapes: OrderedDict[tuple, _Compiled | object] = OrderedDict()
 
 
 class CompiledQuerySet(QuerySet):
@@ -80,11 +82,15 @@ class CompiledQuerySet(QuerySet):
         self._ops: tuple | None = None  # recorded operations; None: an ordinary queryset
 
     def compiled(self, key: Hashable) -> CompiledQuerySet:
-        """This queryset as the root of compiled queries; ``key`` names all its SQL depends on."""
+        """This queryset as the root of compiled queries; ``key`` names all its SQL depends on.
+        The root's own SQL and parameters join the key, so two roots that differ (another
+        tenant's organisation in its filter, say) never share a shape whatever the key says."""
         if self._iterable_class is not ValuesIterable:
             raise TypeError("compiled() takes a values() queryset")
+        sql, params = self.query.get_compiler(self.db).as_sql()
         clone = self._chain()
-        clone._root, clone._ops = (key, self), ()
+        clone._root, clone._ops = ((key, sql, tuple(params)), self), ()
+        hash(clone._root[0])  # a root whose parameters cannot be a key is a caller's error
         return clone
 
     def _clone(self):
@@ -162,9 +168,12 @@ def _run(qs: CompiledQuerySet) -> list[dict] | None:
     if entry is None:
         entry = _compile(qs, values)
         with _lock:
-            if len(_shapes) >= MAX_SHAPES:
-                _shapes.clear()
             _shapes[key] = entry
+            while len(_shapes) > MAX_SHAPES:
+                _shapes.popitem(last=False)
+    else:
+        with suppress(KeyError):  # forgotten meanwhile by another thread's insert
+            _shapes.move_to_end(key)
     if entry is _UNCOMPILED:
         return None
     return entry.run(qs.db, values)
@@ -191,8 +200,18 @@ def _sql(qs: QuerySet) -> tuple:
     return qs.query.get_compiler(qs.db).as_sql()
 
 
-def _varied(value):
-    return value + "~" if type(value) is str else value + datetime.timedelta(microseconds=1)
+def _varied(values: list, index: int) -> list:
+    """values with the one at index changed: text to a text none of them is (the ORM drops
+    repeats in an ``__in``), a time by a microsecond (back from the latest time there is)."""
+    value = values[index]
+    if type(value) is str:
+        varied = value + "~"
+        while varied in values:
+            varied += "~"
+    else:
+        step = datetime.timedelta(microseconds=1)
+        varied = value - step if value.replace(tzinfo=None) == datetime.datetime.max else value + step
+    return [*values[:index], varied, *values[index + 1:]]
 
 
 def _compile(qs: CompiledQuerySet, values: list) -> _Compiled | object:
@@ -207,14 +226,14 @@ def _compile(qs: CompiledQuerySet, values: list) -> _Compiled | object:
             return _UNCOMPILED  # something the recorded operations do not say shaped the query
         slots = []
         for index, value in enumerate(values):
-            varied = [*values[:index], _varied(value), *values[index + 1:]]
+            varied = _varied(values, index)
             other_sql, other = _sql(_replay(qs, varied))
             moved = [p for p, (a, b) in enumerate(zip(params, other, strict=True)) if a != b]
             if other_sql != sql or len(moved) != 1 or params[moved[0]] != value or other[moved[0]] != varied[
                     index]:
                 return _UNCOMPILED  # the value shapes the SQL or the ORM converts it
             slots.append((moved[0], index))
-    except Exception:  # noqa: BLE001  a varied value the field refuses (e.g. a date that is text)
+    except Exception:  # a varied value the field refuses (a time given as text, say): the ORM runs it
         return _UNCOMPILED
     query = qs.query
     width = compiler.col_count

@@ -89,7 +89,7 @@ def test_a_clients_state_is_two_counters_that_expire(backend, clock, settings, p
         assert _status(client) == 200
     clock[0] += 60
     assert _status(client) == 200
-    key = "{throttle_api_key-" + client.api_key.prefix + "}"
+    key = f"throttle_api_key-{client.api_key.prefix}"
     cache = caches["default"]
     counters = cache.get_many([f"{key}:100000", f"{key}:100001"])
     assert counters == {f"{key}:100000": 40, f"{key}:100001": 1}

@@ -112,3 +112,29 @@ def test_roots_of_other_keys_never_share_sql(orders, people):
 def test_only_a_values_query_can_be_a_root(db):
     with pytest.raises(TypeError, match="values"):
         CompiledQuerySet(Organisation).compiled("organisations")
+
+
+def test_an_odd_first_value_does_not_keep_its_shape_on_the_orm(orders, people):
+    """The check varies each value without overflowing a time or repeating a text of the list."""
+    import datetime
+
+    root, plain = _root(people.acme)
+    latest = datetime.datetime.max.replace(tzinfo=datetime.UTC)
+    assert len(list(root.filter(created_at__lt=latest))) == 4
+    states = ["active", "active~"]
+    assert list(root.filter(state__in=states)) == list(plain.filter(state__in=states))
+    if connection.vendor == "postgresql":  # SQLite's backend turns a time into text: never compiled there
+        assert all(isinstance(e, compiled._Compiled) for e in compiled._shapes.values())
+    else:
+        assert isinstance(list(compiled._shapes.values())[-1], compiled._Compiled)
+
+
+def test_the_least_recently_used_shape_is_forgotten_first(orders, people, monkeypatch):
+    monkeypatch.setattr(compiled, "MAX_SHAPES", 2)
+    root, _ = _root(people.acme)
+    list(root.filter(state="active"))
+    list(root.filter(reference="O-X"))
+    list(root.filter(state="draft"))  # used again: the newest
+    list(root.filter(state="active", reference="O-X"))  # a third shape: the reference one goes
+    kept = [dict(shape[2]).get("filter") for shape in compiled._shapes]
+    assert kept == [(("state", "str"),), (("state", "str"), ("reference", "str"))]

@@ -7,8 +7,9 @@ root, the lookups it filters on, its ordering and slice) and not on the values i
 ORM's SQL, parameter positions and row converters are kept per shape, and later queries of the
 same shape bind their own values in those positions.
 
-``CompiledQuerySet(Model).values(...)`` builds a root as usual; ``root.compiled(key)`` marks it,
-``key`` naming everything the root's SQL depends on (the caller's promise). Of the operations
+``CompiledQuerySet(Model).values(...)`` builds a root as usual; ``root.compiled(key)`` marks it
+(``key`` names it; the root's own SQL and parameters join the key, so roots that differ never
+share a shape). Of the operations
 after it, ``filter(**lookups)``, ``order_by(*names)``, slices and ``get()`` are recorded and keep
 the query compiled; any other operation (``exclude``, ``annotate``, a ``Q``…) makes an ordinary
 queryset of it. A lookup value is bound only when it is a ``str``, an aware ``datetime`` or a
@@ -78,7 +79,7 @@ class CompiledQuerySet(QuerySet):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self._root: tuple | None = None  # (key, the root queryset)
+        self._root: tuple | None = None  # ((key, root SQL, root parameters), the root queryset)
         self._ops: tuple | None = None  # recorded operations; None: an ordinary queryset
 
     def compiled(self, key: Hashable) -> CompiledQuerySet:

@@ -113,7 +113,9 @@ def test_full_checkpointing_every_second_layer():
     assert half.activations - full.activations == 2 * per_layer_gap  # layers 1 and 3 not checkpointed
     model_flops = cmp.model_flops_per_token(TINY, s)
     every2 = TrainingConfig(**base, checkpointing="full", checkpoint_every=2)
-    assert cmp.hardware_flops_per_token(TINY, every2) == pytest.approx(model_flops * (1 + 1 / 3 * 2 / 4))
+    head = 6 * TINY.vocab_size * TINY.hidden_size  # the output head is not checkpointed
+    assert cmp.hardware_flops_per_token(TINY, every2) == pytest.approx(
+        model_flops + (model_flops - head) / 3 * 2 / 4)
     with pytest.raises(ValueError, match="checkpoint_every"):
         TrainingConfig(checkpoint_every=2)
 
@@ -216,13 +218,33 @@ def test_utilisation_grows_with_width_and_with_compile():
     assert cmp.mfu(eager, wide, H100) == pytest.approx(794.5 / 989 * u / (1 + h0 * r / 8192))
 
 
+def test_tensor_parallel_ranks_replicate_the_norms_unless_sequence_parallel_splits_them():
+    model = get_preset("llama-3.1-70b")
+    u, h0 = cmp.STACK_EFFICIENCY["eager"]
+    r = 989.4e12 / 3350e9 / (312e12 / 2039e9)
+    f = cmp.TP_REPLICATED_SHARE  # norms, dropouts, residuals; the MLP activation is split by TP
+
+    def utilisation(parallel):  # what estimate() divides the hardware FLOPs by, over the peak
+        return estimate(model, TrainingConfig(seq_len=1024), parallel, gpu=H100,
+                        interconnect=Interconnect.nvlink(900)).compute.mfu
+
+    assert utilisation(ParallelConfig(tp=8)) == pytest.approx(
+        794.5 / 989 * u / (1 + h0 * r * (f * 8 + 1 - f) / 8192))
+    assert ParallelConfig(tp=8, sp=True).replicated_tp == 1
+    assert utilisation(ParallelConfig(tp=8, sp=True)) == pytest.approx(utilisation(ParallelConfig()))
+
+
 def test_full_recompute_is_counted_as_hardware_flops():
     model = get_preset("llama-3.1-8b")
     link = Interconnect.nvlink(900)
     none = estimate(model, TrainingConfig(seq_len=4096), ParallelConfig(), gpu=H100, interconnect=link)
     full = estimate(model, TrainingConfig(seq_len=4096, checkpointing="full"), ParallelConfig(), gpu=H100,
                     interconnect=link)
-    assert full.compute.compute_seconds / none.compute.compute_seconds == pytest.approx(
+    def matmul_seconds(c):  # the memory-bound loss (no recompute) aside
+        return c.compute_seconds - c.memory_bound_seconds
+
+    assert none.compute.memory_bound_seconds == full.compute.memory_bound_seconds > 0
+    assert matmul_seconds(full.compute) / matmul_seconds(none.compute) == pytest.approx(
         full.compute.hardware_flops_per_token / none.compute.hardware_flops_per_token)
 
 
@@ -243,9 +265,11 @@ def test_float8_speeds_up_the_linear_matmuls_only():
     tc = TrainingConfig(seq_len=8192, compile=True)
     factor = cmp.fp8_time_factor(TrainingConfig(precision="fp8", seq_len=8192, compile=True), model, H100)
     assert 0.5 < factor < 1  # faster, but less than the 2x peak
-    bf16 = estimate(model, tc, gpu=H100).compute.compute_seconds
-    fp8 = estimate(model, TrainingConfig(precision="fp8", seq_len=8192, compile=True), gpu=H100)
-    assert fp8.compute.compute_seconds == pytest.approx(bf16 * factor, rel=1e-9)
+    bf16 = estimate(model, tc, gpu=H100).compute
+    fp8 = estimate(model, TrainingConfig(precision="fp8", seq_len=8192, compile=True), gpu=H100).compute
+    assert fp8.memory_bound_seconds == bf16.memory_bound_seconds  # the loss stays in bf16
+    assert fp8.compute_seconds - fp8.memory_bound_seconds == pytest.approx(
+        (bf16.compute_seconds - bf16.memory_bound_seconds) * factor, rel=1e-9)
     assert math.isfinite(factor)
 
 

@@ -79,6 +79,17 @@ def test_fsdp2_reduce_scatter_input_follows_the_reduce_dtype():
     assert fp32 - bf16 == pytest.approx(LAYER * (4 - 2), abs=1)  # one block's reduce-scatter input
 
 
+def test_a_pipeline_stage_accumulates_its_unsharded_gradients_in_the_reduce_dtype():
+    """torch.distributed.pipelining turns FSDP's gradient sync off until the last micro-batch:
+    every block of the stage keeps its unsharded gradient, upcast to the reduce dtype."""
+    pc = ParallelConfig(dp=2, pp=2, sharding="fsdp-full-shard", reshard_after_forward=False)
+    g = _mem(TrainingConfig(precision="bf16-mixed", mixed_layout="fsdp2", seq_len=8, grad_accum=4), pc)
+    stage_layers = L // 2
+    gathered = LAYER * (2 / 2 + 2 * stage_layers)  # all-gather input, the stage's bf16 blocks
+    grads = LAYER * (2 + 4 * stage_layers) + ROOT * 4  # the block's bf16 gradient, fp32 accumulators
+    assert g.gathered_buffers == int(2 * ROOT + gathered + grads)
+
+
 def test_float8_all_gather_keeps_gathered_linear_weights_in_one_byte():
     fp8 = TrainingConfig(precision="fp8", mixed_layout="fsdp2", seq_len=8, float8_all_gather=True)
     dp = 4

@@ -6,6 +6,7 @@ test_regimes.py."""
 import pytest
 
 from portal.sizing.estimator import (
+    GPUSpec,
     Interconnect,
     ParallelConfig,
     TrainingConfig,
@@ -18,7 +19,7 @@ from portal.sizing.estimator import (
 )
 from portal.sizing.estimator import activations as act
 from portal.sizing.estimator import compute as cmp
-from tests.sizing.test_regimes import H100, TINY, P
+from tests.sizing.test_regimes import H100, HEADS, TINY, L, P, V
 
 FSDP2 = TrainingConfig(precision="bf16-mixed", mixed_layout="fsdp2", seq_len=8)
 NDR = Interconnect(intra_node_gbps=450, inter_node_gbit=400, gpus_per_node=8)
@@ -40,8 +41,14 @@ def test_hsdp_costs_the_shard_group_on_nvlink_and_the_replica_all_reduce_on_the_
     assert c.comm_seconds["dp"] == pytest.approx(c.comm_bytes["dp"] / INTRA)
     assert c.comm_seconds["dp_replicate"] == pytest.approx(c.comm_bytes["dp_replicate"] / INTER)
     full = _compute(FSDP2, ParallelConfig(dp=16, sharding="fsdp-full-shard"))
-    assert full.comm_seconds["dp"] == pytest.approx((2 * P * 2 + P * 4) * 15 / 16 / INTER)
-    assert c.comm_seconds["dp"] + c.comm_seconds["dp_replicate"] < full.comm_seconds["dp"]
+    # a ring over both nodes crosses on every NIC of the node: 8 x the per-GPU share, at most NVLink
+    assert full.comm_seconds["dp"] == pytest.approx((2 * P * 2 + P * 4) * 15 / 16 / min(8 * INTER, INTRA))
+    # over a 200 Gb/s port per node the gathers HSDP keeps on NVLink outweigh its replica all-reduce
+    port = Interconnect(intra_node_gbps=450, inter_node_gbit=200 / 8, gpus_per_node=8)
+    hsdp = _compute(FSDP2, ParallelConfig(dp=16, sharding="fsdp-hybrid", hybrid_shard_size=8), port)
+    flat = _compute(FSDP2, ParallelConfig(dp=16, sharding="fsdp-full-shard"), port)
+    assert flat.comm_seconds["dp"] == pytest.approx((2 * P * 2 + P * 4) * 15 / 16 / (200 / 8 * 0.8 * 1e9))
+    assert hsdp.comm_seconds["dp"] + hsdp.comm_seconds["dp_replicate"] < flat.comm_seconds["dp"]
 
 
 def test_gradients_go_on_the_wire_in_the_dtype_the_stack_reduces_in():
@@ -92,10 +99,11 @@ def test_interleaved_1f1b_holds_more_micro_batches_in_flight():
     assert virtual - outside == int((plain - outside) * (1 + 1 / 4))
 
 
-def test_async_tp_hides_all_but_one_chunk_behind_the_matmuls():
+def test_async_tp_hides_all_but_one_chunk_of_the_forward_behind_its_matmuls():
     tp4 = ParallelConfig(tp=4, async_tp=True)
-    assert cmp.exposed_tp_seconds(10.0, 3.0, tp4) == pytest.approx(2.5 + (10 - 2.5 - 3))
-    assert cmp.exposed_tp_seconds(10.0, 100.0, tp4) == pytest.approx(2.5)
+    # forward: 5 s of collectives in 4 chunks, the first exposed, the rest behind 1 s of matmuls
+    assert cmp.exposed_tp_seconds(10.0, 3.0, tp4) == pytest.approx(5 + 1.25 + (5 - 1.25 - 1))
+    assert cmp.exposed_tp_seconds(10.0, 100.0, tp4) == pytest.approx(5 + 1.25)  # backward's stay
     assert cmp.exposed_tp_seconds(10.0, 100.0, ParallelConfig(tp=4)) == 10.0
     with pytest.raises(ValueError, match="tp > 1"):
         ParallelConfig(async_tp=True)
@@ -141,7 +149,8 @@ def test_flop_rate_is_the_rate_estimate_divides_hardware_flops_by():
     c = estimate(model, training, parallel, gpu=H100, interconnect=NDR).compute
     rate, mfu = flop_rate(model, training, H100, tp=2)
     assert mfu == c.mfu
-    assert c.compute_seconds == pytest.approx(c.hardware_flops_per_token * 4096 * 4 / 2 / rate)
+    assert c.compute_seconds - c.memory_bound_seconds == pytest.approx(
+        c.hardware_flops_per_token * 4096 * 4 / 2 / rate)
 
 
 @pytest.mark.parametrize("parallel", [
@@ -188,3 +197,60 @@ def test_deepspeed_knobs_are_named_in_what_the_estimate_represents():
                         ParallelConfig(dp=2, sharding="zero3"))
     assert "zero reduce_bucket=5e+08 overlap_comm=True grad_accum_dtype=model" in m.represents
     assert any(r.startswith("zero3 prefetch=5e+07 max_live=1e+09") for r in m.represents)
+
+
+# -- rings across nodes -----------------------------------------------------------------------------
+def test_a_ring_across_nodes_moves_every_nic_of_its_node_members_and_no_more_than_nvlink():
+    eight_per_node = _compute(FSDP2, ParallelConfig(dp=16, sharding="fsdp-full-shard"))  # 2 nodes
+    assert eight_per_node.comm_seconds["dp"] == pytest.approx(
+        eight_per_node.comm_bytes["dp"] / min(8 * INTER, INTRA))
+    node4 = Interconnect(intra_node_gbps=450, inter_node_gbit=400, gpus_per_node=4)
+    # around TP 4 each data-parallel group has one member per node: its own NIC share only
+    one = _compute(FSDP2, ParallelConfig(dp=2, tp=4, sharding="fsdp-full-shard"), node4)
+    assert one.comm_seconds["dp"] == pytest.approx(one.comm_bytes["dp"] / INTER)
+    # around TP 2 two members per node, sharing the node's NICs with the other group
+    two = _compute(FSDP2, ParallelConfig(dp=4, tp=2, sharding="fsdp-full-shard"), node4)
+    assert two.comm_seconds["dp"] == pytest.approx(two.comm_bytes["dp"] / (2 * INTER))
+    # a pipeline hop leaves through the GPU's own share
+    pp = _compute(FSDP2, ParallelConfig(dp=4, pp=2, sharding="fsdp-full-shard"), node4)
+    assert pp.comm_seconds["pp"] == pytest.approx(pp.comm_bytes["pp"] / INTER)
+
+
+# -- memory-bound kernels outside the matmul rate ---------------------------------------------------
+HBM = 3350e9 * cmp.HBM_EFFICIENCY
+
+
+def test_materialised_attention_scores_cost_memory_traffic_per_score_element():
+    s, b = 64, 2
+    base = dict(precision="bf16-mixed", seq_len=s, micro_batch=b, loss="fused")
+    flash = estimate(TINY, TrainingConfig(**base, attention="flash"), ParallelConfig(), gpu=H100).compute
+    eager = estimate(TINY, TrainingConfig(**base, attention="eager", dropout=0.0), ParallelConfig(),
+                     gpu=H100).compute
+    scores = b * HEADS * s * s * L  # score elements per step
+    loss = 6 * V * b * s
+    assert flash.memory_bound_seconds == pytest.approx(loss / HBM)
+    assert eager.memory_bound_seconds == pytest.approx((10 * scores + loss) / HBM)  # softmax 4 + 6
+    dropout = estimate(TINY, TrainingConfig(**base, attention="eager", dropout=0.1), ParallelConfig(),
+                       gpu=H100).compute
+    assert dropout.memory_bound_seconds == pytest.approx((20 * scores + loss) / HBM)  # + 5 + 5
+    recompute = estimate(TINY, TrainingConfig(**base, attention="eager", dropout=0.1, checkpointing="full"),
+                         ParallelConfig(), gpu=H100).compute
+    assert recompute.memory_bound_seconds == pytest.approx((29 * scores + loss) / HBM)  # forward again
+    tp2 = estimate(TINY, TrainingConfig(**base, attention="eager", dropout=0.0), ParallelConfig(tp=2),
+                   gpu=H100).compute
+    assert tp2.memory_bound_seconds == pytest.approx((10 * scores + loss) / 2 / HBM)  # heads, vocab / tp
+    assert eager.compute_seconds - eager.memory_bound_seconds == pytest.approx(flash.compute_seconds
+                                                                             - flash.memory_bound_seconds)
+
+
+def test_the_loss_moves_what_its_kernels_read_and_write_per_logit():
+    tokens = 2 * 64
+    per = {}
+    for name, knobs in (("eager", {}), ("compiled", {"compile": True}), ("fused", {"loss": "fused"})):
+        tc = TrainingConfig(precision="bf16-mixed", seq_len=64, micro_batch=2, attention="flash", **knobs)
+        per[name] = estimate(TINY, tc, ParallelConfig(), gpu=H100).compute.memory_bound_seconds
+    assert per == pytest.approx({"eager": 36 * V * tokens / HBM, "compiled": 12 * V * tokens / HBM,
+                                 "fused": 6 * V * tokens / HBM})
+    no_bandwidth = GPUSpec("planning GPU", 80 * 10**9, 989.4)  # the planning MFU covers everything
+    assert estimate(TINY, TrainingConfig(seq_len=64), ParallelConfig(),
+                    gpu=no_bandwidth).compute.memory_bound_seconds == 0

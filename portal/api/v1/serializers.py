@@ -448,6 +448,8 @@ class ComputeSerializer(serializers.Serializer):
     mfu = serializers.FloatField()
     train_tokens = serializers.FloatField(allow_null=True)
     time_to_train_seconds = serializers.FloatField(allow_null=True)
+    memory_bound_seconds = serializers.FloatField(
+        help_text="Part of compute_seconds: memory-bound attention scores (eager attention) and loss")
 
 
 class CheckpointSerializer(serializers.Serializer):

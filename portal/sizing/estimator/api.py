@@ -50,6 +50,8 @@ class ComputeEstimate:
     mfu: float
     train_tokens: float | None
     time_to_train_seconds: float | None
+    # part of compute_seconds: memory-bound attention scores and loss (compute.memory_bound_seconds)
+    memory_bound_seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -416,7 +418,7 @@ def estimate_compute(
     one MemoryEstimate serves GPUs and strategies with different planning MFUs.
     """
     training, parallel = memory.training, memory.parallel
-    rate, mfu = flop_rate(memory.spec, training, gpu, parallel.tp, mfu=mfu)
+    rate, mfu = flop_rate(memory.spec, training, gpu, parallel.replicated_tp, mfu=mfu)
     f = memory.step
     compute_s = f.hardware_flops_per_token * f.tokens_per_gpu_group / f.model_parallel / rate
     # kernels cannot run faster than they are launched; pipeline stages pay per micro-batch
@@ -424,6 +426,8 @@ def estimate_compute(
     stage_layers = math.ceil(memory.spec.num_layers / parallel.pp)
     launch = cmp.LAYER_LAUNCH_SECONDS[training.kernel_stack] * stage_layers * microbatches
     compute_s = max(compute_s, launch)
+    memory_bound_s = cmp.memory_bound_seconds(memory.spec, training, parallel, f.tokens_per_gpu_group, gpu)
+    compute_s += memory_bound_s
     if parallel.pp > 1:
         compute_s += cmp.PIPELINE_MICROBATCH_SECONDS * microbatches
     link = interconnect or DEFAULT_LINK
@@ -452,6 +456,7 @@ def estimate_compute(
         mfu=mfu,
         train_tokens=train_tokens,
         time_to_train_seconds=(train_tokens / tps) if train_tokens else None,
+        memory_bound_seconds=memory_bound_s,
     )
 
 
@@ -459,7 +464,8 @@ def flop_rate(model: ModelSpec, training: TrainingConfig, gpu: GPUSpec, tp: int 
               mfu: float | None = None) -> tuple[float, float]:
     """(hardware FLOP/s one GPU sustains, its MFU) in the time model (compute.py): what
     estimate_compute divides the step's hardware FLOPs by. A search can bound a layout's time
-    from below with it (its compute time, no communication, no bubble)."""
+    from below with it (its compute time, no communication, no bubble). tp: the TP ranks that
+    replicate the memory-bound work (ParallelConfig.replicated_tp: 1 under sequence parallel)."""
     if mfu is None:
         mfu = cmp.mfu(training, model, gpu, tp)
     elif not 0 < mfu <= 1:
@@ -479,7 +485,8 @@ class CommFloor:
     the compute (what the overlap hides grows at most 0.9 as fast), so exposed() at a lower
     bound of the compute bounds the step from below: a search prunes with it before sizing."""
 
-    activation_seconds: float  # TP (without async TP), PP, EP, CP: exposed whatever the compute
+    # TP (its backward half under async TP), PP, EP, CP: exposed whatever the compute
+    activation_seconds: float
     dp_seconds: float
     replicate_seconds: float
     forward_share: float
@@ -522,7 +529,9 @@ def comm_floor(model: ModelSpec, training: TrainingConfig, parallel: ParallelCon
     comm = cmp.comm_seconds(volume.volume, parallel, interconnect or DEFAULT_LINK)
     return _frozen(
         CommFloor,
-        activation_seconds=comm["pp"] + comm["ep"] + comm["cp"] + (0.0 if parallel.async_tp else comm["tp"]),
+        # async TP hides at most the forward's half of the TP traffic (exposed_tp_seconds)
+        activation_seconds=(comm["pp"] + comm["ep"] + comm["cp"]
+                            + comm["tp"] / (2 if parallel.async_tp else 1)),
         dp_seconds=comm["dp"], replicate_seconds=comm["dp_replicate"],
         forward_share=volume.forward_share, overlap=volume.overlap)
 

@@ -47,8 +47,8 @@ FP8_ROWWISE_CAST_FACTOR = 2.0
 # compiled (torch.compile), eager (plain PyTorch modules).
 A100_FLOPS_PER_BYTE = 312e12 / 2039e9
 STACK_EFFICIENCY = {  # stack: (U, h0)
-    "fused": (0.83, 390.0),
-    "megatron": (0.80, 390.0),
+    "fused": (0.77, 390.0),
+    "megatron": (0.73, 200.0),
     "compiled": (0.78, 520.0),
     "eager": (0.72, 1000.0),
 }
@@ -97,12 +97,14 @@ def matmul_params_per_token(model: ModelSpec) -> int:
 def hardware_flops_per_token(model: ModelSpec, training: TrainingConfig) -> float:
     """Model FLOPs plus recomputation (counted as hardware FLOPs); LoRA skips the frozen
     weights' weight-gradient (2N). Full checkpointing re-runs the forward (2N of 6N) of the
-    checkpointed layers; op-level SAC re-runs the matmuls it does not save (wk, wo, w3)."""
+    checkpointed layers (not the output head); op-level SAC re-runs the matmuls it does not
+    save (wk, wo, w3)."""
     base = model_flops_per_token(model, training.seq_len)
     flops = base * (4 / 6 if training.finetune != "full" else 1)
     if training.checkpointing == "full":
+        # the checkpointed decoder layers run their forward again; the output head does not
         share = math.ceil(model.num_layers / training.checkpoint_every) / model.num_layers
-        flops += base / 3 * share
+        flops += (base - 6 * model.vocab_size * model.hidden_size * arch_scale(model)) / 3 * share
     elif training.checkpointing == "selective-op":
         from .activations import op_sac_recompute_matmul_params
         flops += 2 * op_sac_recompute_matmul_params(model) * model.num_layers * arch_scale(model)
@@ -120,7 +122,8 @@ def mfu(training: TrainingConfig, model: ModelSpec | None = None, gpu=None, tp: 
     """Share of the dense peak the step's hardware FLOPs reach (HFU).
 
     With a model and a GPU that states its memory bandwidth: the time model above, by GPU,
-    kernel stack and the per-GPU hidden size (h / tp). Otherwise the planning constants."""
+    kernel stack and the per-GPU hidden size (h / tp, tp the ranks replicating the memory-bound
+    work: 1 under sequence parallel). Otherwise the planning constants."""
     if training.mfu is not None:
         return training.mfu
     if training.precision == "fp32":
@@ -136,13 +139,20 @@ def _utilisation(stack: str, hidden: int, tp: int, gpu) -> float:
     return matmul_efficiency(gpu.name) * u / (1 + _memory_bound_share(h0, hidden, tp, gpu))
 
 
+# Of a layer's memory-bound traffic, the share on hidden-sized tensors (norms, dropouts, residual
+# adds: ~15 h-sized reads and writes per token forward) that every TP rank runs whole without
+# sequence parallelism; the rest (the MLP activation on 4h/tp, ~8 reads and writes) is split.
+TP_REPLICATED_SHARE = 15 / 23
+
+
 def _memory_bound_share(h0: float, hidden: int, tp: int, gpu) -> float:
     ratio = gpu.bf16_tflops * 1e12 / (gpu.memory_bandwidth_gbps * 1e9) / A100_FLOPS_PER_BYTE
-    return h0 * ratio * tp / hidden
+    return h0 * ratio * (TP_REPLICATED_SHARE * tp + 1 - TP_REPLICATED_SHARE) / hidden
 
 
 def memory_bound_share(training: TrainingConfig, model: ModelSpec, gpu, tp: int = 1) -> float:
-    """Memory-bound time per unit of matmul time: h0 * r / (h / tp)."""
+    """Memory-bound time per unit of matmul time: h0 * r * w / h, with w = the share of it the
+    tp ranks replicate x tp + the rest (w = 1 at tp 1 and under sequence parallel)."""
     return _memory_bound_share(STACK_EFFICIENCY[training.kernel_stack][1], model.hidden_size, tp, gpu)
 
 
@@ -168,6 +178,66 @@ def _fp8_time_factor(stack: str, seq_len: int, model: ModelSpec, gpu, tp: int, r
     return (matmul + share * (1 + casts)) / (1 + share)
 
 
+# Materialised attention (attention="eager": the s x s scores in memory, as Megatron-LM's fused
+# softmax and Hugging Face's eager attention keep them): the score-sized elementwise kernels are
+# memory-bound and outside the matmul rate. Bytes moved per score element per training step at
+# half precision: softmax forward reads the scores and writes the probabilities (4), backward
+# reads their gradient and the probabilities and writes the scores' gradient (6); attention
+# dropout adds a pass forward (read, write, 1-byte mask: 5) and backward (5). Full
+# recomputation runs the forward passes again.
+SOFTMAX_BYTES = (4, 6)  # (forward, backward) per score element
+ATTENTION_DROPOUT_BYTES = (5, 5)
+HBM_EFFICIENCY = 0.80  # sustained / datasheet memory bandwidth on streaming kernels
+
+
+def attention_score_bytes(model: ModelSpec, training: TrainingConfig, tp: int = 1, cp: int = 1) -> float:
+    """Memory traffic of materialised attention scores per sequence on one GPU (all its layers
+    of a model-parallel shard: heads / tp, queries / cp); 0 under SDPA or flash attention."""
+    if training.attention != "eager":
+        return 0.0
+    p = training.dropout if training.dropout is not None else model.dropout
+    fwd, bwd = SOFTMAX_BYTES
+    if p:
+        fwd, bwd = fwd + ATTENTION_DROPOUT_BYTES[0], bwd + ATTENTION_DROPOUT_BYTES[1]
+    if training.checkpointing in ("full", "selective"):
+        fwd *= 2  # the recomputed forward (selective recomputes exactly the attention core)
+    s = training.seq_len
+    return (fwd + bwd) * model.num_heads / tp * s * s / cp * model.num_layers
+
+
+# The loss over the vocabulary is memory-bound as well: bytes moved per logit per training step.
+# "full" / "chunked" in eager kernels: the half logits upcast to fp32 (read 2, write 4), the
+# log-softmax (8), and backward its gradient (12) and the downcast (6); compiled, the upcast,
+# log-softmax and its gradient fuse into a read and a write each way; a fused linear
+# cross-entropy reads the logits once and writes their gradient in place.
+LOSS_BYTES_PER_LOGIT = {"eager": 36, "compiled": 12, "fused": 6}
+
+
+def loss_bytes_per_token(model: ModelSpec, training: TrainingConfig, tp: int = 1) -> float:
+    """Memory traffic of the loss per token on the last pipeline stage (vocabulary / tp)."""
+    if training.loss == "fused":
+        per_logit = LOSS_BYTES_PER_LOGIT["fused"]
+    elif training.compile_loss or training.kernel_stack == "compiled":
+        per_logit = LOSS_BYTES_PER_LOGIT["compiled"]
+    else:
+        per_logit = LOSS_BYTES_PER_LOGIT["eager"]
+    return per_logit * model.vocab_size / tp
+
+
+def memory_bound_seconds(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig,
+                         tokens_per_gpu_group: int, gpu) -> float:
+    """Seconds per step of the memory-bound kernels outside the matmul rate: materialised
+    attention scores (attention_score_bytes, per layer of the GPU's stage) and the loss
+    (loss_bytes_per_token, on the last stage), at the GPU's sustained memory bandwidth; 0 for a
+    GPU that states no bandwidth (the planning MFU covers everything)."""
+    if not gpu.memory_bandwidth_gbps:
+        return 0.0
+    sequences = tokens_per_gpu_group // training.seq_len
+    moved = (attention_score_bytes(model, training, parallel.tp, parallel.cp) * sequences / parallel.pp
+             + loss_bytes_per_token(model, training, parallel.tp) * tokens_per_gpu_group / parallel.cp)
+    return moved / (gpu.memory_bandwidth_gbps * 1e9 * HBM_EFFICIENCY)
+
+
 def bubble_fraction(pp: int, microbatches: int, interleave: int = 1, schedule: str = "1f1b") -> float:
     """1F1B: (p-1) idle slots out of (m+p-1); interleaved with v virtual stages per GPU the
     bubble shrinks v-fold: (p-1)/v out of m + (p-1)/v (Narayanan et al. 2021). ZB-H1 splits
@@ -182,8 +252,16 @@ def bubble_fraction(pp: int, microbatches: int, interleave: int = 1, schedule: s
     return idle / (microbatches + idle)
 
 
-def link_gbps(group_size: int, span_nodes: bool, link: Interconnect) -> float:
-    """Effective GB/s per GPU for a collective over `group_size` ranks."""
+def link_gbps(group_size: int, span_nodes: bool, link: Interconnect, per_node: int = 1) -> float:
+    """Effective GB/s per GPU for a collective over `group_size` ranks, `per_node` of them in
+    each node.
+
+    A group that spans nodes runs its rings (NCCL channels) over every NIC its node members
+    own: each member's traffic crosses nodes on one channel in `per_node` and rides NVLink (or
+    PCIe) on the others, so the ring moves `per_node` x the per-GPU network rate, up to the
+    link inside the node (nccl-tests: a DGX A100 with 8 x HDR 200 Gb/s reaches ~190 GB/s
+    all-reduce bus bandwidth across nodes, not 25). A group with one member per node (the
+    data-parallel group around TP 8, a pipeline hop) has its own GPU's share only."""
     if group_size <= 1:
         return float("inf")
     if span_nodes:
@@ -192,7 +270,7 @@ def link_gbps(group_size: int, span_nodes: bool, link: Interconnect) -> float:
                 "the job spans more than one node but the interconnect has no inter-node link;"
                 " set inter_node_gbit (e.g. 400 for InfiniBand NDR)"
             )
-        return link.inter_node_gbit / 8 * LINK_EFFICIENCY
+        return min(link.inter_node_gbit / 8 * per_node, link.intra_node_gbps) * LINK_EFFICIENCY
     return link.intra_node_gbps * LINK_EFFICIENCY
 
 
@@ -330,18 +408,19 @@ def _link_rates(parallel: ParallelConfig, link: Interconnect) -> dict[str, float
     ranks = dp * (cp if parallel.sharding in _FSDP else 1)
     shard = min(ranks, parallel.hybrid_shard_size) if parallel.sharding == "fsdp-hybrid" else ranks
     inner = tp * (1 if parallel.sharding in _FSDP else cp)  # ranks inside one data-parallel rank
-    groups = {
-        "dp": (shard, inner * shard > g),
-        "dp_replicate": (ranks // shard, inner * ranks > g),
-        "tp": (tp, tp > g),
-        "cp": (cp, tp * cp > g),
-        "pp": (pp, parallel.world_size > g and parallel.world_size // pp >= g),
-        "ep": (ep, tp * ep > g),
+    groups = {  # kind: (ranks, whether they span nodes, the stride between them)
+        "dp": (shard, inner * shard > g, inner),
+        "dp_replicate": (ranks // shard, inner * ranks > g, inner * shard),
+        "tp": (tp, tp > g, 1),
+        "cp": (cp, tp * cp > g, tp),
+        "pp": (pp, parallel.world_size > g and parallel.world_size // pp >= g, parallel.world_size // pp),
+        # all-to-all: each rank's own traffic to the other nodes leaves through its own share
+        "ep": (ep, tp * ep > g, g),
     }
     out = {}
-    for k, (size, span) in groups.items():
+    for k, (size, span, stride) in groups.items():
         try:
-            out[k] = link_gbps(size, span, link) * 1e9
+            out[k] = link_gbps(size, span, link, max(1, min(size, g // stride))) * 1e9
         except ValueError as exc:  # spans nodes without a network: raised when there is traffic
             out[k] = _NoLink(exc)
     return out
@@ -360,14 +439,17 @@ class _NoLink(float):
 
 
 def exposed_tp_seconds(tp_seconds: float, compute_seconds: float, parallel: ParallelConfig) -> float:
-    """TP collectives sit between dependent matmuls. Async TP decomposes each all-gather /
-    reduce-scatter and its matmul into tp chunks and overlaps chunk i's transfer with chunk
-    i-1's matmul (Wang et al. 2022; PyTorch async TP): one chunk stays exposed, the rest hides
-    behind the matmuls it feeds."""
+    """TP collectives sit between dependent matmuls. Async TP decomposes the forward's
+    all-gather / reduce-scatter and its matmul into tp chunks and overlaps chunk i's transfer
+    with chunk i-1's matmul (Wang et al. 2022; PyTorch async TP): one chunk stays exposed, the
+    rest hides behind the forward's matmuls. The backward's collectives (half the traffic) stay
+    exposed: PyTorch reports ~20 % forward and ~8 % end-to-end speed-up for Llama 3 70B
+    ("Introducing Async Tensor Parallelism in PyTorch", 2024)."""
     if not parallel.async_tp or not tp_seconds:
         return tp_seconds
-    first = tp_seconds / parallel.tp
-    return first + max(0.0, tp_seconds - first - compute_seconds)
+    forward = tp_seconds / 2
+    first = forward / parallel.tp
+    return tp_seconds - forward + first + max(0.0, forward - first - compute_seconds / 3)
 
 
 def offload_seconds(parallel: ParallelConfig, shard_elems: float, gathered_elems: float, microbatches: int,

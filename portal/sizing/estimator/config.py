@@ -234,6 +234,12 @@ class ParallelConfig:
     def world_size(self) -> int:
         return self.dp * self.tp * self.pp * self.cp
 
+    @property
+    def replicated_tp(self) -> int:
+        """TP ranks that each run the whole norms, dropouts and residuals: all of them without
+        sequence parallelism, none twice with it (each rank takes its share of the sequence)."""
+        return 1 if self.sp else self.tp
+
 
 @hash_once
 @dataclass(frozen=True)

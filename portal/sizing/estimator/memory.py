@@ -438,6 +438,10 @@ def fsdp2_buffers(model: ModelSpec, training: TrainingConfig, parallel: Parallel
       parameters of the current and the prefetched block (every block of the stage without
       reshard-after-forward, as under pipeline parallelism), and in backward one block's
       unsharded bf16 gradients and their reduce-scatter input in the reduce dtype;
+    - under pipeline parallelism torch.distributed.pipelining runs every micro-batch's
+      backward with gradient sync off and reduce-scatters once after the last: each unsharded
+      gradient of the stage (its blocks and the root's) is accumulated in the reduce dtype
+      until then (FSDPParam.to_accumulated_grad_if_needed);
     - float8 all-gather (tensorwise): the block's linear weights are all-gathered and kept
       unsharded in float8 (1 B), norms in bf16."""
     tp = parallel.tp
@@ -450,7 +454,10 @@ def fsdp2_buffers(model: ModelSpec, training: TrainingConfig, parallel: Parallel
     if training.float8_all_gather:
         linear = layer_linear_elems(model) * arch_scale(model) / tp
         gathered = (linear * 1 + (layer - linear) * 2) / layer
-    return root * 2 + layer * (gathered / p.shard + gathered * live + 2 + reduce)
+    gathered_blocks = layer * (gathered / p.shard + gathered * live + 2)
+    if parallel.pp > 1:  # the stage's unsharded gradients, accumulated until the last micro-batch
+        return root * (2 + reduce) + gathered_blocks + layer * reduce * stage_layers
+    return root * 2 + gathered_blocks + layer * reduce
 
 
 @lru_cache(maxsize=512)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import sys
 from dataclasses import dataclass, field, fields
@@ -74,6 +75,12 @@ class Row:
     assumed: str = ""  # what the source leaves open and we assumed
 
 
+def unconfigured(case: str, label: str, why: str) -> Row:
+    """A published row this bench cannot configure (an unknown model size, technique or
+    setting): listed as unmodelled with the reason, never guessed and never a crash."""
+    return Row(case, label, None, {}, {}, None, None, unmodelled=[why])
+
+
 def gpt(name: str, h: int, layers: int, heads: int, vocab: int, seq: int) -> ModelSpec:
     """Megatron / GPT-3 / MPT shape: LayerNorm, GELU MLP of 4h, tied embeddings."""
     return ModelSpec(name=name, family="gpt2", vocab_size=vocab, hidden_size=h, num_layers=layers,
@@ -84,6 +91,9 @@ def gpt(name: str, h: int, layers: int, heads: int, vocab: int, seq: int) -> Mod
 def korthikanti_rows(case: dict) -> list[Row]:
     cfg, rows = case["config"], []
     for name, full_s, present_s, *_ in case["published"]["rows"]:
+        if name not in cfg["models"]:
+            rows.append(unconfigured(case["id"], name, f"the case's config describes no model {name!r}"))
+            continue
         m = cfg["models"][name]
         model = gpt(f"GPT {name}", m["h"], m["L"], m["a"], cfg["vocab"], cfg["seq_len"])
         ga = m["gbs"] // m["mbs"]
@@ -93,8 +103,8 @@ def korthikanti_rows(case: dict) -> list[Row]:
             rows.append(Row(
                 case["id"], f"{name} {label}", model,
                 {"precision": "bf16-mixed", "mixed_layout": "master", "micro_batch": m["mbs"],
-                 "seq_len": cfg["seq_len"], "grad_accum": ga, "checkpointing": ckpt, "attention": "sdpa",
-                 "dropout": 0.0, "stack": "megatron"},
+                 "seq_len": cfg["seq_len"], "grad_accum": ga, "checkpointing": ckpt, "attention": "eager",
+                 "dropout": 0.1, "stack": "megatron"},
                 {"tp": m["t"], "pp": m["p"], "sp": sp, **extra}, A100_80, SELENE,
                 tokens_per_gpu=m["gbs"] * cfg["seq_len"] / iter_s / m["gpus"]))
     return rows
@@ -109,7 +119,7 @@ def narayanan_rows(case: dict) -> list[Row]:
         rows.append(Row(
             case["id"], f"{pb}B t{t} p{p} n{n}", gpt(f"GPT {pb}B", h, L, a, V, s),
             {"precision": "bf16-mixed", "mixed_layout": "master", "micro_batch": 1, "seq_len": s,
-             "grad_accum": B // dp, "checkpointing": "full", "attention": "sdpa", "dropout": 0.0,
+             "grad_accum": B // dp, "checkpointing": "full", "attention": "eager", "dropout": 0.1,
              "stack": "megatron"},
             {"dp": dp, "tp": t, "pp": p}, A100_80, SELENE,
             tokens_per_gpu=tflops * 1e12 / flops_per_token,
@@ -117,52 +127,101 @@ def narayanan_rows(case: dict) -> list[Row]:
     return rows
 
 
-MPT_SHAPES = {"3b": (2560, 32, 20), "7b": (4096, 32, 32), "13b": (5120, 40, 40), "30b": (7168, 48, 56),
-              "70b": (8192, 80, 64)}  # d_model, n_layers, n_heads (llm-foundry yamls)
+MPT_SHAPES = {  # d_model, n_layers, n_heads (llm-foundry scripts/train/yamls/pretrain/mpt-*.yaml)
+    "125m": (768, 12, 12), "350m": (1024, 24, 16), "760m": (1536, 24, 12), "1b": (2048, 24, 16),
+    "3b": (2560, 32, 20), "7b": (4096, 32, 32), "13b": (5120, 40, 40), "30b": (7168, 48, 56),
+    "70b": (8192, 80, 64)}
+FOUNDRY_SHARDING = {"FULL_SHARD": "fsdp-full-shard", "SHARD_GRAD_OP": "fsdp-shard-grad-op",
+                    "NO_SHARD": "none"}
+FOUNDRY_PRECISION = {"amp_bf16": "bf16-mixed", "amp_fp8": "fp8", "bf16 PURE": "bf16",
+                     "amp_fp16": "fp16-mixed"}
+A100_40 = GPUSpec("A100 40GB SXM", 40 * 10**9, 312, None, 19.5, 1555)
+FOUNDRY_GPUS = {"h100_80gb": (H100_SXM, H100_IB), "a100_80gb": (A100_80, A100_ROCE),
+                "a100_40gb": (A100_40, A100_ROCE)}  # both A100 tables: 1600 Gb/s RoCE per node
 
 
 def foundry_rows(case: dict) -> list[Row]:
     rows = []
     for row in case["published"]["rows"]:
-        name, seq, gpus, gpu, _mfu, _hfu, mbs, gbs, tps, prec, _shard, ckpt, _n = row
+        name, seq, gpus, gpu, _mfu, _hfu, mbs, gbs, tps, prec, shard, ckpt, _n = row
+        label = f"{name} s{seq} {gpus}x{gpu.split('_')[0]}{' ckpt' if ckpt else ''} {prec}"
+        if shard != "FULL_SHARD":
+            label += f" {shard}"
+        hardware = FOUNDRY_GPUS.get(gpu.split(" ")[0])
+        unknown = [f"{what} {value!r}" for what, value, known in (
+            ("model size", name, MPT_SHAPES), ("sharding", shard, FOUNDRY_SHARDING),
+            ("precision", prec, FOUNDRY_PRECISION)) if value not in known]
+        if hardware is None:
+            unknown.append(f"GPU {gpu!r}")
+        if unknown:
+            rows.append(unconfigured(case["id"], label, "no configuration for " + ", ".join(unknown)))
+            continue
         h, L, heads = MPT_SHAPES[name]
         model = gpt(f"MPT-{name}", h, L, heads, 50368, seq)
         dp = gpus
-        training = {"precision": "bf16-mixed", "micro_batch": mbs, "seq_len": seq,
+        training = {"precision": FOUNDRY_PRECISION[prec], "micro_batch": mbs, "seq_len": seq,
                     "grad_accum": max(1, gbs // (mbs * dp)), "checkpointing": "full" if ckpt else "none",
-                    "attention": "flash", "dropout": 0.0, "stack": "fused"}
+                    "attention": "flash", "dropout": 0.0, "stack": "fused",
+                    "loss": "fused"}  # MPT's default loss_fn: flash-attn's fused cross-entropy
         unmodelled = []
-        if prec == "amp_fp8":
-            training["precision"] = "fp8"
-        if prec == "bf16 PURE":
-            training["precision"] = "bf16"
         if gbs % (mbs * dp):
             unmodelled.append(f"global batch {gbs} is not a multiple of micro-batch x GPUs")
-        a100 = gpu.startswith("a100")
         rows.append(Row(
-            case["id"], f"{name} s{seq} {gpus}x{gpu.split('_')[0]}{' ckpt' if ckpt else ''} {prec}", model,
-            training, {"dp": dp, "sharding": "fsdp-full-shard"}, A100_80 if a100 else H100_SXM,
-            A100_ROCE if a100 else H100_IB, tokens_per_gpu=tps, unmodelled=unmodelled,
+            case["id"], label, model, training, {"dp": dp, "sharding": FOUNDRY_SHARDING[shard]}, *hardware,
+            tokens_per_gpu=tps, unmodelled=unmodelled,
             assumed="MPT (ALiBi) as a GPT shape with learned positions; heads from the yamls"))
     return rows
 
 
 GPT3_SHAPES = {"GPT3-125M": (768, 12, 12), "GPT3-355M": (1024, 24, 16), "GPT3-760M": (1536, 24, 16),
                "GPT3-1.3B": (2048, 24, 32), "GPT3-2.7B": (2560, 32, 32)}
+A100_SINGLE = Interconnect.nvlink(600, inter_node_gbit=0)
+# The same GPT-3 shapes trained by other implementations (the README's TFLOP/s table); the
+# FlashAttention column is the run of throughput_8xA100_tokens_per_s.
+FA_IMPLEMENTATIONS = {
+    "Megatron": ({"stack": "megatron", "mixed_layout": "master", "attention": "eager", "dropout": 0.1}, []),
+    "HF": ({}, ["Hugging Face GPT-2 modules as of 2022 (gelu_new in Python ops, fp32 softmax upcast,"
+                " separate scale and mask kernels): no kernel stack of the time model is theirs"]),
+}
 
 
 def flashattention_rows(case: dict) -> list[Row]:
     rows = []
+    s, vocab = 2048, 50257
     for name, text in case["published"]["throughput_8xA100_tokens_per_s"].items():
+        if name not in GPT3_SHAPES:
+            rows.append(unconfigured(case["id"], f"{name} 8xA100", f"no configuration for model {name!r}"))
+            continue
         h, L, heads = GPT3_SHAPES[name]
         tps = float(text.rstrip("k")) * 1000 / 8
         rows.append(Row(
-            case["id"], f"{name} 8xA100", gpt(name, h, L, heads, 50257, 2048),
-            {"precision": "bf16-mixed", "micro_batch": 8, "seq_len": 2048, "grad_accum": 8,
-             "checkpointing": "none", "attention": "flash", "dropout": 0.0, "stack": "fused"},
-            {"dp": 8}, A100_80, Interconnect.nvlink(600, inter_node_gbit=0), tokens_per_gpu=tps,
+            case["id"], f"{name} 8xA100", gpt(name, h, L, heads, vocab, s),
+            {"precision": "bf16-mixed", "micro_batch": 8, "seq_len": s, "grad_accum": 8,
+             "checkpointing": "none", "attention": "flash", "dropout": 0.0, "stack": "fused",
+             "loss": "fused"},
+            {"dp": 8}, A100_80, A100_SINGLE, tokens_per_gpu=tps,
             assumed="DDP over 8 GPUs, global batch 512 (the repo's gpt3 configs); the micro-batch does"
-                    " not enter our step time"))
+                    " not enter our step time; flash-attn's fused cross-entropy"))
+    for name, by_impl in case["published"].get("gpt3_seq2048_TFLOPs_per_A100", {}).items():
+        for impl, tflops in by_impl.items():
+            if impl in ("FA", "FlashAttention") or not isinstance(tflops, int | float):
+                continue  # the throughput row above, or no figure ("OOM")
+            label = f"{name} {impl} 8xA100"
+            if name not in GPT3_SHAPES or impl not in FA_IMPLEMENTATIONS:
+                rows.append(unconfigured(case["id"], label, f"no configuration for {name!r} in {impl!r}"))
+                continue
+            h, L, heads = GPT3_SHAPES[name]
+            knobs, unmodelled = FA_IMPLEMENTATIONS[impl]
+            # the README's FLOPs: Megatron's Eq. 3 x 3/4 (model FLOPs, no recompute), per token
+            flops_per_token = 72 * L * h * h * (1 + s / (6 * h) + vocab / (16 * L * h))
+            rows.append(Row(
+                case["id"], label, gpt(name, h, L, heads, vocab, s),
+                {"precision": "bf16-mixed", "micro_batch": 8, "seq_len": s, "grad_accum": 8,
+                 "checkpointing": "none", **knobs},
+                {"dp": 8}, A100_80, A100_SINGLE, tokens_per_gpu=tflops * 1e12 / flops_per_token,
+                unmodelled=list(unmodelled),
+                assumed="DDP over 8 GPUs, global batch 512; Megatron-LM's defaults (attention and hidden"
+                        " dropout 0.1, materialised attention scores)"))
     return rows
 
 
@@ -176,10 +235,16 @@ def torchtitan_rows(case: dict) -> list[Row]:
     table3 = {"FSDP": (5605, 67.0), "FSDP + torch.compile": (6514, 62.0),
               "FSDP + torch.compile + Float8": (8380, 61.8)}  # the case's notes (128 GPUs)
     for technique, tps, gib in case["published"]["rows"]:
+        if technique not in variants:
+            rows.append(unconfigured(case["id"], f"8 GPUs {technique}",
+                                     f"no configuration for {technique!r}"))
+            continue
         training = {**base, **variants[technique]}
         rows.append(Row(case["id"], f"8 GPUs {technique}", model, training,
                         {"dp": 8, "sharding": "fsdp-full-shard"}, H100_96_HBM2E,
                         Interconnect.nvlink(900, inter_node_gbit=400), memory_gib=gib, tokens_per_gpu=tps))
+        if technique not in table3:
+            continue
         tps128, gib128 = table3[technique]
         rows.append(Row(case["id"], f"128 GPUs {technique}", model, training,
                         {"dp": 128, "sharding": "fsdp-full-shard"}, H100_96_HBM2E,
@@ -206,21 +271,30 @@ def torchtune_rows(case: dict) -> list[Row]:
     training = {"precision": "bf16", "micro_batch": 2, "seq_len": 4096, "attention": "sdpa",
                 "checkpointing": "none"}
     published = {r[0]: r for r in case["published"]["rows"]}
-    rows = []
+    known = {t for t, _, _ in ladder} | {"LoRA", "QLoRA"}
+    rows = [unconfigured(case["id"], t, f"no configuration for {t!r}") for t in published if t not in known]
     for technique, adds, unmodelled in ladder:
-        training = {**training, **adds}
+        training = {**training, **adds}  # each row adds to the one before
+        if technique not in published:
+            continue
         _, gib, tps = published[technique]
         rows.append(Row(case["id"], technique, model, dict(training), {}, A100_80, SINGLE, memory_gib=gib,
                         memory_metric="active", tokens_per_gpu=tps, unmodelled=list(unmodelled),
                         assumed="A100 80GB; torch.optim.AdamW in bf16 until the 8-bit row"))
     peft = {k: v for k, v in training.items() if k not in ("optimizer_in_backward", "optimizer")}
     for technique, adds in (("LoRA", {"finetune": "lora"}), ("QLoRA", {"finetune": "qlora"})):
+        if technique not in published:
+            continue
         _, gib, tps = published[technique]
         rows.append(Row(case["id"], technique, model,
                         {**peft, **adds, "lora_rank": 64, "lora_targets": TUNE_LORA_TARGETS},
                         {}, A100_80, SINGLE, memory_gib=gib, memory_metric="active", tokens_per_gpu=tps,
                         assumed="LoRA rank 64 on q,v,output and the MLP (the 3B LoRA recipe); bf16 adapters"))
     return rows
+
+
+PEFT_LORA = re.compile(r"LoRA r=(?P<rank>\d+) on (?P<targets>[\w,]+)")
+PEFT_TARGETS = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj"}  # short names in the rows
 
 
 def peft_rows(case: dict) -> list[Row]:
@@ -230,11 +304,15 @@ def peft_rows(case: dict) -> list[Row]:
         training = {"precision": "bf16", "micro_batch": 4, "seq_len": 768, "attention": "sdpa",
                     "checkpointing": "none"}
         unmodelled = []
-        if method.startswith("LoRA"):
-            rank = int(method.split("r=")[1].split()[0])
-            training |= {"finetune": "lora", "lora_rank": rank, "lora_targets": ("q_proj", "v_proj")}
+        lora = PEFT_LORA.fullmatch(method)
+        if lora:
+            targets = tuple(PEFT_TARGETS.get(t.strip(), t.strip()) for t in lora["targets"].split(","))
+            training |= {"finetune": "lora", "lora_rank": int(lora["rank"]), "lora_targets": targets}
         elif method.startswith("IA3"):
             unmodelled.append("IA3 adapters (finetune=ia3)")
+        elif not method.startswith("full fine-tuning"):
+            rows.append(unconfigured(case["id"], method, f"no configuration for the PEFT method {method!r}"))
+            continue
         rows.append(Row(case["id"], method, model, training, {}, L40S, SINGLE, memory_gib=p99 / GIB,
                         memory_metric="reserved",
                         unmodelled=unmodelled,

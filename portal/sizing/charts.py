@@ -207,6 +207,29 @@ def _spaced(ticks, position, *, size: float, font: float, horizontal: bool) -> l
     return kept
 
 
+PHONE_TICK_FONT = 21  # static/css/app.css: tick labels at phone width (user units), the larger size
+
+
+def _clear_corner(x_ticks: list, y_ticks: list, *, left: float, axis_y: float) -> tuple[list, list]:
+    """The ticks without a clash in the bottom-left corner: the first time label (centred under
+    its tick) and the lowest cost label (right-aligned before the axis) can meet there at the
+    phone font. Drops the clashing label of the axis with more labels, until they are apart."""
+    font = PHONE_TICK_FONT
+    while x_ticks and y_ticks and min(len(x_ticks), len(y_ticks)) > 2:
+        (_, x_label, px), (_, y_label, py) = x_ticks[0], y_ticks[0]
+        half = len(x_label) * CHAR_WIDTH * font / 2
+        y_width = len(y_label) * CHAR_WIDTH * font
+        apart_x = px - half >= left - 8 or left - 8 - y_width >= px + half
+        apart_y = py + 5 + 0.3 * font <= axis_y + 20 - font
+        if apart_x or apart_y:
+            break
+        if len(y_ticks) > len(x_ticks):
+            y_ticks = y_ticks[1:]
+        else:
+            x_ticks = x_ticks[1:]
+    return x_ticks, y_ticks
+
+
 # Offsets of a plan's number from its ring (text baseline), nearest first.
 LABEL_SPOTS = ((11, -11), (11, 20), (-11, -11), (-11, 20), (0, -15), (0, 28),
                (11, -28), (11, 37), (-11, -28), (-11, 37), (30, 5), (-30, 5))
@@ -264,12 +287,13 @@ def cost_time_chart(points: list[dict], plans: list[dict], *, chart_id: str = "c
         '<g class="axis">',
     ]
     x_ticks = _spaced(x_axis.ticks, fx, size=8, font=13, horizontal=True)
+    y_ticks = _spaced(y_axis.ticks, fy, size=4, font=13, horizontal=False)
+    x_ticks, y_ticks = _clear_corner(x_ticks, y_ticks, left=ml, axis_y=height - mb)
     for i, (_t, label, px) in enumerate(x_ticks):
         minor = " tick-minor" if i % 2 and len(x_ticks) > 3 else ""
         out.append(f'<line class="grid-line" x1="{px:.1f}" x2="{px:.1f}" y1="{mt}" y2="{height - mb}"/>'
                    f'<text class="tick{minor}" x="{px:.1f}" y="{height - mb + 20}" font-size="13" '
                    f'text-anchor="middle">{escape(label)}</text>')
-    y_ticks = _spaced(y_axis.ticks, fy, size=4, font=13, horizontal=False)
     for i, (_t, label, py) in enumerate(y_ticks):
         minor = " tick-minor" if i % 2 and len(y_ticks) > 4 else ""
         out.append(f'<line class="grid-line" x1="{ml}" x2="{width - mr}" y1="{py:.1f}" y2="{py:.1f}"/>'

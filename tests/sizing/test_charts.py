@@ -144,3 +144,18 @@ def test_plan_numbers_next_to_each_other_do_not_overlap():
     for i, a in enumerate(boxes):
         for b in boxes[i + 1:]:
             assert a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1], (a, b)
+
+
+def test_the_first_time_label_and_the_lowest_cost_label_never_meet_in_the_corner():
+    left, axis_y = 80, 334
+    x_ticks = [(168, "1 week", 95.0), (720, "1 month", 300.0), (2160, "3 months", 500.0)]
+    y_ticks = [(1e5, "$100k", 331.0), (1e6, "$1M", 200.0), (1e7, "$10M", 60.0)]
+    # "1 week" centred at 95 reaches left of the axis, "$100k" sits on the bottom axis: they clash
+    xs, ys = charts._clear_corner(x_ticks, y_ticks, left=left, axis_y=axis_y)
+    assert xs == x_ticks[1:] and ys == y_ticks  # equal counts: the time label gives way
+    xs, ys = charts._clear_corner(x_ticks, [*y_ticks, (1e8, "$100M", 20.0)], left=left, axis_y=axis_y)
+    assert xs == x_ticks and ys[0] == y_ticks[1]  # more cost labels: the lowest gives way
+    apart = [(1e5, "$100k", 250.0), *y_ticks[1:]]  # well above the time labels
+    assert charts._clear_corner(x_ticks, apart, left=left, axis_y=axis_y) == (x_ticks, apart)
+    two = x_ticks[:2]  # an axis keeps at least two labels
+    assert charts._clear_corner(two, y_ticks[:2], left=left, axis_y=axis_y) == (two, y_ticks[:2])

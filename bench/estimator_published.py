@@ -193,7 +193,11 @@ def flashattention_rows(case: dict) -> list[Row]:
             rows.append(unconfigured(case["id"], f"{name} 8xA100", f"no configuration for model {name!r}"))
             continue
         h, L, heads = GPT3_SHAPES[name]
-        tps = float(text.rstrip("k")) * 1000 / 8
+        figure = re.fullmatch(r"\s*([\d.]+)\s*k\s*", str(text))
+        if not figure:
+            rows.append(unconfigured(case["id"], f"{name} 8xA100", f"no throughput figure in {text!r}"))
+            continue
+        tps = float(figure[1]) * 1000 / 8
         rows.append(Row(
             case["id"], f"{name} 8xA100", gpt(name, h, L, heads, vocab, s),
             {"precision": "bf16-mixed", "micro_batch": 8, "seq_len": s, "grad_accum": 8,
@@ -407,11 +411,34 @@ def evaluate(row: Row, nearest: bool = False) -> dict:
     return out
 
 
+# what a row of an unexpected shape raises while its builder reads it
+MALFORMED = (ValueError, TypeError, KeyError, IndexError, ZeroDivisionError)
+
+
 def rows(path: Path = CASES_PATH) -> list[Row]:
     cases = {c["id"]: c for c in json.loads(path.read_text())["cases"]}
     out = []
     for cid, build in BUILDERS.items():
-        out.extend(build(cases[cid]))
+        if cid in cases:
+            out.extend(_build(build, cases[cid]))
+    return out
+
+
+def _build(build, case: dict) -> list[Row]:
+    """A case's rows; when one of them is malformed, the others row by row and that one as
+    unmodelled with what was wrong with it."""
+    try:
+        return build(case)
+    except MALFORMED as exc:
+        published = case.get("published", {})
+        if not isinstance(published.get("rows"), list):
+            return [unconfigured(case["id"], "(the case)", f"cannot read the case: {exc!r}")]
+    out = []
+    for i, row in enumerate(published["rows"], 1):
+        try:
+            out.extend(build({**case, "published": {**published, "rows": [row]}}))
+        except MALFORMED as exc:
+            out.append(unconfigured(case["id"], f"row {i}", f"cannot read the row {row!r}: {exc!r}"))
     return out
 
 

@@ -66,3 +66,30 @@ def test_other_implementations_of_the_flashattention_readme_are_rows_too():
     hf, out = rows["GPT3-125M HF 8xA100"]
     assert "Hugging Face GPT-2 modules" in out["unmodelled"][0]
     assert "GPT3-2.7B HF 8xA100" not in rows  # published as OOM: no figure to compare
+
+
+def test_a_malformed_row_is_unmodelled_and_the_rest_of_its_case_still_runs(tmp_path):
+    good = ["7b", 2048, 8, "h100_80gb", 46.44, 46.44, 6, 48, 10643, "amp_bf16", "FULL_SHARD", False, 0]
+    results = _cases(tmp_path, {
+        FOUNDRY: [good[:12], good],  # a row with a column missing, then a whole one
+        "torchtitan_llama3.1_8B_fsdp_8gpu": [["FSDP", 5762, 82.4, "extra"]],
+    })
+    first, second, titan = results
+    assert first[0].label == "row 1" and "cannot read the row" in first[1]["unmodelled"][0]
+    assert "throughput" in second[1]  # the whole row is configured and estimated
+    assert titan[0].label == "row 1" and "cannot read the row" in titan[1]["unmodelled"][0]
+
+
+def test_a_case_the_file_lacks_is_skipped_and_a_figure_that_is_no_number_is_unmodelled(tmp_path):
+    cases = json.loads(published.CASES_PATH.read_text())
+    for case in cases["cases"]:
+        if case["id"] == "flashattention_readme":
+            case["published"]["throughput_8xA100_tokens_per_s"]["GPT3-125M"] = "OOM"
+    cases["cases"] = [c for c in cases["cases"] if c["id"] != "narayanan_table1_weak_scaling"]
+    path = tmp_path / "cases.json"
+    path.write_text(json.dumps(cases))
+    rows = published.rows(path)
+    assert not [r for r in rows if r.case == "narayanan_table1_weak_scaling"]
+    oom = next(r for r in rows if r.label == "GPT3-125M 8xA100")
+    assert published.evaluate(oom)["unmodelled"] == ["no throughput figure in 'OOM'"]
+    published.main(["--cases", str(path)])  # prints its tables

@@ -146,13 +146,14 @@ def test_hsdp_is_proposed_across_nodes_where_a_stack_declares_it(catalog):
 
 
 def test_pipeline_stages_when_the_time_model_makes_them_faster(catalog):
-    """On 2 B200 nodes over HDR 200 a flat FSDP layout fits, yet a pipeline that sends only
-    activations between the nodes trains the 8B model faster: it is proposed."""
+    """On 2 B200 nodes over one HDR 200 port each a flat FSDP layout fits the 70B model, yet a
+    pipeline that sends only activations between the nodes trains it faster: it is proposed.
+    (The 8B model's flat layout moves little enough over the network to stay the fastest.)"""
     hdr = replace(only(catalog, "8x-b200-sxm-180gb"),
                   networks=tuple(n for n in catalog.networks if n.slug in ("eth-1g", "ib-hdr-200g")))
     options = SearchOptions(node_counts=(2,), top_n=1)
-    best = recommend(work(), Goal("fastest"), hdr, options).best
-    flat = recommend(work(), Goal("fastest"), hdr, replace(options, pp_sizes=(1,))).best
+    best = recommend(work("llama-3.1-70b"), Goal("fastest"), hdr, options).best
+    flat = recommend(work("llama-3.1-70b"), Goal("fastest"), hdr, replace(options, pp_sizes=(1,))).best
     assert (best.network, flat.network) == ("ib-hdr-200g", "ib-hdr-200g")
     assert best.pp > 1 and flat.pp == 1
     assert best.train_hours < flat.train_hours
@@ -190,3 +191,12 @@ def test_bf16_plans_are_sized_as_the_stacks_run_them_and_re_estimate(catalog):
         assert timed_again(plan, catalog).per_gpu.total == plan.memory.total
     fp16 = recommend(work(precision="fp16-mixed"), Goal("fastest"), catalog, SearchOptions(top_n=5))
     assert fp16.plans and all(p.stack.slug != "torchtitan" for p in fp16.plans)
+
+
+def test_the_search_rates_a_layout_with_its_own_configs_replicated_tp():
+    for slug, regime in REGIMES.items():
+        for tp in (1, 2, 8):
+            knobs = regime.parallel_knobs(sharding="fsdp-full-shard", tp=tp, pp=1, dp=8, nodes=1,
+                                          model=get_preset("llama-3.1-8b"))
+            parallel = ParallelConfig(dp=8, tp=tp, sharding="fsdp-full-shard", sp=knobs.get("sp", False))
+            assert regime.replicated_tp(tp) == parallel.replicated_tp, (slug, tp)

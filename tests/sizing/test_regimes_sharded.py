@@ -133,3 +133,16 @@ def test_context_parallelism_is_refused_where_ring_attention_cannot_run():
                                                                                        sharding="fsdp-full-shard"))
     with pytest.raises(ValueError, match="2 x cp"):
         estimate(TINY, TrainingConfig(seq_len=66), ParallelConfig(dp=2, cp=2, sharding="fsdp-full-shard"))
+
+
+def test_a_pipeline_stage_accumulates_gradients_of_the_trainable_tensors_only():
+    pc = ParallelConfig(dp=2, pp=2, sharding="fsdp-full-shard", reshard_after_forward=False)
+    base = dict(precision="bf16-mixed", mixed_layout="fsdp2", seq_len=8, grad_accum=4)
+    full = _mem(TrainingConfig(**base), pc).gathered_buffers
+    lora = TrainingConfig(**base, finetune="lora", lora_rank=4)
+    adapters = estimate_memory(TINY, lora, pc).params.trainable / L  # adapter elements per layer
+    assert adapters > 0
+    stage_layers = L // 2
+    weights = 2 * ROOT + LAYER * (2 / 2 + 2 * stage_layers)  # as in the full fine-tuning test
+    assert _mem(lora, pc).gathered_buffers == int(weights + adapters * (2 + 4 * stage_layers))
+    assert _mem(lora, pc).gathered_buffers < full

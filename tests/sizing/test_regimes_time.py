@@ -246,7 +246,8 @@ def test_materialised_attention_scores_cost_memory_traffic_per_score_element():
 def test_the_loss_moves_what_its_kernels_read_and_write_per_logit():
     tokens = 2 * 64
     per = {}
-    for name, knobs in (("eager", {}), ("compiled", {"compile": True}), ("fused", {"loss": "fused"})):
+    for name, knobs in (("eager", {"compile": True}), ("compiled", {"compile": True, "compile_loss": True}),
+                        ("fused", {"loss": "fused"})):
         tc = TrainingConfig(precision="bf16-mixed", seq_len=64, micro_batch=2, attention="flash", **knobs)
         per[name] = estimate(TINY, tc, ParallelConfig(), gpu=H100).compute.memory_bound_seconds
     assert per == pytest.approx({"eager": 36 * V * tokens / HBM, "compiled": 12 * V * tokens / HBM,
@@ -254,3 +255,33 @@ def test_the_loss_moves_what_its_kernels_read_and_write_per_logit():
     no_bandwidth = GPUSpec("planning GPU", 80 * 10**9, 989.4)  # the planning MFU covers everything
     assert estimate(TINY, TrainingConfig(seq_len=64), ParallelConfig(),
                     gpu=no_bandwidth).compute.memory_bound_seconds == 0
+
+
+def test_a_given_mfu_covers_the_whole_step_and_fp8_needs_fp8_tensor_cores():
+    model = get_preset("llama-3.1-8b")  # large enough that kernel launches do not bound the step
+    knobs = dict(precision="bf16-mixed", seq_len=1024, micro_batch=2, attention="eager", dropout=0.1)
+    modelled = estimate(model, TrainingConfig(**knobs), ParallelConfig(), gpu=H100).compute
+    planned = estimate(model, TrainingConfig(**knobs, mfu=0.4), ParallelConfig(), gpu=H100).compute
+    assert modelled.memory_bound_seconds > 0 and planned.memory_bound_seconds == 0
+    flops = planned.hardware_flops_per_token * 2048
+    assert planned.compute_seconds == pytest.approx(flops / (989.4e12 * 0.4))
+    fp32 = estimate(TINY, TrainingConfig(precision="fp32", seq_len=64), ParallelConfig(), gpu=H100).compute
+    assert fp32.memory_bound_seconds == 0  # the fp32 planning MFU
+    a100 = GPUSpec("NVIDIA A100 40GB SXM4", 40 * 10**9, 312, None, 19.5, 1555)
+    with pytest.raises(ValueError, match="no FP8 tensor cores"):
+        estimate(TINY, TrainingConfig(precision="fp8", seq_len=64), ParallelConfig(), gpu=a100)
+
+
+def test_every_nth_layer_checkpointing_recomputes_the_scores_of_those_layers_only():
+    def score_bytes(**kw):
+        training = TrainingConfig(seq_len=64, attention="eager", dropout=0.0, **kw)
+        return cmp.attention_score_bytes(TINY, training)
+
+    none, every2 = score_bytes(), score_bytes(checkpointing="full", checkpoint_every=2)
+    assert every2 - none == pytest.approx(4 * HEADS * 64 * 64 * L / 2)  # the softmax forward, 2 of 4 layers
+
+
+def test_a_pipeline_hop_crosses_nodes_once_the_job_spans_them():
+    # FSDP 4 x PP 4 on two 8-GPU nodes: stage 2 (ranks 4-7) sends to stage 3 (ranks 8-11)
+    c = _compute(FSDP2, ParallelConfig(dp=4, pp=4, sharding="fsdp-full-shard"))
+    assert c.comm_seconds["pp"] == pytest.approx(c.comm_bytes["pp"] / INTER)

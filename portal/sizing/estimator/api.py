@@ -418,6 +418,7 @@ def estimate_compute(
     one MemoryEstimate serves GPUs and strategies with different planning MFUs.
     """
     training, parallel = memory.training, memory.parallel
+    mfu_given = mfu is not None  # a planning MFU covers the whole step
     rate, mfu = flop_rate(memory.spec, training, gpu, parallel.replicated_tp, mfu=mfu)
     f = memory.step
     compute_s = f.hardware_flops_per_token * f.tokens_per_gpu_group / f.model_parallel / rate
@@ -426,7 +427,8 @@ def estimate_compute(
     stage_layers = math.ceil(memory.spec.num_layers / parallel.pp)
     launch = cmp.LAYER_LAUNCH_SECONDS[training.kernel_stack] * stage_layers * microbatches
     compute_s = max(compute_s, launch)
-    memory_bound_s = cmp.memory_bound_seconds(memory.spec, training, parallel, f.tokens_per_gpu_group, gpu)
+    memory_bound_s = 0.0 if mfu_given else cmp.memory_bound_seconds(memory.spec, training, parallel,
+                                                                     f.tokens_per_gpu_group, gpu)
     compute_s += memory_bound_s
     if parallel.pp > 1:
         compute_s += cmp.PIPELINE_MICROBATCH_SECONDS * microbatches
@@ -466,14 +468,13 @@ def flop_rate(model: ModelSpec, training: TrainingConfig, gpu: GPUSpec, tp: int 
     estimate_compute divides the step's hardware FLOPs by. A search can bound a layout's time
     from below with it (its compute time, no communication, no bubble). tp: the TP ranks that
     replicate the memory-bound work (ParallelConfig.replicated_tp: 1 under sequence parallel)."""
+    peak = gpu.peak_tflops(training.precision)  # ValueError: no fp8 (or fp32) figure for this GPU
     if mfu is None:
         mfu = cmp.mfu(training, model, gpu, tp)
     elif not 0 < mfu <= 1:
         raise ValueError(f"mfu must be in (0, 1], got {mfu}")
     if training.precision == "fp8" and training.mfu is None and gpu.memory_bandwidth_gbps:
         peak = gpu.bf16_tflops / cmp.fp8_time_factor(training, model, gpu, tp)
-    else:
-        peak = gpu.peak_tflops(training.precision)
     return peak * 1e12 * mfu, mfu
 
 
@@ -485,7 +486,7 @@ class CommFloor:
     the compute (what the overlap hides grows at most 0.9 as fast), so exposed() at a lower
     bound of the compute bounds the step from below: a search prunes with it before sizing."""
 
-    # TP (its backward half under async TP), PP, EP, CP: exposed whatever the compute
+    # TP (what async TP leaves exposed however long the compute), PP, EP, CP
     activation_seconds: float
     dp_seconds: float
     replicate_seconds: float
@@ -529,9 +530,8 @@ def comm_floor(model: ModelSpec, training: TrainingConfig, parallel: ParallelCon
     comm = cmp.comm_seconds(volume.volume, parallel, interconnect or DEFAULT_LINK)
     return _frozen(
         CommFloor,
-        # async TP hides at most the forward's half of the TP traffic (exposed_tp_seconds)
         activation_seconds=(comm["pp"] + comm["ep"] + comm["cp"]
-                            + comm["tp"] / (2 if parallel.async_tp else 1)),
+                            + cmp.exposed_tp_seconds(comm["tp"], math.inf, parallel)),
         dp_seconds=comm["dp"], replicate_seconds=comm["dp_replicate"],
         forward_share=volume.forward_share, overlap=volume.overlap)
 

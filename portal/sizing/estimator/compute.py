@@ -58,7 +58,6 @@ LINK_EFFICIENCY = 0.80  # NCCL bus bandwidth / link bandwidth (nccl-tests, large
 DP_OVERLAP = 0.90  # share of data-parallel communication hidden behind the backward pass
 # Megatron-LM 2021-22 all-reduced gradients after the backward pass (no overlap until 2023).
 DP_OVERLAP_BY_STACK = {"megatron": 0.0}
-RECOMPUTE_FACTOR = 4 / 3  # full recompute: one more forward (2N of 6N)
 # CPU offload (docs/sizing.md "Offload"): the optimizer step on the host is bound by host memory
 # bandwidth; DeepSpeed's CPU-Adam streams fp32 weights, gradients and both moments in (16 B)
 # and weights and moments plus the bf16 copy out (14 B) per parameter.
@@ -118,6 +117,13 @@ def matmul_efficiency(gpu_name: str) -> float:
     return DEFAULT_MATMUL_EFFICIENCY
 
 
+def time_model_applies(training: TrainingConfig, gpu) -> bool:
+    """Whether the time model below sets the rate (a GPU that states its memory bandwidth, no
+    MFU given, not fp32); otherwise a planning MFU covers the whole step."""
+    return (training.mfu is None and training.precision != "fp32" and gpu is not None
+            and bool(gpu.memory_bandwidth_gbps))
+
+
 def mfu(training: TrainingConfig, model: ModelSpec | None = None, gpu=None, tp: int = 1) -> float:
     """Share of the dense peak the step's hardware FLOPs reach (HFU).
 
@@ -128,7 +134,7 @@ def mfu(training: TrainingConfig, model: ModelSpec | None = None, gpu=None, tp: 
         return training.mfu
     if training.precision == "fp32":
         return MFU_BY_PRECISION["fp32"]
-    if model is None or gpu is None or not gpu.memory_bandwidth_gbps:
+    if model is None or not time_model_applies(training, gpu):
         return MFU_BY_PRECISION["fp8" if training.precision == "fp8" else "half"]
     return _utilisation(training.kernel_stack, model.hidden_size, tp, gpu)
 
@@ -178,10 +184,10 @@ def _fp8_time_factor(stack: str, seq_len: int, model: ModelSpec, gpu, tp: int, r
     return (matmul + share * (1 + casts)) / (1 + share)
 
 
-# Materialised attention (attention="eager": the s x s scores in memory, as Megatron-LM's fused
-# softmax and Hugging Face's eager attention keep them): the score-sized elementwise kernels are
-# memory-bound and outside the matmul rate. Bytes moved per score element per training step at
-# half precision: softmax forward reads the scores and writes the probabilities (4), backward
+# Materialised attention (attention="eager": the s x s scores in memory): the score-sized
+# elementwise kernels are memory-bound and outside the matmul rate. Bytes moved per score element
+# per training step at half precision with a fused scale-mask-softmax (Megatron-LM's; unfused
+# kernels move more): softmax forward reads the scores and writes the probabilities (4), backward
 # reads their gradient and the probabilities and writes the scores' gradient (6); attention
 # dropout adds a pass forward (read, write, 1-byte mask: 5) and backward (5). Full
 # recomputation runs the forward passes again.
@@ -199,16 +205,18 @@ def attention_score_bytes(model: ModelSpec, training: TrainingConfig, tp: int = 
     fwd, bwd = SOFTMAX_BYTES
     if p:
         fwd, bwd = fwd + ATTENTION_DROPOUT_BYTES[0], bwd + ATTENTION_DROPOUT_BYTES[1]
-    if training.checkpointing in ("full", "selective"):
-        fwd *= 2  # the recomputed forward (selective recomputes exactly the attention core)
+    if training.checkpointing == "selective":  # it recomputes exactly the attention core
+        fwd *= 2
+    elif training.checkpointing == "full":  # the forward again in the checkpointed layers
+        fwd *= 1 + math.ceil(model.num_layers / training.checkpoint_every) / model.num_layers
     s = training.seq_len
     return (fwd + bwd) * model.num_heads / tp * s * s / cp * model.num_layers
 
 
 # The loss over the vocabulary is memory-bound as well: bytes moved per logit per training step.
 # "full" / "chunked" in eager kernels: the half logits upcast to fp32 (read 2, write 4), the
-# log-softmax (8), and backward its gradient (12) and the downcast (6); compiled, the upcast,
-# log-softmax and its gradient fuse into a read and a write each way; a fused linear
+# log-softmax (8), and backward its gradient (12) and the downcast (6); compiled (compile_loss),
+# the upcast, log-softmax and its gradient fuse into a read and a write each way; a fused linear
 # cross-entropy reads the logits once and writes their gradient in place.
 LOSS_BYTES_PER_LOGIT = {"eager": 36, "compiled": 12, "fused": 6}
 
@@ -217,7 +225,7 @@ def loss_bytes_per_token(model: ModelSpec, training: TrainingConfig, tp: int = 1
     """Memory traffic of the loss per token on the last pipeline stage (vocabulary / tp)."""
     if training.loss == "fused":
         per_logit = LOSS_BYTES_PER_LOGIT["fused"]
-    elif training.compile_loss or training.kernel_stack == "compiled":
+    elif training.compile_loss:
         per_logit = LOSS_BYTES_PER_LOGIT["compiled"]
     else:
         per_logit = LOSS_BYTES_PER_LOGIT["eager"]
@@ -228,9 +236,9 @@ def memory_bound_seconds(model: ModelSpec, training: TrainingConfig, parallel: P
                          tokens_per_gpu_group: int, gpu) -> float:
     """Seconds per step of the memory-bound kernels outside the matmul rate: materialised
     attention scores (attention_score_bytes, per layer of the GPU's stage) and the loss
-    (loss_bytes_per_token, on the last stage), at the GPU's sustained memory bandwidth; 0 for a
-    GPU that states no bandwidth (the planning MFU covers everything)."""
-    if not gpu.memory_bandwidth_gbps:
+    (loss_bytes_per_token, on the last stage), at the GPU's sustained memory bandwidth; 0 where
+    a planning MFU covers the whole step (time_model_applies)."""
+    if not time_model_applies(training, gpu):
         return 0.0
     sequences = tokens_per_gpu_group // training.seq_len
     moved = (attention_score_bytes(model, training, parallel.tp, parallel.cp) * sequences / parallel.pp
@@ -408,19 +416,20 @@ def _link_rates(parallel: ParallelConfig, link: Interconnect) -> dict[str, float
     ranks = dp * (cp if parallel.sharding in _FSDP else 1)
     shard = min(ranks, parallel.hybrid_shard_size) if parallel.sharding == "fsdp-hybrid" else ranks
     inner = tp * (1 if parallel.sharding in _FSDP else cp)  # ranks inside one data-parallel rank
-    groups = {  # kind: (ranks, whether they span nodes, the stride between them)
-        "dp": (shard, inner * shard > g, inner),
-        "dp_replicate": (ranks // shard, inner * ranks > g, inner * shard),
-        "tp": (tp, tp > g, 1),
-        "cp": (cp, tp * cp > g, tp),
-        "pp": (pp, parallel.world_size > g and parallel.world_size // pp >= g, parallel.world_size // pp),
-        # all-to-all: each rank's own traffic to the other nodes leaves through its own share
-        "ep": (ep, tp * ep > g, g),
+    groups = {  # kind: (ranks, whether they span nodes, ranks of the group in one node)
+        "dp": (shard, inner * shard > g, g // inner),
+        "dp_replicate": (ranks // shard, inner * ranks > g, g // (inner * shard)),
+        "tp": (tp, tp > g, g),
+        "cp": (cp, tp * cp > g, g // tp),
+        # a stage hop leaves through the sending GPU's own share; some hop crosses nodes as soon
+        # as the job does
+        "pp": (pp, parallel.world_size > g, 1),
+        "ep": (ep, tp * ep > g, 1),  # all-to-all: each rank's own traffic leaves through its share
     }
     out = {}
-    for k, (size, span, stride) in groups.items():
+    for k, (size, span, per_node) in groups.items():
         try:
-            out[k] = link_gbps(size, span, link, max(1, min(size, g // stride))) * 1e9
+            out[k] = link_gbps(size, span, link, max(1, min(size, per_node))) * 1e9
         except ValueError as exc:  # spans nodes without a network: raised when there is traffic
             out[k] = _NoLink(exc)
     return out

@@ -454,10 +454,13 @@ def fsdp2_buffers(model: ModelSpec, training: TrainingConfig, parallel: Parallel
     if training.float8_all_gather:
         linear = layer_linear_elems(model) * arch_scale(model) / tp
         gathered = (linear * 1 + (layer - linear) * 2) / layer
-    gathered_blocks = layer * (gathered / p.shard + gathered * live + 2)
+    gathered_blocks = layer * (gathered / p.shard + gathered * live)
+    grad_layer, grad_root = layer, root  # unsharded gradients: of the trainable tensors only
+    if training.finetune != "full":
+        grad_layer, grad_root = trainable_elems(model, training) / model.num_layers / tp, 0.0
     if parallel.pp > 1:  # the stage's unsharded gradients, accumulated until the last micro-batch
-        return root * (2 + reduce) + gathered_blocks + layer * reduce * stage_layers
-    return root * 2 + gathered_blocks + layer * reduce
+        return root * 2 + grad_root * reduce + gathered_blocks + grad_layer * (2 + reduce * stage_layers)
+    return root * 2 + gathered_blocks + grad_layer * (2 + reduce)
 
 
 @lru_cache(maxsize=512)

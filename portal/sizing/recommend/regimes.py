@@ -103,6 +103,10 @@ class StackRegime:
             return {"mixed_layout": self.fsdp_layout}
         return {}
 
+    def replicated_tp(self, tp: int) -> int:
+        """ParallelConfig.replicated_tp of this stack's layouts at TP width tp."""
+        return 1 if self.sp_with_tp else tp
+
     def parallel_knobs(self, *, sharding: str, tp: int, pp: int, dp: int, nodes: int,
                        model: ModelSpec) -> dict[str, Any]:
         """ParallelConfig overrides for a layout of this stack."""

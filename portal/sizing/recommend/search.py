@@ -373,7 +373,7 @@ class Searcher:
         out = self.rates.get(key)
         if out is None:
             tc = self.training(1, 1, lay.checkpointing, lay.stack, lay.strategy.sharding)
-            replicated = 1 if regime_of(lay.stack).sp_with_tp else lay.tp  # ParallelConfig.replicated_tp
+            replicated = regime_of(lay.stack).replicated_tp(lay.tp)
             out = self.rates[key] = (flop_rate(self.model, tc, gpu, replicated)[0],
                                      hardware_flops_per_token(self.model, tc))
         return out

@@ -440,8 +440,8 @@ def fsdp2_buffers(model: ModelSpec, training: TrainingConfig, parallel: Parallel
       unsharded bf16 gradients and their reduce-scatter input in the reduce dtype;
     - under pipeline parallelism torch.distributed.pipelining runs every micro-batch's
       backward with gradient sync off and reduce-scatters once after the last: each unsharded
-      gradient of the stage (its blocks and the root's) is accumulated in the reduce dtype
-      until then (FSDPParam.to_accumulated_grad_if_needed);
+      gradient of the stage's trainable tensors (its blocks' and the root's) is accumulated in
+      the reduce dtype until then (FSDPParam.to_accumulated_grad_if_needed);
     - float8 all-gather (tensorwise): the block's linear weights are all-gathered and kept
       unsharded in float8 (1 B), norms in bf16."""
     tp = parallel.tp
@@ -459,8 +459,10 @@ def fsdp2_buffers(model: ModelSpec, training: TrainingConfig, parallel: Parallel
     if training.finetune != "full":
         grad_layer, grad_root = trainable_elems(model, training) / model.num_layers / tp, 0.0
     if parallel.pp > 1:  # the stage's unsharded gradients, accumulated until the last micro-batch
-        return root * 2 + grad_root * reduce + gathered_blocks + grad_layer * (2 + reduce * stage_layers)
-    return root * 2 + gathered_blocks + grad_layer * (2 + reduce)
+        reduced = grad_root * reduce + grad_layer * reduce * stage_layers
+    else:  # one block's reduce-scatter input
+        reduced = grad_layer * reduce
+    return root * 2 + gathered_blocks + grad_layer * 2 + reduced
 
 
 @lru_cache(maxsize=512)

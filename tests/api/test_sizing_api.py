@@ -54,6 +54,8 @@ def test_estimate_from_an_hf_config(api):
     ({"hf_config": {"model_type": "llama"}}, "hf_config", "config.json has no vocab_size"),
     ({"model": "llama-3.1-8b", "parallel": {"tp": 3}}, "non_field_errors", "tp=3 does not divide"),
     ({"model": "llama-3.1-8b", "sku": "nope"}, "non_field_errors", "unknown SKU"),
+    ({"model": "llama-3.1-8b", "sku": "8x-a100-sxm-80gb", "training": {"precision": "fp8"}},
+     "non_field_errors", "no FP8 tensor cores"),
     ({"hf_config": {"model_type": "llama", "vocab_size": 32000, "hidden_size": 2048, "num_hidden_layers": 2,
                     "num_attention_heads": 16, "intermediate_size": 5632, "head_dim": "x"}},
      "hf_config", "head_dim must be a whole number"),

@@ -383,7 +383,7 @@ PROVISIONING_DB_RETRIES = env_int("PROVISIONING_DB_RETRIES", 5, minimum=1)
 # A step still running after its deadline fails (beat task `provisioning.sweep`).
 PROVISIONING_STEP_DEADLINE_S = env_int("PROVISIONING_STEP_DEADLINE_S", 3600, minimum=1)
 PROVISIONING_STEP_DEADLINES_S = {"deploy_os": 2 * PROVISIONING_STEP_DEADLINE_S,
-                                 "wipe": 3 * PROVISIONING_STEP_DEADLINE_S}
+                                 "sanitise": 3 * PROVISIONING_STEP_DEADLINE_S}
 PROVISIONING_SWEEP_INTERVAL_S = env_int("PROVISIONING_SWEEP_INTERVAL_S", 60, minimum=1)
 PROVISIONING_HEALTH_INTERVAL_S = env_int("PROVISIONING_HEALTH_INTERVAL_S", 300, minimum=10)
 # The pipeline's plug-ins, by dotted path (like NODE_DRIVERS). Storage backend: a class with
@@ -471,8 +471,6 @@ if STORAGE_RETENTION_DAYS > 365:
 STORAGE_DELETE_INTERVAL_S = env_int("STORAGE_DELETE_INTERVAL_S", 3600, minimum=60)
 # On the node: the checkpoint directory synced to the bucket at termination (under
 # $TRAINYARD_ROOT), and the Python 3 (with boto3) that runs the sync tool.
-STORAGE_NODE_CHECKPOINT_DIR = env_str("STORAGE_NODE_CHECKPOINT_DIR", "/data/checkpoints")
-STORAGE_NODE_PYTHON = env_str("STORAGE_NODE_PYTHON", "python3")
 # How long to wait for a newly issued key to work (IAM is eventually consistent), seconds.
 STORAGE_CREDENTIAL_PROPAGATION_S = env_float("STORAGE_CREDENTIAL_PROPAGATION_S", 30.0, minimum=0)
 CELERY_BEAT_SCHEDULE |= {

@@ -8,6 +8,7 @@ from provisioning.drivers import driver_names
 from provisioning.enrolment import enrolment_problems
 from provisioning.health import node_health_check
 from provisioning.models import HealthCheck, Node, NodeEvent, ProvisioningRun, RunEvent, StepRun
+from provisioning.states import wipe_method_problem
 
 
 class NodeEventInline(admin.TabularInline):
@@ -27,7 +28,7 @@ class NodeAdminForm(forms.ModelForm):
     class Meta:
         model = Node
         fields = ("hostname", "sku", "management_address", "driver", "driver_options",
-                  "fabric_group", "fabric_address", "nvme_devices", "notes")
+                  "fabric_group", "fabric_address", "nvme_devices", "wipe_method", "notes")
 
     def clean(self):
         data = super().clean()
@@ -43,6 +44,9 @@ class NodeAdminForm(forms.ModelForm):
         problems = enrolment_problems(hostname=hostname,
                                       management_address=data.get("management_address") or "",
                                       driver=driver, driver_options=data.get("driver_options"))
+        if problem := wipe_method_problem(data.get("wipe_method") or "",
+                                          data.get("nvme_devices") or []):
+            problems["wipe_method"] = problem
         for field, problem in problems.items():
             self.add_error(field if field in self.fields else "driver_options", problem)
         return data
@@ -68,7 +72,8 @@ class NodeAdmin(admin.ModelAdmin):
                 by=request.user, sku=obj.sku, hostname=obj.hostname,
                 management_address=obj.management_address, driver=obj.driver,
                 fabric_group=obj.fabric_group, fabric_address=obj.fabric_address or "",
-                nvme_devices=obj.nvme_devices, driver_options=obj.driver_options, notes=obj.notes)
+                nvme_devices=obj.nvme_devices, driver_options=obj.driver_options,
+                wipe_method=obj.wipe_method, notes=obj.notes)
         except DomainError as exc:
             self.message_user(request, str(exc), messages.ERROR)
             return

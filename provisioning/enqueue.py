@@ -30,6 +30,17 @@ def _send(what: str, send, *, run_ids) -> None:
         ProvisioningRun.objects.filter(pk__in=list(run_ids)).update(queue_error=reason)
 
 
+def enqueue_retention_key(order_id: int) -> None:
+    """A read-only key for a retained bucket; a broker outage is logged and the customer's
+    page says the key is still being issued, so asking again queues it again."""
+    def send():
+        try:
+            tasks.retention_key_task.delay(order_id)
+        except Exception:
+            logger.exception("could not queue the read-only key of order %s", order_id)
+    transaction.on_commit(send)
+
+
 def enqueue_run_start(run: ProvisioningRun) -> None:
     run_id = run.pk
     transaction.on_commit(lambda: _send(f"run {run_id}", lambda: tasks.run_start_task.delay(run_id),

@@ -1,11 +1,15 @@
-"""Staff forms: approve / reject in the queue, swap a node, enrol a node, maintenance notes."""
+"""Staff forms: approve / reject in the queue, swap a node, enrol and edit a node, maintenance notes."""
+
+import re
 
 from django import forms
+from django.conf import settings
 
 from portal.catalog.models import ServerSKU
 from provisioning import enrolment
 from provisioning.drivers import driver_names
 from provisioning.models import Node
+from provisioning.states import WipeMethod, wipe_method_problem
 
 
 class NodeChoices(forms.ModelMultipleChoiceField):
@@ -48,14 +52,11 @@ class SwapForm(forms.Form):
     note = forms.CharField(label="Note (optional)", required=False, max_length=500)
 
 
-class NodeEnrolForm(forms.Form):
-    hostname = forms.CharField(max_length=120, help_text="Unique, e.g. gpu-h100-a07.")
-    sku = forms.ModelChoiceField(queryset=ServerSKU.objects.filter(is_active=True).select_related("gpu"),
-                                 label="Server SKU", empty_label=None)
+class NodeFactsForm(forms.Form):
+    """What an operator says about a node at enrolment and may change later (``NodeEditForm``)."""
+
     management_address = forms.CharField(max_length=255, label="Management address",
                                          help_text="host or host:port the driver connects to.")
-    driver = forms.ChoiceField(choices=(), initial="simulated",
-                               help_text="How we reach the node: simulated (demo, tests) or ssh.")
     fabric_group = forms.CharField(max_length=60, required=False, label="Fabric group",
                                    help_text="Nodes of one cluster order share a fabric group "
                                              "(e.g. the InfiniBand leaf). Empty for stand-alone nodes.")
@@ -63,21 +64,102 @@ class NodeEnrolForm(forms.Form):
         required=False, label="Fabric address",
         help_text="The node's address on the cluster fabric (InfiniBand / RoCE): a cluster's "
                   "MASTER_ADDR and NCCL interface. Needed for cluster orders.")
-    nvme_devices = forms.CharField(required=False, label="NVMe data devices",
-                                   help_text="Comma or space separated, e.g. /dev/nvme1n1 /dev/nvme2n1.")
+    nvme_devices = forms.CharField(required=False, label="Data devices",
+                                   help_text="The NVMe devices that hold customer data, comma or "
+                                             "space separated, e.g. /dev/nvme1n1 /dev/nvme2n1.")
+    wipe_method = forms.ChoiceField(
+        label="How customer data is erased between tenants",
+        choices=[("", "Choose…"), *WipeMethod.choices],
+        error_messages={"required": "Choose how this node's data is erased between tenants: a "
+                                    "method for its data devices, or 'No local data devices'."},
+        help_text="Every termination erases the data, then checks nothing of the tenant is left.")
     host_key = forms.CharField(required=False, label="SSH host key (ssh nodes)",
                                widget=forms.Textarea(attrs={"rows": 2}),
                                help_text="Pinned: the line `ssh-keyscan -t ed25519 HOST` prints, or the "
                                          "SHA256: fingerprint. Compare it with the node's console "
                                          "before you paste it.")
+    login_user = forms.CharField(required=False, max_length=32, label="Customer login (ssh nodes)")
     bmc_address = forms.CharField(required=False, max_length=255, label="BMC address (ssh nodes)",
                                   help_text="IPMI host[:port] for power control; the password "
                                             "comes from IPMI_PASSWORD_FILE.")
     bmc_user = forms.CharField(required=False, max_length=64, label="BMC user")
+    test_host = forms.BooleanField(
+        required=False, label="Declared test host (no GPUs)",
+        help_text="A CPU machine for trying the pipeline: acceptance trains on the CPU, and power "
+                  "and package installs are never run on it.")
     notes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["login_user"].help_text = (
+            f"The account customers log in with; empty: {settings.PROVISIONING_LOGIN_USER}. Never "
+            f"the account Trainyard manages the node with.")
+
+    def driver_name(self) -> str:
+        return self.cleaned_data.get("driver", "")
+
+    def clean_management_address(self):
+        address = self.cleaned_data["management_address"].strip()
+        if problem := enrolment.address_problem(address):
+            raise forms.ValidationError(problem)
+        return address
+
+    def clean_nvme_devices(self):
+        raw = self.cleaned_data["nvme_devices"].replace(",", " ").split()
+        bad = [d for d in raw if not d.startswith("/dev/")]
+        if bad:
+            raise forms.ValidationError(f"Device paths start with /dev/: {', '.join(bad)}.")
+        return raw
+
+    def clean_login_user(self):
+        user = self.cleaned_data["login_user"].strip()
+        if user and not re.fullmatch(r"[a-z_][a-z0-9_-]{0,31}", user):
+            raise forms.ValidationError("A Linux account name: lowercase letters, digits, '_' and "
+                                        "'-', starting with a letter or '_'.")
+        return user
+
+    def clean(self):
+        data = super().clean()
+        if "nvme_devices" in data and data.get("wipe_method"):
+            if problem := wipe_method_problem(data["wipe_method"], data["nvme_devices"]):
+                self.add_error("wipe_method", problem)
+        if self.driver_name() == "ssh":
+            if problem := enrolment.host_key_problem(data.get("host_key", "")):
+                self.add_error("host_key", problem)
+            if problem := enrolment.bmc_problem(data.get("bmc_address", "").strip(),
+                                                data.get("bmc_user", "").strip()):
+                self.add_error("bmc_address", problem)
+        return data
+
+    def driver_options(self, base: dict | None = None) -> dict:
+        """The public facts the driver needs (never a secret: those come from settings),
+        over ``base`` (a node's options, when editing)."""
+        data, options = self.cleaned_data, dict(base or {})
+        for key in ("host_key", "ipmi", "login_user", "test_host"):
+            options.pop(key, None)
+        if self.driver_name() == "ssh":
+            options["host_key"] = data["host_key"].strip()
+            if data.get("bmc_address"):
+                options["ipmi"] = {"address": data["bmc_address"].strip(),
+                                   "user": data["bmc_user"].strip()}
+            if data.get("login_user"):
+                options["login_user"] = data["login_user"]
+        if data.get("test_host"):
+            options["test_host"] = True
+        return options
+
+
+class NodeEnrolForm(NodeFactsForm):
+    hostname = forms.CharField(max_length=120, help_text="Unique, e.g. gpu-h100-a07.")
+    sku = forms.ModelChoiceField(queryset=ServerSKU.objects.filter(is_active=True).select_related("gpu"),
+                                 label="Server SKU", empty_label=None)
+    driver = forms.ChoiceField(choices=(), initial="simulated",
+                               help_text="How we reach the node: simulated (demo, tests) or ssh.")
     ready = forms.BooleanField(required=False, initial=True, label="Accept into stock once checked",
-                               help_text="Runs a reachability and health check through the driver; the "
-                                         "node becomes ready only if it passes.")
+                               help_text="Runs a reachability and health check through the driver and "
+                                         "records the node's clean baseline; the node becomes ready "
+                                         "only if both succeed.")
+    field_order = ["hostname", "sku", "management_address", "driver"]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -93,38 +175,35 @@ class NodeEnrolForm(forms.Form):
                                         f"are unique.")
         return hostname
 
-    def clean_management_address(self):
-        address = self.cleaned_data["management_address"].strip()
-        if problem := enrolment.address_problem(address):
-            raise forms.ValidationError(problem)
-        return address
 
-    def clean(self):
-        data = super().clean()
-        if data.get("driver") == "ssh":
-            if problem := enrolment.host_key_problem(data.get("host_key", "")):
-                self.add_error("host_key", problem)
-            if problem := enrolment.bmc_problem(data.get("bmc_address", "").strip(),
-                                                data.get("bmc_user", "").strip()):
-                self.add_error("bmc_address", problem)
-        return data
+class NodeEditForm(NodeFactsForm):
+    """The same facts for an enrolled node, filled in from it."""
 
-    def driver_options(self) -> dict:
-        """The public facts the driver needs (never a secret: those come from settings)."""
-        data, options = self.cleaned_data, {}
-        if data.get("driver") == "ssh":
-            options["host_key"] = data["host_key"].strip()
-            if data.get("bmc_address"):
-                options["ipmi"] = {"address": data["bmc_address"].strip(),
-                                   "user": data["bmc_user"].strip()}
-        return options
+    def __init__(self, *args, node: Node, **kwargs):
+        options = node.driver_options or {}
+        ipmi = options.get("ipmi") or {}
+        initial = {"management_address": node.management_address,
+                   "fabric_group": node.fabric_group, "fabric_address": node.fabric_address,
+                   "nvme_devices": " ".join(node.nvme_devices or ()),
+                   "wipe_method": node.wipe_method, "host_key": options.get("host_key", ""),
+                   "login_user": options.get("login_user", ""),
+                   "bmc_address": ipmi.get("address", "") if isinstance(ipmi, dict) else "",
+                   "bmc_user": ipmi.get("user", "") if isinstance(ipmi, dict) else "",
+                   "test_host": options.get("test_host") is True, "notes": node.notes}
+        super().__init__(*args, initial=initial, **kwargs)
+        self.node = node
 
-    def clean_nvme_devices(self):
-        raw = self.cleaned_data["nvme_devices"].replace(",", " ").split()
-        bad = [d for d in raw if not d.startswith("/dev/")]
-        if bad:
-            raise forms.ValidationError(f"Device paths start with /dev/: {', '.join(bad)}.")
-        return raw
+    def driver_name(self) -> str:
+        return self.node.driver
+
+    def changes(self) -> dict:
+        data = self.cleaned_data
+        return {"management_address": data["management_address"],
+                "fabric_group": data["fabric_group"].strip(),
+                "fabric_address": data["fabric_address"] or "",
+                "nvme_devices": data["nvme_devices"], "wipe_method": data["wipe_method"],
+                "driver_options": self.driver_options(base=self.node.driver_options),
+                "notes": data["notes"]}
 
 
 class NodeNoteForm(forms.Form):

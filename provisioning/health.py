@@ -5,12 +5,14 @@ from __future__ import annotations
 from django.db import transaction
 
 from portal.orders.staff_notifications import node_unhealthy_notify_staff
-from provisioning.drivers import DriverError, HealthReport, driver_for
-from provisioning.models import HealthCheck, Node
+from provisioning.baseline import baseline_record
+from provisioning.drivers import DriverError, HealthReport, driver_for, is_test_host
+from provisioning.models import HealthCheck, Node, NodeEvent
 from provisioning.states import NodeState
 from provisioning.transitions import node_transition
 from provisioning.webhooks import UNREACHABLE, UNREACHABLE_TEXT, health_degraded_publish
 
+TEST_HOST_NOTE = "declared test host: no GPUs by declaration, GPU checks skipped"
 # Above this a GPU is too hot: the periodic health check reports it and acceptance fails it.
 MAX_GPU_TEMPERATURE_C = 85.0
 
@@ -43,6 +45,9 @@ def node_health_check(*, node: Node) -> HealthCheck:
         _tell_operators_if_new(node, [f"{UNREACHABLE}{exc.message}"])
         return _record(node, dict(ok=False, expected_gpu_count=expected, problems=[UNREACHABLE_TEXT],
                                   raw=f"driver error: {exc.message}"[:20000]))
+    if is_test_host(node):  # no GPUs by declaration: reachable is healthy
+        return _record(node, dict(ok=True, gpu_count=report.gpu_count, expected_gpu_count=expected,
+                                  problems=[], raw=f"{TEST_HOST_NOTE}\n{report.raw}"[:20000]))
     problems = health_problems(report, expected_gpus=expected)
     if problems:
         _tell_operators_if_new(node, problems)
@@ -69,18 +74,28 @@ def node_accept_if_healthy(*, node: Node, by) -> HealthCheck:
     driver reaches it and its health check passes; otherwise it stays where it is with the
     check's problems on its page (I/O: call from a task). A declared test host (driver option
     ``test_host``) has no GPUs to check: it passes once reachable, and the event says the GPU
-    checks were skipped."""
+    checks were skipped. Entering stock records the node's clean baseline (what the hand-back's
+    attestation compares with); a node whose baseline cannot be listed stays out of stock."""
     check = node_health_check(node=node)
     node.refresh_from_db()
     move = INTO_STOCK.get(node.state)
-    if move is None:
-        return check  # accepted, or taken elsewhere, meanwhile
-    reachable = not any(p.startswith(UNREACHABLE) for p in check.problems)
-    if check.ok:
-        node_transition(node=node, name=move, by=by, note="reachability and health check passed")
-    elif reachable and node.driver_options.get("test_host"):
-        node_transition(node=node, name=move, by=by,
-                        note="reachable; GPU checks skipped on a declared test host")
+    if move is None or not check.ok:
+        return check  # accepted, or taken elsewhere, meanwhile; or not healthy
+    driver = driver_for(node)
+    try:
+        entries = baseline_record(node=node, driver=driver)
+    except DriverError as exc:
+        NodeEvent.objects.create(node=node, actor=by if getattr(by, "pk", None) else None,
+                                 transition="baseline", from_state=node.state,
+                                 to_state=node.state,
+                                 note=f"not accepted: its clean baseline could not be recorded: "
+                                      f"{exc.message}")
+        return check
+    how = ("reachable; GPU checks skipped on a declared test host" if is_test_host(node)
+           else "reachability and health check passed")
+    if not driver.simulated:
+        how += f"; clean baseline recorded ({len(entries)} entries)"
+    node_transition(node=node, name=move, by=by, note=how)
     return check
 
 

@@ -5,7 +5,7 @@ from django.db.models.functions import Lower
 
 from portal.core.models import TransitionEvent
 from provisioning.drivers import secret_option_paths
-from provisioning.states import NodeState, RunKind, RunStatus, StepStatus
+from provisioning.states import NodeState, RunKind, RunStatus, StepStatus, WipeMethod, wipe_method_problem
 
 
 def _default_driver() -> str:
@@ -32,6 +32,14 @@ class Node(models.Model):
                   "a cluster's MASTER_ADDR and NCCL interface. Not the management address.")
     nvme_devices = models.JSONField(default=list, blank=True,
                                     help_text='e.g. ["/dev/nvme0n1", "/dev/nvme1n1"]')
+    wipe_method = models.CharField(
+        max_length=16, choices=WipeMethod.choices, default=WipeMethod.FILES,
+        help_text="How the hand-back erases the node's data between tenants.")
+    baseline = models.JSONField(
+        default=list, blank=True,
+        help_text="The clean node's inventory (stack/sh/inventory.sh), recorded when it entered "
+                  "stock; the hand-back attestation compares the node with it.")
+    baseline_at = models.DateTimeField(null=True, blank=True)
     notes = models.TextField(blank=True)
     state = models.CharField(max_length=20, choices=NodeState.choices, default=NodeState.ENROLLED,
                              db_index=True)
@@ -56,6 +64,8 @@ class Node(models.Model):
         return self.hostname
 
     def clean(self) -> None:
+        if problem := wipe_method_problem(self.wipe_method, self.nvme_devices):
+            raise ValidationError({"wipe_method": problem})
         if secrets := secret_option_paths(self.driver_options):
             raise ValidationError({"driver_options": (
                 f"{', '.join(secrets)}: secrets are not stored in driver options (a plain-text "

@@ -10,6 +10,8 @@ from django.db.models import Count, Prefetch, Q, QuerySet
 
 from portal.orders.models import Order
 from portal.orders.states import OrderState
+from provisioning.drivers import driver_options, is_test_host, login_user_for
+from provisioning.drivers.ssh import host_key_fingerprints
 from provisioning.models import HealthCheck, Node, NodeEvent, ProvisioningRun, StepLogLine, StepRun
 from provisioning.pipeline.steps.acceptance import AcceptanceReport, AcceptanceResult
 from provisioning.pipeline.steps.handover import HandoverResult
@@ -36,9 +38,31 @@ def nodes_for_operator(*, state: str | None = None, sku=None, search: str = "") 
                              | Q(order__reference__iexact=search))
     if state:
         nodes = nodes.filter(state=state)
+    else:  # retired nodes are out of the fleet: listed only when asked for
+        nodes = nodes.exclude(state=NodeState.RETIRED)
     if sku is not None:
         nodes = nodes.filter(sku=sku)
     return nodes
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    """What the node page shows of how Trainyard reaches, powers and cleans a node."""
+
+    login_user: str
+    test_host: bool
+    host_key_fingerprints: tuple[str, ...]
+    bmc: str  # "IPMI admin@10.0.0.5" or ""
+    baseline_entries: int
+
+
+def node_facts(node: Node) -> NodeFacts:
+    options = driver_options(node)
+    ipmi = options.get("ipmi") if isinstance(options.get("ipmi"), dict) else {}
+    bmc = (f"IPMI {ipmi.get('user')}@{ipmi['address']}" if ipmi.get("address") else "")
+    return NodeFacts(login_user=login_user_for(node), test_host=is_test_host(node),
+                     host_key_fingerprints=host_key_fingerprints(options.get("host_key")),
+                     bmc=bmc, baseline_entries=len(node.baseline or ()))
 
 
 def node_history(node: Node) -> QuerySet[NodeEvent]:
@@ -176,6 +200,10 @@ class NodeAccess:
     def ssh_command(self) -> str:
         return self.handover.ssh_command
 
+    @property
+    def host_key_fingerprints(self) -> tuple[str, ...]:
+        return tuple(self.handover.host_key_fingerprints or ())
+
 
 @dataclass(frozen=True)
 class OrderAccess:
@@ -216,9 +244,12 @@ def _latest_storage(order) -> StorageResult | None:
 
 
 def runs_needing_attention() -> QuerySet[ProvisioningRun]:
-    """Failed provisioning runs whose order waits for staff (retry or swap)."""
-    return (ProvisioningRun.objects.filter(status=RunStatus.FAILED, kind=RunKind.PROVISION,
-                                           order__state=OrderState.PROVISION_FAILED)
+    """Failed runs that wait for staff (retry or swap): provisioning whose order failed, and
+    hand-backs (terminations) that stopped, the customer's access already ended."""
+    waiting = (Q(kind=RunKind.PROVISION, order__state=OrderState.PROVISION_FAILED)
+               | Q(kind=RunKind.TERMINATE, order__state__in=(OrderState.TERMINATING,
+                                                             OrderState.CANCELLED)))
+    return (ProvisioningRun.objects.filter(waiting, status=RunStatus.FAILED)
             .select_related("order__organisation", "order__sku__gpu").order_by("finished_at"))
 
 
@@ -231,6 +262,8 @@ def inventory_summary() -> list[dict]:
                                                   "ready": 0, "busy": 0, "maintenance": 0, "failed": 0,
                                                   "enrolled": 0, "total": 0})
         state = row["state"]
+        if state == NodeState.RETIRED:
+            continue  # out of the fleet
         bucket = ("ready" if state == NodeState.READY else "maintenance" if state == NodeState.MAINTENANCE
                   else "failed" if state in NODE_FAILED else "enrolled" if state == NodeState.ENROLLED
                   else "busy")

@@ -23,11 +23,24 @@ from portal.orders.states import OrderState
 from portal.orders.transitions import order_event_notify_later, order_transition
 from provisioning import allocation
 from provisioning.drivers import DriverError, driver_names, secret_option_paths
-from provisioning.enqueue import enqueue_node_accept_check, enqueue_run_start, enqueue_steps
+from provisioning.enqueue import (
+    enqueue_node_accept_check,
+    enqueue_retention_key,
+    enqueue_run_start,
+    enqueue_steps,
+)
 from provisioning.enrolment import EnrolmentRefused, enrolment_problems
 from provisioning.models import Node, NodeEvent, ProvisioningRun, StepRun
 from provisioning.runs import require_run_order_state, run_create, run_resume, steps_create
-from provisioning.states import NODE_TRANSITIONS, NodeState, RunKind, RunStatus, StepStatus
+from provisioning.states import (
+    NODE_TRANSITIONS,
+    NodeState,
+    RunKind,
+    RunStatus,
+    StepStatus,
+    WipeMethod,
+    wipe_method_problem,
+)
 from provisioning.storage import selectors as storage_selectors
 from provisioning.storage import services as storage_services
 from provisioning.storage.models import Bucket
@@ -49,9 +62,11 @@ def _require_staff(by) -> None:
 # --- nodes ------------------------------------------------------------------------------------
 def node_enrol(*, by, sku, hostname: str, management_address: str, driver: str | None = None,
                fabric_group: str = "", nvme_devices=(), driver_options: dict | None = None,
-               fabric_address: str = "",
+               fabric_address: str = "", wipe_method: str | None = None,
                notes: str = "", ready: bool = False) -> Node:
-    """Adds a server to inventory (enrolled; ``ready=True`` also accepts it into stock)."""
+    """Adds a server to inventory (enrolled; ``ready=True`` also accepts it into stock).
+    ``wipe_method``: how the hand-back erases its data (the enrol page asks for it explicitly;
+    callers that leave it out get blkdiscard with recorded devices, else the data directory)."""
     _require_operator(by)
     hostname = hostname.strip()
     if not hostname or not management_address.strip():
@@ -67,8 +82,13 @@ def node_enrol(*, by, sku, hostname: str, management_address: str, driver: str |
         raise DomainError(f"{', '.join(secrets)}: secrets are not stored in driver options (a "
                           f"plain-text column); give the driver its key through "
                           f"SSH_PRIVATE_KEY_FILE and the BMC password through IPMI_PASSWORD_FILE.")
-    if problems := enrolment_problems(hostname=hostname, management_address=management_address,
-                                      driver=driver, driver_options=driver_options):
+    if wipe_method is None:
+        wipe_method = WipeMethod.DISCARD if nvme_devices else WipeMethod.FILES
+    problems = enrolment_problems(hostname=hostname, management_address=management_address,
+                                  driver=driver, driver_options=driver_options)
+    if problem := wipe_method_problem(wipe_method, nvme_devices):
+        problems["wipe_method"] = problem
+    if problems:
         raise EnrolmentRefused(problems)
     with transaction.atomic():
         try:
@@ -76,7 +96,7 @@ def node_enrol(*, by, sku, hostname: str, management_address: str, driver: str |
                 node = Node.objects.create(
                     hostname=hostname, sku=sku, management_address=management_address.strip(),
                     driver=driver, fabric_group=fabric_group.strip(), nvme_devices=list(nvme_devices),
-                    fabric_address=fabric_address.strip(),
+                    fabric_address=fabric_address.strip(), wipe_method=wipe_method,
                     driver_options=driver_options or {}, notes=notes, state=NodeState.ENROLLED,
                 )
         except IntegrityError:
@@ -121,6 +141,64 @@ def node_return_to_service(*, node: Node, by, note: str = "") -> Node:
                           f"maintenance is checked and returned to service.")
     enqueue_node_accept_check(node, by)
     return node
+
+
+# What an operator may change on a node; the hostname, SKU and driver stay (enrol anew instead).
+EDITABLE_NODE_FIELDS = ("management_address", "fabric_group", "fabric_address", "nvme_devices",
+                        "wipe_method", "driver_options", "notes")
+
+
+def node_update(*, node: Node, by, **changes) -> Node:
+    """Operators: changes a node's enrolment facts (address, fabric, data devices and wipe
+    method, driver options such as the pinned host key and BMC), checked as at enrolment, with
+    an audit event naming what changed. Not while it serves an order."""
+    _require_operator(by)
+    unknown = set(changes) - set(EDITABLE_NODE_FIELDS)
+    if unknown:
+        raise DomainError(f"{', '.join(sorted(unknown))} cannot be changed; enrol the node anew.")
+    with transaction.atomic():
+        node = Node.objects.select_for_update().get(pk=node.pk)
+        if node.order_id is not None:
+            raise DomainError(f"{node.hostname} serves order {node.order.reference}: change it once "
+                              f"the order has released it.")
+        if secrets := secret_option_paths(changes.get("driver_options") or {}):
+            raise DomainError(f"{', '.join(secrets)}: secrets are not stored in driver options.")
+        after = {name: changes.get(name, getattr(node, name)) for name in EDITABLE_NODE_FIELDS}
+        problems = enrolment_problems(hostname=node.hostname,
+                                      management_address=after["management_address"],
+                                      driver=node.driver, driver_options=after["driver_options"])
+        if problem := wipe_method_problem(after["wipe_method"], after["nvme_devices"]):
+            problems["wipe_method"] = problem
+        if problems:
+            raise EnrolmentRefused(problems)
+        changed = [name for name in EDITABLE_NODE_FIELDS if after[name] != getattr(node, name)]
+        if not changed:
+            return node
+        for name in changed:
+            setattr(node, name, after[name])
+        node.save(update_fields=changed)
+        NodeEvent.objects.create(node=node, actor=actor_or_none(by), transition="edit",
+                                 from_state=node.state, to_state=node.state,
+                                 note="changed: " + ", ".join(n.replace("_", " ") for n in changed))
+    return node
+
+
+def order_retention_key_request(*, order: Order, by) -> None:
+    """The customer asks for a read-only key to its terminated order's retained bucket; a worker
+    issues it after the commit."""
+    require_order_access(by, order.organisation_id)
+    with transaction.atomic():
+        storage_services.retention_key_mark_requested(order=order)
+        enqueue_retention_key(order.pk)
+
+
+def node_retire(*, node: Node, by, note: str = "") -> Node:
+    """Operators: takes a node out of the fleet for good (its history stays)."""
+    _require_operator(by)
+    if node.order_id is not None:
+        raise DomainError(f"{node.hostname} serves order {node.order.reference}: it can be retired "
+                          f"once the order has released it.")
+    return node_transition(node=node, name="retire", by=by, note=note, reserved_until=None)
 
 
 # --- runs: retry and swap (staff) ---------------------------------------------------------

@@ -24,9 +24,10 @@ from provisioning.models import Node, ProvisioningRun, StepRun
 from provisioning.pipeline.steps.access import AccessResult
 from provisioning.runs import run_create
 from provisioning.selectors import order_access
+from provisioning.stack.paths import ENV_SH
 from provisioning.states import NodeState, RunKind, StepStatus
 
-ENV_FILE = "/etc/trainyard/env.sh"
+ENV_FILE = ENV_SH
 
 
 # --- writes -----------------------------------------------------------------------------------
@@ -109,6 +110,8 @@ def active_email_lines(order) -> list[str]:
         label = f"{node.hostname} (rank {node.rank})" if order.is_cluster else node.hostname
         how = "a simulated node, nothing to log in to" if node.simulated else node.ssh_command
         lines.append(f"  {label}: {how}")
+        for fingerprint in node.host_key_fingerprints:
+            lines.append(f"    host key {fingerprint} (compare it at your first login)")
     installed = keys.installed.keys if keys.installed else ()
     if installed:
         lines += ["", "SSH keys installed on the servers:"]

@@ -23,10 +23,39 @@ class NodeState(models.TextChoices):
     FAILED_DEPLOY = "failed_deploy", "Failed: deploy"
     FAILED_VALIDATION = "failed_validation", "Failed: validation"
     FAILED_WIPE = "failed_wipe", "Failed: wipe"
+    # The hand-back's attestation found something of the last tenant: never back in stock so.
+    FAILED_ATTESTATION = "failed_attest", "Needs attention: hand-back"
+    RETIRED = "retired", "Retired"
+
+
+class WipeMethod(models.TextChoices):
+    """How the hand-back erases a node's data (``stack/sh/sanitise.sh``), declared at enrolment."""
+
+    DISCARD = "discard", "Discard the data devices (blkdiscard)"
+    ZERO = "zero", "Overwrite the data devices with zeros (blkdiscard -z)"
+    SECURE_ERASE = "secure_erase", "NVMe secure erase (nvme format --ses=1)"
+    FILES = "files", "No local data devices: delete the data directory's contents"
+
+
+DEVICE_WIPE_METHODS = frozenset({WipeMethod.DISCARD, WipeMethod.ZERO, WipeMethod.SECURE_ERASE})
+
+
+def wipe_method_problem(method: str, devices) -> str | None:
+    """A device method needs recorded devices; 'files' needs none."""
+    if method not in WipeMethod.values:
+        return f"Choose how the node's data is erased ({', '.join(WipeMethod.values)})."
+    if method in DEVICE_WIPE_METHODS and not devices:
+        return ("Record the node's data devices for this wipe method, or choose "
+                "'No local data devices'.")
+    if method == WipeMethod.FILES and devices:
+        return ("Data devices are recorded: choose how they are erased (discard, zeros or "
+                "secure erase), or remove them.")
+    return None
 
 
 N = NodeState
-NODE_FAILED = frozenset({N.FAILED_DEPLOY, N.FAILED_VALIDATION, N.FAILED_WIPE})
+NODE_TERMINAL = frozenset({N.RETIRED})  # out of the fleet for good: no move leaves it
+NODE_FAILED = frozenset({N.FAILED_DEPLOY, N.FAILED_VALIDATION, N.FAILED_WIPE, N.FAILED_ATTESTATION})
 
 NODE_TRANSITIONS = TransitionTable("node", [
     Transition("accept", frozenset({N.ENROLLED}), N.READY, "Accepted into stock"),
@@ -45,12 +74,18 @@ NODE_TRANSITIONS = TransitionTable("node", [
                "Validation failed"),
     Transition("release", frozenset({N.RESERVED, N.DEPLOYING, N.CONFIGURING, N.VALIDATING,
                                      N.ACTIVE, *NODE_FAILED}), N.RELEASING, "Release started"),
-    Transition("wipe", frozenset({N.RELEASING, N.FAILED_WIPE}), N.WIPING, "Wipe started"),
+    Transition("wipe", frozenset({N.RELEASING, N.FAILED_WIPE, N.FAILED_ATTESTATION}), N.WIPING,
+               "Wipe started"),
     Transition("return_to_stock", frozenset({N.WIPING}), N.READY, "Wiped and back in stock"),
     Transition("fail_wipe", frozenset({N.RELEASING, N.WIPING}), N.FAILED_WIPE, "Wipe failed"),
+    Transition("fail_attestation", frozenset({N.WIPING}), N.FAILED_ATTESTATION,
+               "Attestation found the last tenant's traces"),
     Transition("enter_maintenance", frozenset({N.ENROLLED, N.READY, *NODE_FAILED}),
                N.MAINTENANCE, "Put into maintenance"),
     Transition("return_to_service", frozenset({N.MAINTENANCE}), N.READY, "Returned to service"),
+    # Out of the fleet for good (sold, broken beyond repair); its history stays.
+    Transition("retire", frozenset({N.ENROLLED, N.READY, N.MAINTENANCE, *NODE_FAILED}), N.RETIRED,
+               "Retired"),
 ], labels=dict(NodeState.choices))
 
 
@@ -116,12 +151,16 @@ _PROVISION = (
     StepSpec("handover", "Handover", enter="validate", on_success="activate",
              on_failure="fail_validation"),
 )
-# Data first: checkpoints go to the order's bucket (kept until its date) before keys are revoked
-# and long before anything is wiped.
+# The hand-back: the customer's access ends first; then the checkpoints go to the order's bucket
+# (kept until its date, copied with Trainyard's own access) before the bucket keys are revoked and
+# long before anything is removed; then everything of the tenant is removed and an attestation
+# against the node's clean baseline decides whether it goes back to stock.
 _TERMINATE = (
+    StepSpec("revoke_access", "End SSH access", enter="release", on_failure="fail_wipe"),
     StepSpec("retain_data", "Keep checkpoints", enter="release", on_failure="fail_wipe"),
-    StepSpec("revoke_credentials", "Revoke credentials", enter="release", on_failure="fail_wipe"),
-    StepSpec("wipe", "Wipe disks", enter="wipe", on_failure="fail_wipe"),
+    StepSpec("revoke_keys", "Revoke bucket keys", enter="release", on_failure="fail_wipe"),
+    StepSpec("sanitise", "Remove tenant data", enter="wipe", on_failure="fail_wipe"),
+    StepSpec("attest", "Check nothing is left", enter="wipe", on_failure="fail_attestation"),
     StepSpec("ready", "Back in stock", enter="wipe", on_success="return_to_stock",
              on_failure="fail_wipe"),
 )

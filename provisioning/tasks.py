@@ -11,12 +11,13 @@ import logging
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
+from provisioning.drivers import DriverError
 from provisioning.health import CHECK_WAITING_STATES, node_accept_if_healthy, node_health_check
 from provisioning.models import Node
 from provisioning.pipeline.engine import step_deadline_s, step_execute
 from provisioning.runs import run_start
 from provisioning.states import NodeState
-from provisioning.storage.services import buckets_delete_expired
+from provisioning.storage.services import buckets_delete_expired, retention_key_issue
 from provisioning.sweeper import sweep
 
 logger = logging.getLogger(__name__)
@@ -91,6 +92,14 @@ def storage_delete_expired_task() -> dict:
     """Beat: deletes retained buckets whose date has passed (never one before its date)."""
     report = buckets_delete_expired(log=logger.info)
     return {"deleted": list(report.deleted), "failed": list(report.failed)}
+
+
+@shared_task(name="provisioning.retention_key", acks_late=True, autoretry_for=(DriverError,),
+             max_retries=5, retry_backoff=5, retry_backoff_max=300, retry_jitter=True)
+def retention_key_task(order_id: int) -> bool:
+    """A read-only key for a terminated order's retained bucket (transient provider errors
+    retry; a permanent one is kept on the bucket for staff)."""
+    return retention_key_issue(order_id=order_id) is not None
 
 
 @shared_task(name="provisioning.node_accept_check", acks_late=True)

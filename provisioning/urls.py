@@ -15,6 +15,7 @@ urlpatterns = [
     path("nodes/", views.node_list, name="nodes"),
     path("nodes/enrol/", views.node_enrol, name="node-enrol"),
     path("nodes/<int:pk>/", views.node_detail, name="node"),
+    path("nodes/<int:pk>/edit/", views.node_edit, name="node-edit"),
     path("nodes/<int:pk>/<str:action>/", views.node_action, name="node-action"),
     path("logins/", views.login_lockouts, name="login-lockouts"),
 ]

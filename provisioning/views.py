@@ -24,7 +24,15 @@ from portal.core.states import DomainError, TransitionNotAllowed
 from portal.orders.models import Order
 from provisioning import approvals as approval_services
 from provisioning import selectors, services
-from provisioning.forms import ApproveForm, NodeEnrolForm, NodeNoteForm, RejectForm, SwapForm
+from provisioning.enrolment import EnrolmentRefused
+from provisioning.forms import (
+    ApproveForm,
+    NodeEditForm,
+    NodeEnrolForm,
+    NodeNoteForm,
+    RejectForm,
+    SwapForm,
+)
 from provisioning.models import Node, ProvisioningRun, StepRun
 from provisioning.states import NODE_FAILED, NODE_TRANSITIONS, NodeState, RunKind, RunStatus
 
@@ -244,8 +252,10 @@ def node_enrol(request):
                 by=request.user, sku=data["sku"], hostname=data["hostname"],
                 management_address=data["management_address"], driver=data["driver"],
                 fabric_group=data["fabric_group"], nvme_devices=data["nvme_devices"],
-                fabric_address=data["fabric_address"] or "",
+                fabric_address=data["fabric_address"] or "", wipe_method=data["wipe_method"],
                 driver_options=form.driver_options(), notes=data["notes"], ready=data["ready"])
+        except EnrolmentRefused as exc:
+            _add_problems(form, exc.problems)
         except DomainError as exc:
             form.add_error("hostname" if "named" in str(exc) else None, str(exc))
         else:
@@ -257,14 +267,40 @@ def node_enrol(request):
                   status=400 if form.is_bound else 200)
 
 
+@operator_only
+@require_http_methods(["GET", "POST"])
+def node_edit(request, pk: int):
+    node = get_object_or_404(Node.objects.select_related("sku", "order"), pk=pk)
+    form = NodeEditForm(request.POST or None, node=node)
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.node_update(node=node, by=request.user, **form.changes())
+        except EnrolmentRefused as exc:
+            _add_problems(form, exc.problems)
+        except DomainError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"{node.hostname} updated.")
+            return redirect("provisioning:node", pk=node.pk)
+    return render(request, "provisioning/node_edit.html", {"form": form, "node": node},
+                  status=400 if form.is_bound else 200)
+
+
+def _add_problems(form, problems: dict[str, str]) -> None:
+    for field, problem in problems.items():
+        form.add_error(field if field in form.fields else None, problem)
+
+
 @staff_required
 @require_GET
 def node_detail(request, pk: int):
     node = get_object_or_404(Node.objects.select_related("sku__gpu", "order"), pk=pk)
     return render(request, "provisioning/node.html", {
-        "node": node, "events": selectors.node_history(node), "health": selectors.node_last_health(node),
+        "node": node, "facts": selectors.node_facts(node), "events": selectors.node_history(node),
+        "health": selectors.node_last_health(node),
         "steps": node.step_runs.select_related("run__order").order_by("-pk")[:15],
         "actions": _node_actions(node) if request.user.is_operator else [], "note_form": NodeNoteForm(),
+        "can_edit": request.user.is_operator and node.order_id is None,
     })
 
 
@@ -275,6 +311,7 @@ NODE_ACTIONS = {  # transition → (service, button, message)
     "return_to_service": (services.node_return_to_service, "Check and return to service",
                           "is being checked (reachability and health); it is back in stock if the "
                           "check passes"),
+    "retire": (services.node_retire, "Retire from the fleet", "is retired"),
 }
 
 
@@ -295,7 +332,7 @@ def node_action(request, pk: int, action: str):
 
 
 def _node_actions(node: Node) -> list[dict]:
-    return [{"action": name, "label": label, "danger": name == "enter_maintenance"}
+    return [{"action": name, "label": label, "danger": name in ("enter_maintenance", "retire")}
             for name, (_, label, _) in NODE_ACTIONS.items()
             if NODE_TRANSITIONS.get(name).allowed_from(node.state)]
 

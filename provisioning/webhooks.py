@@ -17,6 +17,12 @@ UNREACHABLE = "health check failed: "
 UNREACHABLE_TEXT = f"{UNREACHABLE}the server did not answer; our operators have been told"
 
 
+# What a customer (and a reseller's webhook) reads when a termination stops: never the step's error.
+TERMINATION_STALLED_TEXT = ("Termination stopped before the server was cleaned: your access is "
+                            "already ended and your data stays where it was; our operators have "
+                            "been told and finish it.")
+
+
 def customer_problems(problems: list[str]) -> list[str]:
     """A health check's problems as a customer may read them (also for checks stored before
     the driver's words were kept out of them)."""
@@ -27,6 +33,14 @@ def acceptance_failed_publish(*, order: Order, hostname: str, failed_checks: lis
     event_publish(organisation=order.organisation, type=EventType.ACCEPTANCE_FAILED,
                   data=lambda: {"order": order_summary(order), "hostname": hostname,
                                 "failed_checks": failed_checks})
+
+
+def termination_stalled_publish(*, order: Order, hostname: str, step: str) -> None:
+    """A termination stopped on a node: the customer's access is already ended, the node is out
+    of stock, staff were told. What failed in detail is for staff only."""
+    event_publish(organisation=order.organisation, type=EventType.TERMINATION_STALLED,
+                  data=lambda: {"order": order_summary(order), "hostname": hostname, "step": step,
+                                "text": TERMINATION_STALLED_TEXT})
 
 
 def health_degraded_publish(*, node: Node, check: HealthCheck) -> None:

@@ -19,7 +19,7 @@ from provisioning.fulfilment import order_submit
 from provisioning.models import Node, NodeEvent, StepRun
 from provisioning.pipeline.engine import step_execute
 from provisioning.runs import run_start
-from provisioning.states import NodeState
+from provisioning.states import NodeState, WipeMethod
 
 
 class OrganisationFactory(factory.django.DjangoModelFactory):
@@ -122,6 +122,7 @@ def make_node(*, sku: str | ServerSKU, state_dir, state: str = NodeState.READY,
         management_address=f"10.0.{number // 250}.{number % 250 + 1}", driver="simulated",
         driver_options={"delay_scale": 0, "state_dir": str(state_dir), **options},
         fabric_group=fabric_group, nvme_devices=["/dev/nvme0n1", "/dev/nvme1n1"], state=state,
+        wipe_method=WipeMethod.DISCARD,
     )
     NodeEvent.objects.create(node=node, transition="enrol", from_state=NodeState.ENROLLED,
                              to_state=state, note="test fixture")

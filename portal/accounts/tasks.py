@@ -10,12 +10,12 @@ import logging
 
 from celery import shared_task
 from django.conf import settings
-from django.core.mail import send_mail
 from django.urls import reverse
 from django.utils import timezone
 
 from portal.accounts import tokens
 from portal.accounts.models import Invitation, User
+from portal.core import mail
 
 logger = logging.getLogger(__name__)
 RETRY = {"acks_late": True, "autoretry_for": (OSError,), "max_retries": 5, "retry_backoff": True}
@@ -52,8 +52,7 @@ def invitation_send_task(invitation_id: int) -> int:
         f"The link works until {invitation.expires_at:%d %B %Y, %H:%M} UTC. If you did not expect "
         f"this, ignore it."])
     try:
-        return send_mail(subject=f"[Trainyard] Join {org}", message=body, from_email=None,
-                         recipient_list=[invitation.email])
+        return mail.send(subject=f"[Trainyard] Join {org}", body=body, to=[invitation.email])
     except Exception:
         Invitation.objects.filter(pk=invitation_id).update(sent_at=None)  # the retry sends it
         raise
@@ -70,8 +69,7 @@ def signup_verify_send_task(user_id: int) -> int:
         _link("account:signup-verify", tokens.signup_token(user)), "",
         f"The link works for {settings.ACCOUNT_LINK_VALID_HOURS} hours. If you did not sign up, "
         f"ignore this e-mail: the account stays locked."])
-    return send_mail(subject="[Trainyard] Confirm your e-mail address", message=body,
-                     from_email=None, recipient_list=[user.email])
+    return mail.send(subject="[Trainyard] Confirm your e-mail address", body=body, to=[user.email])
 
 
 @shared_task(name="accounts.email_change_send", **RETRY)
@@ -85,5 +83,5 @@ def email_change_send_task(user_id: int, new_email: str) -> int:
         _link("account:email-confirm", tokens.email_change_token(user, new_email)), "",
         f"The link works for {settings.ACCOUNT_LINK_VALID_HOURS} hours; until then the account "
         f"keeps its old address."])
-    return send_mail(subject="[Trainyard] Confirm your new e-mail address", message=body,
-                     from_email=None, recipient_list=[new_email])
+    return mail.send(subject="[Trainyard] Confirm your new e-mail address", body=body,
+                     to=[new_email])

@@ -21,6 +21,15 @@ def gb(n_bytes: float) -> str:
     return f"{float(n_bytes) / GB:,.1f} GB"
 
 
+def size(n_bytes: float) -> str:
+    """A size in decimal units: 58_000 → "58.0 kB"; 61_200_000_000 → "61.2 GB"; 512 → "512 B"."""
+    n = float(n_bytes)
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:,.1f} {unit}"
+    return f"{int(n)} B"
+
+
 def gib(n_bytes: float) -> str:
     """2**31 → "2.0 GiB"."""
     return f"{float(n_bytes) / GiB:,.1f} GiB"

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from django.apps import apps
 from django.conf import settings
-from django.core.mail import send_mail
 from django.urls import NoReverseMatch, reverse
 
+from portal.core import mail
 from portal.orders.models import OrderEvent
 from portal.orders.states import OrderState
 
@@ -71,10 +71,12 @@ def kept_data_sentence(order, *, done: bool) -> str:
         until = f"for {order.storage_retention_days} days"
     if done:
         return (f"The checkpoints in /data/checkpoints were copied to {where}; it is kept {until} "
-                f"and then deleted. The bucket keys were revoked with the servers; reply to this "
-                f"e-mail before then if you need the data back.")
-    return (f"The checkpoints in /data/checkpoints are copied to {where} before the disks are "
-            f"wiped; the bucket is kept {until} after termination, then deleted.")
+                f"and then deleted. The servers' bucket keys were revoked with them: to download "
+                f"your data, issue a read-only key on the order page (below). Questions: reply to "
+                f"this e-mail.")
+    return (f"Your access to the servers has ended. The checkpoints in /data/checkpoints are "
+            f"copied to {where} before anything is removed; the bucket is kept {until} after "
+            f"termination, then deleted.")
 
 
 def _lines_from_apps(order, event) -> list[str]:
@@ -110,5 +112,5 @@ def order_event_notify(*, event_id: int) -> int:
     lines += ["", f"Details: {order_url(order)}"]
     # Raises on a mail outage: the Celery task (``orders.order_event_notify``) retries it; the
     # transition was committed before the task was queued and stays.
-    return send_mail(subject=f"[Trainyard] Order {order.reference}: {state_label}",
-                     message="\n".join(lines), from_email=None, recipient_list=to)
+    return mail.send(subject=f"[Trainyard] Order {order.reference}: {state_label}",
+                     body="\n".join(lines), to=to)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from celery import shared_task
 from django.contrib.auth import get_user_model
-from django.core.mail import send_mail
 from django.db.models import Q
 from django.utils import timezone
 
+from portal.core import mail
 from portal.orders.models import OrderEvent
 from portal.orders.notifications import order_event_notify
 
@@ -27,7 +27,7 @@ def staff_notify_task(role: str, subject: str, body: str) -> int:
     to = staff_recipients(role)
     if not to:
         return 0
-    return send_mail(subject=subject, message=body, from_email=None, recipient_list=to)
+    return mail.send(subject=subject, body=body, to=to)
 
 
 @shared_task(name="orders.order_event_notify", acks_late=True, autoretry_for=(OSError,),

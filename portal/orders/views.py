@@ -16,6 +16,7 @@ from django.core.paginator import Paginator
 from django.db import transaction
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -37,8 +38,9 @@ from provisioning.selectors import (
 )
 from provisioning.ssh_keys import order_ssh_keys
 from provisioning.stack.selectors import StaleFile, stack_downloads, stack_file
-from provisioning.storage.selectors import storage_for
+from provisioning.storage.selectors import retained_data_for, storage_for
 from provisioning.storage.services import (
+    StorageResult,
     credential_reveal,
     credentials_file_snippet,
     storage_result_for,
@@ -208,6 +210,44 @@ def server_storage_reveal(request, reference: str):
     return response
 
 
+@login_required
+@require_POST
+def order_data_key(request, reference: str):
+    """Asks for a read-only key to the terminated order's retained bucket (issued by a worker)."""
+    order = get_object_or_404(orders_for(request.user), reference=reference)
+    try:
+        provisioning_services.order_retention_key_request(order=order, by=request.user)
+    except DomainError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "A read-only key is being issued; it appears here within a "
+                                  "minute. Reload the page to see it.")
+    return redirect(f"{reverse('orders:detail', args=[order.reference])}#data-title")
+
+
+@never_cache
+@login_required
+@require_POST
+def order_data_key_reveal(request, reference: str):
+    """Shows the read-only key's secret once."""
+    order = get_object_or_404(orders_for(request.user), reference=reference)
+    revealed = credential_reveal(order=order, read_only=True)
+    data = retained_data_for(order)
+    if revealed is None or data is None:
+        messages.info(request, "The secret of this key was already shown once. Issue a new "
+                               "read-only key to get another.")
+        return redirect(f"{reverse('orders:detail', args=[order.reference])}#data-title")
+    access_key_id, secret = revealed
+    where = StorageResult(bucket=data.bucket, endpoint=data.endpoint, region=data.region,
+                          access_key_id=access_key_id)
+    response = render(request, "orders/storage_secret.html", {
+        "order": order, "storage": where, "access_key_id": access_key_id, "secret": secret,
+        "read_only": True, "retain_until": data.retain_until,
+        "snippet": credentials_file_snippet(result=where, secret=secret)})
+    response["Referrer-Policy"] = "no-referrer"
+    return response
+
+
 # Actions that stop what runs on the server: the page asks first, the POST carries confirm=yes.
 CONFIRMED_ACTIONS = {"reboot": "reboot", "redeploy": "re-deploy"}
 
@@ -283,4 +323,6 @@ def _detail_context(request, order: Order) -> dict:
         "cancel_form": StaffCancelForm() if staff else CancelForm(),
         "support_email": settings.SUPPORT_EMAIL,
         "is_staff": staff,
+        "retained": (retained_data_for(order)
+                     if order.state in (OrderState.TERMINATING, OrderState.TERMINATED) else None),
     }

@@ -10,6 +10,8 @@ class EventType(models.TextChoices):
     HEALTH_DEGRADED = "health.degraded", "A server's GPU health check found a problem"
     STORAGE_RETAINED = "storage.retained", "An order's bucket is kept after termination, until a date"
     STORAGE_DELETED = "storage.deleted", "An order's bucket was deleted (retention ended, or dropped)"
+    TERMINATION_STALLED = ("termination.stalled", "An order's termination stopped and waits for "
+                           "staff (access is already ended; the data is kept)")
     TEST = "webhook.test", "A test event sent on request"
 
 

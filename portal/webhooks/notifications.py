@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 
 from django.conf import settings
-from django.core.mail import send_mail
 
 from portal.accounts.models import Membership
+from portal.core import mail
 from portal.webhooks.models import WebhookEndpoint
 
 logger = logging.getLogger(__name__)
@@ -35,8 +35,8 @@ def endpoint_disabled_notify(*, endpoint_id: int) -> int:
              f"{endpoint.reference} with {{\"enabled\": true}}); its delivery log shows each "
              "attempt's status code and error.", "", f"{settings.SITE_URL}"]
     try:
-        return send_mail(subject=f"[Trainyard] Webhook endpoint {endpoint.reference} disabled",
-                         message="\n".join(lines), from_email=None, recipient_list=to)
+        return mail.send(subject=f"[Trainyard] Webhook endpoint {endpoint.reference} disabled",
+                         body="\n".join(lines), to=to)
     except Exception:  # the endpoint stays disabled; a mail outage must not hide that
         logger.exception("webhook e-mail failed", extra={"endpoint": endpoint.reference})
         return 0

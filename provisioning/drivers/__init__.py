@@ -20,8 +20,8 @@ from provisioning.drivers.base import (
 
 __all__ = ["DriverError", "ExecutionStopped", "Fence", "GpuReading", "HealthReport", "NodeDriver",
            "NodeTarget", "RunResult",
-           "driver_class", "driver_for", "driver_names", "driver_options", "secret_option_paths",
-           "split_address"]
+           "driver_class", "driver_for", "driver_names", "driver_options", "is_test_host",
+           "login_user_for", "secret_option_paths", "split_address"]
 
 # Option names that hold secrets. They come from settings (secret files), never from the
 # plain-text ``Node.driver_options`` column.
@@ -67,6 +67,17 @@ def driver_options(node) -> dict:
             value = {**options[key], **value}
         options[key] = value
     return options
+
+
+def is_test_host(node) -> bool:
+    """A CPU test host is declared (driver option ``test_host: true``), never inferred: it has no
+    GPUs by declaration, and power and re-install commands are never run on it."""
+    return driver_options(node).get("test_host") is True
+
+
+def login_user_for(node) -> str:
+    """The account customers log in with (driver option ``login_user``, else the setting)."""
+    return str(driver_options(node).get("login_user") or settings.PROVISIONING_LOGIN_USER)
 
 
 def driver_for(node, *, fence: Fence | None = None) -> NodeDriver:

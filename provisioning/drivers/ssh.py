@@ -24,6 +24,9 @@ Built for one node: ``SshDriver(target)``. ``target.address`` is ``"host"`` or `
 - ``reboot_command`` / ``poweroff_command``: what ``power`` runs over SSH
   (``systemctl reboot`` / ``systemctl poweroff``).
 - ``nvidia_smi``: the path of ``nvidia-smi`` on the node, if it is not on ``PATH``.
+- ``test_host``: a declared CPU test host (a developer's or CI's machine): ``power`` only
+  checks it is reachable (no reboot, power-off or BMC command is run) and ``deploy_os`` checks
+  the prerequisites without installing any.
 - ``ipmi``: ``{"address", "user", "password", "interface": "lanplus"}``: with it, ``power``
   drives the BMC with the local ``ipmitool`` (password through ``IPMI_PASSWORD``, not argv).
   The password comes from settings (``IPMI_PASSWORD_FILE``), merged under the node's ``ipmi``;
@@ -92,7 +95,8 @@ from provisioning.drivers.base import (
 logger = logging.getLogger(__name__)
 
 NO_NVIDIA_SMI_STATUS = 127
-DEFAULT_APT_PACKAGES = ("ca-certificates", "curl", "python3")
+# python3-venv: Trainyard's node tools get a venv of their own (stack/sh/node_tools.sh).
+DEFAULT_APT_PACKAGES = ("ca-certificates", "curl", "python3", "python3-venv")
 OUTPUT_TAIL_LINES = 20
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # "ubuntu-24.04", "debian-12", "ubuntu-24.04-cuda-12.8" (a variant after the version)
@@ -185,6 +189,9 @@ class SshDriver:
         self.poweroff_command = str(options.get("poweroff_command") or "systemctl poweroff")
         self.ipmi = dict(options.get("ipmi") or {})
         self.nvidia_smi = str(options.get("nvidia_smi") or "nvidia-smi")
+        # A declared CPU test host (a developer's or CI's machine): power commands and package
+        # installs are never run on it; reachability stands in for them.
+        self.test_host = options.get("test_host") is True
         # The key stays out of repr(), logs and error messages; it is parsed on connect.
         self._private_key_text = options.get("private_key")
         self._private_key_file = options.get("private_key_file")
@@ -210,7 +217,7 @@ class SshDriver:
             raise DriverError(f"cannot read OS image {image!r}: expected e.g. 'ubuntu-22.04' or "
                               "'debian-12'", permanent=True)
         script = _deploy_script(match["id"], match["version"], self.apt_packages,
-                                variant=match["variant"] or "")
+                                variant=match["variant"] or "", install=not self.test_host)
         result = self.run(script, name="deploy_os", on_line=on_line, timeout_s=1800)
         if result.exit_status == 3:
             raise DriverError(f"{self.target.hostname} does not run {image}: "
@@ -254,6 +261,9 @@ class SshDriver:
         if action not in POWER_ACTIONS:
             raise DriverError(f"unknown power action {action!r}; use on, off or reboot",
                               permanent=True)
+        if self.test_host:
+            with self._session():  # reachable; nothing is powered on a declared test host
+                return
         if self.ipmi:
             self._ipmi_power(action)
             return
@@ -583,6 +593,21 @@ def _parse_pins(value) -> list[tuple[str | None, str]]:
     return pins
 
 
+def host_key_fingerprints(value) -> tuple[str, ...]:
+    """The pinned host key(s) as customers compare them at their first login: "ED25519
+    SHA256:…" (the type where the pin is a key line); () when nothing readable is pinned."""
+    try:
+        pins = _parse_pins(value)
+    except DriverError:
+        return ()
+    return tuple(f"{_KEY_TYPE_LABELS.get(kind, kind.upper())} {fp}" if kind else fp
+                 for kind, fp in pins)
+
+
+_KEY_TYPE_LABELS = {"ssh-ed25519": "ED25519", "ssh-rsa": "RSA", "ecdsa-sha2-nistp256": "ECDSA",
+                    "ecdsa-sha2-nistp384": "ECDSA", "ecdsa-sha2-nistp521": "ECDSA"}
+
+
 def _fingerprint(blob: bytes) -> str:
     return "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")
 
@@ -600,8 +625,11 @@ def _last(result: RunResult) -> str:
     return result.output_tail[-1] if result.output_tail else "no output"
 
 
-def _deploy_script(os_id: str, version: str, packages: tuple[str, ...], *, variant: str = "") -> str:
+def _deploy_script(os_id: str, version: str, packages: tuple[str, ...], *, variant: str = "",
+                   install: bool = True) -> str:
     wanted = " ".join(shlex.quote(p) for p in packages)
+    skip_install = "" if install else (
+        'echo "declared test host: missing prerequisites not installed:$missing"\nexit 0\n')
     variant_check = ""
     if variant:
         variant_check = f"""echo "image variant {shlex.quote(variant)}: not installed by the ssh driver \
@@ -628,7 +656,7 @@ if [ -z "$missing" ]; then
   echo "prerequisites present: {' '.join(packages) or '(none)'}"
   exit 0
 fi
-echo "installing:$missing"
+{skip_install}echo "installing:$missing"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q || exit {RETRY_EXIT_STATUS}
 apt-get install -y -q --no-install-recommends $missing || exit {RETRY_EXIT_STATUS}

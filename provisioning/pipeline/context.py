@@ -13,14 +13,9 @@ from django.db import InterfaceError, OperationalError, connection
 from django.utils import timezone
 
 from portal.orders.models import Order
-from provisioning.drivers import DriverError, Fence, RunResult, driver_for, driver_options
+from provisioning.drivers import DriverError, Fence, RunResult, driver_for, is_test_host
 from provisioning.models import Node, ProvisioningRun, StepLogLine, StepRun
 from provisioning.states import StepStatus
-
-
-def is_test_host(node) -> bool:
-    """A CPU test host is declared (driver option ``test_host: true``), never inferred."""
-    return driver_options(node).get("test_host") is True
 
 
 class StepFailed(Exception):

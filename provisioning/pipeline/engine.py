@@ -37,11 +37,14 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import BigIntegerField, F, Q, Value
 from django.db.models.functions import Coalesce, Greatest
+from django.urls import reverse
 from django.utils import timezone
 
 from portal.core.states import DomainError
 from portal.orders.models import Order
+from portal.orders.staff_notifications import staff_notify_later
 from portal.orders.states import OrderState
+from portal.orders.tasks import OPERATORS
 from portal.orders.transitions import order_transition
 from provisioning.drivers import DriverError, ExecutionStopped, Fence
 from provisioning.models import Node, ProvisioningRun, StepRun
@@ -62,7 +65,7 @@ from provisioning.states import (
     step_spec,
 )
 from provisioning.transitions import node_transition, run_transition
-from provisioning.webhooks import acceptance_failed_publish
+from provisioning.webhooks import acceptance_failed_publish, termination_stalled_publish
 
 logger = logging.getLogger(__name__)
 
@@ -455,6 +458,22 @@ def _fail_run(run: ProvisioningRun, sr: StepRun, message: str) -> None:
                 f"{c.name} ({c.detail})" for c in report.checks if not c.ok])
     else:
         Order.objects.filter(pk=order.pk).update(failure_reason=summary)
+        if run.kind == RunKind.TERMINATE:
+            _termination_stalled(run, order, node, spec.label, summary)
+
+
+def _termination_stalled(run: ProvisioningRun, order: Order, node: Node, label: str,
+                         summary: str) -> None:
+    """The hand-back stopped: operators are e-mailed with the run's link (the staff home lists
+    it too) and the customer's or reseller's webhook hears it, after the commit."""
+    staff_notify_later(
+        role=OPERATORS, subject=f"Termination of {order.reference} stopped on {node.hostname}",
+        lines=[f"The termination of order {order.reference} ({order.organisation.name}) stopped "
+               f"at '{label}' on {node.hostname}. The customer's access is already ended and the "
+               f"node is out of stock.", summary[:1000],
+               "Fix the cause, then retry the step from the run page."],
+        path=reverse("provisioning:run", args=[run.pk]))
+    termination_stalled_publish(order=order, hostname=node.hostname, step=label)
 
 
 def step_fail_stuck(*, step_run: StepRun, message: str) -> bool:

@@ -1,5 +1,5 @@
 """The customer's SSH keys on a node: a script that installs them as
-``$TRAINYARD_ROOT/etc/trainyard/authorized_keys`` (the file ``revoke_script()`` removes).
+``$TRAINYARD_ROOT/etc/trainyard/authorized_keys`` (the file ``sh/revoke_access.sh`` removes).
 
 The file is replaced atomically (written next to it, then renamed) with mode 600, owned by the
 login user on a real node: sshd reads a user's authorized keys with that user's rights, so a
@@ -10,7 +10,8 @@ its removal in the portal or the termination's revoke; other accounts, the one t
 manages the node with included, keep their own keys). The login user must not be that
 management account (exit 8). sshd checks its configuration (``sshd -T -C user=…`` must show
 exactly this file) and is reloaded when the drop-in changed. Under a scratch root (tests) sshd's
-configuration is left alone.
+configuration is left alone. The data directory (``/data`` and its checkpoint directory) is given
+to the login user, who trains there without root; the hand-back gives it back to root.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ import re
 import shlex
 from dataclasses import dataclass
 
-KEYS_PATH = "/etc/trainyard/authorized_keys"
+from provisioning.stack.paths import AUTHORIZED_KEYS, CHECKPOINT_DIR, DATA
+
+KEYS_PATH = AUTHORIZED_KEYS
 SSHD_DROPIN = "/etc/ssh/sshd_config.d/60-trainyard.conf"
 
 
@@ -64,12 +67,17 @@ trap 'rm -f "$tmp"' EXIT
 cat > "$tmp" <<'{_DELIMITER}'
 {authorized_keys_text(keys, order_reference=order_reference)}{_DELIMITER}
 chmod 600 "$tmp"
-if [ -z "$root" ] && id {user} >/dev/null 2>&1; then
+if id {user} >/dev/null 2>&1; then
   chown {user} "$tmp"
 fi
 mv -f "$tmp" "$target"
 trap - EXIT
 echo "installed {len(keys)} SSH key(s) in $target"
+if uid=$(id -u {user} 2>/dev/null) && [ "$uid" != 0 ] && [ "$(id -un)" != {user} ]; then
+  mkdir -p "$root{CHECKPOINT_DIR}"
+  chown {user}: "$root{DATA}" "$root{CHECKPOINT_DIR}"
+  echo "{DATA} and {CHECKPOINT_DIR} belong to {login_user}"
+fi
 if [ -n "$root" ]; then
   echo "scratch root $root: sshd configuration left alone"
   exit 0

@@ -1,6 +1,6 @@
 """The data disk layout of the configure step: the node's NVMe data devices as one XFS
 filesystem on ``/data`` (an mdadm array per the order's RAID), in fstab. Re-runnable: an array,
-filesystem or mount that is already ours (label ``trainyard-data``) is kept.
+filesystem or mount that is already ours (label ``trainyard``) is kept.
 
 Safe: a device with partitions, a filesystem or other signature, or that belongs to an array,
 is refused unless the order says ``wipe_data_devices``; then ``release_device`` frees it first:
@@ -16,31 +16,15 @@ from __future__ import annotations
 
 import shlex
 
-LABEL = "trainyard-data"
-MOUNT = "/data"
+from provisioning.stack.paths import DATA
+from provisioning.stack.shell import lib_function
+
+LABEL = "trainyard"  # XFS labels are at most 12 characters (mkfs.xfs refuses longer ones)
+MOUNT = DATA
 LEVELS = {"raid0": "0", "raid10": "10"}
 
-# Bash: frees a block device for erasing, deepest holder first (arrays on it, its partitions).
-RELEASE_DEVICE = r"""release_device() {
-  local dev=$1 i name type target tree=()
-  mapfile -t tree < <(lsblk -nrpo NAME,TYPE "$dev" 2>/dev/null || true)
-  for ((i = ${#tree[@]} - 1; i >= 0; i--)); do
-    read -r name type <<< "${tree[i]}"
-    while read -r target; do
-      [ -n "$target" ] || continue
-      if command -v fuser >/dev/null 2>&1; then fuser -km "$target" >/dev/null 2>&1 || true; fi
-      umount "$target"
-      echo "unmounted $target ($name)"
-    done < <(findmnt -rno TARGET -S "$name" 2>/dev/null || true)
-    case "$type" in
-      raid*|md) mdadm --stop "$name"; echo "stopped array $name" ;;
-      lvm|crypt|dm)
-        echo "$dev holds $name ($type): remove it by hand, Trainyard does not"
-        exit 4 ;;
-    esac
-  done
-}
-"""
+# Bash: frees a block device for erasing (sh/lib/release_device.sh; the hand-back uses it too).
+RELEASE_DEVICE = lib_function("release_device")
 
 _SCRIPT = r"""#!/usr/bin/env bash
 # Trainyard data disks of @@HOST@@: @@RAID@@ over @@COUNT@@ device(s), XFS on /data.

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import shlex
 
-from provisioning.stack.inputs import CHECKPOINT_DIR, StackInputs
+from provisioning.stack.inputs import CHECKPOINTS_KEPT, StackInputs
+from provisioning.stack.paths import CHECKPOINT_DIR
 
 CONFIG_FILES = {"fsdp": "accelerate.yaml", "deepspeed": "deepspeed.json",
                 "torchtitan": "torchtitan.toml"}
@@ -57,6 +58,10 @@ def render_env(inputs: StackInputs) -> str:
         ("TRAINYARD_MICRO_BATCH", str(t.micro_batch)), ("TRAINYARD_GRAD_ACCUM", str(t.grad_accum)),
         ("TRAINYARD_NUM_WORKERS", str(inputs.dataloader_workers)),
         ("TRAINYARD_PREFETCH_FACTOR", str(inputs.prefetch_factor)),
+        # Save a checkpoint to $TRAINYARD_CHECKPOINT_DIR every this many optimizer steps (about
+        # every 45 minutes of the plan's estimated training, at least 3 times in the run).
+        ("TRAINYARD_CHECKPOINT_EVERY_STEPS", str(t.checkpoint_every_steps)),
+        ("TRAINYARD_CHECKPOINT_KEEP", str(CHECKPOINTS_KEPT)),
     ]
     if inputs.strategy == "fsdp":
         fixed.append(("ACCELERATE_GRADIENT_ACCUMULATION_STEPS", str(t.grad_accum)))

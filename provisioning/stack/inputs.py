@@ -47,8 +47,8 @@ from portal.sizing.recommend.stacks import (
     preset_spec,
     rendered_checkpointing,
 )
-from provisioning.drivers import driver_options
-from provisioning.stack.packages import CONSTRAINTS, SYNC_PACKAGES, stack_packages, tracker_packages
+from provisioning.drivers import is_test_host
+from provisioning.stack.packages import CONSTRAINTS, stack_packages, tracker_packages
 
 MASTER_PORT = 29500
 TEST_HOST_NPROC = 2
@@ -56,7 +56,6 @@ DEFAULT_MODEL = "llama-3.1-8b"
 DEFAULT_SHARDING = {"ddp": "none", "fsdp": "fsdp-full-shard", "deepspeed": "zero2",
                     "torchtitan": "fsdp-full-shard"}
 STRATEGIES = tuple(DEFAULT_SHARDING)
-CHECKPOINT_DIR = "/data/checkpoints"
 SINGLE_NODE_MASTER = "127.0.0.1"
 
 
@@ -84,7 +83,13 @@ class TrainingSettings:
     hidden_size: int = 4096  # sizes DeepSpeed's buckets
     dp: int = 1  # data-parallel ranks: the ordered world over tp x pp x cp
     train_steps: int = 0  # optimizer steps to see the plan's tokens; 0: not in the plan
+    step_seconds: float = 0.0  # the plan's estimated optimizer step; 0: not in the plan
     defaulted: tuple[str, ...] = ()  # the settings the plan did not give
+
+    @property
+    def checkpoint_every_steps(self) -> int:
+        """Every stack saves on this many steps (``checkpoint_interval``)."""
+        return checkpoint_interval(step_seconds=self.step_seconds, train_steps=self.train_steps)
 
     @property
     def global_batch(self) -> int:
@@ -140,6 +145,25 @@ def _choice(plan: dict, key: str, allowed: tuple[str, ...]) -> str | None:
     return value
 
 
+# Checkpoints on a time basis taken from the plan: about every CHECKPOINT_EVERY_S of estimated
+# training (a crash loses at most that much), and at least MIN_CHECKPOINTS in a run, so a run
+# shorter than three of those still leaves checkpoints for the sync timer to copy. The count kept
+# on the node (torchtitan's keep_latest_k) is the bucket's kept versions (STORAGE_KEEP_VERSIONS).
+CHECKPOINT_EVERY_S = 45 * 60
+MIN_CHECKPOINTS = 3
+CHECKPOINTS_KEPT = 3  # the newest checkpoints kept on a node; STORAGE_KEEP_VERSIONS's default
+CHECKPOINT_EVERY_STEPS_UNKNOWN = 500  # a plan without a step time and a step count
+
+
+def checkpoint_interval(*, step_seconds: float, train_steps: int) -> int:
+    """Optimizer steps between two checkpoints, at least 1."""
+    every = (max(1, round(CHECKPOINT_EVERY_S / step_seconds)) if step_seconds > 0
+             else CHECKPOINT_EVERY_STEPS_UNKNOWN)
+    if train_steps:
+        every = min(every, max(1, train_steps // MIN_CHECKPOINTS))
+    return every
+
+
 SHARDING = ("none", "zero1", "zero2", "zero3", "fsdp-full-shard", "fsdp-shard-grad-op",
             "fsdp-hybrid")
 OFFLOAD = ("none", "optimizer", "optimizer+params")
@@ -177,6 +201,7 @@ def training_settings(plan: Any, strategy: str, *, world_size: int = 1) -> Train
     values["titan_flavour"] = _titan_flavour(model, spec_or_preset)
     merged = {**base.__dict__, **values}
     merged.update(batch_layout(plan, merged, world_size=world_size))
+    merged["step_seconds"] = _positive_float(plan, "step_seconds") or 0.0
     return TrainingSettings(**{**merged, "defaulted": defaulted})
 
 
@@ -210,6 +235,13 @@ def batch_layout(plan: dict, settings: dict, *, world_size: int) -> dict[str, in
     train_tokens = _positive_int(plan, "train_tokens")
     steps = math.ceil(train_tokens / (micro * accum * dp * seq)) if train_tokens else 0
     return {"dp": dp, "grad_accum": accum, "train_steps": steps}
+
+
+def _positive_float(plan: dict, key: str) -> float | None:
+    value = plan.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) and value > 0 else None
 
 
 def _positive_int(plan: dict, key: str) -> int | None:
@@ -329,11 +361,6 @@ def fabric_address(node) -> str:
     return str(value or "").strip()
 
 
-def is_test_host(node) -> bool:
-    """Declared by the node's driver option ``test_host: true`` (settings' options overlaid)."""
-    return driver_options(node).get("test_host") is True
-
-
 def check_stack_runs(stack, training: TrainingSettings) -> None:
     """The stack check again, on the settings about to be rendered (a plan the configurator let
     through, a catalog changed since, an order with no stack row): ValueError naming the lack."""
@@ -381,8 +408,7 @@ def stack_inputs(*, order, node, nodes, facts: NodeFacts | None = None) -> Stack
         tracker=tracker,
         training=training,
         packages=(stack_packages(order.strategy, strategy, test_host=test_host)
-                  + tracker_packages(tracker, test_host=test_host)
-                  + (SYNC_PACKAGES if storage and not test_host else ())),
+                  + tracker_packages(tracker, test_host=test_host)),
         constraints=() if test_host else CONSTRAINTS,
         hostname=node.hostname, node_rank=rank, nnodes=len(nodes),
         gpus_per_node=order.sku.gpu_count, gpu_name=order.sku.gpu.name,

@@ -53,8 +53,11 @@ TRACKER_PACKAGES: dict[str, tuple[str, ...]] = {
     "wandb": ("wandb==0.31.0",),
 }
 
-# The checkpoint sync timer runs the storage sync tool with the venv's Python.
-SYNC_PACKAGES = ("boto3==1.44.8",)
+# Trainyard's node tools (the sync and restore tools, at termination too) run from their own venv,
+# /opt/trainyard/tools (stack/sh/node_tools.sh): boto3 and exactly what it needs (pip --no-deps),
+# the versions the portal itself runs.
+TOOLS_PACKAGES = ("boto3==1.44.8", "botocore==1.44.8", "s3transfer==0.19.3", "jmespath==1.1.0",
+                  "python-dateutil==2.9.0.post0", "six==1.17.0", "urllib3==2.8.0")
 
 
 def stack_packages(option, slug: str, *, test_host: bool = False) -> tuple[str, ...]:

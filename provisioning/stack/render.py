@@ -14,9 +14,9 @@ from provisioning.stack.envfile import render_env, render_nccl_conf
 from provisioning.stack.inputs import StackInputs
 from provisioning.stack.launch import render_launch
 from provisioning.stack.packages import constraints_text
+from provisioning.stack.paths import BIN, ETC, UNITS
 from provisioning.stack.torchtitan import render_torchtitan
 from provisioning.stack.units import (
-    BIN,
     render_restore_script,
     render_sync_script,
     render_sync_service,
@@ -25,9 +25,7 @@ from provisioning.stack.units import (
     sync_tool,
 )
 
-ETC = "/etc/trainyard"
 CONSTRAINTS_PATH = f"{ETC}/constraints.txt"
-UNITS = "/etc/systemd/system"
 SHELL_KINDS = ("bash",)
 
 

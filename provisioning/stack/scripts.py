@@ -1,89 +1,44 @@
-"""The shell scripts the pipeline runs on a node, one function each (the training stack's files
-are rendered by ``provisioning.stack.bundle``; the disk layout by ``provisioning.stack.disk``).
+"""The shell scripts the pipeline runs on a node for Trainyard itself (the training stack's files
+are rendered by ``provisioning.stack.bundle``; the disk layout by ``provisioning.stack.disk``):
+the node tools at deploy, and the hand-back at termination. Each is a ``.sh`` file in ``sh/``
+(``provisioning.stack.shell``); what it acts on comes in the environment built here.
 
-Scripts read ``TRAINYARD_*`` variables the pipeline sets (order, node, rank, node count, GPUs per
-node, master address) and honour ``TRAINYARD_ROOT`` (tests run them against a scratch root).
+Scripts read ``TRAINYARD_*`` variables the pipeline sets and honour ``TRAINYARD_ROOT`` (tests
+run them against a scratch root).
 """
 
 from __future__ import annotations
 
-import shlex
+from provisioning.stack.bootstrap import requirements_key
+from provisioning.stack.packages import TOOLS_PACKAGES
+from provisioning.stack.shell import node_script
 
-from provisioning.stack.disk import RELEASE_DEVICE
-
-
-def revoke_script(login_user: str) -> str:
-    """Ends the customer's SSH access: removes the Trainyard-managed keys (the only file sshd reads
-    for the login user, ``stack.access``), then ends the user's sessions and every process it
-    still runs (``loginctl terminate-user``, then ``pkill -KILL -u``) and checks none is left.
-    Root's processes are never killed (a customer never logs in as root)."""
-    user = shlex.quote(login_user)
-    return f"""#!/bin/sh
-set -eu
-echo "revoking customer SSH access"
-root="${{TRAINYARD_ROOT:-}}"
-rm -f "$root/etc/trainyard/authorized_keys"
-echo "customer keys removed"
-user={user}
-if ! uid=$(id -u "$user" 2>/dev/null); then
-  echo "no account $user on this node: no session to end"
-  exit 0
-fi
-if [ "$uid" = 0 ]; then
-  echo "$user is root: its processes are not the customer's to end, none killed"
-  exit 0
-fi
-if command -v loginctl >/dev/null 2>&1; then loginctl terminate-user "$user" 2>/dev/null || true; fi
-pkill -KILL -u "$user" || true
-i=0
-while pgrep -u "$user" >/dev/null 2>&1; do
-  i=$((i + 1))
-  if [ "$i" -gt "${{TRAINYARD_KILL_TRIES:-20}}" ]; then  # half-second tries
-    echo "processes of $user survive pkill -KILL:"
-    pgrep -a -u "$user" || true
-    exit 9
-  fi
-  sleep 0.5
-  pkill -KILL -u "$user" || true
-done
-echo "sessions and processes of $user ended"
-"""
+# Exit status of node_tools.sh when the node has no python3 (with venv): permanent.
+NO_PYTHON = 3
 
 
-# What runs on /data for the customer: stopped before it is unmounted.
-DATA_UNITS = ("trainyard-checkpoint-sync.timer", "trainyard-checkpoint-sync.service",
-              "trainyard-tensorboard.service")
+def node_tools_script() -> str:
+    return node_script("node_tools")
 
 
-def wipe_script(devices: list[str]) -> str:
-    """Stops what uses ``/data`` (the checkpoint sync timer, TensorBoard, any process left), unmounts
-    it, frees every device as the configure step does (mounts, arrays it belongs to), then discards
-    it. Re-runnable: what is already stopped, unmounted or discarded is skipped or done again."""
-    if not devices:
-        return '#!/bin/sh\necho "no NVMe data devices recorded on this node; nothing to wipe"\n'
-    quoted = " ".join(shlex.quote(d) for d in devices)
-    units = " ".join(DATA_UNITS)
-    return f"""#!/usr/bin/env bash
-set -euo pipefail
-root="${{TRAINYARD_ROOT:-}}"
-data="$root/data"
-for tool in lsblk findmnt umount mdadm blkdiscard; do
-  command -v "$tool" >/dev/null 2>&1 || {{ echo "$tool not found: cannot wipe the data disks"; exit 5; }}
-done
-if command -v systemctl >/dev/null 2>&1; then
-  for unit in {units}; do
-    if systemctl is-active --quiet "$unit"; then systemctl stop "$unit"; echo "stopped $unit"; fi
-  done
-fi
-if mountpoint -q "$data"; then
-  if command -v fuser >/dev/null 2>&1; then fuser -km "$data" >/dev/null 2>&1 || true; fi
-  umount "$data"
-  echo "unmounted $data"
-fi
-{RELEASE_DEVICE}for dev in {quoted}; do
-  release_device "$dev"
-  echo "wiping $dev"
-  blkdiscard -f "$dev"
-done
-echo "wipe done"
-"""
+def node_tools_env() -> dict[str, str]:
+    return {"TRAINYARD_TOOLS_REQUIREMENTS": " ".join(TOOLS_PACKAGES),
+            "TRAINYARD_TOOLS_KEY": requirements_key(TOOLS_PACKAGES)}
+
+
+def revoke_access_script() -> str:
+    return node_script("revoke_access")
+
+
+def sanitise_script() -> str:
+    return node_script("sanitise", libs=("release_device",))
+
+
+def inventory_script() -> str:
+    return node_script("inventory")
+
+
+def handback_env(*, login_user: str, wipe_method: str, devices) -> dict[str, str]:
+    """What the hand-back scripts act on: the customer's account and the data to wipe."""
+    return {"TRAINYARD_LOGIN_USER": login_user, "TRAINYARD_WIPE_METHOD": wipe_method,
+            "TRAINYARD_DATA_DEVICES": " ".join(devices or ())}

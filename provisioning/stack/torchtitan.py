@@ -25,10 +25,9 @@ import tomli_w
 
 from portal.catalog.capabilities import MODEL_FAMILIES
 from portal.sizing.recommend.stacks import rendered_checkpointing
-from provisioning.stack.inputs import CHECKPOINT_DIR, StackInputs
+from provisioning.stack.inputs import CHECKPOINTS_KEPT, StackInputs
+from provisioning.stack.paths import CHECKPOINT_DIR, DATA
 
-DATA_ROOT = "/data"
-KEEP_LATEST = 3
 AC_MODES = {"none": "none", "full": "full", "op": "selective"}
 
 
@@ -64,20 +63,21 @@ def torchtitan_config(inputs: StackInputs) -> dict:
     if checkpointing == "op":
         ac["selective_ac_option"] = "op"
     config = {
-        "job": {"dump_folder": DATA_ROOT,
+        "job": {"dump_folder": DATA,
                 "description": f"Trainyard order {inputs.order}: {t.model}"},
         "metrics": {"log_freq": 10, "enable_tensorboard": inputs.tracker == "tensorboard",
                     "save_tb_folder": "tensorboard", "enable_wandb": inputs.tracker == "wandb"},
         "model": {"name": "llama3", "flavor": flavor(inputs),
-                  "hf_assets_path": f"{DATA_ROOT}/assets/{t.model}",
+                  "hf_assets_path": f"{DATA}/assets/{t.model}",
                   "converters": ["quantize.linear.float8"] if t.fp8 else []},
         "training": {"local_batch_size": local, "global_batch_size": t.global_batch,
                      "seq_len": t.seq_len, "steps": t.train_steps or 1000,
                      "enable_cpu_offload": t.offload != "none",
                      "mixed_precision_param": "bfloat16" if t.bf16 else "float32"},
         "parallelism": parallelism,
-        "checkpoint": {"enable": True, "folder": CHECKPOINT_DIR.removeprefix(DATA_ROOT + "/"),
-                       "interval": 500, "keep_latest_k": 0 if inputs.cluster else KEEP_LATEST,
+        "checkpoint": {"enable": True, "folder": CHECKPOINT_DIR.removeprefix(DATA + "/"),
+                       "interval": t.checkpoint_every_steps,
+                       "keep_latest_k": 0 if inputs.cluster else CHECKPOINTS_KEPT,
                        "async_mode": "async"},
         "activation_checkpoint": ac,
         "compile": {"enable": True, "components": ["model", "loss"]},

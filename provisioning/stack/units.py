@@ -8,20 +8,18 @@ its directory to ``checkpoints/<hostname>/`` (the retain step's layout, kept at 
 ``restore-checkpoints`` on every node downloads *every* node's prefix into ``/data/checkpoints``
 (the other nodes' first, its own last), so each node has the metadata and the shards it reads
 when training resumes. torchtitan purges old steps on rank 0 only: a cluster renders
-``keep_latest_k = 0`` and this timer keeps the newest ``KEEP_STEPS`` ``step-*`` directories on
+``keep_latest_k = 0`` and this timer keeps the newest ``CHECKPOINTS_KEPT`` ``step-*`` directories on
 every node, after a verified copy when a bucket was ordered.
 """
 
 from __future__ import annotations
 
-from provisioning.stack.inputs import CHECKPOINT_DIR, StackInputs
-from provisioning.storage.node import ENV_FILE
+from provisioning.stack.inputs import CHECKPOINTS_KEPT, StackInputs
+from provisioning.stack.paths import BIN, CHECKPOINT_DIR, DATA, TOOLS_PYTHON, VENV
+from provisioning.stack.paths import S3_ENV as ENV_FILE
 from provisioning.storage.node import SYNC_TOOL as SYNC_TOOL_SOURCE
 
 SYNC_INTERVAL = "15min"
-KEEP_STEPS = 3
-BIN = "/opt/trainyard/bin"
-VENV = "/opt/trainyard/venv"
 
 
 def render_tensorboard_unit(inputs: StackInputs) -> str:
@@ -30,7 +28,7 @@ Description=TensorBoard for Trainyard order {inputs.order}
 After=network-online.target
 
 [Service]
-ExecStart={VENV}/bin/tensorboard --logdir /data/tensorboard --host 127.0.0.1 --port 6006
+ExecStart={VENV}/bin/tensorboard --logdir {DATA}/tensorboard --host 127.0.0.1 --port 6006
 Restart=on-failure
 
 [Install]
@@ -41,7 +39,7 @@ WantedBy=multi-user.target
 def _sync_what(inputs: StackInputs) -> str:
     parts = [f"copy {CHECKPOINT_DIR} of {inputs.hostname} to the order's bucket"] if inputs.storage else []
     if inputs.prunes_checkpoints:
-        parts.append(f"keep the newest {KEEP_STEPS} checkpoint steps")
+        parts.append(f"keep the newest {CHECKPOINTS_KEPT} checkpoint steps")
     text = " and ".join(parts)
     return text[:1].upper() + text[1:]
 
@@ -78,14 +76,14 @@ def render_sync_script(inputs: StackInputs) -> str:
 fi
 # shellcheck source=/dev/null
 . "$root{ENV_FILE}"
-"$root{VENV}/bin/python" "$root{BIN}/trainyard-sync.py" --bucket "$TRAINYARD_BUCKET" \\
+"$root{TOOLS_PYTHON}" "$root{BIN}/trainyard-sync.py" --bucket "$TRAINYARD_BUCKET" \\
   --prefix {inputs.checkpoint_prefix} "$src"
 """ if inputs.storage else "# no bucket ordered: nothing is copied\n"
     prune = f"""# torchtitan prunes on rank 0 only (keep_latest_k = 0 on a cluster): every node keeps its
-# newest {KEEP_STEPS} steps here, after the copy above succeeded.
+# newest {CHECKPOINTS_KEPT} steps here, after the copy above succeeded.
 mapfile -t steps < <(find "$src" -mindepth 1 -maxdepth 1 -type d -name 'step-*' -printf '%f\\n' \\
   | sort -t- -k2,2n)
-for ((i = 0; i + {KEEP_STEPS} < ${{#steps[@]}}; i++)); do
+for ((i = 0; i + {CHECKPOINTS_KEPT} < ${{#steps[@]}}; i++)); do
   rm -rf -- "${{src:?}}/${{steps[i]}}"
   echo "pruned ${{steps[i]}}"
 done
@@ -124,7 +122,7 @@ mkdir -p "$dst"
 prefixes=({prefixes})
 for prefix in "${{prefixes[@]}}"; do
   echo "restoring s3://$TRAINYARD_BUCKET/$prefix/"
-  "$root{VENV}/bin/python" "$root{BIN}/trainyard-sync.py" --download --bucket "$TRAINYARD_BUCKET" \\
+  "$root{TOOLS_PYTHON}" "$root{BIN}/trainyard-sync.py" --download --bucket "$TRAINYARD_BUCKET" \\
     --prefix "$prefix" "$dst"
 done
 """

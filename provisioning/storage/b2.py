@@ -27,6 +27,7 @@ from provisioning.storage.s3ops import make_client
 
 API_URL = "https://api.backblazeb2.com"
 KEY_CAPABILITIES = ["listBuckets", "listFiles", "readFiles", "writeFiles", "deleteFiles"]
+READ_ONLY_CAPABILITIES = ["listBuckets", "listFiles", "readFiles"]
 TIMEOUT = (5, 60)
 
 
@@ -157,13 +158,14 @@ class B2Provider:
         log(f"B2 bucket {name} exists and is ours: settings re-applied")
         return BucketReport(name=name, created=False, skipped=tuple(skipped))
 
-    def issue_credential(self, bucket: str, *, log: LogFn = _no_log) -> IssuedCredential:
+    def issue_credential(self, bucket: str, *, read_only: bool = False,
+                         log: LogFn = _no_log) -> IssuedCredential:
         found = self.find_bucket(bucket)
         if found is None:
             raise DriverError(f"cannot issue a key: B2 bucket {bucket} does not exist", permanent=True)
         answer = self._do(f"issue a key for {bucket}", "b2_create_key", {
-            "accountId": self.account_id, "capabilities": KEY_CAPABILITIES,
-            "keyName": bucket[:100], "bucketId": found["bucketId"]})
+            "accountId": self.account_id, "keyName": bucket[:100], "bucketId": found["bucketId"],
+            "capabilities": READ_ONLY_CAPABILITIES if read_only else KEY_CAPABILITIES})
         log(f"B2 application key {answer['applicationKeyId']} created, restricted to {bucket}")
         return IssuedCredential(access_key_id=answer["applicationKeyId"],
                                 secret_access_key=answer["applicationKey"], bucket=bucket,

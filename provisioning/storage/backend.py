@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from django.conf import settings
-
 from provisioning.drivers import DriverError
 from provisioning.models import StepRun
 from provisioning.pipeline.context import StepContext, StepFailed, StepResult
+from provisioning.pipeline.node_tools import ensure_node_tools
+from provisioning.stack.paths import CHECKPOINT_DIR
 from provisioning.states import STEP_DONE
 from provisioning.storage import node as node_scripts
 from provisioning.storage.errors import translated
@@ -108,7 +108,7 @@ class ServiceStorageBackend:
     # --- on the node -------------------------------------------------------------------------
     def _copy(self, ctx: StepContext, bucket: Bucket) -> RetainResult:
         node, prefix = ctx.node, checkpoint_prefix(ctx.node)
-        directory = settings.STORAGE_NODE_CHECKPOINT_DIR
+        directory = CHECKPOINT_DIR
         base = RetainResult(policy="bucket", bucket=bucket.name, prefix=prefix)
         if ctx.driver.simulated:
             ctx.log(f"{node.hostname} is simulated: it has no {directory} to copy")
@@ -127,9 +127,9 @@ class ServiceStorageBackend:
             lines.append(line)
             ctx.log(line)
 
-        script = node_scripts.retain_script(checkpoint_dir=directory, prefix=prefix,
-                                            python=settings.STORAGE_NODE_PYTHON)
-        run = ctx.driver.run(script, name="retain_data", on_line=capture, env=env)
+        ensure_node_tools(ctx)
+        run = ctx.driver.run(node_scripts.retain_script(prefix=prefix), name="retain_data",
+                             on_line=capture, env=env)
         ctx.result["exit_status"] = run.exit_status
         if any(line.startswith(node_scripts.NOTHING_TO_COPY) for line in lines) and run.ok:
             ctx.log(f"no checkpoints on {node.hostname} under {directory}: nothing to copy")

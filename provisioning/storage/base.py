@@ -96,9 +96,11 @@ class BucketProvider(Protocol):
         someone else is a permanent error."""
         ...
 
-    def issue_credential(self, bucket: str, *, log: LogFn = _no_log) -> IssuedCredential:
-        """A new key allowed on ``bucket`` (and its objects) only. Anything half-created is
-        removed before an error is raised."""
+    def issue_credential(self, bucket: str, *, read_only: bool = False,
+                         log: LogFn = _no_log) -> IssuedCredential:
+        """A new key allowed on ``bucket`` (and its objects) only; ``read_only``: list and get
+        only (a terminated order's retained bucket). Anything half-created is removed before an
+        error is raised."""
         ...
 
     def revoke_credential(self, credential: IssuedCredential, *, log: LogFn = _no_log) -> None:

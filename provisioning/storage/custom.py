@@ -61,7 +61,11 @@ class CustomProvider:
         log(f"customer bucket {name} reachable with the given keys (settings are the customer's)")
         return BucketReport(name=name, created=False, skipped=NOT_MANAGED)
 
-    def issue_credential(self, bucket: str, *, log: LogFn = _no_log) -> IssuedCredential:
+    def issue_credential(self, bucket: str, *, read_only: bool = False,
+                         log: LogFn = _no_log) -> IssuedCredential:
+        if read_only:
+            raise DriverError(f"bucket {bucket} is the customer's own: its keys are theirs",
+                              permanent=True)
         return IssuedCredential(access_key_id=self.config.access_key,
                                 secret_access_key=self.config.secret_key, bucket=bucket,
                                 handle="customer")

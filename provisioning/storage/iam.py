@@ -55,7 +55,8 @@ class IamProvider(S3BucketAdmin):
     def s3_client(self, credential: IssuedCredential | None = None):
         return self._s3 if credential is None else self._client("s3", credential=credential)
 
-    def issue_credential(self, bucket: str, *, log: LogFn = _no_log) -> IssuedCredential:
+    def issue_credential(self, bucket: str, *, read_only: bool = False,
+                         log: LogFn = _no_log) -> IssuedCredential:
         user = f"{bucket[:52]}-{secrets.token_hex(4)}"
         created_user = False
         try:
@@ -63,14 +64,15 @@ class IamProvider(S3BucketAdmin):
                                   Tags=[{"Key": "trainyard-bucket", "Value": bucket}])
             created_user = True
             self._iam.put_user_policy(UserName=user, PolicyName=POLICY_NAME,
-                                      PolicyDocument=json.dumps(bucket_policy(bucket)))
+                                      PolicyDocument=json.dumps(bucket_policy(bucket, read_only=read_only)))
             key = self._iam.create_access_key(UserName=user)["AccessKey"]
         except (BotoCoreError, ClientError) as exc:
             error = from_sdk_error(exc, f"issue a key for {bucket}")
             if created_user:
                 self._delete_user(user, log)
             raise error from None
-        log(f"IAM user {user} created with key {key['AccessKeyId']} scoped to {bucket}")
+        log(f"IAM user {user} created with key {key['AccessKeyId']} scoped to {bucket}"
+            + (" (list and read only)" if read_only else ""))
         return IssuedCredential(access_key_id=key["AccessKeyId"],
                                 secret_access_key=key["SecretAccessKey"], bucket=bucket, handle=user)
 

@@ -63,13 +63,16 @@ class MinioProvider(S3BucketAdmin):
     def s3_client(self, credential: IssuedCredential | None = None):
         return self._s3 if credential is None else self._client(credential)
 
-    def issue_credential(self, bucket: str, *, log: LogFn = _no_log) -> IssuedCredential:
+    def issue_credential(self, bucket: str, *, read_only: bool = False,
+                         log: LogFn = _no_log) -> IssuedCredential:
         access_key = "TY" + secrets.token_hex(9).upper()  # 20 characters, MinIO's maximum
         secret_key = secrets.token_urlsafe(30)[:40]
         try:
             answer = self.admin.add_service_account(
-                access_key=access_key, secret_key=secret_key, policy=bucket_policy(bucket),
-                description=f"trainyard: objects of bucket {bucket}"[:256])
+                access_key=access_key, secret_key=secret_key,
+                policy=bucket_policy(bucket, read_only=read_only),
+                description=(f"trainyard: {'read-only ' if read_only else ''}objects of bucket "
+                             f"{bucket}")[:256])
         except Exception as exc:
             error = admin_error(exc, f"issue a key for {bucket}")
             self._delete_quietly(access_key, log)

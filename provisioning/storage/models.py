@@ -26,6 +26,10 @@ class Bucket(models.Model):
     retain_until = models.DateTimeField(null=True, blank=True, db_index=True)
     settings_skipped = models.JSONField(default=list, blank=True,
                                         help_text="Settings the provider does not offer.")
+    # A read-only key the customer asked for during retention, being issued by a worker.
+    read_key_requested_at = models.DateTimeField(null=True, blank=True)
+    read_key_error = models.TextField(blank=True, help_text="Why the last read-only key could "
+                                                            "not be issued (for staff).")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -50,7 +54,9 @@ class BucketEvent(TransitionEvent):
 
 
 class Credential(models.Model):
-    """A key scoped to one bucket. The secret is encrypted at rest and shown once."""
+    """A key scoped to one bucket. The secret is encrypted at rest and shown once. The nodes'
+    key reads and writes; a ``read_only`` key (lists and reads) is what a customer gets for a
+    terminated order's retained bucket."""
 
     bucket = models.ForeignKey(Bucket, on_delete=models.CASCADE, related_name="credentials")
     access_key_id = models.CharField(max_length=128)
@@ -58,6 +64,7 @@ class Credential(models.Model):
     handle = models.CharField(max_length=128, blank=True,
                               help_text="What the provider needs to revoke it (IAM user, key id).")
     active = models.BooleanField(default=True)
+    read_only = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     verified_at = models.DateTimeField(null=True, blank=True)
     revealed_at = models.DateTimeField(null=True, blank=True)
@@ -66,8 +73,10 @@ class Credential(models.Model):
     class Meta:
         ordering = ["-created_at", "-pk"]
         constraints = [
-            models.UniqueConstraint(fields=["bucket"], condition=Q(active=True),
+            models.UniqueConstraint(fields=["bucket"], condition=Q(active=True, read_only=False),
                                     name="one_active_credential_per_bucket"),
+            models.UniqueConstraint(fields=["bucket"], condition=Q(active=True, read_only=True),
+                                    name="one_active_read_only_credential_per_bucket"),
         ]
 
     def __str__(self) -> str:

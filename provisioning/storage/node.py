@@ -1,6 +1,6 @@
 """Shell scripts for the storage parts that run on a node: write the bucket's credentials file,
 and copy the checkpoint directory to the bucket with the sync tool (``sync.py``, carried in the
-script as a heredoc and run with the node's Python 3 + boto3).
+script as a heredoc and run with Trainyard's node tools: ``TOOLS_PYTHON``, boto3 pinned).
 
 Secrets never appear in a script's text: the key id, secret, endpoint and bucket come in the
 environment the driver passes (``STORAGE_ENV_*``), which drivers keep out of logs and ``ps``.
@@ -12,12 +12,14 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+from provisioning.stack.paths import CHECKPOINT_DIR, S3_CREDENTIALS, S3_ENV, TOOLS_PYTHON
+
 SYNC_TOOL = Path(__file__).with_name("sync.py")
 HEREDOC_END = "TRAINYARD_SYNC_TOOL_END"
 # A line the retain script prints when there is nothing to copy (no directory, or empty).
 NOTHING_TO_COPY = "TRAINYARD_NO_CHECKPOINTS"
-CREDENTIALS_FILE = "/etc/trainyard/s3-credentials"
-ENV_FILE = "/etc/trainyard/s3.env"
+CREDENTIALS_FILE = S3_CREDENTIALS
+ENV_FILE = S3_ENV
 PROFILE = "trainyard"
 # Exit statuses of the retain script (75 = EX_TEMPFAIL: the pipeline retries).
 RETRY_LATER, NO_PYTHON, BAD_ARGUMENTS = 75, 3, 2
@@ -55,23 +57,24 @@ echo "settings written to {ENV_FILE}"
 """
 
 
-def retain_script(*, checkpoint_dir: str, prefix: str, python: str = "python3") -> str:
-    """Copies ``$TRAINYARD_ROOT<checkpoint_dir>`` to ``<bucket>/<prefix>/`` and verifies it
-    (the sync tool prints one JSON summary line). Prints NOTHING_TO_COPY when there is nothing."""
+def retain_script(*, prefix: str) -> str:
+    """Copies ``$TRAINYARD_ROOT<CHECKPOINT_DIR>`` to ``<bucket>/<prefix>/`` and verifies it
+    (the sync tool prints one JSON summary line), with Trainyard's own node tools
+    (``TOOLS_PYTHON``, installed at deploy). Prints NOTHING_TO_COPY when there is nothing."""
     tool = SYNC_TOOL.read_text(encoding="utf-8")
     if HEREDOC_END in tool:
         raise ValueError(f"sync.py contains the heredoc delimiter {HEREDOC_END}")
     return f"""#!/bin/sh
 set -u
 root="${{TRAINYARD_ROOT:-}}"
-src="$root"{shlex.quote(checkpoint_dir)}
+src="$root"{shlex.quote(CHECKPOINT_DIR)}
 if [ ! -d "$src" ] || [ -z "$(ls -A "$src" 2>/dev/null)" ]; then
   echo "{NOTHING_TO_COPY}: $src is absent or empty"
   exit 0
 fi
-py={shlex.quote(python)}
+py="$root"{shlex.quote(TOOLS_PYTHON)}
 if ! "$py" -c 'import boto3' >/dev/null 2>&1; then
-  echo "$py with boto3 is not available on this node: cannot copy the checkpoints"
+  echo "Trainyard's node tools ({TOOLS_PYTHON}) are missing or broken: cannot copy the checkpoints"
   exit {NO_PYTHON}
 fi
 tool=$(mktemp) || exit {RETRY_LATER}

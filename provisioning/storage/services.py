@@ -20,13 +20,13 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from portal.core.states import transition
+from portal.core.states import DomainError, transition
 from provisioning.drivers.base import DriverError
 from provisioning.storage.base import IssuedCredential, LifecyclePolicy, LogFn, _no_log
 from provisioning.storage.models import Bucket, BucketEvent, Credential
 from provisioning.storage.registry import CustomAccess, provider_for
 from provisioning.storage.states import BUCKET_TRANSITIONS, BucketState
-from provisioning.storage.verify import verify
+from provisioning.storage.verify import verify, verify_read_only
 from provisioning.webhooks import bucket_event_publish
 
 _BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$")
@@ -137,7 +137,7 @@ def storage_setup(*, order, provider=None, log: LogFn = _no_log,
         Bucket.objects.filter(pk=bucket.pk).update(settings_skipped=list(report.skipped))
     with transaction.atomic():
         locked = Bucket.objects.select_for_update().get(pk=bucket.pk)
-        current = locked.credentials.filter(active=True).first()
+        current = locked.credentials.filter(active=True, read_only=False).first()
         if current is None:
             current = _issue_verified(adapter, locked, canary=canary, log=log)
         else:
@@ -198,7 +198,7 @@ def active_credential(order) -> IssuedCredential | None:
     """The order's active key with its secret, for writing it onto the order's own nodes
     (never into a log, a result or a page)."""
     cred = (Credential.objects.select_related("bucket")
-            .filter(bucket__order=order, active=True).first())
+            .filter(bucket__order=order, active=True, read_only=False).first())
     return _issued(cred) if cred is not None else None
 
 
@@ -207,7 +207,7 @@ def storage_result_for(order) -> StorageResult | None:
     bucket = Bucket.objects.filter(order=order).select_related("provider").first()
     if bucket is None:
         return None
-    active = bucket.credentials.filter(active=True).first()
+    active = bucket.credentials.filter(active=True, read_only=False).first()
     return StorageResult(bucket=bucket.name, endpoint=bucket.endpoint, region=bucket.region,
                          access_key_id=active.access_key_id if active else "",
                          provider=bucket.provider.slug, skipped=tuple(bucket.settings_skipped))
@@ -225,7 +225,7 @@ def credential_rotate(*, order, log: LogFn = _no_log, since: datetime | None = N
     canary = adapter.canary_bucket()
     with transaction.atomic():
         locked = Bucket.objects.select_for_update().get(pk=bucket.pk)
-        old = locked.credentials.filter(active=True).first()
+        old = locked.credentials.filter(active=True, read_only=False).first()
         if old is None or since is None or old.created_at < since:
             issued = adapter.issue_credential(locked.name, log=log)
             try:
@@ -278,11 +278,13 @@ def _forget_customer_keys(bucket: Bucket, log: LogFn) -> int:
     return count
 
 
-def credential_reveal(*, order) -> tuple[str, str] | None:
-    """(access key id, secret) the first time it is asked for; None afterwards ("rotate")."""
+def credential_reveal(*, order, read_only: bool = False) -> tuple[str, str] | None:
+    """(access key id, secret) the first time it is asked for; None afterwards ("rotate", or a
+    new read-only key). ``read_only``: the retained bucket's read-only key."""
     with transaction.atomic():
         cred = (Credential.objects.select_for_update()
-                .filter(bucket__order=order, active=True, revealed_at__isnull=True).first())
+                .filter(bucket__order=order, active=True, read_only=read_only,
+                        revealed_at__isnull=True).first())
         if cred is None:
             return None
         Credential.objects.filter(pk=cred.pk).update(revealed_at=timezone.now())
@@ -348,7 +350,10 @@ def buckets_delete_expired(*, now: datetime | None = None, log: LogFn = _no_log)
                 continue  # another worker has it, or its date moved
             try:
                 if locked.managed:
-                    provider_for(bucket.provider).delete_bucket(locked.name, force=True, log=log)
+                    adapter = provider_for(bucket.provider)
+                    Credential.objects.filter(bucket=locked, active=True).update(active=False)
+                    _revoke_inactive(adapter, locked, log)  # the read-only key too
+                    adapter.delete_bucket(locked.name, force=True, log=log)
             except DriverError as exc:
                 failed.append(f"{locked.name}: {exc.message}")
                 log(f"bucket {locked.name} not deleted yet: {exc.message}")
@@ -357,6 +362,67 @@ def buckets_delete_expired(*, now: datetime | None = None, log: LogFn = _no_log)
                               note=f"retention ended {locked.retain_until:%Y-%m-%d}")
         deleted.append(locked.name)
     return DeletionReport(deleted=tuple(deleted), failed=tuple(failed))
+
+
+# --- a read-only key during retention -------------------------------------------------------
+
+def retention_key_mark_requested(*, order) -> Bucket:
+    """The customer asks for a key to read the terminated order's retained bucket (list and get
+    only); a worker issues it (``retention_key_issue``); the page then shows its id and the
+    secret once. Asking again replaces the key. (Queued by ``provisioning.services``.)"""
+    with transaction.atomic():
+        bucket = Bucket.objects.select_for_update().filter(order=order).first()
+        if bucket is None or bucket.state != BucketState.RETAINED:
+            raise DomainError("A read-only key is for a bucket kept after termination; this order "
+                              "has none.")
+        if not bucket.managed:
+            raise DomainError(f"Bucket {bucket.name} is your own: read it with your own keys.")
+        Bucket.objects.filter(pk=bucket.pk).update(read_key_requested_at=timezone.now(),
+                                                   read_key_error="")
+    bucket.refresh_from_db()
+    return bucket
+
+
+def retention_key_issue(*, order_id: int, log: LogFn = _no_log) -> Credential | None:
+    """Issues and verifies the read-only key asked for (a worker's task; safe to deliver twice:
+    a request already served is not served again). The previous read-only key is revoked after
+    the new one works. A provider error stays on the bucket for staff; the customer may ask again."""
+    bucket = (Bucket.objects.select_related("provider")
+              .filter(order_id=order_id, read_key_requested_at__isnull=False).first())
+    if bucket is None:
+        return None
+    if bucket.state != BucketState.RETAINED or not bucket.managed:
+        Bucket.objects.filter(pk=bucket.pk).update(read_key_requested_at=None)
+        return None
+    adapter = provider_for(bucket.provider)
+    asked = bucket.read_key_requested_at
+    try:
+        issued = adapter.issue_credential(bucket.name, read_only=True, log=log)
+        try:
+            verify_read_only(adapter.s3_client(issued), bucket.name,
+                             other_bucket=adapter.canary_bucket(),
+                             propagation_s=settings.STORAGE_CREDENTIAL_PROPAGATION_S, log=log)
+            with transaction.atomic():
+                locked = Bucket.objects.select_for_update().get(pk=bucket.pk)
+                Credential.objects.filter(bucket=locked, active=True, read_only=True).update(
+                    active=False)
+                cred = Credential.objects.create(
+                    bucket=locked, access_key_id=issued.access_key_id,
+                    secret=issued.secret_access_key, handle=issued.handle, active=True,
+                    read_only=True, verified_at=timezone.now())
+                Bucket.objects.filter(pk=bucket.pk, read_key_requested_at=asked).update(
+                    read_key_requested_at=None)
+        except BaseException:
+            _revoke_quietly(adapter, issued, log)
+            raise
+    except DriverError as exc:
+        if not exc.permanent:
+            raise  # the task retries
+        Bucket.objects.filter(pk=bucket.pk).update(read_key_requested_at=None,
+                                                   read_key_error=exc.message[:2000])
+        return None
+    _revoke_inactive(adapter, bucket, log)
+    return cred
 
 
 def _active_bucket(order) -> Bucket:

@@ -108,3 +108,41 @@ def _expect_refused(client, other: str) -> None:
             raise from_sdk_error(exc, f"verify: {what} on {other}") from None
         raise DriverError(f"verify: the issued key could {what} on another bucket ({other}): it is "
                           f"not scoped to its own bucket; refusing it", permanent=True)
+
+
+def verify_read_only(client, bucket: str, *, other_bucket: str | None, propagation_s: float = 0,
+                     log: LogFn = _no_log) -> VerifyReport:
+    """A read-only key (a retained bucket's): it lists its bucket, and a write to it and any
+    access to another bucket are refused."""
+    deadline = time.monotonic() + propagation_s
+    delay = 0.2
+    while True:
+        try:
+            client.list_objects_v2(Bucket=bucket, MaxKeys=1)
+            break
+        except ClientError as exc:
+            if error_code(exc) in NOT_YET_CODES and time.monotonic() < deadline:
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
+                continue
+            raise from_sdk_error(exc, f"verify: list {bucket} with the read-only key") from None
+        except BotoCoreError as exc:
+            raise from_sdk_error(exc, f"verify: list {bucket} with the read-only key") from None
+    checks = ["list"]
+    try:
+        client.put_object(Bucket=bucket, Key=f"{PROBE_PREFIX}read-only", Body=b"x")
+    except ClientError as exc:
+        if not (http_status(exc) == 403 or error_code(exc) == "AccessDenied"):
+            raise from_sdk_error(exc, f"verify: put into {bucket} with the read-only key") from None
+    except BotoCoreError as exc:
+        raise from_sdk_error(exc, f"verify: put into {bucket} with the read-only key") from None
+    else:
+        raise DriverError(f"verify: the read-only key could write to {bucket}; refusing it",
+                          permanent=True)
+    checks.append("put-refused")
+    if other_bucket:
+        _expect_refused(client, other_bucket)
+        checks.append("refused-elsewhere")
+    log(f"verified the read-only key on {bucket}: list works, writes are refused")
+    return VerifyReport(bucket=bucket, sha256="", checks=tuple(checks),
+                        refused_on=other_bucket or "")

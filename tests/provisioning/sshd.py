@@ -96,10 +96,13 @@ def _write_secret(path: Path, text: str) -> None:
 
 
 def start_sshd(root: Path, *, env: dict[str, str] | None = None, timeout: float = 15.0,
-               authorized_keys_files: tuple[str, ...] = ()) -> SshTestHost:
+               authorized_keys_files: tuple[str, ...] = (),
+               user_keys: dict[str, str] | None = None) -> SshTestHost:
     """Starts sshd; ``env`` is set in every session (``SetEnv``), e.g. a PATH with fake tools.
     ``authorized_keys_files`` are read too, after the driver's own (e.g. the customer keys the
-    pipeline installs under the host's scratch root)."""
+    pipeline installs under the host's scratch root). ``user_keys``: other accounts that may log
+    in, each with the only keys file read for it (a customer account, as the access step's sshd
+    drop-in makes it on a real node)."""
     binary = sshd_path()
     if binary is None:
         raise SshdUnavailable("sshd is not installed (apt-get install openssh-server)")
@@ -125,7 +128,7 @@ def start_sshd(root: Path, *, env: dict[str, str] | None = None, timeout: float 
             f"HostKey {root / 'ssh_host_ed25519_key'}",
             f"PidFile {root / 'sshd.pid'}",
             f"AuthorizedKeysFile {' '.join([str(root / 'authorized_keys'), *authorized_keys_files])}",
-            f"AllowUsers {user}",
+            f"AllowUsers {' '.join([user, *(user_keys or {})])}",
             "UsePAM no",
             "StrictModes no",
             "PubkeyAuthentication yes",
@@ -141,6 +144,8 @@ def start_sshd(root: Path, *, env: dict[str, str] | None = None, timeout: float 
             "Subsystem sftp internal-sftp",
             "LogLevel VERBOSE",
             *([f"SetEnv {' '.join(f'{k}={v}' for k, v in env.items())}"] if env else []),
+            *[f"Match User {name}\n    AuthorizedKeysFile {path}"
+              for name, path in (user_keys or {}).items()],
             "",
         ]))
         check = subprocess.run([binary, "-t", "-f", str(config)], capture_output=True, text=True)

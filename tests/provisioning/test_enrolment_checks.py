@@ -42,7 +42,8 @@ def test_management_addresses_that_are_refused(address, text):
 def _post(client, **fields):
     sku = ServerSKU.objects.get(slug=H100_SKU)
     data = {"hostname": "gpu-h100-s1", "sku": sku.pk, "management_address": "10.9.0.1:22",
-            "driver": "ssh", "host_key": ED25519, "bmc_address": "", "bmc_user": ""} | fields
+            "driver": "ssh", "host_key": ED25519, "bmc_address": "", "bmc_user": "",
+            "wipe_method": "files"} | fields
     return client.post("/ops/nodes/enrol/", data)
 
 
@@ -53,6 +54,23 @@ def test_an_ssh_node_needs_a_readable_pinned_host_key(people, catalog, login):
     response = _post(client, host_key="ssh-ed25519 not-base64!!")
     assert "Cannot read this host key" in response.content.decode()
     assert not Node.objects.exists()
+
+
+def test_enrolment_asks_how_the_data_is_erased_and_checks_it_fits_the_devices(people, catalog,
+                                                                              login):
+    client = login(people.olga)
+    response = _post(client, wipe_method="")
+    assert response.status_code == 400
+    assert "Choose how this node&#x27;s data is erased between tenants" in response.content.decode()
+    response = _post(client, wipe_method="discard")
+    assert "Record the node&#x27;s data devices for this wipe method" in response.content.decode()
+    response = _post(client, wipe_method="files", nvme_devices="/dev/nvme1n1")
+    assert "Data devices are recorded: choose how they are erased" in response.content.decode()
+    assert not Node.objects.exists()
+    response = _post(client, wipe_method="zero", nvme_devices="/dev/nvme1n1 /dev/nvme2n1")
+    assert response.status_code == 302
+    node = Node.objects.get()
+    assert (node.wipe_method, node.nvme_devices) == ("zero", ["/dev/nvme1n1", "/dev/nvme2n1"])
 
 
 def test_the_bmc_needs_address_and_user_together(people, catalog, login):

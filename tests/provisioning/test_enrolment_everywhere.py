@@ -39,7 +39,7 @@ def _admin_post(client, path, **fields):
     sku = ServerSKU.objects.get(slug=H100_SKU)
     data = {"hostname": "gpu-h100-a1", "sku": sku.pk, "management_address": "10.9.0.1",
             "driver": "ssh", "driver_options": json.dumps({"host_key": ED25519}), "fabric_group": "",
-            "fabric_address": "", "nvme_devices": "[]", "notes": "",
+            "fabric_address": "", "nvme_devices": "[]", "wipe_method": "files", "notes": "",
             "events-TOTAL_FORMS": "0", "events-INITIAL_FORMS": "0"} | fields
     return client.post(path, data)
 

@@ -158,11 +158,12 @@ def test_a_node_is_enrolled_with_its_fabric_address(catalog, people, client):
     client.force_login(people.olga)
     response = client.post("/ops/nodes/enrol/", {
         "hostname": "gpu-h100-f1", "sku": sku.pk, "management_address": "192.168.5.1",
-        "driver": "simulated", "fabric_address": "10.50.0.1", "ready": "on"})
+        "driver": "simulated", "fabric_address": "10.50.0.1", "ready": "on",
+        "wipe_method": "files"})
     node = Node.objects.get(hostname="gpu-h100-f1")
     assert response.status_code == 302 and node.fabric_address == "10.50.0.1"
     bad = client.post("/ops/nodes/enrol/", {
         "hostname": "gpu-h100-f2", "sku": sku.pk, "management_address": "192.168.5.2",
-        "driver": "simulated", "fabric_address": "not an address"})
+        "driver": "simulated", "fabric_address": "not an address", "wipe_method": "files"})
     assert bad.status_code == 400 and not Node.objects.filter(hostname="gpu-h100-f2").exists()
     assert "Enter a valid IPv4 or IPv6 address" in bad.content.decode()

@@ -4,7 +4,7 @@ import pytest
 
 from portal.core.states import TransitionNotAllowed
 from provisioning.models import Node
-from provisioning.states import NODE_TRANSITIONS, NodeState
+from provisioning.states import NODE_TERMINAL, NODE_TRANSITIONS, NodeState
 from provisioning.transitions import node_transition
 from tests.factories import make_node
 
@@ -12,11 +12,12 @@ ALLOWED = [(t.name, s) for t in NODE_TRANSITIONS for s in sorted(t.sources)]
 FORBIDDEN = {t.name: [s for s in NodeState.values if s not in t.sources] for t in NODE_TRANSITIONS}
 
 
-def test_every_state_is_reachable_and_can_be_left():
+def test_every_state_is_reachable_and_every_one_but_retired_can_be_left():
     targets = {t.target for t in NODE_TRANSITIONS} | {NodeState.ENROLLED}
     sources = set().union(*(t.sources for t in NODE_TRANSITIONS))
     assert targets == set(NodeState.values)
-    assert sources == set(NodeState.values)
+    assert NODE_TERMINAL == {NodeState.RETIRED}
+    assert sources == set(NodeState.values) - NODE_TERMINAL
 
 
 @pytest.mark.parametrize(("name", "source"), ALLOWED)

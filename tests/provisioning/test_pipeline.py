@@ -234,8 +234,9 @@ def test_termination_revokes_wipes_and_returns_nodes_to_stock(catalog, people, s
     node.refresh_from_db()
     assert (order.state, node.state, node.order) == ("terminated", "ready", None)
     assert list(run.steps.values_list("step", flat=True)) == [
-        "retain_data", "revoke_credentials", "wipe", "ready"]
-    assert _journal_ok(node, sim_dir)[-2:] == ["revoke_credentials", "wipe"]
+        "revoke_access", "retain_data", "revoke_keys", "sanitise", "attest", "ready"]
+    # Access ends first, on the node; the disks are erased after, through the same driver.
+    assert _journal_ok(node, sim_dir)[-2:] == ["revoke_access", "sanitise"]
 
 
 def test_day_two_reboot_and_redeploy(catalog, people, sim_dir):

@@ -158,7 +158,7 @@ def test_terminating_a_failed_cluster_waits_for_the_node_still_deploying(
     journal = read_journal(slow.hostname, sim_dir)
     assert overlaps(journal) == []
     ends = [i for i, e in enumerate(journal) if e["name"] == "deploy_os" and e["event"] != "start"]
-    wipes = [i for i, e in enumerate(journal) if e["name"] == "wipe" and e["event"] == "start"]
+    wipes = [i for i, e in enumerate(journal) if e["name"] == "sanitise" and e["event"] == "start"]
     assert ends and wipes and min(wipes) > ends[0], journal  # no wipe before the deploy stopped
     assert overlaps(read_journal(broken.hostname, sim_dir)) == []
     stopped = StepRun.objects.get(run__kind="provision", run__order=order, node=slow,

@@ -22,7 +22,6 @@ What is a stand-in, and why:
 
 import os
 import shutil
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -50,7 +49,7 @@ from provisioning.transitions import node_transition
 from tests.conftest import missing_service
 from tests.factories import OrganisationFactory, member_of, staff
 from tests.provisioning.sshd import SshdUnavailable, start_sshd
-from tests.provisioning.stack.venv_cache import link_cached_venv
+from tests.provisioning.stack.venv_cache import link_cached_tools, link_cached_venv
 
 SKU = "2x-l4-24gb"
 WITHOUT_STACK = "tests.provisioning.test_pipeline_ssh.render_without_stack"
@@ -92,6 +91,7 @@ def gpu_host(tmp_path_factory):
     host.bin_dir = base / "bin"
     host.trainyard_root = base / "root"
     link_cached_venv(host.trainyard_root, TEST_HOST_PACKAGES)  # the test host's stack
+    link_cached_tools(host.trainyard_root)  # the node tools; the host's own python3 has no boto3
     try:
         yield host
     finally:
@@ -195,7 +195,6 @@ def test_an_order_goes_active_and_terminates_with_the_ssh_driver(ssh_node, gpu_h
     rotated and the node's credentials file follows; termination copies the node's checkpoint
     directory into the bucket with the sync tool before the disks are wiped."""
     settings.PROVISIONING_OS_IMAGE = _os_image()
-    settings.STORAGE_NODE_PYTHON = sys.executable  # the node's python3 with boto3
     order = approved_order(ssh_node, storage_provider, storage_retention_days=7)
     run = ProvisioningRun.objects.get(order=order, kind=RunKind.PROVISION)
 
@@ -260,8 +259,7 @@ def _rotate_then_terminate(order, node, host, admin_s3) -> None:
     (checkpoints / "optim.pt").write_bytes(b"\x01optim" * 3000)
     order_request_termination(order=order, by=order.placed_by)
     run = ProvisioningRun.objects.get(order=order, kind=RunKind.TERMINATE)
-    assert drive(run) == ["retain_data:succeeded", "revoke_credentials:succeeded", "wipe:succeeded",
-                          "ready:succeeded"]
+    assert drive(run) == [f"{spec.name}:succeeded" for spec in STEPS[RunKind.TERMINATE]]
     bucket = Bucket.objects.get(order=order)
     prefix = f"checkpoints/{node.hostname}/step-200"
     got = admin_s3.get_object(Bucket=bucket.name, Key=f"{prefix}/model.pt")["Body"].read()
@@ -275,6 +273,10 @@ def _rotate_then_terminate(order, node, host, admin_s3) -> None:
     order.refresh_from_db()
     assert order.state == OrderState.TERMINATED
     assert order.storage_retention_days == 7
+    # Nothing of the tenant stays on the node: credentials, configs, checkpoints.
+    assert not credentials.exists() and not (root / "etc/trainyard/env.sh").exists()
+    assert list((root / "data").iterdir()) == []
+    assert StepRun.objects.get(run=run, step="attest").result["clean"] is True
 
 
 @pytest.mark.django_db

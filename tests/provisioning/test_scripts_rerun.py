@@ -1,7 +1,8 @@
-"""The configure step's disk layout and the wipe script run again safely, refuse what is not
-theirs, and free a busy device before erasing it: they run for real under bash with stand-ins
-for mdadm, blkid, lsblk, findmnt, wipefs, mkfs.xfs, mountpoint, mount, umount, fuser, systemctl
-and blkdiscard that keep each device's state and fail as the real tools do: wipefs, mkfs and
+"""The configure step's disk layout and the hand-back's sanitise script run again safely, refuse
+what is not theirs, and free a busy device before erasing it: they run for real under bash with
+stand-ins for mdadm, blkid, lsblk, findmnt, wipefs, mkfs.xfs, mountpoint, mount, umount, fuser,
+systemctl, blkdiscard (and blockdev, cmp, dd: a wiped stand-in device reads back zeros) that keep
+each device's state and fail as the real tools do: wipefs, mkfs and
 blkdiscard refuse a device that is mounted or in an assembled array, mdadm refuses to stop a
 mounted array or zero a member of a running one, umount refuses a mount a process or unit holds.
 
@@ -15,7 +16,7 @@ from types import SimpleNamespace
 import pytest
 
 from provisioning.stack.disk import disk_layout_script
-from provisioning.stack.scripts import wipe_script
+from provisioning.stack.scripts import handback_env, sanitise_script
 
 COMMON = """bn() { basename "$1"; }
 in_array() {  # is device $1 (or its partition) a member of an assembled array?
@@ -65,7 +66,7 @@ elif [ -e "$STATE/$d.label" ] || [ -e "$STATE/$d.parts" ]; then
 fi""",
     "mkfs.xfs": """dev="${!#}"
 busy_dev "$dev" && { echo "mkfs.xfs: $dev contains a mounted filesystem" >&2; exit 1; }
-echo trainyard-data > "$STATE/$(bn "$dev").label"; log "mkfs $(bn "$dev")"
+echo trainyard > "$STATE/$(bn "$dev").label"; log "mkfs $(bn "$dev")"
 """,
     "mountpoint": 'grep -q " ${!#}$" "$STATE/mounts"',
     "mount": """target="${!#}"; label="${3#LABEL=}"
@@ -90,9 +91,12 @@ log "kill $(bn "$target")" """,
   stop) grep -vx "$2" "$STATE/units" > "$STATE/units.new" || true; mv "$STATE/units.new" "$STATE/units"
         log "stop $2" ;;
 esac""",
-    "blkdiscard": """busy_dev "$2" && {
-  echo "blkdiscard: cannot open $2: Device or resource busy" >&2; exit 1; }
-log "discard $2" """,
+    "blkdiscard": """dev="${!#}"; busy_dev "$dev" && {
+  echo "blkdiscard: cannot open $dev: Device or resource busy" >&2; exit 1; }
+case "$1" in -z) log "zero-out $dev" ;; *) log "discard $dev" ;; esac""",
+    "blockdev": "echo 1073741824",
+    "cmp": "exit 0",
+    "dd": "exit 0",
 }
 DEVICES = ["/dev/nvme0n1", "/dev/nvme1n1"]
 
@@ -110,9 +114,9 @@ def host(tmp_path):
         tool.chmod(0o755)
     md = root / "dev" / "md0"
 
-    def run(script: str) -> subprocess.CompletedProcess:
+    def run(script: str, **extra_env: str) -> subprocess.CompletedProcess:
         env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "STATE": str(state), "TRAINYARD_ROOT": str(root),
-               "TRAINYARD_MD_DEVICE": str(md), "MNT": str(root / "data")}
+               "TRAINYARD_MD_DEVICE": str(md), "MNT": str(root / "data"), **extra_env}
         return subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True)
 
     def calls() -> list[str]:
@@ -159,7 +163,7 @@ def test_configure_runs_twice_and_builds_the_array_once(host):
     assert "already has a filesystem; skipping" in second.stdout
     assert "already mounted; skipping" in second.stdout
     fstab = (host.root / "etc" / "fstab").read_text().splitlines()
-    assert fstab == ["LABEL=trainyard-data /data xfs defaults,noatime,nofail 0 2"]
+    assert fstab == ["LABEL=trainyard /data xfs defaults,noatime,nofail 0 2"]
     assert "ARRAY" in (host.root / "etc" / "mdadm" / "mdadm.conf").read_text()
 
 
@@ -207,36 +211,50 @@ def test_the_stand_in_wipefs_refuses_a_device_still_in_a_running_array(host):
     assert done.returncode == 0, done.stderr
 
 
-def test_wipe_stops_the_units_and_processes_on_data_then_frees_and_discards_twice(host):
+def sanitise(host, method="discard", devices=DEVICES):
+    env = handback_env(login_user="", wipe_method=method, devices=devices)
+    return host.run(sanitise_script(), **env)
+
+
+def test_sanitise_stops_the_units_and_processes_on_data_then_frees_and_discards_twice(host):
     assert host.run(layout()).returncode == 0
     data = str(host.root / "data")
     host.hold(data, units=["trainyard-tensorboard.service", "trainyard-checkpoint-sync.timer"])
     for _ in range(2):
-        done = host.run(wipe_script(DEVICES))
+        done = sanitise(host)
         assert done.returncode == 0, done.stdout + done.stderr
     assert host.calls() == ["create", "mkfs md0", "mount",
                             "stop trainyard-checkpoint-sync.timer",
                             "stop trainyard-tensorboard.service", "kill data", "umount",
                             "stop md0", "discard /dev/nvme0n1", "discard /dev/nvme1n1",
                             "discard /dev/nvme0n1", "discard /dev/nvme1n1"]
+    assert "wiped /dev/nvme0n1 (discard); it reads back zeros" in done.stdout
 
 
-def test_wipe_frees_a_foreign_array_the_devices_belong_to(host):
+def test_sanitise_frees_a_foreign_array_the_devices_belong_to(host):
     host.foreign_array("/dev/md127", DEVICES, "/srv/scratch", busy=True)
-    done = host.run(wipe_script(DEVICES))
+    done = sanitise(host)
     assert done.returncode == 0, done.stdout + done.stderr
     assert host.calls() == ["kill scratch", "umount", "stop md127", "discard /dev/nvme0n1",
                             "discard /dev/nvme1n1"]
 
 
-def test_the_wipe_script_passes_shellcheck(tmp_path):
-    from tests.provisioning.stack.test_renderers import shellcheck
+def test_sanitise_writes_zeros_with_the_zero_method(host):
+    done = sanitise(host, method="zero")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert host.calls() == ["zero-out /dev/nvme0n1", "zero-out /dev/nvme1n1"]
 
-    path = tmp_path / "wipe.sh"
-    path.write_text(wipe_script(DEVICES))
-    done = subprocess.run([shellcheck(), "--severity=style", str(path)], capture_output=True,
-                          text=True)
-    assert done.returncode == 0, done.stdout
+
+@pytest.mark.parametrize("method, devices, says", [
+    ("files", DEVICES, "data devices are recorded"),
+    ("discard", [], "no data devices recorded"),
+    ("shred", DEVICES, "unknown wipe method shred"),
+])
+def test_sanitise_refuses_a_wipe_method_that_does_not_fit_the_devices(host, method, devices, says):
+    done = sanitise(host, method=method, devices=devices)
+    assert done.returncode == 2
+    assert says in done.stdout
+    assert host.calls() == []  # nothing was touched
 
 
 @pytest.mark.parametrize("raid, wipe", [("single", False), ("raid0", False), ("raid10", True)])

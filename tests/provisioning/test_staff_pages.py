@@ -258,7 +258,7 @@ def test_an_operator_enrols_a_node(login, people, catalog):
     response = login(people.olga).post("/ops/nodes/enrol/", {
         "hostname": "gpu-h100-z9", "sku": sku.pk, "management_address": "10.9.9.9:22",
         "driver": "simulated", "fabric_group": "leaf-z", "nvme_devices": "/dev/nvme1n1, /dev/nvme2n1",
-        "notes": "", "ready": "on"})
+        "wipe_method": "discard", "notes": "", "ready": "on"})
     node = Node.objects.get(hostname="gpu-h100-z9")
     assert response.status_code == 302 and response.url == f"/ops/nodes/{node.pk}/"
     # Not stock yet: the reachability and health check is queued (after commit) to accept it.
@@ -269,7 +269,7 @@ def test_an_operator_enrols_a_node(login, people, catalog):
 def test_enrolling_a_duplicate_hostname_is_an_inline_error(login, people, stock):
     response = login(people.olga).post("/ops/nodes/enrol/", {
         "hostname": "gpu-h100-a01", "sku": stock[0].sku_id, "management_address": "10.1.1.1",
-        "driver": "simulated"})
+        "driver": "simulated", "wipe_method": "files"})
     html = response.content.decode()
     assert response.status_code == 400
     assert "A node named gpu-h100-a01 is already enrolled" in html and 'class="error"' in html

@@ -97,6 +97,39 @@ class OrderOutputSerializer(RowSerializer):
 
 
 
+class CopiedFromNodeSerializer(serializers.Serializer):
+    hostname = serializers.CharField()
+    files = serializers.IntegerField()
+    bytes_copied = serializers.IntegerField()
+    verified = serializers.BooleanField(help_text="Copied, listed from our side and checked.")
+    note = serializers.CharField(help_text="e.g. nothing to copy, and why.")
+
+
+class RetainedDataSerializer(serializers.Serializer):
+    bucket = serializers.CharField()
+    endpoint = serializers.CharField()
+    region = serializers.CharField()
+    provider = serializers.CharField()
+    state = serializers.ChoiceField(choices=["active", "retained", "deleted"],
+                                    help_text="active: the termination is still copying.")
+    retain_until = serializers.DateTimeField(allow_null=True)
+    copied = CopiedFromNodeSerializer(many=True)
+    read_key_id = serializers.CharField(help_text="The read-only key's id; empty when none.")
+    read_key_revealable = serializers.BooleanField(help_text="Its secret can still be shown once.")
+    read_key_pending = serializers.BooleanField(help_text="A read-only key is being issued.")
+
+
+class OrderDetailOutputSerializer(OrderOutputSerializer):
+    retained_data = RetainedDataSerializer(
+        allow_null=True, read_only=True,
+        help_text="A terminating or terminated order's bucket: what was copied, until when it is "
+                  "kept, its read-only key. Null otherwise.")
+
+    class Meta(OrderOutputSerializer.Meta):
+        fields = [*OrderOutputSerializer.Meta.fields, "retained_data"]
+        read_only_fields = fields
+
+
 class OrderEventOutputSerializer(serializers.ModelSerializer):
     """What happened, in words a customer may read: the transition's label, never staff notes."""
 

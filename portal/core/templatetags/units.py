@@ -25,6 +25,7 @@ def _or_missing(format_value):
 
 register.filter("gb", _or_missing(units.gb))
 register.filter("tb", _or_missing(units.tb))
+register.filter("size", _or_missing(units.size))
 register.filter("gbps", _or_missing(units.gbps))
 register.filter("usd", _or_missing(units.usd))
 register.filter("usd_total", _or_missing(units.usd_approx))

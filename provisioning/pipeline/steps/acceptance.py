@@ -38,10 +38,10 @@ from provisioning.acceptance.report import (
     job_fields,
 )
 from provisioning.acceptance.scripts import checks_script, job_script
-from provisioning.drivers import DriverError, RunResult, driver_for
+from provisioning.drivers import DriverError, RunResult, driver_for, is_test_host
 from provisioning.health import MAX_GPU_TEMPERATURE_C, gpu_too_hot
 from provisioning.models import StepRun
-from provisioning.pipeline.context import StepContext, StepFailed, StepWaiting, is_test_host
+from provisioning.pipeline.context import StepContext, StepFailed, StepWaiting
 from provisioning.states import STEP_DONE, StepStatus, step_spec
 
 __all__ = ["AcceptanceCheck", "AcceptanceReport", "AcceptanceResult", "CheckpointRoundTrip",

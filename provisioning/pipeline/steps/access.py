@@ -6,10 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
-from django.conf import settings
-
 from portal.accounts.selectors import ssh_keys_for_servers_of
-from provisioning.drivers import driver_options
+from provisioning.drivers import login_user_for
 from provisioning.pipeline.context import StepContext, StepResult
 from provisioning.stack.access import KEYS_PATH, KeyLine, authorized_keys_script
 
@@ -44,11 +42,6 @@ class AccessResult(StepResult):
     @property
     def fingerprints(self) -> tuple[str, ...]:
         return tuple(k.fingerprint for k in self.keys)
-
-
-def login_user_for(node) -> str:
-    """The account customers log in with (as the handover step records it)."""
-    return str(driver_options(node).get("login_user") or settings.PROVISIONING_LOGIN_USER)
 
 
 def access(ctx: StepContext) -> AccessResult:

@@ -1,4 +1,6 @@
-"""Deploy OS: power the node on and install the image (``settings.PROVISIONING_OS_IMAGE``)."""
+"""Deploy OS: power the node on and install the image (``settings.PROVISIONING_OS_IMAGE``), then
+Trainyard's node tools. A node that entered stock before clean baselines were recorded gets its
+baseline here, before any tenant touches it (the hand-back's attestation compares with it)."""
 
 from __future__ import annotations
 
@@ -6,12 +8,15 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from provisioning.baseline import baseline_record
 from provisioning.pipeline.context import StepContext, StepResult
+from provisioning.pipeline.node_tools import ensure_node_tools
 
 
 @dataclass(frozen=True)
 class DeployResult(StepResult):
     image: str = ""
+    baseline_recorded: bool = False
 
 
 def deploy_os(ctx: StepContext) -> DeployResult:
@@ -19,4 +24,12 @@ def deploy_os(ctx: StepContext) -> DeployResult:
     ctx.log(f"powering on {ctx.node.hostname}")
     ctx.driver.power("on")
     ctx.driver.deploy_os(image=image, on_line=ctx.log)
-    return DeployResult(image=image)
+    recorded = ctx.node.baseline_at is None and not ctx.driver.simulated
+    if recorded:
+        entries = baseline_record(node=ctx.node, driver=ctx.driver,
+                                  note=f"clean baseline recorded before order "
+                                       f"{ctx.order.reference}")
+        ctx.log(f"clean baseline of {ctx.node.hostname} recorded ({len(entries)} entries)",
+                staff_only=True)
+    ensure_node_tools(ctx)
+    return DeployResult(image=image, baseline_recorded=recorded)

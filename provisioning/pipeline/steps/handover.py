@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 from django.utils import timezone
 
-from provisioning.drivers import DriverError, driver_options, split_address
+from provisioning.drivers import DriverError, driver_options, login_user_for, split_address
+from provisioning.drivers.ssh import host_key_fingerprints
 from provisioning.pipeline.context import StepContext, StepResult
-from provisioning.pipeline.steps.access import login_user_for
 
 SSH_PORT = 22
 
@@ -23,6 +23,9 @@ class HandoverResult(StepResult):
     address: str = ""  # the node's management address, as enrolled
     simulated: bool = False  # no real machine behind the node: there is nothing to log in to
     handed_over_at: str = ""
+    # The node's pinned SSH host key ("ED25519 SHA256:…"): what the customer compares at the
+    # first login, so it is never trust-on-first-use.
+    host_key_fingerprints: tuple[str, ...] = ()
 
     @classmethod
     def from_dict(cls, data: dict | None) -> HandoverResult:
@@ -55,4 +58,6 @@ def handover(ctx: StepContext) -> HandoverResult:
     ctx.log(f"{node.hostname} handed over to {ctx.order.organisation}")
     return HandoverResult(hostname=node.hostname, ssh_user=login_user, ssh_host=host,
                           ssh_port=port, address=node.management_address, simulated=simulated,
-                          handed_over_at=timezone.now().isoformat())
+                          handed_over_at=timezone.now().isoformat(),
+                          host_key_fingerprints=() if simulated else host_key_fingerprints(
+                              options.get("host_key")))

@@ -1,31 +1,55 @@
-"""The steps of a termination run: keep the data (checkpoints copied to the order's bucket, the
-bucket kept until its date), revoke credentials, wipe disks, back in stock."""
+"""The steps of a termination run, the hand-back (DESIGN.md, rule 11): end the customer's
+access, keep the data (checkpoints copied to the order's bucket, kept until its date), revoke
+the bucket keys, remove everything of the tenant, attest against the node's clean baseline, and
+only then back into stock."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from provisioning.baseline import node_inventory
+from provisioning.drivers import login_user_for
+from provisioning.handback import MAX_LISTED, attestation_findings, findings_summary
+from provisioning.models import Node, NodeEvent
 from provisioning.pipeline.context import StepContext, StepFailed, StepResult
-from provisioning.pipeline.steps.access import login_user_for
 from provisioning.pipeline.steps.storage import storage_backend, storage_ordered
-from provisioning.stack.scripts import revoke_script, wipe_script
+from provisioning.stack.scripts import handback_env, revoke_access_script, sanitise_script
 from provisioning.storage.backend import RetainResult
 
 
 @dataclass(frozen=True)
-class RevokeResult(StepResult):
-    ssh_keys_revoked: bool = False
+class AccessEndedResult(StepResult):
+    login_user: str = ""
+
+
+@dataclass(frozen=True)
+class RevokeKeysResult(StepResult):
     storage: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
-class WipeResult(StepResult):
+class SanitiseResult(StepResult):
+    wipe_method: str = ""
     devices: tuple[str, ...] = ()
+    simulated: bool = False
 
 
 @dataclass(frozen=True)
-class ReadyResult(StepResult):
-    gpu_count: int = 0
+class AttestResult(StepResult):
+    clean: bool = False
+    checked: int = 0  # inventory entries looked at
+    findings: tuple[str, ...] = ()
+    simulated: bool = False
+
+
+def _handback_env(node: Node) -> dict[str, str]:
+    return handback_env(login_user=login_user_for(node), wipe_method=node.wipe_method,
+                        devices=node.nvme_devices)
+
+
+def revoke_access(ctx: StepContext) -> AccessEndedResult:
+    ctx.run_script(revoke_access_script(), name="revoke_access", env=_handback_env(ctx.node))
+    return AccessEndedResult(login_user=login_user_for(ctx.node))
 
 
 def retain_data(ctx: StepContext) -> RetainResult:
@@ -39,16 +63,44 @@ def retain_data(ctx: StepContext) -> RetainResult:
     return backend.retain(ctx)
 
 
-def revoke_credentials(ctx: StepContext) -> RevokeResult:
-    ctx.run_script(revoke_script(login_user_for(ctx.node)), name="revoke_credentials")
+def revoke_keys(ctx: StepContext) -> RevokeKeysResult:
     backend = storage_backend()
     storage = backend.revoke(ctx) if backend is not None else {"revoked": 0}
-    return RevokeResult(ssh_keys_revoked=True, storage=storage)
+    return RevokeKeysResult(storage=storage)
 
 
-def wipe(ctx: StepContext) -> WipeResult:
-    ctx.run_script(wipe_script(ctx.node.nvme_devices), name="wipe")
-    return WipeResult(devices=tuple(ctx.node.nvme_devices))
+def sanitise(ctx: StepContext) -> SanitiseResult:
+    node = ctx.node
+    ctx.run_script(sanitise_script(), name="sanitise", env=_handback_env(node))
+    return SanitiseResult(wipe_method=node.wipe_method, devices=tuple(node.nvme_devices),
+                          simulated=bool(ctx.driver.simulated))
+
+
+def attest(ctx: StepContext) -> AttestResult:
+    node = Node.objects.get(pk=ctx.node.pk)
+    if ctx.driver.simulated:
+        ctx.log(f"{node.hostname} is simulated: nothing on it to attest")
+        return AttestResult(clean=True, simulated=True)
+    if node.baseline_at is None:
+        raise StepFailed(f"{node.hostname} has no clean baseline to compare with (it entered stock "
+                         f"before baselines were recorded): check it by hand, then put it into "
+                         f"maintenance and return it to service, which records one")
+    now = node_inventory(node=node, driver=ctx.driver)
+    findings = attestation_findings(baseline=node.baseline, now=now)
+    listed = tuple(findings[:MAX_LISTED])
+    ctx.result.update(AttestResult(checked=len(now), findings=listed).to_dict())
+    if findings:
+        raise StepFailed(findings_summary(findings), result=ctx.result)
+    NodeEvent.objects.create(node=node, transition="attest", from_state=node.state,
+                             to_state=node.state, order=ctx.order,
+                             note=f"{findings_summary([])} ({len(now)} entries checked)")
+    ctx.log(f"attestation: nothing of the last tenant remains on {node.hostname}")
+    return AttestResult(clean=True, checked=len(now))
+
+
+@dataclass(frozen=True)
+class ReadyResult(StepResult):
+    gpu_count: int = 0
 
 
 def ready(ctx: StepContext) -> ReadyResult:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 
 import pytest
 
@@ -15,6 +14,7 @@ from provisioning.stack.bundle import render_stack
 from provisioning.storage.models import Credential
 from provisioning.storage.services import storage_setup
 from tests.provisioning.stack.variants import CLUSTER, IB_FACTS, order
+from tests.provisioning.stack.venv_cache import link_cached_tools
 from tests.provisioning.storage.conftest import make_storage_order
 
 STEPS = (100, 200, 300, 400, 500)
@@ -28,9 +28,7 @@ def _node_root(tmp_path, name, stack, env_file: str):
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(file.content)
             path.chmod(0o755)
-    venv = root / "opt/trainyard/venv/bin"
-    venv.mkdir(parents=True)
-    (venv / "python").symlink_to(sys.executable)  # a Python with boto3, as the node's venv has
+    link_cached_tools(root)  # the node tools (boto3) the deploy step installs
     (root / "etc/trainyard").mkdir(parents=True, exist_ok=True)
     (root / "etc/trainyard/s3.env").write_text(env_file)
     return root

@@ -35,3 +35,28 @@ def link_cached_venv(root: Path, packages, constraints=()) -> Path:
     if not target.is_symlink():
         target.symlink_to(cache, target_is_directory=True)
     return cache
+
+
+STOCK_PYTHON_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def link_cached_tools(root: Path) -> Path:
+    """Trainyard's node tools (``/opt/trainyard/tools``: boto3 pinned), built once per machine by
+    the real ``node_tools.sh`` with the machine's stock ``python3`` (no boto3 of its own), and
+    linked under ``root``: the node tools step then finds them in place, as on a re-deployed node."""
+    from provisioning.stack.scripts import node_tools_env, node_tools_script
+
+    env = node_tools_env()
+    cache = Path(tempfile.gettempdir()) / "trainyard-test-tools" / env["TRAINYARD_TOOLS_KEY"]
+    built = cache / "opt" / "trainyard" / "tools"
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache.parent / f"{cache.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (built / MARKER).exists():
+            subprocess.run(["bash", "-c", node_tools_script()], check=True, capture_output=True,
+                           env={**env, "PATH": STOCK_PYTHON_PATH, "TRAINYARD_ROOT": str(cache)})
+    target = root / "opt" / "trainyard" / "tools"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not target.is_symlink() and not target.exists():
+        target.symlink_to(built, target_is_directory=True)
+    return built

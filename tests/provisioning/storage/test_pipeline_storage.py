@@ -119,7 +119,8 @@ def test_termination_keeps_the_bucket_until_its_date_then_the_beat_task_deletes_
     admin_s3.put_object(Bucket=bucket.name, Key="checkpoints/final.pt", Body=b"w" * 2048)
     order_request_termination(order=bucket_order, by=people.alice)
     run = ProvisioningRun.objects.get(order=bucket_order, kind=RunKind.TERMINATE)
-    assert [k[2] for k, _ in drain(run.pk)] == ["retain_data", "revoke_credentials", "wipe", "ready"]
+    assert [k[2] for k, _ in drain(run.pk)] == ["revoke_access", "retain_data", "revoke_keys",
+                                                "sanitise", "attest", "ready"]
     bucket_order.refresh_from_db()
     bucket.refresh_from_db()
     assert bucket_order.state == OrderState.TERMINATED

@@ -21,12 +21,13 @@ from portal.api.v1.rows import order_row, order_rows
 from portal.api.v1.views.common import list_filters, organisation_for_create
 from portal.api.v1.views.quotes import IDEMPOTENCY_KEY
 from portal.orders.selectors import order_events, orders_for
+from portal.orders.states import OrderState
 from portal.quotes.selectors import quotes_visible
 from portal.quotes.services import ConfigurationError, quote_stack_problem
 from provisioning import services as provisioning_services
 from provisioning.fulfilment import order_cancel, order_create_and_submit, order_request_termination
 from provisioning.selectors import acceptance_report, order_access, order_last_health
-from provisioning.storage.selectors import storage_for
+from provisioning.storage.selectors import retained_data_for, storage_for
 
 CONFLICT = OpenApiResponse(description="The order's state does not allow it (problem+json).")
 
@@ -100,10 +101,14 @@ class OrderListCreateView(generics.GenericAPIView):
 
 
 class OrderDetailView(APIView):
-    @extend_schema(operation_id="orders_retrieve", responses={200: so.OrderOutputSerializer},
-                   summary="One order")
+    @extend_schema(operation_id="orders_retrieve", responses={200: so.OrderDetailOutputSerializer},
+                   summary="One order; once it terminates, its kept bucket (retained_data)")
     def get(self, request, reference: str):
-        return Response(so.OrderOutputSerializer(order_row(request.user, reference)).data)
+        answer = so.OrderOutputSerializer(order_row(request.user, reference)).data
+        retained = (retained_data_for(_order(request, reference))
+                    if answer["state"] in (OrderState.TERMINATING, OrderState.TERMINATED) else None)
+        return Response({**answer, "retained_data": so.RetainedDataSerializer(retained).data
+                         if retained else None})
 
 
 class OrderCancelView(APIView):

@@ -17,7 +17,13 @@ from portal.api.v1.views.orders import CONFLICT, _order
 from portal.api.v1.views.quotes import IDEMPOTENCY_KEY
 from provisioning import services as provisioning_services
 from provisioning.stack.selectors import StaleFile, stack_downloads, stack_file
-from provisioning.storage.services import credential_reveal, credentials_file_snippet, storage_result_for
+from provisioning.storage.selectors import retained_data_for
+from provisioning.storage.services import (
+    StorageResult,
+    credential_reveal,
+    credentials_file_snippet,
+    storage_result_for,
+)
 
 FILE_TYPES = ("text/plain", "application/json", "application/yaml", "application/toml")
 
@@ -41,6 +47,42 @@ class StorageRevealView(APIView):
         body = {"bucket": result.bucket, "endpoint": result.endpoint, "region": result.region,
                 "access_key_id": access_key_id, "secret_access_key": secret,
                 "credentials_file": credentials_file_snippet(result=result, secret=secret)}
+        return Response(so.StorageSecretSerializer(body).data, headers={"Cache-Control": "no-store"})
+
+
+class RetainedKeyView(APIView):
+    @extend_schema(operation_id="orders_storage_read_key_create", request=None,
+                   responses={202: OpenApiResponse(description="Being issued: retained_data."
+                                                               "read_key_pending is true until it "
+                                                               "is ready."), 409: CONFLICT},
+                   summary="A read-only key (list and get) to a terminated order's kept bucket; "
+                           "replaces the previous one. Reveal its secret once afterwards")
+    def post(self, request, reference: str):
+        provisioning_services.order_retention_key_request(order=_order(request, reference),
+                                                          by=request.user)
+        return Response({"read_key_pending": True}, status=status.HTTP_202_ACCEPTED)
+
+
+class RetainedKeyRevealView(APIView):
+    @extend_schema(operation_id="orders_storage_read_key_reveal", request=None,
+                   parameters=[IDEMPOTENCY_KEY],
+                   responses={200: so.StorageSecretSerializer, 409: CONFLICT},
+                   summary="The read-only key's secret, shown once (retry with the same "
+                           "Idempotency-Key to see it again within 24 h)")
+    @idempotent
+    def post(self, request, reference: str):
+        order = _order(request, reference)
+        data = retained_data_for(order)
+        revealed = credential_reveal(order=order, read_only=True) if data else None
+        if revealed is None:
+            raise Conflict("No read-only key to show: issue one (POST …/storage/read-only-key), "
+                           "or its secret was already shown once.")
+        access_key_id, secret = revealed
+        where = StorageResult(bucket=data.bucket, endpoint=data.endpoint, region=data.region,
+                              access_key_id=access_key_id)
+        body = {"bucket": data.bucket, "endpoint": data.endpoint, "region": data.region,
+                "access_key_id": access_key_id, "secret_access_key": secret,
+                "credentials_file": credentials_file_snippet(result=where, secret=secret)}
         return Response(so.StorageSecretSerializer(body).data, headers={"Cache-Control": "no-store"})
 
 

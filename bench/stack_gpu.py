@@ -160,14 +160,17 @@ def render_node(root: Path, plan: dict, *, gpus: int, test_host: bool) -> Path:
 
 def estimate_for(model: dict, *, micro_batch: int, checkpointing: bool, world: int,
                  reshard_after_forward: bool = True):
-    """The estimator for what the worker runs: FSDP2 full sharding over ``world`` GPUs with
-    ``MixedPrecisionPolicy(bf16, fp32 reduce)`` (``mixed_layout="fsdp2"``)."""
+    """The estimator for what the worker runs: train_smoke.py's Llama (``implementation=
+    "trainyard-smoke"``: what its ops save, and the logits its step keeps) under FSDP2 full
+    sharding over ``world`` GPUs with ``MixedPrecisionPolicy(bf16, fp32 reduce)``
+    (``mixed_layout="fsdp2"``)."""
     from portal.sizing.estimator import ModelSpec, ParallelConfig, TrainingConfig, estimate_memory
     from provisioning.acceptance.probe import allocator_bytes
 
     spec = ModelSpec(name="stack-bench", family="llama", vocab_size=model["vocab"],
                      hidden_size=model["dim"], num_layers=model["layers"], num_heads=model["heads"],
-                     intermediate_size=model["ffn"], num_kv_heads=model["kv_heads"])
+                     intermediate_size=model["ffn"], num_kv_heads=model["kv_heads"],
+                     implementation="trainyard-smoke")
     training = TrainingConfig(precision="bf16-mixed", mixed_layout="fsdp2", optimizer="adamw",
                               micro_batch=micro_batch, seq_len=model["seq"],
                               checkpointing="full" if checkpointing else "none", attention="sdpa")

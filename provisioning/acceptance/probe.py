@@ -28,7 +28,9 @@ def memory_probe(plan_data: dict | None) -> tuple[str, str]:
     if plan.finetune not in ("", "full"):
         return "", f"the probe trains every weight; the plan fine-tunes with {plan.finetune}"
     layers = min(PROBE_LAYERS, spec.num_layers)
-    reduced = dataclasses.replace(spec, num_layers=layers)
+    # node_checks.py runs train_smoke.py's Llama (no biases, its own head) with that shape
+    reduced = dataclasses.replace(spec, num_layers=layers, implementation="trainyard-smoke",
+                                  tie_word_embeddings=False, qkv_bias=False, o_bias=False, mlp_bias=False)
     training = TrainingConfig(precision="bf16-mixed", mixed_layout="autocast", optimizer="adamw",
                               micro_batch=plan.micro_batch, seq_len=plan.seq_len,
                               checkpointing="full" if plan.checkpointing == "full" else "none",

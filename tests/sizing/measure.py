@@ -66,6 +66,22 @@ def build(cfg, cls, dtype=torch.float32, seed=0):
     return model
 
 
+class CudaAutocastRules(torch.overrides.TorchFunctionMode):
+    """CUDA autocast's fp32 cast list for the ops it has and CPU autocast lacks, on CPU: while
+    autocast is on, ``pow`` runs on an fp32 copy of a half input (aten autocast_mode's
+    ``pow`` fp32 policy on CUDA). The estimate is for CUDA; under plain CPU autocast GPT-2's
+    gelu_new would keep its polynomial in bf16."""
+
+    POW = (torch.pow, torch.Tensor.pow, torch.Tensor.__pow__)
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if (func in self.POW and torch.is_autocast_enabled("cpu") and isinstance(args[0], torch.Tensor)
+                and args[0].dtype in (torch.bfloat16, torch.float16)):
+            args = (args[0].float(), *args[1:])
+        return func(*args, **kwargs)
+
+
 def storage_bytes(tensors) -> int:
     seen = {}
     for t in tensors:
@@ -77,7 +93,8 @@ def storage_bytes(tensors) -> int:
 def saved_for_backward(model, batch: int, seq: int, autocast: bool = False,
                        vocab: int = VOCAB) -> tuple[int, int]:
     """Bytes saved for backward by one forward pass with the loss: (activations,
-    autocast half copies of parameters). Storages deduplicated, parameters excluded."""
+    autocast half copies of parameters). Storages deduplicated, parameters excluded; autocast
+    follows CUDA's cast lists (CudaAutocastRules)."""
     g = torch.Generator().manual_seed(1)
     ids = torch.randint(0, vocab, (batch, seq), generator=g)
     labels = ids.clone()
@@ -108,7 +125,7 @@ def saved_for_backward(model, batch: int, seq: int, autocast: bool = False,
             (casts if is_param_cast(t.detach()) else seen)[ptr] = st.nbytes()
         return t
 
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), CudaAutocastRules():
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
             out = model(input_ids=ids, labels=labels)
     del out
@@ -129,3 +146,73 @@ def model_states_after_step(model, optimizer_cls=torch.optim.AdamW, batch=2, seq
         "gradients": storage_bytes([p.grad for p in params if p.grad is not None]),
         "optimizer_states": storage_bytes(state),
     }
+
+
+SMOKE_MODES = {  # how train_smoke.py's Llama runs: estimator (precision, mixed_layout, sharding)
+    "fsdp2": ("bf16-mixed", "fsdp2", "fsdp-full-shard"),  # bench/stack_gpu.py's worker
+    "autocast": ("bf16-mixed", "autocast", "none"),  # the node memory probe (node_checks.py)
+    "fp32": ("fp32", None, "none"),
+}
+
+
+def smoke_saved_for_backward(cfg, batch: int, mode: str, checkpointing: bool = False) -> tuple[int, int, int]:
+    """provisioning/acceptance/node/train_smoke.py's Llama, one forward with the loss as its loops
+    run it: (bytes saved for backward, bytes of the logits the loop keeps, autocast half copies of
+    parameters). ``fsdp2``: fully_shard on every block and the root with
+    MixedPrecisionPolicy(bf16, fp32 reduce), a world of one over gloo (no collective runs),
+    as bench/stack_gpu.py's worker; ``autocast``: fp32 weights under bf16 autocast, as the node
+    memory probe; ``fp32``. Parameters (FSDP2's unsharded ones too) are excluded."""
+    import sys
+    from pathlib import Path
+
+    import torch.distributed as dist
+    import torch.nn.functional as F
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "provisioning" / "acceptance" / "node"))
+    from train_smoke import Llama
+
+    torch.manual_seed(0)
+    model = Llama(cfg, checkpoint_activations=checkpointing)
+    model.train()
+    own_group = mode == "fsdp2" and not dist.is_initialized()
+    if mode == "fsdp2":
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+        if own_group:
+            dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+        options = {"mesh": init_device_mesh("cpu", (1,)), "reshard_after_forward": True,
+                   "mp_policy": MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)}
+        for block in model.blocks:
+            fully_shard(block, **options)
+        fully_shard(model, **options)
+    halves = [p.detach().to(torch.bfloat16) for p in model.parameters()] if mode == "autocast" else []
+
+    def param_ptrs() -> set[int]:
+        local = (p.to_local() if hasattr(p, "to_local") else p for p in model.parameters())
+        return {t.untyped_storage().data_ptr() for t in local}
+
+    seen: dict[int, int] = {}
+    casts: dict[int, int] = {}
+
+    def pack(t):
+        st = t.untyped_storage()
+        ptr = st.data_ptr()
+        if ptr and ptr not in seen and ptr not in casts and ptr not in param_ptrs():
+            plain = t.detach()
+            is_cast = plain.dtype == torch.bfloat16 and any(
+                w.shape == plain.shape and torch.equal(w, plain)
+                or w.dim() == 2 and w.t().shape == plain.shape and torch.equal(w.t(), plain) for w in halves)
+            (casts if is_cast else seen)[ptr] = st.nbytes()
+        return t
+
+    tokens = torch.randint(0, cfg.vocab, (batch, cfg.seq + 1), generator=torch.Generator().manual_seed(1))
+    try:
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=mode == "autocast"):
+                logits = model(tokens[:, :-1])
+            F.cross_entropy(logits.float().view(-1, cfg.vocab), tokens[:, 1:].reshape(-1))
+    finally:
+        if own_group:
+            dist.destroy_process_group()
+    return sum(seen.values()), logits.untyped_storage().nbytes(), sum(casts.values())

@@ -14,9 +14,21 @@ tests/sizing/test_activations_measured.py):
 - SDPA / FlashAttention: q, k, v (k/v with the kv heads only), output and an fp32
   log-sum-exp per head and token. Eager: q, k and v repeated to all heads, the fp32 softmax
   (plus its half copy when computing in half) and the head-merged output.
-- SwiGLU: gate, silu(gate), up, and the product. GPT-2 gelu_new: 4 tensors of b*s*I.
+- SwiGLU: gate, silu(gate), up, and the product. GPT-2 gelu_new: pow's input, tanh's output,
+  1 + tanh, 0.5 * x (and c_proj's input); CUDA autocast runs pow in fp32 (its fp32 cast
+  list, which CPU autocast lacks), and type promotion keeps the polynomial branch in fp32.
+- GPT-2's training forward fills a DynamicCache (``use_cache`` defaults to true; HF turns it
+  off for checkpointed layers): k and v are concatenated copies, while q, a view of c_attn's
+  output, keeps all three alive wherever the kernel saves q itself (SDPA; eager at b = 1).
 - Dropout (p > 0, CUDA): a 1-byte mask per element (and the dropped probabilities).
 - Loss: the fp32 log-softmax output over the vocabulary (BERT keeps the logits dtype).
+
+The Trainyard smoke model (ModelSpec.implementation "trainyard-smoke", the Llama of
+provisioning/acceptance/node/train_smoke.py) saves more than HF's Llama, op for op: its RMSNorm
+calls ``x.float()`` twice (two fp32 copies of a half input), it repeats k and v to every head
+before SDPA, its rotary output is heads-major so the attention output is copied to merge the
+heads, it casts its fp32 rotary tables per call, and its loops keep the model's logits until
+the optimizer step.
 """
 
 from __future__ import annotations
@@ -67,13 +79,12 @@ def _attention_core(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int, p:
     if tc.attention in ("sdpa", "flash"):
         if m.family == "llama":
             qkvo = dt.act * T * (2 * m.q_dim + 2 * m.kv_dim)
+            qkvo += smoke_repeated_kv(m, dt, T) + smoke_head_merge_copy(m, dt, T)
         else:
             qkvo = 4 * dt.act * T * m.hidden_size
         return {"qkvo": qkvo + LSE_BYTES * b * n * s, "scores": 0}
     # eager: q, k and v (repeated to all heads), merged output for the out-projection
     qkvo = 4 * dt.act * T * m.q_dim
-    if m.family == "gpt2" and b == 1:
-        qkvo += 2 * dt.act * T * m.hidden_size  # q is a view that keeps all of c_attn's output
     if m.family == "llama" or dt.autocast:
         probs = 4 + (2 if dt.act == 2 else 0)  # fp32 softmax (+ its half copy)
     else:
@@ -81,6 +92,81 @@ def _attention_core(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int, p:
     if p > 0:
         probs += DROPOUT_MASK_BYTES + dt.act
     return {"qkvo": qkvo, "scores": probs * b * n * s * s}
+
+
+def smoke_norm_upcast(m: ModelSpec, dt: Dt, T: int) -> int:
+    """The smoke model's RMSNorm, ``x.float() * rsqrt(x.float().pow(2).mean(...))``: on a half
+    input each ``x.float()`` is a new fp32 copy, the multiply saves one and pow the other
+    (HF upcasts once). On an fp32 input both are x itself."""
+    if m.implementation != "trainyard-smoke" or dt.residual == 4:
+        return 0
+    return 4 * T * m.hidden_size
+
+
+def smoke_repeated_kv(m: ModelSpec, dt: Dt, T: int) -> int:
+    """The smoke model repeats k and v to every head (``repeat_interleave``) before SDPA, which
+    saves them so: all heads instead of the kv heads (HF passes enable_gqa)."""
+    if m.implementation != "trainyard-smoke":
+        return 0
+    return 2 * dt.act * T * (m.q_dim - m.kv_dim)
+
+
+def smoke_head_merge_copy(m: ModelSpec, dt: Dt, T: int) -> int:
+    """The smoke model's rotary (``torch.stack(...).flatten``) makes q heads-major (b, n, s, d);
+    SDPA's output follows q's layout (flash: ``empty_like(q)``; cuDNN: q's stride order), so
+    ``out.transpose(1, 2).reshape(b, s, -1)`` copies it and wo saves that copy next to the
+    output SDPA saves. HF's q stays (b, s, n, d) and the merge is a view."""
+    if m.implementation != "trainyard-smoke":
+        return 0
+    return dt.act * T * m.q_dim
+
+
+def smoke_rope_casts(m: ModelSpec, tc: TrainingConfig, dt: Dt, s: int) -> int:
+    """Per layer: the smoke model slices its fp32 rotary tables and casts them to the
+    activation dtype in every call (q and k: cos and sin, s x head_dim/2 each), and the rotary
+    multiplies save the casts. Under FSDP2 the block's MixedPrecisionPolicy casts its float
+    inputs, the tables among them, once per block (cast_forward_inputs): two casts. In fp32
+    they save the tables themselves (smoke_rope_tables)."""
+    if m.implementation != "trainyard-smoke" or dt.act == 4:
+        return 0
+    casts = 2 if tc.mixed_layout == "fsdp2" else 4
+    return casts * s * (m.head_dim // 2) * dt.act
+
+
+def smoke_rope_tables(m: ModelSpec, tc: TrainingConfig, dt: Dt, s: int) -> int:
+    """The smoke model's fp32 cos and sin tables (s x head_dim/2 each), saved once: by the
+    rotary multiplies in fp32, and as an input of every checkpointed block."""
+    if m.implementation != "trainyard-smoke" or (dt.act != 4 and tc.checkpointing != "full"):
+        return 0
+    return 2 * s * (m.head_dim // 2) * 4
+
+
+def held_logits(m: ModelSpec, dt: Dt, b: int, s: int, tp: int) -> int:
+    """The smoke model's loops keep the model's output logits (``logits = model(...)``)
+    until the optimizer step returns: through the loss backward and the step. HF's output
+    object is dropped once its loss is taken (Trainer, ``model(...).loss``)."""
+    if m.implementation != "trainyard-smoke":
+        return 0
+    return dt.act * b * s * m.vocab_size // tp
+
+
+def gelu_new_bytes(dt: Dt) -> int:
+    """Bytes per MLP element GPT-2's gelu_new (Python ops) and c_proj save: pow's input,
+    tanh's output, 1 + tanh, 0.5 * x and c_proj's input. CUDA autocast runs pow in fp32 (an
+    fp32 copy of its input), and type promotion carries fp32 through tanh; 0.5 * x stays
+    half, and c_proj casts the fp32 product to half."""
+    poly = 4 if dt.autocast else dt.act
+    return 3 * poly + 2 * dt.act
+
+
+def gpt2_cache_copies(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> int:
+    """GPT-2's training forward fills a DynamicCache: k and v are ``torch.cat`` copies that
+    attention saves, while q, a view of c_attn's (b, s, 3h) output, keeps all of it alive.
+    SDPA/flash save q itself; eager's batched matmul copies q unless b = 1. HF turns the cache
+    off in checkpointed layers."""
+    if tc.checkpointing == "full" or (tc.attention == "eager" and b > 1):
+        return 0
+    return 2 * dt.act * b * s * m.hidden_size
 
 
 def layer_terms(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> dict[str, int]:
@@ -96,7 +182,8 @@ def layer_terms(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> dic
             norm = (dt.residual * h + 4) * T
         else:
             norm = (4 * h + 4 + dt.norm_out * h) * T  # fp32 input/upcast, rsqrt, normalised
-        replicated = 2 * norm + (_lin_in(dt, 3) + _lin_in(dt, 2)) * T * h
+            norm += smoke_norm_upcast(m, dt, T)
+        replicated = 2 * norm + (_lin_in(dt, 3) + _lin_in(dt, 2)) * T * h + smoke_rope_casts(m, tc, dt, s)
         if m.is_moe:
             k, e = m.experts_per_token, m.num_experts
             routing = (4 * e + 8 * k + 4 + 4 * k + 3 * 8 * k + 4 * k) * T
@@ -108,8 +195,9 @@ def layer_terms(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> dic
     elif m.family == "gpt2":
         ln = (dt.residual * h + STATS_BYTES) * T
         replicated = 2 * ln + 2 * _lin_in(dt, 1) * T * h
-        # gelu_new in python ops saves 4 tensors of b*s*I; a fused gelu saves its input only
-        mlp = (5 if m.activation in ("", "gelu_new") else 2) * dt.act * T * inter
+        # gelu_new in python ops (gelu_new_bytes); a fused gelu saves its input only
+        mlp = (gelu_new_bytes(dt) if m.activation in ("", "gelu_new") else 2 * dt.act) * T * inter
+        core["qkvo"] += gpt2_cache_copies(m, tc, dt, b, s)
         if p > 0:
             replicated += 2 * DROPOUT_MASK_BYTES * T * h
     else:  # bert (post-LN)
@@ -137,7 +225,10 @@ def outside_layers(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> 
     if m.family == "llama":
         # cos and sin, saved by the rotary multiply (inside the layers: gone with full recompute)
         rope = 0 if tc.checkpointing == "full" else 2 * s * m.head_dim * (2 if dt.half_model else 4)
-        return ids + rope + (4 * h + 4 + dt.norm_out * h) * T + _lin_in(dt, 1) * T * h
+        if m.implementation == "trainyard-smoke":  # its tables are buffers, cast per layer
+            rope = smoke_rope_tables(m, tc, dt, s)
+        norm = (4 * h + 4 + dt.norm_out * h) * T + smoke_norm_upcast(m, dt, T)
+        return ids + rope + norm + _lin_in(dt, 1) * T * h
     if m.family == "gpt2":
         emb = ids + INDEX_BYTES * s + (DROPOUT_MASK_BYTES * T * h if p > 0 else 0)
         if tc.attention == "eager" and tc.checkpointing == "full":

@@ -137,6 +137,29 @@ def validate(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfi
     if cp > 1 and training.seq_len % (2 * cp):
         raise ValueError(f"seq_len={training.seq_len} must split into 2 x cp={cp} equal chunks for context"
                          " parallelism (load-balanced ring attention)")
+    if model.implementation == "trainyard-smoke":
+        _validate_smoke(training, parallel)
+
+
+def _validate_smoke(training: TrainingConfig, parallel: ParallelConfig) -> None:
+    """What the Trainyard smoke model (train_smoke.py) and its loops can run: SDPA, whole-block
+    checkpointing or none, a full fine-tune with a plain cross-entropy, no model parallelism."""
+    unsupported = []
+    if training.attention == "eager":
+        unsupported.append("attention='eager' (it always calls SDPA)")
+    if training.checkpointing not in ("none", "full") or training.checkpoint_every > 1:
+        unsupported.append(f"checkpointing={training.checkpointing!r} (it checkpoints every block or none)")
+    if training.finetune != "full":
+        unsupported.append(f"finetune={training.finetune!r}")
+    if training.loss != "full" or training.compile or training.compile_loss:
+        unsupported.append("a chunked, fused or compiled loss or torch.compile")
+    if training.optimizer_in_backward or training.activation_offload:
+        unsupported.append("optimizer_in_backward / activation_offload")
+    if parallel.tp > 1 or parallel.pp > 1 or parallel.cp > 1 or parallel.ep > 1:
+        unsupported.append("tensor, pipeline, context or expert parallelism")
+    if unsupported:
+        raise ValueError("the Trainyard smoke model (implementation='trainyard-smoke') does not run "
+                         + "; ".join(unsupported))
 
 
 @dataclass(frozen=True)
@@ -186,7 +209,10 @@ class MemoryEstimate:
     @cached_property
     def represents(self) -> tuple[str, ...]:
         """The regime this estimate models, knob by knob."""
-        return represented_knobs(self.training, self.parallel, self.layout)
+        knobs = represented_knobs(self.training, self.parallel, self.layout)
+        if self.spec.implementation != "hf":
+            knobs += (f"model code={self.spec.implementation}",)
+        return knobs
 
     @cached_property
     def unmodelled(self) -> tuple[str, ...]:
@@ -300,20 +326,21 @@ def estimate_memory(
     p, weights, grads, optim, cpu_per_gpu, gathered, step_extra, params, checkpoint = _model_states(
         model, training.precision, training.mixed_layout, training.optimizer, training.finetune,
         training.lora_rank, training.lora_targets, training.float8_all_gather, parallel)
-    activations, logits, backward, offloaded = _activations(
+    activations, logits, backward, offloaded, held = _activations(
         model, training, parallel.tp, parallel.sp, parallel.pp, parallel.pp_microbatches, p.layout,
         parallel.cp, parallel.pp_interleave)
     cpu_per_gpu += offloaded
     forward_backward = activations + logits + backward
+    # held: logits the training loop keeps until the step returns (in logits, and at the step)
     if training.optimizer_in_backward:
         # each gradient is freed right after its parameter's step: no step moment
         grads = mem.largest_gradient_bytes(model, training, parallel, p)
         peak = grads + forward_backward
     elif mem.grads_freed_between_steps(training, parallel):
         # backward turns activations into gradients; the step holds gradients, not activations
-        peak = max(forward_backward, grads + step_extra)
+        peak = max(forward_backward, grads + step_extra + held)
     else:
-        peak = grads + max(forward_backward, step_extra)
+        peak = grads + max(forward_backward, step_extra + held)
     # transient = what the peak moment holds beyond the listed terms; negative when gradients
     # are not resident at the peak (freed by zero_grad before the forward)
     transient = peak - grads - activations - logits
@@ -345,8 +372,9 @@ def estimate_memory(
 @lru_cache(maxsize=8192)
 def _activations(model: ModelSpec, training: TrainingConfig, tp: int, sp: bool, pp: int,
                  pp_microbatches: int | None, layout: str, cp: int = 1,
-                 pp_interleave: int = 1) -> tuple[int, int, int, int]:
-    """(saved activations, logits and loss, backward transient, offloaded to host): they
+                 pp_interleave: int = 1) -> tuple[int, int, int, int, int]:
+    """(saved activations, logits and loss, backward transient, offloaded to host, logits the
+    training loop keeps until the step, part of logits and loss): they
     depend on the training settings and on TP/SP/PP/CP, not on data parallelism or sharding
     (only through the dtype layout). Cached, so strategies that share a layout share them.
 
@@ -361,13 +389,14 @@ def _activations(model: ModelSpec, training: TrainingConfig, tp: int, sp: bool, 
     layers_per_stage = math.ceil(model.num_layers / pp)
     activations, recompute, offloaded = act.activation_bytes(model, local, parallel, dt, layers_per_stage)
     b, s = local.micro_batch, local.seq_len
-    logits = act.logits_and_loss(model, dt, b, s, tp, training.loss, training.compile_loss)
+    held = act.held_logits(model, dt, b, s, tp)
+    logits = act.logits_and_loss(model, dt, b, s, tp, training.loss, training.compile_loss) + held
     backward = max(recompute, act.logits_backward_transient(model, b, s, tp, training.loss,
                                                             training.loss_chunks, training.compile_loss))
     if cp > 1:
         kv = b * training.seq_len * 2 * (model.kv_dim // min(tp, model.num_kv_heads)) * dt.act
         backward = max(backward, 2 * kv)  # the gathered k, v and their gradients
-    return activations, logits, backward, offloaded
+    return activations, logits, backward, offloaded, held
 
 
 @lru_cache(maxsize=8192)

@@ -18,6 +18,11 @@ INT_FIELDS = ("vocab_size", "hidden_size", "num_layers", "num_heads", "intermedi
               "params_override")
 BOOL_FIELDS = ("tie_word_embeddings", "qkv_bias", "o_bias", "mlp_bias")
 LORA_TARGETS_ALL = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+# The code that runs the model, for what its ops save for backward (activations.py):
+# "hf": the Hugging Face transformers modules; "trainyard-smoke": the Llama of
+# provisioning/acceptance/node/train_smoke.py, as its loops (train_smoke.train, the node
+# memory probe, bench/stack_gpu.py's worker) train it.
+IMPLEMENTATIONS = ("hf", "trainyard-smoke")
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,7 @@ class ModelSpec:
     type_vocab_size: int = 0  # BERT token types
     dropout: float = 0.0  # hidden/attention dropout probability used in training
     activation: str = ""  # GPT-2: "gelu_new" (python ops, saves 4 tensors) or a fused gelu
+    implementation: str = "hf"  # the model code: IMPLEMENTATIONS
     params_override: int = 0  # bare parameter count given by the user (model_from_params)
     source: str = field(default="", compare=False)
 
@@ -105,6 +111,12 @@ class ModelSpec:
             raise ValueError(
                 f"experts_per_token must be between 1 and num_experts={self.num_experts}"
             )
+        if self.implementation not in IMPLEMENTATIONS:
+            raise ValueError(f"implementation {self.implementation!r} is unknown; use one of"
+                             f" {', '.join(IMPLEMENTATIONS)}")
+        if self.implementation == "trainyard-smoke" and (self.family != "llama" or self.is_moe):
+            raise ValueError("the Trainyard smoke model is a dense Llama: implementation='trainyard-smoke'"
+                             " needs family='llama' without experts")
 
     def _check_types(self) -> None:
         """Shapes are whole numbers (an integral float such as 4096.0 is taken as 4096), flags
@@ -120,7 +132,7 @@ class ModelSpec:
         for label in BOOL_FIELDS:
             if not isinstance(getattr(self, label), bool):
                 raise ValueError(f"{label} must be true or false, got {getattr(self, label)!r}")
-        for label in ("name", "activation"):
+        for label in ("name", "activation", "implementation"):
             if not isinstance(getattr(self, label), str):
                 raise ValueError(f"{label} must be text, got {getattr(self, label)!r}")
         d = self.dropout

@@ -39,7 +39,8 @@ def test_a_gpu_the_catalog_lacks_has_no_peak(bench):
 
 
 def test_the_estimate_is_fsdp2s_mixed_precision_layout(bench):
-    """The worker runs MixedPrecisionPolicy(bf16, fp32 reduce): no per-linear autocast copies."""
+    """The worker runs train_smoke.py's Llama (implementation "trainyard-smoke") under
+    MixedPrecisionPolicy(bf16, fp32 reduce): no per-linear autocast copies."""
     model = dict(bench.MODEL_TINY, layers=4, dim=1024, ffn=2816, seq=1024)
     fsdp2, _ = bench.estimate_for(model, micro_batch=4, checkpointing=False, world=2)
     from portal.sizing.estimator import ModelSpec, ParallelConfig, TrainingConfig, estimate_memory
@@ -47,7 +48,8 @@ def test_the_estimate_is_fsdp2s_mixed_precision_layout(bench):
 
     spec = ModelSpec(name="stack-bench", family="llama", vocab_size=model["vocab"],
                      hidden_size=model["dim"], num_layers=model["layers"], num_heads=model["heads"],
-                     intermediate_size=model["ffn"], num_kv_heads=model["kv_heads"])
+                     intermediate_size=model["ffn"], num_kv_heads=model["kv_heads"],
+                     implementation="trainyard-smoke")
     autocast = estimate_memory(spec, TrainingConfig(precision="bf16-mixed", mixed_layout="autocast",
                                                     micro_batch=4, seq_len=1024, attention="sdpa"),
                                ParallelConfig(dp=2, sharding="fsdp-full-shard")).per_gpu

@@ -8,7 +8,9 @@ from provisioning import health
 from provisioning.models import Node, ProvisioningRun, StepRun
 from provisioning.pipeline.context import StepContext
 from provisioning.pipeline.steps.handover import HandoverResult, handover
+from provisioning.ssh_keys import active_email_lines
 from provisioning.states import RunKind
+from tests.provisioning.sshd import fingerprint_sha256
 
 
 def page(client, url):
@@ -53,6 +55,19 @@ def test_the_server_page_shows_a_usable_ssh_line_for_a_real_node(login, people, 
     html = login(people.alice).get(f"/orders/{active.reference}/server/").content.decode()
     assert "<code class=\"copy\">ssh -p 2222 user@host</code>" in html
     assert "gpu-real-01" in html and "Simulated node" in html  # the simulated one says so
+
+
+def test_the_server_page_and_the_active_email_show_the_pinned_host_key(login, people, active,
+                                                                      sshd_host):
+    """The customer compares it at the first login: never trust-on-first-use."""
+    _, result = _handed_over_ssh_node(active, hostname="gpu-real-02", management_address="host",
+                                      driver_options={"host_key": sshd_host.host_public_key})
+    fingerprint = f"ED25519 {fingerprint_sha256(sshd_host.host_public_key)}"
+    assert result.host_key_fingerprints == (fingerprint,)
+    html = login(people.alice).get(f"/orders/{active.reference}/server/").content.decode()
+    assert f'Host key <code class="fingerprint">{fingerprint}</code>' in html
+    body = "\n".join(active_email_lines(active))
+    assert f"host key {fingerprint} (compare it at your first login)" in body
 
 
 def test_the_access_line_uses_the_login_user_setting_and_omits_port_22(login, people, active,

@@ -18,6 +18,7 @@ from portal.sizing.catalog_data import catalog_from_seed
 from portal.sizing.estimator import list_presets
 from portal.sizing.recommend import Goal, SearchOptions, Workload, recommend
 from provisioning.stack.bundle import render_stack
+from provisioning.stack.inputs import CHECKPOINT_EVERY_S, MIN_CHECKPOINTS
 from tests.provisioning.stack.variants import STACKS, node
 
 GOALS = (Goal("cheapest"), Goal("fastest"), Goal("deadline", deadline_hours=24 * 14),
@@ -67,6 +68,20 @@ def rendered():
                               render_stack(order=order, node=nodes[-1], nodes=nodes)))
     assert len({m for m, *_ in found}) >= len(list_presets()) - 1
     return found
+
+
+def test_every_plan_checkpoints_at_least_three_times_about_every_45_minutes(rendered):
+    """So a crash loses at most ~45 minutes and a run shorter than its first interval still leaves
+    checkpoints for the sync timer to copy (torchtitan's interval; the other stacks' env.sh)."""
+    for model, goal, plan, stack in rendered:
+        training = stack.inputs.training
+        every = training.checkpoint_every_steps
+        assert training.train_steps // every >= MIN_CHECKPOINTS, (model, goal, every)
+        assert every == 1 or every * plan.step_seconds <= CHECKPOINT_EVERY_S * 1.02, (model, goal)
+        files = {f.name: f.content for f in stack.files}
+        assert f"export TRAINYARD_CHECKPOINT_EVERY_STEPS={every}\n" in files["env.sh"]
+        if "torchtitan.toml" in files:
+            assert tomllib.loads(files["torchtitan.toml"])["checkpoint"]["interval"] == every
 
 
 def test_every_plan_renders_its_batch_and_world(rendered):

@@ -89,6 +89,22 @@ class QuoteInputSerializer(serializers.Serializer):
             custom_storage=CustomStorage(**d["storage_custom"]) if d.get("storage_custom") else None)
 
 
+# The configurator's rules name the form's fields; the API's custom bucket is `storage_custom`.
+CUSTOM_STORAGE_FIELDS = {"storage_endpoint_url": "endpoint_url", "storage_bucket": "bucket",
+                         "storage_access_key_id": "access_key_id"}
+
+
+def rule_errors(problems) -> dict:
+    """A configuration's broken rules as the API's errors, by the field of the request."""
+    errors: dict = {}
+    for p in problems:
+        if p.field in CUSTOM_STORAGE_FIELDS:
+            errors.setdefault("storage_custom", {})[CUSTOM_STORAGE_FIELDS[p.field]] = [p.text]
+        else:
+            errors.setdefault(p.field, []).append(p.text)
+    return errors
+
+
 class UtcDateTimeField(serializers.DateTimeField):
     """A time as ISO 8601 in UTC (`…Z`): the API's times are UTC whatever zone is active."""
 

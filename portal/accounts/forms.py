@@ -1,6 +1,7 @@
 from django import forms
 
 from portal.accounts.models import ApiKey
+from portal.accounts.ssh_keys import looks_private
 
 
 class ApiKeyForm(forms.Form):
@@ -16,6 +17,10 @@ class ApiKeyForm(forms.Form):
         return scopes
 
 
+PRIVATE_KEY_IN_FIELD = ("That was a private key: it is not kept nor shown again. Paste the public key "
+                        "(the .pub file) instead, and treat this private key as exposed.")
+
+
 class SSHKeyForm(forms.Form):
     public_key = forms.CharField(
         label="Public key", strip=False,  # the service strips and checks the length itself
@@ -29,6 +34,20 @@ class SSHKeyForm(forms.Form):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("auto_id", "ssh_key_%s")  # unique ids next to the API key form
         super().__init__(*args, **kwargs)
+
+    def full_clean(self):
+        """A pasted private key is refused (``ssh_keys.parse_public_key`` says why) and never
+        rendered again: the fields that held it come back empty."""
+        super().full_clean()
+        if not self.is_bound:
+            return
+        leaked = [name for name in self.fields if looks_private(self.data.get(self.add_prefix(name), ""))]
+        if leaked:
+            self.data = self.data.copy()
+            for name in leaked:
+                self.data[self.add_prefix(name)] = ""
+            if "public_key" not in leaked:  # a private key in the name field: say so there
+                self.add_error(None, PRIVATE_KEY_IN_FIELD)
 
 
 # --- team and account ---------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from django import forms
 
 from portal.catalog.models import ServerSKU
+from portal.core.forms import VisibleTextMixin
 from provisioning import enrolment
 from provisioning.drivers import driver_names
 from provisioning.models import Node
@@ -14,7 +15,7 @@ class NodeChoices(forms.ModelMultipleChoiceField):
         return f"{node.hostname}{group}"
 
 
-class ApproveForm(forms.Form):
+class ApproveForm(VisibleTextMixin, forms.Form):
     """Any node may be posted; the service says why a node of another SKU or state is wrong."""
 
     nodes = NodeChoices(queryset=Node.objects.select_related("sku"), required=False,
@@ -29,7 +30,7 @@ class ApproveForm(forms.Form):
         self.eligible = list(eligible)  # the ready nodes of the SKU, shown as checkboxes
 
 
-class RejectForm(forms.Form):
+class RejectForm(VisibleTextMixin, forms.Form):
     reason = forms.CharField(
         label="Reason the customer reads", max_length=2000, widget=forms.Textarea(attrs={"rows": 3}),
         error_messages={"required": "Give the customer a reason for the rejection."},
@@ -40,7 +41,7 @@ class RejectForm(forms.Form):
         self.order = order
 
 
-class SwapForm(forms.Form):
+class SwapForm(VisibleTextMixin, forms.Form):
     node = forms.ModelChoiceField(queryset=Node.objects.all(), widget=forms.HiddenInput)
     replacement = forms.ModelChoiceField(
         queryset=Node.objects.select_related("sku"), required=False, label="Replacement",
@@ -48,7 +49,7 @@ class SwapForm(forms.Form):
     note = forms.CharField(label="Note (optional)", required=False, max_length=500)
 
 
-class NodeEnrolForm(forms.Form):
+class NodeEnrolForm(VisibleTextMixin, forms.Form):
     hostname = forms.CharField(max_length=120, help_text="Unique, e.g. gpu-h100-a07.")
     sku = forms.ModelChoiceField(queryset=ServerSKU.objects.filter(is_active=True).select_related("gpu"),
                                  label="Server SKU", empty_label=None)
@@ -127,5 +128,5 @@ class NodeEnrolForm(forms.Form):
         return raw
 
 
-class NodeNoteForm(forms.Form):
+class NodeNoteForm(VisibleTextMixin, forms.Form):
     note = forms.CharField(label="Note (optional)", required=False, max_length=500)

@@ -2,9 +2,10 @@ from django import forms
 
 from portal.accounts.models import ApiKey
 from portal.accounts.ssh_keys import looks_private
+from portal.core.forms import VisibleTextMixin
 
 
-class ApiKeyForm(forms.Form):
+class ApiKeyForm(VisibleTextMixin, forms.Form):
     name = forms.CharField(max_length=100, help_text="What the key is for, e.g. “billing sync”.")
     scopes = forms.MultipleChoiceField(
         choices=ApiKey.Scope.choices, initial=["read", "write"], widget=forms.CheckboxSelectMultiple,
@@ -21,7 +22,7 @@ PRIVATE_KEY_IN_FIELD = ("That was a private key: it is not kept nor shown again.
                         "(the .pub file) instead, and treat this private key as exposed.")
 
 
-class SSHKeyForm(forms.Form):
+class SSHKeyForm(VisibleTextMixin, forms.Form):
     public_key = forms.CharField(
         label="Public key", strip=False,  # the service strips and checks the length itself
         widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false", "autocomplete": "off",
@@ -51,7 +52,7 @@ class SSHKeyForm(forms.Form):
 
 
 # --- team and account ---------------------------------------------------------------------------
-class InviteForm(forms.Form):
+class InviteForm(VisibleTextMixin, forms.Form):
     email = forms.EmailField(label="E-mail address", max_length=254,
                              widget=forms.EmailInput(attrs={"autocomplete": "off",
                                                             "placeholder": "colleague@example.com"}))
@@ -63,7 +64,7 @@ class InviteForm(forms.Form):
         self.fields["role"].choices = list(roles)
 
 
-class RoleForm(forms.Form):
+class RoleForm(VisibleTextMixin, forms.Form):
     role = forms.ChoiceField(label="Role")
 
     def __init__(self, *args, roles=(), **kwargs):
@@ -71,7 +72,7 @@ class RoleForm(forms.Form):
         self.fields["role"].choices = list(roles)
 
 
-class _NewPassword(forms.Form):
+class _NewPassword(VisibleTextMixin, forms.Form):
     password = forms.CharField(label="Password", strip=False,
                                widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
                                help_text="At least 8 characters, not only digits, not a common one.")
@@ -107,7 +108,7 @@ class SignupForm(_NewPassword):
                    "password_again"]
 
 
-class EmailChangeForm(forms.Form):
+class EmailChangeForm(VisibleTextMixin, forms.Form):
     email = forms.EmailField(label="New e-mail address", max_length=254)
     current_password = forms.CharField(
         label="Your current password", strip=False,

@@ -5,6 +5,7 @@ import re
 
 from django import forms
 
+from portal.core.forms import VisibleTextMixin
 from portal.sizing import services
 from portal.sizing.estimator.config import LIMITS
 from portal.sizing.recommend import Goal, SearchOptions, Workload
@@ -62,7 +63,7 @@ class CountField(forms.CharField):
         return count
 
 
-class WizardForm(forms.Form):
+class WizardForm(VisibleTextMixin, forms.Form):
     # Step 1: model
     model_source = forms.ChoiceField(
         label="Where does the model come from?", initial="preset", widget=forms.RadioSelect,

@@ -28,7 +28,6 @@ from urllib.parse import urlsplit
 
 import requests
 from django.conf import settings
-from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError
 from urllib3.util.connection import create_connection
@@ -200,26 +199,25 @@ def unsafe_cause(exc: BaseException | None) -> UnsafeAddress | None:
     return None
 
 
-class _GuardedHTTPConnection(GuardedConnectionMixin, HTTPConnection):
-    pass
+def guarded_pool_classes(http_pool=HTTPConnectionPool, https_pool=HTTPSConnectionPool) -> dict:
+    """``{"http": …, "https": …}`` for a pool manager's ``pool_classes_by_scheme``: subclasses of
+    the given urllib3 pools (urllib3's own, or a library's, e.g. botocore's) whose connections
+    (their ``ConnectionCls`` with ``GuardedConnectionMixin`` first) go to checked addresses only."""
+    pools = {}
+    for scheme, pool in (("http", http_pool), ("https", https_pool)):
+        connection = type(f"Guarded{pool.ConnectionCls.__name__}",
+                          (GuardedConnectionMixin, pool.ConnectionCls), {})
+        pools[scheme] = type(f"Guarded{pool.__name__}", (pool,), {"ConnectionCls": connection})
+    return pools
 
 
-class _GuardedHTTPSConnection(GuardedConnectionMixin, HTTPSConnection):
-    pass
-
-
-class _GuardedHTTPPool(HTTPConnectionPool):
-    ConnectionCls = _GuardedHTTPConnection
-
-
-class _GuardedHTTPSPool(HTTPSConnectionPool):
-    ConnectionCls = _GuardedHTTPSConnection
+GUARDED_POOLS = guarded_pool_classes()
 
 
 class GuardedAdapter(requests.adapters.HTTPAdapter):
     def init_poolmanager(self, *args, **kwargs):
         super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = {"http": _GuardedHTTPPool, "https": _GuardedHTTPSPool}
+        self.poolmanager.pool_classes_by_scheme = GUARDED_POOLS
 
 
 def guarded_session() -> requests.Session:

@@ -7,17 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import boto3
-from botocore.awsrequest import (
-    AWSHTTPConnection,
-    AWSHTTPConnectionPool,
-    AWSHTTPSConnection,
-    AWSHTTPSConnectionPool,
-)
+from botocore.awsrequest import AWSHTTPConnectionPool, AWSHTTPSConnectionPool
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
 from botocore.httpsession import URLLib3Session
 
-from portal.core.addresses import GuardedConnectionMixin, unsafe_cause
+from portal.core.addresses import guarded_pool_classes, unsafe_cause
 from provisioning.drivers.base import DriverError
 from provisioning.storage.base import BucketReport, LifecyclePolicy, LogFn, _no_log
 from provisioning.storage.errors import (
@@ -61,26 +56,10 @@ def make_client(service: str, *, endpoint_url: str, region: str, access_key: str
     return client
 
 
-class _GuardedHTTPConnection(GuardedConnectionMixin, AWSHTTPConnection):
-    pass
-
-
-class _GuardedHTTPSConnection(GuardedConnectionMixin, AWSHTTPSConnection):
-    pass
-
-
-class _GuardedHTTPPool(AWSHTTPConnectionPool):
-    ConnectionCls = _GuardedHTTPConnection
-
-
-class _GuardedHTTPSPool(AWSHTTPSConnectionPool):
-    ConnectionCls = _GuardedHTTPSConnection
-
-
 class GuardedURLLib3Session(URLLib3Session):
     """botocore's HTTP session whose connections go to checked addresses only, with no proxy."""
 
-    POOLS = {"http": _GuardedHTTPPool, "https": _GuardedHTTPSPool}
+    POOLS = guarded_pool_classes(AWSHTTPConnectionPool, AWSHTTPSConnectionPool)
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs, proxies={})

@@ -7,7 +7,7 @@ metadata service), shared (100.64/10), reserved, multicast and unspecified addre
 also inside IPv4-mapped, 6to4 and NAT64 IPv6 addresses; so is a URL with credentials in it, and
 plain ``http://`` to anything but an allow-listed address. The operator allow-lists networks that
 are private by design (an on-premises S3 endpoint) in ``OUTBOUND_ALLOWED_NETWORKS`` (CIDRs;
-loopback under DEBUG, nothing otherwise): an address inside one is accepted, plain http too.
+none by default): an address inside one is accepted, plain http too.
 
 It is checked twice:
 - ``url_problem`` where the URL is given, before anything is stored (a name that does not resolve

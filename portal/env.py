@@ -1,5 +1,6 @@
 """Typed readers for settings from the environment. Each fails loudly on a bad value."""
 
+import ipaddress
 import os
 
 from django.core.exceptions import ImproperlyConfigured
@@ -76,3 +77,16 @@ def env_list(name: str, default: list[str] | None = None) -> list[str]:
     if raw is None:
         return list(default or [])
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_networks(name: str, default: list[str] | None = None) -> list[str]:
+    """A comma-separated list of IP networks in CIDR notation (``10.20.0.0/16,fd12::/48``; a
+    single address is its own /32 or /128), each written back in its normal form."""
+    networks = []
+    for item in env_list(name, default):
+        try:
+            networks.append(str(ipaddress.ip_network(item)))
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"{name}: {item!r} is not a network in CIDR notation, e.g. "
+                                       f"10.20.0.0/16 ({exc})") from exc
+    return networks

@@ -13,7 +13,16 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from portal.env import env_bool, env_file, env_float, env_int, env_list, env_secret, env_str
+from portal.env import (
+    env_bool,
+    env_file,
+    env_float,
+    env_int,
+    env_list,
+    env_networks,
+    env_secret,
+    env_str,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("TRAINYARD_VAR_DIR", str(BASE_DIR / "var")))
@@ -300,13 +309,19 @@ API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 1024 * 1024)  # a JSON body; 
 # Each process keeps the catalog in memory and checks at most this often whether it changed.
 CATALOG_CACHE_CHECK_S = env_float("CATALOG_CACHE_CHECK_S", 2.0, minimum=0)
 API_IDEMPOTENCY_PURGE_INTERVAL_S = env_int("API_IDEMPOTENCY_PURGE_INTERVAL_S", 3600, minimum=60)
-# Webhooks: https only to public addresses, checked at creation and (resolved) at each delivery;
-# loopback receivers (plain http too) only where WEBHOOK_ALLOW_LOOPBACK is on (DEBUG, tests).
-# Each attempt waits WEBHOOK_TIMEOUT_S; retries back off exponentially from WEBHOOK_RETRY_BASE_S
-# up to WEBHOOK_RETRY_MAX_S for WEBHOOK_RETRY_WINDOW_S; an endpoint failing that long is
-# disabled. Every WEBHOOK_SWEEP_INTERVAL_S a sweep queues again pending deliveries whose task
-# was lost (a broker restart).
-WEBHOOK_ALLOW_LOOPBACK = env_bool("WEBHOOK_ALLOW_LOOPBACK", DEBUG)
+# Outbound connections for customers and resellers (webhook receivers, custom S3 endpoints):
+# https to public addresses only, checked where the URL is given and again, resolved, at every
+# connection (portal/core/addresses.py). OUTBOUND_ALLOWED_NETWORKS lists networks (CIDR) that are
+# allowed anyway, plain http too: an on-premises endpoint that is private by design. Default:
+# none (a development server that sends webhooks to itself sets 127.0.0.0/8,::1/128).
+OUTBOUND_ALLOWED_NETWORKS = env_networks("OUTBOUND_ALLOWED_NETWORKS", [])
+if os.environ.get("WEBHOOK_ALLOW_LOOPBACK", "").strip().lower() in {"1", "true", "yes", "on"}:
+    raise ImproperlyConfigured("WEBHOOK_ALLOW_LOOPBACK was replaced by OUTBOUND_ALLOWED_NETWORKS: "
+                               "set OUTBOUND_ALLOWED_NETWORKS=127.0.0.0/8,::1/128 instead.")
+# Webhooks: receivers as above. Each attempt waits WEBHOOK_TIMEOUT_S; retries back off
+# exponentially from WEBHOOK_RETRY_BASE_S up to WEBHOOK_RETRY_MAX_S for WEBHOOK_RETRY_WINDOW_S;
+# an endpoint failing that long is disabled. Every WEBHOOK_SWEEP_INTERVAL_S a sweep queues again
+# pending deliveries whose task was lost (a broker restart).
 WEBHOOK_TIMEOUT_S = env_float("WEBHOOK_TIMEOUT_S", 10.0, minimum=0.1)
 WEBHOOK_RETRY_BASE_S = env_float("WEBHOOK_RETRY_BASE_S", 30.0, minimum=0.01)
 WEBHOOK_RETRY_MAX_S = env_float("WEBHOOK_RETRY_MAX_S", 3600.0, minimum=0.01)

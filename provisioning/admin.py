@@ -2,6 +2,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 
+from portal.core.forms import VisibleTextMixin
 from portal.core.states import DomainError
 from provisioning import services
 from provisioning.drivers import driver_names
@@ -21,7 +22,7 @@ class NodeEventInline(admin.TabularInline):
         return False
 
 
-class NodeAdminForm(forms.ModelForm):
+class NodeAdminForm(VisibleTextMixin, forms.ModelForm):
     """The admin adds and edits nodes under the checks the enrolment page applies
     (``provisioning.enrolment``): a bad hostname, address, host key or BMC is a field error."""
 

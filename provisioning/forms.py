@@ -6,6 +6,7 @@ from django import forms
 from django.conf import settings
 
 from portal.catalog.models import ServerSKU
+from portal.core.forms import VisibleTextMixin
 from provisioning import enrolment
 from provisioning.drivers import driver_names
 from provisioning.models import Node
@@ -18,7 +19,7 @@ class NodeChoices(forms.ModelMultipleChoiceField):
         return f"{node.hostname}{group}"
 
 
-class ApproveForm(forms.Form):
+class ApproveForm(VisibleTextMixin, forms.Form):
     """Any node may be posted; the service says why a node of another SKU or state is wrong."""
 
     nodes = NodeChoices(queryset=Node.objects.select_related("sku"), required=False,
@@ -33,7 +34,7 @@ class ApproveForm(forms.Form):
         self.eligible = list(eligible)  # the ready nodes of the SKU, shown as checkboxes
 
 
-class RejectForm(forms.Form):
+class RejectForm(VisibleTextMixin, forms.Form):
     reason = forms.CharField(
         label="Reason the customer reads", max_length=2000, widget=forms.Textarea(attrs={"rows": 3}),
         error_messages={"required": "Give the customer a reason for the rejection."},
@@ -44,7 +45,7 @@ class RejectForm(forms.Form):
         self.order = order
 
 
-class SwapForm(forms.Form):
+class SwapForm(VisibleTextMixin, forms.Form):
     node = forms.ModelChoiceField(queryset=Node.objects.all(), widget=forms.HiddenInput)
     replacement = forms.ModelChoiceField(
         queryset=Node.objects.select_related("sku"), required=False, label="Replacement",
@@ -52,7 +53,7 @@ class SwapForm(forms.Form):
     note = forms.CharField(label="Note (optional)", required=False, max_length=500)
 
 
-class NodeFactsForm(forms.Form):
+class NodeFactsForm(VisibleTextMixin, forms.Form):
     """What an operator says about a node at enrolment and may change later (``NodeEditForm``)."""
 
     management_address = forms.CharField(max_length=255, label="Management address",
@@ -206,5 +207,5 @@ class NodeEditForm(NodeFactsForm):
                 "notes": data["notes"]}
 
 
-class NodeNoteForm(forms.Form):
+class NodeNoteForm(VisibleTextMixin, forms.Form):
     note = forms.CharField(label="Note (optional)", required=False, max_length=500)

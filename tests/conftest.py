@@ -19,11 +19,14 @@ import pytest
 from portal.accounts.models import Membership, Organisation, User
 from tests.factories import OrganisationFactory, member_of, staff
 
-pytest_plugins = ["tests.provisioning.conftest_sshd", "tests.provisioning.storage.s3server"]
+pytest_plugins = ["tests.provisioning.conftest_sshd", "tests.provisioning.storage.s3server",
+                  "tests.security.outbound"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 IN_CI = os.environ.get("CI", "").lower() == "true"
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+# OUTBOUND_ALLOWED_NETWORKS for tests whose receivers or S3 servers listen on loopback.
+LOOPBACK_NETWORKS = ["127.0.0.0/8", "::1/128"]
 
 
 def missing_service(reason: str):

@@ -1,9 +1,11 @@
 from django import forms
 
 from portal.accounts.models import ApiKey
+from portal.accounts.ssh_keys import looks_private
+from portal.core.forms import VisibleTextMixin
 
 
-class ApiKeyForm(forms.Form):
+class ApiKeyForm(VisibleTextMixin, forms.Form):
     name = forms.CharField(max_length=100, help_text="What the key is for, e.g. “billing sync”.")
     scopes = forms.MultipleChoiceField(
         choices=ApiKey.Scope.choices, initial=["read", "write"], widget=forms.CheckboxSelectMultiple,
@@ -16,7 +18,11 @@ class ApiKeyForm(forms.Form):
         return scopes
 
 
-class SSHKeyForm(forms.Form):
+PRIVATE_KEY_IN_FIELD = ("That was a private key: it is not kept nor shown again. Paste the public key "
+                        "(the .pub file) instead, and treat this private key as exposed.")
+
+
+class SSHKeyForm(VisibleTextMixin, forms.Form):
     public_key = forms.CharField(
         label="Public key", strip=False,  # the service strips and checks the length itself
         widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false", "autocomplete": "off",
@@ -30,9 +36,23 @@ class SSHKeyForm(forms.Form):
         kwargs.setdefault("auto_id", "ssh_key_%s")  # unique ids next to the API key form
         super().__init__(*args, **kwargs)
 
+    def full_clean(self):
+        """A pasted private key is refused (``ssh_keys.parse_public_key`` says why) and never
+        rendered again: the fields that held it come back empty."""
+        super().full_clean()
+        if not self.is_bound:
+            return
+        leaked = [name for name in self.fields if looks_private(self.data.get(self.add_prefix(name), ""))]
+        if leaked:
+            self.data = self.data.copy()
+            for name in leaked:
+                self.data[self.add_prefix(name)] = ""
+            if "public_key" not in leaked:  # a private key in the name field: say so there
+                self.add_error(None, PRIVATE_KEY_IN_FIELD)
+
 
 # --- team and account ---------------------------------------------------------------------------
-class InviteForm(forms.Form):
+class InviteForm(VisibleTextMixin, forms.Form):
     email = forms.EmailField(label="E-mail address", max_length=254,
                              widget=forms.EmailInput(attrs={"autocomplete": "off",
                                                             "placeholder": "colleague@example.com"}))
@@ -44,7 +64,7 @@ class InviteForm(forms.Form):
         self.fields["role"].choices = list(roles)
 
 
-class RoleForm(forms.Form):
+class RoleForm(VisibleTextMixin, forms.Form):
     role = forms.ChoiceField(label="Role")
 
     def __init__(self, *args, roles=(), **kwargs):
@@ -52,7 +72,7 @@ class RoleForm(forms.Form):
         self.fields["role"].choices = list(roles)
 
 
-class _NewPassword(forms.Form):
+class _NewPassword(VisibleTextMixin, forms.Form):
     password = forms.CharField(label="Password", strip=False,
                                widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
                                help_text="At least 8 characters, not only digits, not a common one.")
@@ -88,7 +108,7 @@ class SignupForm(_NewPassword):
                    "password_again"]
 
 
-class EmailChangeForm(forms.Form):
+class EmailChangeForm(VisibleTextMixin, forms.Form):
     email = forms.EmailField(label="New e-mail address", max_length=254)
     current_password = forms.CharField(
         label="Your current password", strip=False,

@@ -27,8 +27,45 @@ _CURVES = {"secp256r1": "ecdsa-sha2-nistp256", "secp384r1": "ecdsa-sha2-nistp384
            "secp521r1": "ecdsa-sha2-nistp521"}
 
 
+_PRIVATE_MARKERS = ("PRIVATE KEY", "PuTTY-User-Key-File", "b3BlbnNzaC1rZXktdjE")  # the last: openssh-key-v1
+_ALL_TYPES = (*KEY_TYPES, *_OTHER_TYPES)
+
+
 class InvalidPublicKey(ValueError):
     """The pasted text is not a key Trainyard installs; the message says why and what to do."""
+
+
+def looks_private(text: str) -> bool:
+    """Whether ``text`` holds (a piece of) a private key: refused, and never shown again."""
+    return any(marker in (text or "") for marker in _PRIVATE_MARKERS)
+
+
+def _is_key_blob(word: str) -> bool:
+    """Whether ``word`` is the base64 data of an SSH public key (it names its own type)."""
+    if len(word) < 32:
+        return False
+    try:
+        blob = base64.b64decode(word, validate=True)
+    except ValueError:
+        return False
+    length = int.from_bytes(blob[:4], "big")
+    return _is_key_type(blob[4:4 + length].decode("latin-1"))
+
+
+def _is_key_type(word: str) -> bool:
+    """A key type OpenSSH writes, ours or another (certificates, security keys, DSA)."""
+    return word in _ALL_TYPES or (word.startswith(("ssh-", "ecdsa-sha2-", "sk-"))
+                                  and word.endswith("@openssh.com"))
+
+
+def _another_key_in(comment: str) -> str:
+    """The key type (or "key data") of a second key in what follows the first one, "" if none."""
+    for word in comment.split():
+        if _is_key_type(word):
+            return word
+        if _is_key_blob(word):
+            return "key data"
+    return ""
 
 
 @dataclass(frozen=True)
@@ -57,7 +94,7 @@ def parse_public_key(text: str) -> PublicKey:
     if len(text) > MAX_INPUT_CHARS:
         raise InvalidPublicKey(f"That is {len(text):,} characters; a public key line is at most "
                                f"{MAX_INPUT_CHARS:,}. Paste only the .pub file's one line.")
-    if "PRIVATE KEY" in text:
+    if looks_private(text):
         raise InvalidPublicKey("This is a private key: never paste it anywhere. Paste the public "
                                "key instead (the .pub file, one line starting with ssh-ed25519, "
                                "ecdsa-sha2-… or ssh-rsa), and treat this private key as exposed.")
@@ -87,8 +124,12 @@ def parse_public_key(text: str) -> PublicKey:
         raise InvalidPublicKey(f"The key data is damaged or incomplete (not a valid "
                                f"{KEY_TYPES[key_type]} key): copy the whole line again.") from None
     bits = _check_strength(key_type, key)
-    return PublicKey(key_type=key_type, bits=bits, line=line,
-                     comment=fields[2].strip() if len(fields) > 2 else "",
+    comment = fields[2].strip() if len(fields) > 2 else ""
+    if second := _another_key_in(comment):
+        raise InvalidPublicKey(f"This line holds more than one key ({second} follows the first "
+                               f"key): paste one key per entry and add the other one separately. "
+                               f"After a key only its comment may follow, e.g. you@laptop.")
+    return PublicKey(key_type=key_type, bits=bits, line=line, comment=comment,
                      fingerprint=fingerprint_sha256(blob))
 
 

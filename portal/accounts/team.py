@@ -142,12 +142,26 @@ def invitation_problem(invitation: Invitation | None) -> str:
     }.get(state, "")
 
 
+def invitation_addressee_problem(invitation: Invitation, user) -> str:
+    """Why ``user`` may not accept ``invitation`` ("" when they may): an invitation is for the
+    address it was sent to (compared without case), not for whoever holds the link."""
+    if (user.email or "").strip().lower() == invitation.email.strip().lower():
+        return ""
+    signed_in = user.get_username() + (f" ({user.email})" if user.email else "")
+    return (f"This invitation is for {invitation.email}; you are signed in as {signed_in}. Log out "
+            f"and open the link again to accept it as {invitation.email}, or ask an admin of "
+            f"{invitation.organisation.name} to invite your own address.")
+
+
 @transaction.atomic
 def invitation_accept(*, invitation: Invitation, user: User) -> Membership:
     """``user`` joins the invitation's organisation with its role (a member already keeps the
-    role they have). The invitation works once: a conditional UPDATE claims it."""
+    role they have). Only the invited address's account may (PermissionDenied otherwise). The
+    invitation works once: a conditional UPDATE claims it."""
     if problem := invitation_problem(invitation):
         raise InvitationUnusable(problem)
+    if problem := invitation_addressee_problem(invitation, user):
+        raise PermissionDenied(problem)
     claimed = Invitation.objects.filter(
         pk=invitation.pk, accepted_at__isnull=True, revoked_at__isnull=True,
         expires_at__gt=timezone.now()).update(accepted_at=timezone.now(), accepted_by=user)

@@ -134,6 +134,8 @@ def invitation_accept(request, token: str):
     form = AcceptAsNewUserForm(request.POST or None)
     has_account = invitation is not None and User.objects.filter(
         email__iexact=invitation.email, is_active=True).exists()
+    wrong_account = ("" if problem or not request.user.is_authenticated
+                     else team.invitation_addressee_problem(invitation, request.user))
     if request.method == "POST" and not problem:
         try:
             if request.user.is_authenticated:
@@ -147,12 +149,15 @@ def invitation_accept(request, token: str):
                 return _joined(request, invitation)
         except team.InvitationUnusable as exc:
             problem = str(exc)
+        except PermissionDenied as exc:  # another account than the invited address's
+            wrong_account = str(exc)
         except ValidationError as exc:
             _add_errors(form, exc)
     status = 410 if problem and invitation is not None else 404 if problem else \
-        (400 if form.is_bound else 200)
+        403 if wrong_account and request.method == "POST" else (400 if form.is_bound else 200)
     return render(request, "accounts/invitation.html", {
         "invitation": invitation, "problem": problem, "form": form, "has_account": has_account,
+        "wrong_account": wrong_account,
         "member_already": request.user.is_authenticated and invitation is not None
         and invitation.organisation.memberships.filter(user=request.user).exists(),
     }, status=status)

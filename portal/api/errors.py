@@ -88,8 +88,23 @@ def problem_body(exc, status_code: int, data, *, instance: str = "") -> dict:
 
 
 def _validation_summary(errors: dict) -> str:
-    fields = [f for f in errors if f != "non_field_errors"]
+    fields = _field_paths(errors)
     if not fields:
         first = errors.get("non_field_errors") or ["The request is invalid."]
         return str(first[0]) if isinstance(first, list) and first else str(first)
     return f"Invalid input in {', '.join(fields)}; see errors."
+
+
+def _field_paths(errors: dict, prefix: str = "") -> list[str]:
+    """The fields with errors, a nested one by its dotted path (``storage_custom.endpoint_url``)."""
+    paths = []
+    for name, value in errors.items():
+        if name == "non_field_errors":
+            if prefix:
+                paths.append(prefix.rstrip("."))
+            continue
+        if isinstance(value, dict) and value:
+            paths += _field_paths(value, f"{prefix}{name}.")
+        else:
+            paths.append(f"{prefix}{name}")
+    return paths

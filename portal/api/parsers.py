@@ -1,7 +1,9 @@
 """JSON bodies only, bounded in size and nesting: a huge or deeply nested body is a 400 problem,
 never a worker busy for seconds or a RecursionError (500). Control characters (NUL …) in a key or
 a string are a 400 too, as in a form (portal.core.middleware): PostgreSQL cannot even compare
-text holding a NUL, so a lookup by such a slug answered 500."""
+text holding a NUL, so a lookup by such a slug answered 500. Invisible and direction-changing
+characters (portal.core.text) in any string are a 400 naming the field, as a form's text field
+refuses them: no name, description or note of the API stores them."""
 
 from __future__ import annotations
 
@@ -9,11 +11,12 @@ import codecs
 import json
 
 from django.conf import settings
-from rest_framework.exceptions import ParseError
+from rest_framework.exceptions import ParseError, ValidationError
 from rest_framework.parsers import JSONParser
 
 from portal.core.middleware import CONTROL_CHARACTERS
 from portal.core.middleware import MESSAGE as CONTROL_MESSAGE
+from portal.core.text import hidden_text_problem
 
 MAX_DEPTH = 32  # our deepest request (a plan with its model spec) nests 4 levels
 
@@ -46,7 +49,34 @@ class BoundedJSONParser(JSONParser):
             raise ParseError(f"JSON nested deeper than {MAX_DEPTH} levels.")
         if junk:
             raise ParseError(CONTROL_MESSAGE)
+        if hidden := _hidden_text(data):
+            path, problem = hidden
+            raise ValidationError(_nested(path, problem))
         return data
+
+
+def _hidden_text(value, path: tuple = ()) -> tuple[tuple, str] | None:
+    """(where, why) of the first key or string with invisible or direction-changing characters
+    (tab and line breaks allowed: a serializer decides where those go); None when there is none.
+    Depth is bounded by MAX_DEPTH already."""
+    if isinstance(value, str):
+        problem = hidden_text_problem(value, multiline=True)
+        return (path or ("non_field_errors",), problem) if problem else None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, child in items:
+        if isinstance(key, str) and (problem := hidden_text_problem(key, multiline=True)):
+            return (*path, key), problem
+        if found := _hidden_text(child, (*path, str(key))):
+            return found
+    return None
+
+
+def _nested(path: tuple, problem: str) -> dict:
+    """{"storage_custom": {"bucket": [problem]}} for the path ("storage_custom", "bucket")."""
+    errors: dict | list = [problem]
+    for part in reversed(path):
+        errors = {part: errors}
+    return errors
 
 
 def _walk(value) -> tuple[int, bool]:

@@ -1,13 +1,14 @@
 from django import forms
 
 from portal.catalog.selectors import SKU_SORTS
+from portal.core.forms import VisibleTextMixin
 
 GPU_COUNTS = [("", "Any"), ("1", "1"), ("2", "2"), ("4", "4"), ("8", "8")]
 MIN_MEMORY_GB = [("", "Any"), ("24", "24 GB+"), ("48", "48 GB+"), ("80", "80 GB+"), ("141", "141 GB+")]
 INTERCONNECTS = [("", "Any"), ("nvlink", "NVLink / NVSwitch"), ("pcie", "PCIe")]
 
 
-class CatalogFilterForm(forms.Form):
+class CatalogFilterForm(VisibleTextMixin, forms.Form):
     gpus = forms.TypedChoiceField(label="GPUs per server", choices=GPU_COUNTS, required=False,
                                   coerce=int, empty_value=None)
     memory = forms.TypedChoiceField(label="GPU memory", choices=MIN_MEMORY_GB, required=False,

@@ -2,13 +2,15 @@
 
 from django import forms
 
+from portal.core.forms import VisibleTextMixin
 
-class CancelForm(forms.Form):
+
+class CancelForm(VisibleTextMixin, forms.Form):
     reason = forms.CharField(label="Why are you cancelling? (optional)", required=False,
                              max_length=500, widget=forms.TextInput)
 
 
-class StaffCancelForm(forms.Form):
+class StaffCancelForm(VisibleTextMixin, forms.Form):
     """Staff cancel for the customer (e.g. an order whose set-up failed): the reason is
     required, because the customer reads it in the order's history and the API."""
 
@@ -18,7 +20,7 @@ class StaffCancelForm(forms.Form):
                                                          "cancellation."})
 
 
-class TerminateForm(forms.Form):
+class TerminateForm(VisibleTextMixin, forms.Form):
     confirm = forms.BooleanField(
         label="I understand that the server is shut down and its local disks are wiped",
         error_messages={"required": "Tick the box to confirm: termination cannot be undone."})

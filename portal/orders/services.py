@@ -13,6 +13,7 @@ from django.db import transaction
 
 from portal.accounts.principals import api_key_of
 from portal.accounts.selectors import organisations_for
+from portal.core.addresses import url_problem
 from portal.core.states import DomainError, actor_or_none
 from portal.orders.models import Order, OrderEvent
 from portal.orders.selectors import ApprovalDecision, approval_decision
@@ -46,6 +47,9 @@ def order_place(*, quote: Quote, by, organisation=None) -> Order:
                           f"make a new quote (prices and stock may have changed).")
     if not quote.sku.is_active:
         raise DomainError(f"{quote.sku.name} is no longer sold; make a new quote.")
+    if quote.storage_endpoint_url and (problem := url_problem(quote.storage_endpoint_url)):
+        raise DomainError(f"Quote {quote.reference}: your S3 endpoint is refused ({problem}) "
+                          f"Make a new quote with another endpoint.")
     Quote.objects.select_for_update().filter(pk=quote.pk).first()  # serialise orders of one quote
     existing = Order.objects.filter(quote=quote).exclude(state__in=ORDER_FINAL).first()
     if existing is not None:

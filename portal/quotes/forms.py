@@ -3,6 +3,7 @@ from django.conf import settings
 
 from portal.catalog.models import NetworkOption, NvmeOption, StackOption, StorageProvider
 from portal.catalog.selectors import sku_list
+from portal.core.forms import VisibleTextMixin
 from portal.core.units import usd
 from portal.quotes.configuration import Configuration, CustomStorage
 from portal.quotes.plans import plan_check, plan_to_configuration
@@ -41,7 +42,7 @@ class StorageChoiceField(forms.ModelChoiceField):
             else f"{o.name} · billed by your provider"
 
 
-class ConfiguratorForm(forms.Form):
+class ConfiguratorForm(VisibleTextMixin, forms.Form):
     """The server configuration. Works from GET parameters too, so links and logins carry it."""
 
     sku = SkuChoiceField(queryset=sku_list(), to_field_name="slug", label="GPU server",

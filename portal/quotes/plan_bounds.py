@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 
+from portal.sizing.estimator.config import LIMITS
 from portal.sizing.recommend.types import MAX_TOKENS
 
 MAX_PLAN_BYTES = 64 * 1024  # a whole recommended plan is about 3 KB as JSON
@@ -18,11 +19,12 @@ MAX_DEPTH = 6  # plan → model_spec / stack_settings / workload → values
 MAX_MAGNITUDE = MAX_TOKENS  # no number anywhere in a plan is larger than the most tokens trained
 PB = 10**15
 
+# The settings a sizing request may give are bounded as the request is (estimator.config.LIMITS).
 FIGURE_RANGES: dict[str, tuple[float, float]] = {
-    "nodes": (1, 1024), "gpus_per_node": (1, 64), "gpus": (1, 65536),
-    "tp": (1, 1024), "pp": (1, 1024), "dp": (1, 65536), "ep": (1, 1024),
-    "micro_batch": (1, 65536), "grad_accum": (1, 10**6), "lora_rank": (0, 65536),
-    "seq_len": (1, 10**7), "global_batch_tokens": (0, 10**12), "train_tokens": (0, MAX_TOKENS),
+    **{key: LIMITS[key] for key in ("gpus_per_node", "tp", "pp", "dp", "ep", "micro_batch",
+                                    "grad_accum", "seq_len")},
+    "nodes": (1, 1024), "gpus": (1, 65536), "lora_rank": (0, LIMITS["lora_rank"][1]),
+    "global_batch_tokens": (0, LIMITS["global_batch_tokens"][1]), "train_tokens": (0, MAX_TOKENS),
     "per_gpu_total_bytes": (0, PB), "gpu_memory_bytes": (0, PB), "usable_memory_bytes": (0, PB),
     "headroom_bytes": (0, PB), "cpu_bytes_per_node": (0, PB), "checkpoint_bytes": (0, 100 * PB),
     "checkpoints_kept": (0, 10_000),

@@ -1,11 +1,13 @@
-"""Configurator rules: pure Python, no database access. Each rule gives a message a customer
-can act on; errors block a quote."""
+"""Configurator rules: pure Python, no database access (the custom S3 endpoint's check may
+resolve its name: ``portal.core.addresses``). Each rule gives a message a customer can act on;
+errors block a quote."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 
+from portal.core.addresses import url_problem
 from portal.core.units import tb
 from portal.quotes.configuration import Configuration, CustomStorage
 from portal.quotes.fit import plan_fit_verdict
@@ -125,9 +127,8 @@ def _storage_rules(config: Configuration) -> list[Message]:
     if config.storage_kind != "custom":
         return messages
     custom = config.custom_storage or CustomStorage()
-    if not custom.endpoint_url.startswith(("https://", "http://")):
-        messages.append(Message(ERROR, "storage_endpoint_url",
-                                "Give your S3 endpoint as a URL, e.g. https://s3.example.com."))
+    if problem := url_problem(custom.endpoint_url):
+        messages.append(Message(ERROR, "storage_endpoint_url", f"Your S3 endpoint: {problem}"))
     if not _BUCKET_NAME.match(custom.bucket or ""):
         messages.append(Message(ERROR, "storage_bucket",
                                 "Give the name of your bucket (3–63 lowercase letters, digits, "

@@ -5,7 +5,9 @@ import re
 
 from django import forms
 
+from portal.core.forms import VisibleTextMixin
 from portal.sizing import services
+from portal.sizing.estimator.config import LIMITS
 from portal.sizing.recommend import Goal, SearchOptions, Workload
 from portal.sizing.recommend.types import CHECKPOINTING, MAX_TOKENS, NODE_COUNTS, PP_SIZES, TP_SIZES
 
@@ -61,7 +63,7 @@ class CountField(forms.CharField):
         return count
 
 
-class WizardForm(forms.Form):
+class WizardForm(VisibleTextMixin, forms.Form):
     # Step 1: model
     model_source = forms.ChoiceField(
         label="Where does the model come from?", initial="preset", widget=forms.RadioSelect,
@@ -113,6 +115,7 @@ class WizardForm(forms.Form):
                                   max_value=MAX_TOKENS / 1e9,
                                   help_text="Leave empty to assume about 4 bytes per token.")
     dataset_files = forms.IntegerField(label="Number of files", initial=1000, min_value=1,
+                                       max_value=LIMITS["dataset_files"][1],
                                        help_text="Many small files? We suggest sharding them.")
     epochs = forms.FloatField(label="Epochs", initial=1, min_value=0, max_value=1000)
     train_tokens = CountField(label="Or train exactly this many tokens", required=False,
@@ -123,8 +126,10 @@ class WizardForm(forms.Form):
         label="What matters most?", initial="cheapest", widget=forms.RadioSelect,
         choices=[("cheapest", "Lowest cost"), ("fastest", "Shortest time"),
                  ("deadline", "Cheapest within a deadline"), ("budget", "Fastest within a budget")])
-    deadline_hours = forms.FloatField(label="Deadline (hours)", initial=24, min_value=0.1, required=False)
-    budget_usd = forms.FloatField(label="Budget (USD)", initial=1000, min_value=1, required=False)
+    deadline_hours = forms.FloatField(label="Deadline (hours)", initial=24, min_value=0.1, required=False,
+                                      max_value=LIMITS["deadline_hours"][1])
+    budget_usd = forms.FloatField(label="Budget (USD)", initial=1000, min_value=1, required=False,
+                                  max_value=LIMITS["budget_usd"][1])
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -16,7 +16,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from portal.webhooks.addresses import UnsafeAddress, guarded_session
+from portal.core.addresses import guarded_session, unsafe_cause
 from portal.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from portal.webhooks.notifications import endpoint_disabled_notify
 from portal.webhooks.signing import HEADER, signature_header
@@ -84,12 +84,8 @@ def _send(endpoint: WebhookEndpoint, delivery: WebhookDelivery, body: bytes) -> 
 
 def _error_text(exc: requests.RequestException) -> str:
     """What the log shows: the refusal of an unsafe address in its own words."""
-    cause = exc
-    while cause is not None:
-        if isinstance(cause, UnsafeAddress):
-            return str(cause)[:500]
-        cause = cause.__cause__ or cause.__context__
-    return f"{type(exc).__name__}: {exc}"[:500]
+    unsafe = unsafe_cause(exc)
+    return (str(unsafe) if unsafe is not None else f"{type(exc).__name__}: {exc}")[:500]
 
 
 def _ms_since(started: float) -> int:

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import secrets
-from urllib.parse import urlsplit
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from portal.accounts.models import Organisation
-from portal.webhooks.addresses import host_problem, is_loopback_host
+from portal.core.addresses import url_problem
 from portal.webhooks.events import SUBSCRIBABLE
 from portal.webhooks.models import WebhookDelivery, WebhookEndpoint
 
@@ -22,23 +20,12 @@ def _new_secret() -> str:
 
 
 def endpoint_url_check(url: str) -> str:
-    """The URL, or ValidationError: https to a public address; loopback (plain http too) only
-    where WEBHOOK_ALLOW_LOOPBACK is on (DEBUG, tests). The delivery checks the address again."""
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
-    if not host:
-        raise ValidationError({"url": ["Give a full URL, e.g. https://example.com/hooks/trainyard."]})
-    if parts.username or parts.password:
-        raise ValidationError({"url": ["Leave credentials out of the URL; verify the signature "
-                                       "header instead."]})
-    allow_loopback = settings.WEBHOOK_ALLOW_LOOPBACK
-    if parts.scheme == "http" and not (allow_loopback and is_loopback_host(host)):
-        raise ValidationError({"url": ["Webhook URLs must use https://."]})
-    if parts.scheme not in ("http", "https"):
-        raise ValidationError({"url": ["Webhook URLs must use https://."]})
-    problem = host_problem(host, allow_loopback=allow_loopback)
+    """The URL, or ValidationError: the portal's one rule for addresses it connects to for a
+    customer or reseller (``portal.core.addresses``: https to a public address, or an address
+    in OUTBOUND_ALLOWED_NETWORKS). Every delivery checks the address again."""
+    problem = url_problem(url)
     if problem:
-        raise ValidationError({"url": [f"Webhooks go to public addresses only: {problem}."]})
+        raise ValidationError({"url": [problem]})
     return url
 
 

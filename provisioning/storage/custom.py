@@ -1,11 +1,17 @@
 """The customer's own S3 endpoint: they give endpoint, bucket and keys; we create nothing, only
 prove the keys work on that bucket (put/get/list/delete) and hand them to the nodes. We never
-revoke their keys nor delete their bucket."""
+revoke their keys nor delete their bucket.
+
+The endpoint is the customer's, so it goes through the portal's rule for addresses
+(``portal.core.addresses``): checked before any client is built, and every connection goes only
+to a checked address of it (a guarded client), so a name that resolves elsewhere later (DNS
+rebinding) reaches nothing internal either."""
 
 from __future__ import annotations
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from portal.core.addresses import url_problem
 from provisioning.drivers.base import DriverError
 from provisioning.storage.base import (
     BucketReport,
@@ -34,6 +40,8 @@ class CustomProvider:
         if missing:
             raise DriverError(f"the order's own S3 endpoint lacks {', '.join(missing)}: the customer "
                               f"must give endpoint, bucket and keys", permanent=True)
+        if problem := url_problem(config.endpoint_url):
+            raise DriverError(f"the order's own S3 endpoint is refused: {problem}", permanent=True)
         self.config = config
         self.bucket = config.options["bucket"]
         self._s3 = self.s3_client()
@@ -41,7 +49,7 @@ class CustomProvider:
     def s3_client(self, credential: IssuedCredential | None = None):
         c = self.config
         return make_client("s3", endpoint_url=c.endpoint_url, region=c.region,
-                           addressing_style=c.addressing_style,
+                           addressing_style=c.addressing_style, guarded=True,
                            access_key=credential.access_key_id if credential else c.access_key,
                            secret_key=credential.secret_access_key if credential else c.secret_key)
 

@@ -10,6 +10,13 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, 
 
 from provisioning.drivers.base import DriverError
 
+
+class UnsafeEndpointError(BotoCoreError):
+    """A customer's endpoint resolved to an address the portal does not connect to (raised by a
+    guarded client, ``s3ops.make_client(guarded=True)``; not retried)."""
+
+    fmt = "{reason}"
+
 TRANSIENT_CODES = frozenset({
     "SlowDown", "Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequests",
     "TooManyRequestsException", "ServiceUnavailable", "InternalError", "RequestTimeout",
@@ -54,6 +61,9 @@ def from_sdk_error(exc: Exception, what: str) -> DriverError:
         return DriverError(f"{what}: no credentials configured for this provider", permanent=True)
     if isinstance(exc, ParamValidationError):
         return DriverError(f"{what}: invalid request: {exc}", permanent=True)
+    if isinstance(exc, UnsafeEndpointError):
+        return DriverError(f"{what}: {exc} (public addresses only, or OUTBOUND_ALLOWED_NETWORKS)",
+                           permanent=True)
     # Endpoint down, connection reset, timeouts, truncated responses: may pass.
     return DriverError(f"{what}: cannot reach the storage endpoint ({type(exc).__name__}: {exc}); "
                        f"will retry", permanent=False)

@@ -7,12 +7,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import boto3
+from botocore.awsrequest import AWSHTTPConnectionPool, AWSHTTPSConnectionPool
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
+from botocore.httpsession import URLLib3Session
 
+from portal.core.addresses import guarded_pool_classes, unsafe_cause
 from provisioning.drivers.base import DriverError
 from provisioning.storage.base import BucketReport, LifecyclePolicy, LogFn, _no_log
-from provisioning.storage.errors import error_code, from_sdk_error, http_status, translated
+from provisioning.storage.errors import (
+    UnsafeEndpointError,
+    error_code,
+    from_sdk_error,
+    http_status,
+    translated,
+)
 
 DEFAULT_REGION = "us-east-1"
 # Answers meaning "this provider does not offer that setting": recorded as skipped, not failed.
@@ -22,15 +31,49 @@ UNSUPPORTED_CODES = frozenset({"NotImplemented", "MalformedXML", "InvalidArgumen
 
 
 def make_client(service: str, *, endpoint_url: str, region: str, access_key: str, secret_key: str,
-                addressing_style: str = "path", max_attempts: int = 2, connect_timeout: float = 5):
-    """A client of its own session (boto3's default session is not thread-safe)."""
+                addressing_style: str = "path", max_attempts: int = 2, connect_timeout: float = 5,
+                guarded: bool = False, verify: bool | str | None = None):
+    """A client of its own session (boto3's default session is not thread-safe).
+
+    ``guarded``: the endpoint is a customer's (not the operator's): every connection goes only
+    to an address the portal's rule allows (``portal.core.addresses``: resolved once, checked,
+    connected to; TLS verifies the endpoint's name), never through a proxy; a refused address is
+    an ``UnsafeEndpointError``. ``verify``: a CA bundle's path instead of the default ones
+    (a guarded client always verifies certificates)."""
     config = Config(region_name=region or DEFAULT_REGION, signature_version="s3v4",
                     s3={"addressing_style": addressing_style or "path"},
                     retries={"max_attempts": max_attempts, "mode": "standard"},
-                    connect_timeout=connect_timeout, read_timeout=60)
-    return boto3.session.Session().client(
+                    connect_timeout=connect_timeout, read_timeout=60,
+                    proxies={} if guarded else None)
+    client = boto3.session.Session().client(
         service, endpoint_url=endpoint_url or None, aws_access_key_id=access_key or None,
-        aws_secret_access_key=secret_key or None, config=config)
+        aws_secret_access_key=secret_key or None, config=config, verify=verify)
+    if guarded:
+        http = GuardedURLLib3Session(timeout=(connect_timeout, 60),
+                                     verify=True if verify in (None, False) else verify)
+        # botocore's hook for sending a request itself: every request goes through ``http``.
+        client.meta.events.register_first("before-send", lambda request, **_: http.send(request))
+    return client
+
+
+class GuardedURLLib3Session(URLLib3Session):
+    """botocore's HTTP session whose connections go to checked addresses only, with no proxy."""
+
+    POOLS = guarded_pool_classes(AWSHTTPConnectionPool, AWSHTTPSConnectionPool)
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs, proxies={})
+        self._pool_classes_by_scheme = self.POOLS
+        self._manager.pool_classes_by_scheme = self.POOLS
+
+    def send(self, request):
+        try:
+            return super().send(request)
+        except EndpointConnectionError as exc:
+            unsafe = unsafe_cause(exc.kwargs.get("error"))
+            if unsafe is None:
+                raise
+            raise UnsafeEndpointError(endpoint_url=request.url, reason=str(unsafe)) from None
 
 
 def lifecycle_rules(policy: LifecyclePolicy, *, keep_versions: bool = True) -> list[dict]:

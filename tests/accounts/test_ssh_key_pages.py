@@ -1,9 +1,11 @@
 """The SSH key pages: a person's own keys (/account/ssh-keys/) and an organisation's keys (on its
 page). Who may manage what, and that an outsider sees nothing (404)."""
 
+import pytest
+
 from portal.accounts.models import Membership, SSHKey
 from portal.accounts.services import ssh_key_add
-from tests.accounts.ssh_keygen import new_public_key
+from tests.accounts.ssh_keygen import new_public_key, private_key, private_text
 from tests.factories import MembershipFactory, OrganisationFactory, member_of
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -39,6 +41,31 @@ def test_bad_input_is_shown_inline_and_the_pasted_text_is_kept(login, people):
     assert response.status_code == 400
     assert "The key data is damaged or incomplete" in html
     assert pasted in html  # nothing to type again
+    assert not SSHKey.objects.exists()
+
+
+@pytest.mark.parametrize("htmx", [False, True])
+def test_a_pasted_private_key_is_refused_and_never_shown_again(login, people, htmx):
+    """Issue 28: it was refused but echoed back in the re-rendered form."""
+    secret = private_text(private_key("ssh-ed25519"))
+    body = secret.splitlines()[2]  # a line of the key's base64, not its armour
+    headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
+    client = login(people.alice)
+    for url, data in (("/account/ssh-keys/", {"public_key": secret, "name": "x"}),
+                      ("/account/ssh-keys/", {"public_key": new_public_key(), "name": secret}),
+                      (f"/orgs/{people.acme.slug}/ssh-keys/", {"public_key": secret})):
+        html = client.post(url, data, **headers).content.decode()
+        assert "private key" in html and "treat this private key as exposed" in html, html[:3000]
+        assert body not in html and "PRIVATE KEY" not in html
+    assert not SSHKey.objects.exists()
+
+
+def test_two_keys_on_one_line_are_refused_on_the_pages(login, people):
+    client = login(people.alice)
+    two = f"{new_public_key()} {new_public_key()}"
+    for url in ("/account/ssh-keys/", f"/orgs/{people.acme.slug}/ssh-keys/"):
+        response = client.post(url, {"public_key": two})
+        assert response.status_code == 400 and "more than one key" in response.content.decode()
     assert not SSHKey.objects.exists()
 
 

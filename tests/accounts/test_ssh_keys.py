@@ -104,6 +104,25 @@ def test_two_keys_or_a_wrapped_key_are_refused(db):
     _refused(f"{line[:40]}\n{line[40:]}", "Paste one key on one line")
 
 
+def test_two_keys_on_one_line_are_refused_not_stored_as_one(db):
+    """Issue 28: the second key was taken for the first one's comment and stored as one key."""
+    first, second = new_public_key(), new_public_key("ecdsa-sha2-nistp256")
+    message = _refused(f"{first} {second}", "This line holds more than one key")
+    assert "ecdsa-sha2-nistp256 follows the first key" in message and "one key per entry" in message
+    _refused(f"{new_public_key(comment='')} {new_public_key(comment='')}", "more than one key")
+    _refused(f"{first}\t{second}", "more than one key")
+    blob = new_public_key(comment="").split()[1]  # a second key's data without its type
+    _refused(f"{first} {blob}", "(key data follows the first key)")
+    _refused(f"{first} ssh-ed25519-cert-v01@openssh.com AAAA", "more than one key")
+
+
+@pytest.mark.parametrize("comment", ["alice@laptop", "Alice's laptop (work)", "ssh-laptop ci",
+                                     "ecdsa key 2024", "deploy key: AAAAC3Nz"])
+def test_a_comment_with_spaces_is_still_a_comment(db, comment):
+    key = ssh_key_add(public_key=new_public_key(comment=comment), organisation=OrganisationFactory())
+    assert key.name == comment
+
+
 def test_an_ssh2_format_key_gets_the_conversion_command(db):
     _refused("---- BEGIN SSH2 PUBLIC KEY ----\nAAAAB3NzaC1yc2E\n---- END SSH2 PUBLIC KEY ----",
              "ssh-keygen -i -f key.pub")

@@ -6,6 +6,7 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.core.exceptions import PermissionDenied
 from django.utils import timezone
 
 from portal.accounts import team, tokens
@@ -126,6 +127,30 @@ def test_an_existing_user_logs_in_and_joins(login, client, people, admin):
     response = login(dave).post(path)
     assert response.status_code == 302
     assert Membership.objects.get(user=dave, organisation=people.acme).role == "admin"
+
+
+def test_only_the_invited_address_can_accept(login, client, people, admin):
+    """Issue 28: any signed-in account could accept a link it got hold of. The page says whose
+    invitation it is and offers to log out; a POST is refused and the invitation stays open."""
+    invitation = team.invitation_create(organisation=people.acme, email="Bob@Example.org", by=admin)
+    path = f"/account/invitations/{tokens.invitation_token(invitation)}/"
+    charlie = login(people.charlie)  # charlie@example.com, a member of another organisation
+    page = charlie.get(path)
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "This invitation is for Bob@Example.org; you are signed in as charlie" in html
+    assert "Log out and open this invitation again" in html and ">Join Acme AI</button>" not in html
+    refused = charlie.post(path)
+    assert refused.status_code == 403 and "This invitation is for Bob@Example.org" in refused.content.decode()
+    assert not Membership.objects.filter(user=people.charlie, organisation=people.acme).exists()
+    invitation.refresh_from_db()
+    assert invitation.accepted_at is None
+    with pytest.raises(PermissionDenied):
+        team.invitation_accept(invitation=invitation, user=people.charlie)
+    charlie.post("/accounts/logout/", {"next": path})
+    bob = UserFactory(username="bob", email="bob@example.org")  # the invited address, any case
+    assert login(bob).post(path).status_code == 302
+    assert Membership.objects.filter(user=bob, organisation=people.acme).exists()
 
 
 @pytest.mark.parametrize("spoil", ["expired", "revoked", "tampered"])

@@ -6,7 +6,9 @@ import pytest
 from rest_framework.test import APIClient
 
 from portal.accounts.services import api_key_issue, api_key_revoke
+from portal.orders.states import OrderState
 from tests.api.conftest import assert_problem, key_client
+from tests.factories import make_order
 
 
 @pytest.fixture
@@ -131,6 +133,13 @@ def test_a_control_character_in_a_json_string_is_a_400_not_a_database_error(acme
 
 
 def test_tabs_and_newlines_are_not_control_characters_here(people, catalog):
-    response = key_client(people.reseller).post("/api/v1/customers", {"name": "Tab\tand\nnewline"},
-                                                format="json")
-    assert response.status_code == 201, response.content
+    """The body's check lets them through (a cancellation reason keeps its lines); a name is one
+    line, and says so (issue 28: this test used a customer's name, which now refuses them)."""
+    order = make_order(people.reseller, state=OrderState.PENDING_APPROVAL)
+    client = key_client(people.reseller)
+    response = client.post(f"/api/v1/orders/{order.reference}/cancel",
+                           {"reason": "Tab\tand\nnewline"}, format="json")
+    assert response.status_code == 200, response.content
+    problem = assert_problem(client.post("/api/v1/customers", {"name": "Tab\tand\nnewline"},
+                                         format="json"), 400)
+    assert "U+0009 TAB, U+000A LINE FEED" in problem["errors"]["name"][0]

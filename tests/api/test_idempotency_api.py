@@ -15,6 +15,7 @@ from portal.api.idempotency import SELF_ROTATION_REPLAY
 from portal.api.models import IdempotencyKey
 from portal.api.tasks import idempotency_purge_task
 from tests.api.conftest import assert_problem, key_client
+from tests.conftest import LOOPBACK_NETWORKS
 
 
 @pytest.fixture
@@ -36,7 +37,7 @@ def _client(plaintext: str) -> APIClient:
 
 
 def test_no_secret_is_stored_in_plaintext_and_the_replay_still_carries_it(people, acme_api, settings):
-    settings.WEBHOOK_ALLOW_LOOPBACK = True
+    settings.OUTBOUND_ALLOWED_NETWORKS = LOOPBACK_NETWORKS
     key = acme_api.post("/api/v1/api-keys", {"name": "shop"}, format="json", HTTP_IDEMPOTENCY_KEY="k-1")
     hook = acme_api.post("/api/v1/webhooks", {"url": "http://127.0.0.1:9/in"}, format="json",
                          HTTP_IDEMPOTENCY_KEY="w-1")

@@ -6,7 +6,7 @@ import pytest
 from portal.accounts.models import Invitation
 from portal.accounts.tasks import invitation_send_task
 from tests.api.conftest import assert_problem, key_client
-from tests.factories import OrganisationFactory
+from tests.factories import OrganisationFactory, member_of
 
 URL = "/api/v1/customers/resale-client/invitations"
 
@@ -75,5 +75,24 @@ def test_a_read_key_cannot_invite(people):
 
 
 def test_a_customer_key_has_no_customers_to_invite_to(people):
+    # 404, as GET /customers/acme-ai answers it (it was a 403 before issue 28).
     assert_problem(key_client(people.acme).post("/api/v1/customers/acme-ai/invitations",
-                                                {"email": "x@example.org"}, format="json"), 403)
+                                                {"email": "x@example.org"}, format="json"), 404)
+
+
+def test_a_resellers_plain_member_neither_reads_nor_sends_a_customers_invitations(people, client):
+    """Issue 28: the list answered 200 with the invitees' addresses, the refused POST named the
+    customer. Managing a customer's people is for the reseller's admins: a 404 naming nothing."""
+    reseller_api = key_client(people.reseller)
+    assert reseller_api.post(URL, {"email": "dana@deeplabs.example"}, format="json").status_code == 201
+    client.force_login(member_of(people.reseller, username="ron"))
+    listed = client.get(URL)
+    assert_problem(listed, 404)
+    sent = client.post(URL, {"email": "eve@example.org"}, content_type="application/json")
+    assert_problem(sent, 404)
+    for answer in (listed, sent):
+        text = answer.content.decode()
+        assert "dana@deeplabs.example" not in text and "Resale Client" not in text
+    assert list(Invitation.objects.values_list("email", flat=True)) == ["dana@deeplabs.example"]
+    client.force_login(people.rita)  # the reseller's admin may
+    assert [i["email"] for i in client.get(URL).json()["results"]] == ["dana@deeplabs.example"]

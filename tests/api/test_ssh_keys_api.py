@@ -41,6 +41,14 @@ def test_bad_keys_are_problems_by_field_and_store_nothing(people):
     assert SSHKey.objects.count() == 1
 
 
+def test_two_keys_on_one_line_are_a_400_not_one_key(people):
+    api = key_client(people.acme)
+    two = f"{new_public_key()} {new_public_key()}"
+    body = assert_problem(api.post("/api/v1/ssh-keys", {"public_key": two}, format="json"), 400, "invalid")
+    assert "more than one key" in body["errors"]["public_key"][0]
+    assert not SSHKey.objects.exists()
+
+
 def test_a_read_key_lists_but_cannot_add_or_remove(people):
     key = ssh_key_add(public_key=new_public_key(), organisation=people.acme)
     api = key_client(people.acme, scopes=["read"])

@@ -8,6 +8,7 @@ from portal.webhooks.delivery import delivery_attempt
 from portal.webhooks.models import WebhookDelivery, WebhookEndpoint
 from portal.webhooks.services import endpoint_create
 from tests.api.conftest import assert_problem, key_client
+from tests.conftest import LOOPBACK_NETWORKS
 from tests.webhooks.receiver import receiver_verifies
 
 URL = "https://hooks.example.com/trainyard"
@@ -52,9 +53,9 @@ def test_it_validates_input_and_creates_nothing(reseller_api, body, field):
 
 
 def test_plain_http_is_for_loopback_only_and_only_where_allowed(reseller_api, settings):
-    settings.WEBHOOK_ALLOW_LOOPBACK = True
+    settings.OUTBOUND_ALLOWED_NETWORKS = LOOPBACK_NETWORKS
     assert _create(reseller_api, url="http://127.0.0.1:8080/in").status_code == 201
-    settings.WEBHOOK_ALLOW_LOOPBACK = False
+    settings.OUTBOUND_ALLOWED_NETWORKS = []
     assert_problem(_create(reseller_api, url="http://localhost:8080/in"), 400, "invalid")
 
 
@@ -91,7 +92,7 @@ def test_creating_with_an_idempotency_key_creates_one_endpoint(reseller_api):
 
 def test_the_test_event_reaches_a_receiver_and_the_log_shows_it(
         reseller_api, httpserver, settings):
-    settings.WEBHOOK_ALLOW_LOOPBACK = True
+    settings.OUTBOUND_ALLOWED_NETWORKS = LOOPBACK_NETWORKS
     httpserver.expect_request("/hook", method="POST").respond_with_data("nope", status=500)
     created = _create(reseller_api, url=httpserver.url_for("/hook")).json()
     response = reseller_api.post(f"/api/v1/webhooks/{created['id']}/test")

@@ -198,7 +198,8 @@ def test_lora_needs_less_than_full(catalog):
     ({"dataset_tokens": 0}, "nothing to train"),
     ({"seq_len": 0}, "seq_len must be"),
     ({"dataset_tokens": 10**400}, "dataset_tokens must be at most"),  # float(int): OverflowError
-    ({"epochs": 1e300}, "tokens to train"),  # int(inf): OverflowError
+    ({"epochs": 1e300}, "epochs must be a number from 0 to 1,000"),  # was int(inf): OverflowError
+    ({"dataset_tokens": 10**16, "epochs": 1000}, "tokens to train"),
 ])
 def test_bad_workload_input_errors(catalog, kwargs, message):
     base = {"model": "mistral-7b", "dataset_tokens": 10**9, "seq_len": 4096, "global_batch_tokens": 4096 * 64}

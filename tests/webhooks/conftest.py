@@ -1,17 +1,18 @@
 import pytest
 
 from portal.webhooks.services import endpoint_create
+from tests.conftest import LOOPBACK_NETWORKS
 
 
 @pytest.fixture(autouse=True)
 def worker_allows_loopback(monkeypatch):
     """Read by a worker process at start (the receivers here listen on loopback)."""
-    monkeypatch.setenv("WEBHOOK_ALLOW_LOOPBACK", "true")
+    monkeypatch.setenv("OUTBOUND_ALLOWED_NETWORKS", ",".join(LOOPBACK_NETWORKS))
 
 
 @pytest.fixture
 def loopback_http(settings):
-    settings.WEBHOOK_ALLOW_LOOPBACK = True
+    settings.OUTBOUND_ALLOWED_NETWORKS = LOOPBACK_NETWORKS
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
 """No SSRF through webhooks: receivers on private, loopback, link-local (cloud metadata),
 reserved or otherwise non-public addresses are refused when an endpoint is saved, and again at
 delivery on the address the connection would use (a name that resolves elsewhere later, a row
-written around the API). Loopback only where WEBHOOK_ALLOW_LOOPBACK is on."""
+written around the API). Loopback only where OUTBOUND_ALLOWED_NETWORKS allows it (the rule is
+portal.core.addresses, tested in tests/core/test_addresses.py)."""
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -10,6 +11,7 @@ from portal.webhooks.delivery import delivery_attempt
 from portal.webhooks.models import WebhookDelivery, WebhookEndpoint
 from portal.webhooks.publish import endpoint_test_send
 from portal.webhooks.services import endpoint_create, endpoint_update
+from tests.conftest import LOOPBACK_NETWORKS
 
 pytestmark = pytest.mark.django_db
 
@@ -23,7 +25,7 @@ REFUSED = [
 
 @pytest.mark.parametrize("url", REFUSED)
 def test_non_public_addresses_are_refused_at_creation(people, settings, url):
-    settings.WEBHOOK_ALLOW_LOOPBACK = True  # even where loopback is allowed
+    settings.OUTBOUND_ALLOWED_NETWORKS = LOOPBACK_NETWORKS  # even where loopback is allowed
     with pytest.raises(ValidationError) as caught:
         endpoint_create(organisation=people.reseller, url=url)
     assert "public addresses only" in str(caught.value)
@@ -33,15 +35,15 @@ def test_non_public_addresses_are_refused_at_creation(people, settings, url):
 @pytest.mark.parametrize("url", ["https://127.0.0.1/in", "https://[::1]/in", "https://localhost/in",
                                  "http://localhost:8080/in", "https://[::ffff:127.0.0.1]/in"])
 def test_loopback_is_refused_unless_allowed(people, settings, url):
-    settings.WEBHOOK_ALLOW_LOOPBACK = False
+    settings.OUTBOUND_ALLOWED_NETWORKS = []
     with pytest.raises(ValidationError):
         endpoint_create(organisation=people.reseller, url=url)
-    settings.WEBHOOK_ALLOW_LOOPBACK = True
+    settings.OUTBOUND_ALLOWED_NETWORKS = LOOPBACK_NETWORKS
     assert endpoint_create(organisation=people.reseller, url=url)[0].url == url
 
 
 def test_an_update_is_checked_the_same_way(people, settings):
-    settings.WEBHOOK_ALLOW_LOOPBACK = False
+    settings.OUTBOUND_ALLOWED_NETWORKS = []
     endpoint, _ = endpoint_create(organisation=people.reseller, url="https://hooks.example.com/in")
     with pytest.raises(ValidationError):
         endpoint_update(endpoint=endpoint, url="https://169.254.169.254/")
@@ -50,7 +52,7 @@ def test_an_update_is_checked_the_same_way(people, settings):
 
 
 def test_a_public_address_is_accepted(people, settings):
-    settings.WEBHOOK_ALLOW_LOOPBACK = False
+    settings.OUTBOUND_ALLOWED_NETWORKS = []
     assert endpoint_create(organisation=people.reseller, url="https://203.0.114.9/in")[0].pk
 
 
@@ -58,22 +60,22 @@ def test_the_delivery_checks_the_address_it_connects_to(people, settings, httpse
     """Saved while loopback was allowed (a name that resolved elsewhere then): at delivery time
     the connection to loopback is refused, nothing reaches the receiver, the log says why."""
     httpserver.expect_request("/hook", method="POST").respond_with_data("ok")
-    settings.WEBHOOK_ALLOW_LOOPBACK = True
+    settings.OUTBOUND_ALLOWED_NETWORKS = LOOPBACK_NETWORKS
     url = httpserver.url_for("/hook").replace("127.0.0.1", "localhost")
     endpoint, _ = endpoint_create(organisation=people.reseller, url=url)
-    settings.WEBHOOK_ALLOW_LOOPBACK = False
+    settings.OUTBOUND_ALLOWED_NETWORKS = []
     delivery = endpoint_test_send(endpoint=endpoint)
     assert delivery_attempt(delivery_id=delivery.pk) is not None  # retried later, like any failure
     [attempt] = delivery.log.all()
-    assert attempt.status_code is None and "refused to send to localhost" in attempt.error
+    assert attempt.status_code is None and "refused to connect to localhost" in attempt.error
     assert "loopback" in attempt.error and httpserver.log == []
-    settings.WEBHOOK_ALLOW_LOOPBACK = True
+    settings.OUTBOUND_ALLOWED_NETWORKS = LOOPBACK_NETWORKS
     WebhookDelivery.objects.filter(pk=delivery.pk).update(next_attempt_at=attempt.at)
     assert delivery_attempt(delivery_id=delivery.pk) is None and len(httpserver.log) == 1
 
 
 def test_a_row_written_around_the_checks_is_refused_at_delivery(people, settings):
-    settings.WEBHOOK_ALLOW_LOOPBACK = True
+    settings.OUTBOUND_ALLOWED_NETWORKS = LOOPBACK_NETWORKS
     endpoint = WebhookEndpoint.objects.create(organisation=people.reseller, secret="whsec_x",
                                               url="http://169.254.169.254/latest/meta-data/")
     delivery = endpoint_test_send(endpoint=endpoint)

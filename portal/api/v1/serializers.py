@@ -89,6 +89,22 @@ class QuoteInputSerializer(serializers.Serializer):
             custom_storage=CustomStorage(**d["storage_custom"]) if d.get("storage_custom") else None)
 
 
+# The configurator's rules name the form's fields; the API's custom bucket is `storage_custom`.
+CUSTOM_STORAGE_FIELDS = {"storage_endpoint_url": "endpoint_url", "storage_bucket": "bucket",
+                         "storage_access_key_id": "access_key_id"}
+
+
+def rule_errors(problems) -> dict:
+    """A configuration's broken rules as the API's errors, by the field of the request."""
+    errors: dict = {}
+    for p in problems:
+        if p.field in CUSTOM_STORAGE_FIELDS:
+            errors.setdefault("storage_custom", {})[CUSTOM_STORAGE_FIELDS[p.field]] = [p.text]
+        else:
+            errors.setdefault(p.field, []).append(p.text)
+    return errors
+
+
 class UtcDateTimeField(serializers.DateTimeField):
     """A time as ISO 8601 in UTC (`…Z`): the API's times are UTC whatever zone is active."""
 
@@ -286,28 +302,40 @@ def _json(value) -> str:
     return json.dumps(value)
 
 
+def limited(name: str, *, number=serializers.IntegerField, **kwargs):
+    """A numeric field whose range is the sizing layer's (``estimator.config.LIMITS``): out of
+    range is a 400 naming the field and the bound."""
+    low, high = est_config.LIMITS[name]
+    return number(min_value=low, max_value=high, **kwargs)
+
+
+def tokens(**kwargs):
+    """A count of tokens or bytes: 0 to MAX_TOKENS."""
+    return serializers.IntegerField(min_value=0, max_value=rec_types.MAX_TOKENS, **kwargs)
+
+
 class TrainingInputSerializer(serializers.Serializer):
     """Where the wizard asks the same question, its default (``_wizard``)."""
 
     precision = serializers.ChoiceField(choices=est_config.PRECISIONS, default=_wizard("precision"))
     optimizer = serializers.ChoiceField(choices=est_config.OPTIMIZERS, default=_wizard("optimizer"))
-    micro_batch = serializers.IntegerField(min_value=1, default=1)
-    seq_len = serializers.IntegerField(min_value=1, default=_wizard("seq_len"))
-    grad_accum = serializers.IntegerField(min_value=1, default=1)
+    micro_batch = limited("micro_batch", default=1)
+    seq_len = limited("seq_len", default=_wizard("seq_len"))
+    grad_accum = limited("grad_accum", default=1)
     checkpointing = serializers.ChoiceField(choices=est_config.CHECKPOINTING, default="none")
     attention = serializers.ChoiceField(choices=est_config.ATTENTION, default="sdpa")
     finetune = serializers.ChoiceField(choices=est_config.FINETUNE, default=_wizard("finetune"))
-    lora_rank = serializers.IntegerField(min_value=1, default=_wizard("lora_rank"))
+    lora_rank = limited("lora_rank", default=_wizard("lora_rank"))
 
 
 class ParallelInputSerializer(serializers.Serializer):
-    dp = serializers.IntegerField(min_value=1, default=1)
+    dp = limited("dp", default=1)
     sharding = serializers.ChoiceField(choices=est_config.SHARDING, default="none")
     offload = serializers.ChoiceField(choices=est_config.OFFLOAD, default="none")
-    tp = serializers.IntegerField(min_value=1, default=1)
+    tp = limited("tp", default=1)
     sp = serializers.BooleanField(default=False)
-    pp = serializers.IntegerField(min_value=1, default=1)
-    ep = serializers.IntegerField(min_value=1, default=1)
+    pp = limited("pp", default=1)
+    ep = limited("ep", default=1)
 
 
 class EstimateInputSerializer(ModelInputMixin):
@@ -316,7 +344,7 @@ class EstimateInputSerializer(ModelInputMixin):
     gpu = serializers.CharField(required=False, help_text="Catalog GPU slug: makes the estimate timed.")
     sku = serializers.CharField(required=False, help_text="Catalog SKU slug: sets GPU and links.")
     network = serializers.CharField(required=False, help_text="Network option slug between nodes.")
-    train_tokens = serializers.FloatField(required=False, min_value=0)
+    train_tokens = serializers.FloatField(required=False, min_value=0, max_value=rec_types.MAX_TOKENS)
     plan = serializers.DictField(
         required=False, help_text="Or a stored plan (with schema_version, as POST /api/v1/recommendations "
                                   "returned it, or a quote's plan): re-estimated on its own model, settings "
@@ -336,8 +364,8 @@ class EstimateInputSerializer(ModelInputMixin):
 
 class GoalInputSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=rec_types.GOALS, default=WIZARD_GOAL)
-    deadline_hours = serializers.FloatField(required=False, min_value=0)
-    budget_usd = serializers.FloatField(required=False, min_value=0)
+    deadline_hours = limited("deadline_hours", number=serializers.FloatField, required=False)
+    budget_usd = limited("budget_usd", number=serializers.FloatField, required=False)
 
 
 SHORTHAND_GOALS = ("fastest", "cheapest")
@@ -348,8 +376,9 @@ SHORTHAND_GOALS = ("fastest", "cheapest")
      "description": "Shorthand for {\"kind\": \"fastest\"} or {\"kind\": \"cheapest\"}."},
     {"type": "object", "properties": {
         "kind": {"type": "string", "enum": list(rec_types.GOALS), "default": WIZARD_GOAL},
-        "deadline_hours": {"type": "number", "minimum": 0},
-        "budget_usd": {"type": "number", "minimum": 0}}}]})
+        "deadline_hours": {"type": "number", "minimum": 0,
+                           "maximum": est_config.LIMITS["deadline_hours"][1]},
+        "budget_usd": {"type": "number", "minimum": 0, "maximum": est_config.LIMITS["budget_usd"][1]}}}]})
 class GoalField(serializers.Field):
     """`goal`: a string for the goals that need no number, or the object."""
 
@@ -381,23 +410,23 @@ class SearchInputSerializer(serializers.Serializer):
 
 
 class RecommendationInputSerializer(ModelInputMixin):
-    dataset_tokens = serializers.IntegerField(min_value=0, default=parse_count(_wizard("dataset_tokens")),
-                                              help_text="Default: the wizard's, 500M.")
-    dataset_bytes = serializers.IntegerField(
-        min_value=0, required=False,
+    dataset_tokens = tokens(default=parse_count(_wizard("dataset_tokens")),
+                            help_text="Default: the wizard's, 500M.")
+    dataset_bytes = tokens(
+        required=False,
         help_text=f"Default: about {BYTES_PER_TOKEN_GUESS} bytes per token, as the wizard assumes.")
-    dataset_files = serializers.IntegerField(min_value=1, default=_wizard("dataset_files"))
+    dataset_files = limited("dataset_files", default=_wizard("dataset_files"))
     finetune = serializers.ChoiceField(choices=rec_types.FINETUNES, default=_wizard("finetune"))
     precision = serializers.ChoiceField(choices=rec_types.PRECISIONS, default=_wizard("precision"))
     optimizer = serializers.ChoiceField(choices=est_config.OPTIMIZERS, default=_wizard("optimizer"))
-    seq_len = serializers.IntegerField(min_value=1, default=_wizard("seq_len"))
-    global_batch_tokens = serializers.IntegerField(
-        min_value=1, required=False,
+    seq_len = limited("seq_len", default=_wizard("seq_len"))
+    global_batch_tokens = limited(
+        "global_batch_tokens", required=False,
         help_text=f"Tokens per optimizer step. Default: {WIZARD_BATCH_SEQUENCES} sequences of "
                   f"seq_len, as in the wizard.")
-    epochs = serializers.FloatField(min_value=0, default=float(_wizard("epochs")))
-    train_tokens = serializers.IntegerField(min_value=0, default=0)
-    lora_rank = serializers.IntegerField(min_value=1, default=_wizard("lora_rank"))
+    epochs = limited("epochs", number=serializers.FloatField, default=float(_wizard("epochs")))
+    train_tokens = tokens(default=0)
+    lora_rank = limited("lora_rank", default=_wizard("lora_rank"))
     goal = GoalField(required=False,
                      help_text=f'"fastest", "cheapest", or {{"kind": …, "deadline_hours" | "budget_usd": '
                                f'…}}; default {WIZARD_GOAL}, as in the wizard.')

@@ -10,6 +10,7 @@ from portal.api.v1.serializers import (
     RowSerializer,
 )
 from portal.catalog.models import GPUModel, NetworkOption, NvmeOption, ServerSKU, StackOption, StorageProvider
+from portal.core.text import VisibleText
 from portal.orders.models import Order, OrderEvent
 from portal.orders.selectors import order_event_text
 from portal.orders.states import OrderState
@@ -361,13 +362,13 @@ class CatalogOutputSerializer(serializers.Serializer):
 
 # --- customers ----------------------------------------------------------------------------
 class CustomerInputSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=200)
+    name = serializers.CharField(max_length=200, validators=[VisibleText()])
     slug = serializers.SlugField(required=False, max_length=50,
                                  help_text="Default: made from the name. Unique across Trainyard.")
 
 
 class CustomerUpdateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=200)
+    name = serializers.CharField(max_length=200, validators=[VisibleText()])
 
 
 class CustomerOutputSerializer(serializers.ModelSerializer):

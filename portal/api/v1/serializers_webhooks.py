@@ -2,6 +2,7 @@
 
 from rest_framework import serializers
 
+from portal.core.text import VisibleText
 from portal.webhooks.events import SUBSCRIBABLE
 from portal.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
@@ -14,7 +15,8 @@ class WebhookEndpointInputSerializer(serializers.Serializer):
     event_types = serializers.ListField(child=serializers.ChoiceField(choices=SUBSCRIBABLE),
                                         required=False, allow_empty=False, max_length=20,
                                         help_text=EVENT_TYPES_HELP)
-    description = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    description = serializers.CharField(max_length=200, required=False, allow_blank=True,
+                                        validators=[VisibleText()])
 
 
 class WebhookEndpointUpdateSerializer(WebhookEndpointInputSerializer):

@@ -32,9 +32,31 @@ def _choice(label: str, value: str, allowed: tuple[str, ...]) -> None:
         raise ValueError(f"{label}={value!r} is not supported; use one of: {', '.join(allowed)}")
 
 
-def _positive(label: str, value: int) -> None:
-    if not isinstance(value, int) or value < 1:
-        raise ValueError(f"{label} must be a whole number >= 1, got {value!r}")
+# What a sizing input may be: generous (far beyond any real job) but finite, so no arithmetic of
+# the estimator, the recommender or the prices leaves its range. The API's serializers, the
+# wizard and a stored plan's check (portal/quotes/plan_bounds.py) use these same numbers.
+# Tokens, bytes and money have theirs where they are checked (MAX_TOKENS; the recommender's Goal).
+LIMITS: dict[str, tuple[int, int]] = {
+    "micro_batch": (1, 65_536), "seq_len": (1, 10_000_000), "grad_accum": (1, 1_000_000),
+    "lora_rank": (1, 65_536), "checkpoint_every": (1, 1_024), "loss_chunks": (1, 65_536),
+    "dp": (1, 65_536), "tp": (1, 1_024), "pp": (1, 1_024), "ep": (1, 1_024), "cp": (1, 1_024),
+    "hybrid_shard_size": (1, 65_536), "pp_interleave": (1, 1_024), "pp_microbatches": (1, 1_000_000),
+    "gpus_per_node": (1, 64), "global_batch_tokens": (1, 10**12), "dataset_files": (1, 10**9),
+    "epochs": (0, 1_000), "deadline_hours": (0, 1_000_000), "budget_usd": (0, 10**12),
+}
+
+
+def limit_text(low: float, high: float) -> str:
+    """How a range reads in an error: "from 1 to 65,536"."""
+    return f"from {low:,} to {high:,}"
+
+
+def require_whole(label: str, value: int) -> None:
+    """A whole number within ``LIMITS[label]``, else ValueError naming the field and the range."""
+    low, high = LIMITS.get(label, (1, None))
+    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high and value > high):
+        allowed = limit_text(low, high) if high else f">= {low}"
+        raise ValueError(f"{label} must be a whole number {allowed}, got {value!r}")
 
 
 @hash_once
@@ -110,9 +132,9 @@ class TrainingConfig:
         _choice("loss", self.loss, LOSSES)
         _choice("stack", self.stack, STACKS)
         for label in ("micro_batch", "seq_len", "grad_accum", "checkpoint_every", "loss_chunks"):
-            _positive(label, getattr(self, label))
+            require_whole(label, getattr(self, label))
         if self.finetune != "full":
-            _positive("lora_rank", self.lora_rank)
+            require_whole("lora_rank", self.lora_rank)
             if not self.lora_targets:
                 raise ValueError("lora_targets is empty; name the linear layers LoRA adapts")
         if self.dropout is not None and not 0 <= self.dropout < 1:
@@ -206,13 +228,13 @@ class ParallelConfig:
 
     def __post_init__(self) -> None:
         for label in ("dp", "tp", "pp", "ep", "hybrid_shard_size", "pp_interleave", "cp"):
-            _positive(label, getattr(self, label))
+            require_whole(label, getattr(self, label))
         _choice("pp_schedule", self.pp_schedule, PP_SCHEDULES)
         _choice("fsdp_reduce_dtype", self.fsdp_reduce_dtype, REDUCE_DTYPES)
         if not isinstance(self.zero, ZeroConfig):
             raise ValueError("zero must be a ZeroConfig (DeepSpeed's zero_optimization settings)")
         if self.pp_microbatches is not None:
-            _positive("pp_microbatches", self.pp_microbatches)
+            require_whole("pp_microbatches", self.pp_microbatches)
         _choice("sharding", self.sharding, SHARDING)
         _choice("offload", self.offload, OFFLOAD)
         if self.offload != "none" and self.sharding == "none":
@@ -290,7 +312,7 @@ class Interconnect:
     inter_kind: str = "infiniband"
 
     def __post_init__(self) -> None:
-        _positive("gpus_per_node", self.gpus_per_node)
+        require_whole("gpus_per_node", self.gpus_per_node)
         if self.intra_node_gbps <= 0 or self.inter_node_gbit < 0:
             raise ValueError("link bandwidths must be positive")
 

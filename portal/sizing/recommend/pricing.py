@@ -49,8 +49,17 @@ def _decimal(value) -> Decimal:
     return value if isinstance(value, Decimal) else Decimal(str(value))
 
 
+MAX_MONEY = Decimal(10) ** 15  # USD: no price of a real server size comes near it
+
+
 def money(value) -> Decimal:
-    return _decimal(value).quantize(CENT, rounding=ROUND_HALF_UP)
+    """To the cent; ValueError (with a message) for an amount that is not finite or out of range,
+    which only absurd sizes reach (a bucket of 10**30 TB), rather than Decimal's InvalidOperation."""
+    amount = _decimal(value)
+    if not amount.is_finite() or abs(amount) >= MAX_MONEY:
+        raise ValueError(f"a price of {value:.3g} USD is out of range (at most {MAX_MONEY:.0e}); "
+                         f"the sizes asked for are far beyond any server we sell")
+    return amount.quantize(CENT, rounding=ROUND_HALF_UP)
 
 
 MIN_PERCENT = Decimal("-90")  # a discount leaves at least a tenth of the list price

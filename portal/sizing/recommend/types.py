@@ -6,7 +6,15 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from portal.sizing.estimator.config import ATTENTION, CHECKPOINTING, FINETUNE, PRECISIONS  # noqa: F401  (re-exported)
+from portal.sizing.estimator.config import (  # noqa: F401  (re-exported)
+    ATTENTION,
+    CHECKPOINTING,
+    FINETUNE,
+    LIMITS,
+    PRECISIONS,
+    limit_text,
+    require_whole,
+)
 from portal.sizing.estimator.models import ModelSpec
 
 from .plan import Plan
@@ -23,6 +31,14 @@ TP_SIZES = (1, 2, 4, 8)
 PP_SIZES = (1, 2, 4, 8, 16)
 # Far beyond any training run (Llama 3: 15e12 tokens); above it the arithmetic leaves floats.
 MAX_TOKENS = 10**18
+
+
+def _within(label: str, value) -> None:
+    """A finite number within ``LIMITS[label]``, else ValueError naming the field and the range."""
+    low, high = LIMITS[label]
+    if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+            or not low <= value <= high):
+        raise ValueError(f"{label} must be a number {limit_text(low, high)}, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -60,20 +76,19 @@ class Workload:
             raise ValueError(f"attention={self.attention!r} is not supported;"
                              f" use one of {', '.join(ATTENTION)}")
         for label in ("seq_len", "global_batch_tokens", "dataset_files"):
-            value = getattr(self, label)
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{label} must be a whole number >= 1, got {value!r}")
+            require_whole(label, getattr(self, label))
         for label in ("dataset_tokens", "dataset_bytes", "train_tokens", "lora_rank"):
             value = getattr(self, label)
             if not isinstance(value, int) or value < 0:
                 raise ValueError(f"{label} must be a whole number >= 0, got {value!r}")
+        if self.finetune != "full":
+            require_whole("lora_rank", self.lora_rank)
         if self.global_batch_tokens % self.seq_len:
             raise ValueError(
                 f"global_batch_tokens={self.global_batch_tokens} is not a multiple of seq_len={self.seq_len};"
                 f" use e.g. {self.seq_len * max(1, round(self.global_batch_tokens / self.seq_len))}"
             )
-        if not (isinstance(self.epochs, int | float) and math.isfinite(self.epochs) and self.epochs >= 0):
-            raise ValueError(f"epochs must be a number >= 0, got {self.epochs!r}")
+        _within("epochs", self.epochs)
         for label in ("dataset_tokens", "dataset_bytes", "train_tokens"):
             if getattr(self, label) > MAX_TOKENS:
                 raise ValueError(f"{label} must be at most {MAX_TOKENS:.0e}, got {getattr(self, label)!r}")
@@ -112,6 +127,9 @@ class Goal:
             raise ValueError("the 'deadline' goal needs deadline_hours > 0 (finish within how many hours?)")
         if self.kind == "budget" and not (self.budget_usd and self.budget_usd > 0):
             raise ValueError("the 'budget' goal needs budget_usd > 0 (how much may the job cost?)")
+        for label in ("deadline_hours", "budget_usd"):
+            if getattr(self, label) is not None:
+                _within(label, getattr(self, label))
 
 
 @dataclass(frozen=True)

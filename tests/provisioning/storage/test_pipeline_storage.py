@@ -24,6 +24,7 @@ from provisioning.storage.s3ops import make_client
 from provisioning.storage.services import StorageResult, credential_reveal
 from provisioning.storage.states import BucketState
 from provisioning.tasks import storage_delete_expired_task
+from tests.conftest import LOOPBACK_NETWORKS
 from tests.factories import H100_SKU, approved_order, drain, make_node, submitted_order
 
 
@@ -279,7 +280,9 @@ def test_no_secret_in_logs_results_reasons_or_mails(bucket_order, people, emails
 
 
 def test_the_customers_own_bucket_is_verified_not_created(catalog, people, sim_dir, embedded_s3,
-                                                          admin_s3, storage_provider):
+                                                          admin_s3, storage_provider, settings):
+    # The customer's endpoint is the loopback S3 server: on-premises, so the operator allows it.
+    settings.OUTBOUND_ALLOWED_NETWORKS = LOOPBACK_NETWORKS
     admin_s3.create_bucket(Bucket="acme-own-ckpt")
     make_node(sku=H100_SKU, state_dir=sim_dir)
     order = approved_order(people, storage="custom-s3", storage_tb=0)
@@ -298,7 +301,9 @@ def test_the_customers_own_bucket_is_verified_not_created(catalog, people, sim_d
 
 
 def test_the_customers_bucket_with_a_wrong_key_fails_with_a_reason(catalog, people, sim_dir,
-                                                                    embedded_s3, storage_provider):
+                                                                    embedded_s3, storage_provider,
+                                                                    settings):
+    settings.OUTBOUND_ALLOWED_NETWORKS = LOOPBACK_NETWORKS  # as above
     make_node(sku=H100_SKU, state_dir=sim_dir)
     order = approved_order(people, storage="custom-s3", storage_tb=0)
     type(order).objects.filter(pk=order.pk).update(

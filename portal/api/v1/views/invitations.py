@@ -1,7 +1,8 @@
 """A reseller invites people to its customers' organisations: create (the person gets the link
-by e-mail; the link is never in the answer) and list the pending ones."""
+by e-mail; the link is never in the answer) and list the pending ones. For the reseller's keys
+and admins only: anyone else gets the 404 of a customer that is not theirs."""
 
-from django.shortcuts import get_object_or_404
+from django.http import Http404
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers, status
@@ -9,10 +10,9 @@ from rest_framework.response import Response
 
 from portal.accounts import team
 from portal.accounts.models import Invitation, Membership
-from portal.accounts.selectors import customers_of
 from portal.api.idempotency import idempotent
 from portal.api.v1.pagination import NewestFirstCursor
-from portal.api.v1.views.customers import _reseller
+from portal.api.v1.views.customers import _customer
 from portal.api.v1.views.quotes import IDEMPOTENCY_KEY
 
 
@@ -42,7 +42,12 @@ class InvitationListCreateView(generics.GenericAPIView):
     serializer_class = InvitationOutputSerializer
 
     def _customer(self, request, slug):
-        return get_object_or_404(customers_of(_reseller(request)), slug=slug)
+        """The customer, if the caller manages its members (the customers view's lookup, then
+        the team's rule); 404 otherwise, naming nothing."""
+        _, customer = _customer(request, slug)
+        if not team.can_manage_members(request.user, customer):
+            raise Http404
+        return customer
 
     @extend_schema(operation_id="customer_invitations_list",
                    responses=InvitationOutputSerializer(many=True),

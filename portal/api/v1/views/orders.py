@@ -95,7 +95,7 @@ class OrderListCreateView(generics.GenericAPIView):
                     organisation=organisation or organisation_for_create(request.user),
                     plan=inline.validated_data["plan"])
             except ConfigurationError as exc:
-                raise ValidationError({"configuration": {p.field: [p.text] for p in exc.problems}}) from None
+                raise ValidationError({"configuration": s.rule_errors(exc.problems)}) from None
         return Response(_order_answer(request.user, order), status=status.HTTP_201_CREATED,
                         headers={"Location": f"/api/v1/orders/{order.reference}"})
 

@@ -28,7 +28,7 @@ def quote_from_input(data, *, organisation, by):
         return quote_create(organisation=organisation, by=by, configuration=data.configuration(),
                             plan=data.validated_data["plan"])
     except ConfigurationError as exc:
-        raise ValidationError({p.field: [p.text] for p in exc.problems}) from None
+        raise ValidationError(s.rule_errors(exc.problems)) from None
     except ValueError as exc:
         raise ValidationError({"plan": [str(exc)]}) from None
 

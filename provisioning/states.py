@@ -32,9 +32,9 @@ class WipeMethod(models.TextChoices):
     """How the hand-back erases a node's data (``stack/sh/sanitise.sh``), declared at enrolment."""
 
     DISCARD = "discard", "Discard the data devices (blkdiscard)"
-    ZERO = "zero", "Overwrite the data devices with zeros (blkdiscard -z)"
-    SECURE_ERASE = "secure_erase", "NVMe secure erase (nvme format --ses=1)"
-    FILES = "files", "No local data devices: delete the data directory's contents"
+    ZERO = "zero", "Write zeros (blkdiscard -z)"
+    SECURE_ERASE = "secure_erase", "NVMe secure erase (nvme format)"
+    FILES = "files", "No local data devices (empty /data)"
 
 
 DEVICE_WIPE_METHODS = frozenset({WipeMethod.DISCARD, WipeMethod.ZERO, WipeMethod.SECURE_ERASE})

@@ -3,11 +3,12 @@ heredocs and works in a directory of its own, so the two never touch each other'
 
 - job (``job_script``), in ``$TRAINYARD_ROOT/var/lib/trainyard/acceptance/job``:
   ``$TRAINYARD_ROOT/etc/trainyard/launch.sh train_smoke.py --workdir … --sync-tool …
-  --sync-python … --prefix …`` with the bucket settings of ``etc/trainyard/s3.env`` exported
-  (the launcher sources ``env.sh`` and runs ``torchrun`` over the local GPUs with the cluster's
-  rendezvous). Rank 0 writes its report to ``report.json`` there; once the launcher has exited
-  (no worker can write any more) the script prints it as ONE line
-  ``TRAINYARD_ACCEPTANCE_REPORT <json>``, in one write.
+  --sync-python … --prefix …``, the sync tool's Python being Trainyard's node tools. When the
+  order has a bucket the settings of ``etc/trainyard/s3.env`` are exported (an order without one
+  never reads that file: no other order's key). The launcher sources ``env.sh`` and runs
+  ``torchrun`` over the local GPUs with the cluster's rendezvous. Rank 0 writes its report to
+  ``report.json`` there; once the launcher has exited (no worker can write any more) the script
+  prints it as ONE line ``TRAINYARD_ACCEPTANCE_REPORT <json>``, in one write.
 - checks (``checks_script``), in ``…/acceptance/checks``: the stack's Python runs
   ``node_checks.py --gpus N …``, which prints ``TRAINYARD_NODE_CHECKS <json>``.
 
@@ -22,6 +23,7 @@ import shlex
 from pathlib import Path
 
 from provisioning.acceptance.markers import ERROR_MARKER, JOB_MARKER
+from provisioning.stack.paths import TOOLS_PYTHON
 from provisioning.storage.node import ENV_FILE, SYNC_TOOL
 
 NODE_DIR = Path(__file__).with_name("node")
@@ -71,19 +73,14 @@ rm -rf "$work" && mkdir -p "$work" || exit 75
 """
 
 
-def job_script(*, prefix: str, steps: int = 30) -> str:
-    """The training job on this node (one torchrun of the cluster's rendezvous)."""
+def job_script(*, prefix: str, steps: int = 30, bucket: bool = False) -> str:
+    """The training job on this node (one torchrun of the cluster's rendezvous); ``bucket``: the
+    order has one, so the checkpoint round trip goes through it."""
     return "".join([
         _head(JOB_DIR),
         _carry(TRAIN_SMOKE, '"$work/train_smoke.py"'),
         _carry(SYNC_TOOL, '"$work/sync.py"'),
-        f"""if [ -f "$root{ENV_FILE}" ]; then
-  set -a; . "$root{ENV_FILE}"; set +a
-fi
-sync_python="$python"
-if ! "$python" -c 'import boto3' >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1; then
-  sync_python=$(command -v python3)
-fi
+        f"""{_bucket_settings() if bucket else ""}sync_python="$root{TOOLS_PYTHON}"
 echo "acceptance: train-smoke through $launcher"
 "$launcher" "$work/train_smoke.py" --workdir "$work" --sync-tool "$work/sync.py" \\
   --sync-python "$sync_python" --prefix {shlex.quote(prefix)} --steps {int(steps)}
@@ -96,6 +93,15 @@ elif [ "${{TRAINYARD_NODE_RANK:-0}}" = 0 ]; then
 fi
 exit 0
 """])
+
+
+def _bucket_settings() -> str:
+    return f"""if [ -f "$root{ENV_FILE}" ]; then
+  set -a; . "$root{ENV_FILE}"; set +a
+else
+  echo "acceptance: the order has a bucket but $root{ENV_FILE} is missing: run the storage step"
+fi
+"""
 
 
 def checks_script(*, gpus: int, baseline_busbw_gbps: float | None = None, probe_json: str = "",

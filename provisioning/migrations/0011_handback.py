@@ -54,7 +54,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='node',
             name='wipe_method',
-            field=models.CharField(choices=[('discard', 'Discard the data devices (blkdiscard)'), ('zero', 'Overwrite the data devices with zeros (blkdiscard -z)'), ('secure_erase', 'NVMe secure erase (nvme format --ses=1)'), ('files', "No local data devices: delete the data directory's contents")], default='files', help_text="How the hand-back erases the node's data between tenants.", max_length=16),
+            field=models.CharField(choices=[('discard', 'Discard the data devices (blkdiscard)'), ('zero', 'Write zeros (blkdiscard -z)'), ('secure_erase', 'NVMe secure erase (nvme format)'), ('files', 'No local data devices (empty /data)')], default='files', help_text="How the hand-back erases the node's data between tenants.", max_length=16),
         ),
         migrations.AlterField(
             model_name='node',

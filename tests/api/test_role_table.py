@@ -136,7 +136,8 @@ class World:
             "orders.act": [Probe("post", f"/api/v1/orders/{order}{tail}", {})
                            for tail in ("/cancel", "/server/reboot", "/server/redeploy",
                                         "/server/storage/reveal", "/server/storage/rotate",
-                                        "/terminate")],
+                                        "/terminate", "/storage/read-only-key",
+                                        "/storage/read-only-key/reveal")],
             "ssh-keys.read": [Probe("get", f"/api/v1/ssh-keys/{o['ssh_key'].pk}"),
                               Probe("get", "/api/v1/ssh-keys", kind="list",
                                     listed=o["ssh_key"].fingerprint)],

@@ -10,6 +10,8 @@ PATHS = [
     "/api/v1/orders/{reference}/server/storage/reveal", "/api/v1/orders/{reference}/server/storage/rotate",
     "/api/v1/orders/{reference}/server/stack-files",
     "/api/v1/orders/{reference}/server/stack-files/{hostname}/{name}",
+    "/api/v1/orders/{reference}/storage/read-only-key",
+    "/api/v1/orders/{reference}/storage/read-only-key/reveal",
     "/api/v1/customers", "/api/v1/customers/{slug}", "/api/v1/customers/{slug}/invitations",
     "/api/v1/ssh-keys", "/api/v1/ssh-keys/{key_id}",
     "/api/v1/api-keys", "/api/v1/api-keys/{prefix}/revoke", "/api/v1/api-keys/{prefix}/rotate",

@@ -127,6 +127,7 @@ def test_staff_node_names_refuse_them(login, people, catalog):
     olga = login(people.olga)
     form = {"hostname": "gpu-a01", "sku": ServerSKU.objects.get(slug="1x-l4-24gb").pk,
             "management_address": "10.0.0.9", "driver": "simulated", "notes": "rack 4",
+            "wipe_method": "files",
             "fabric_group": f"leaf{RLO}1"}
     response = olga.post("/ops/nodes/enrol/", form)
     assert "U+202E" in response.content.decode() and not Node.objects.exists()

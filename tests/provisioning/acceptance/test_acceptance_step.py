@@ -244,3 +244,15 @@ def test_a_diverged_loss_is_stored_and_fails_nothing_silently(catalog, people, s
     stored = AcceptanceResult.from_dict(StepRun.objects.get(run=run, step="acceptance").result)
     assert stored.report.ddp_losses == (6.1,) and not any(
         isinstance(v, float) and not math.isfinite(v) for v in stored.report.ddp_losses)
+
+
+def test_only_an_order_with_a_bucket_reads_the_nodes_bucket_settings():
+    """A node's s3.env may be another order's (a hand-back that did not remove it): an order
+    without a bucket never reads it. The sync tool runs with Trainyard's node tools."""
+    from provisioning.stack.paths import S3_ENV, TOOLS_PYTHON
+
+    sourced = f'. "$root{S3_ENV}"'
+    assert sourced not in job_script(prefix="acceptance/run-1", bucket=False)
+    assert sourced in job_script(prefix="acceptance/run-1", bucket=True)
+    for bucket in (False, True):
+        assert f'sync_python="$root{TOOLS_PYTHON}"' in job_script(prefix="p", bucket=bucket)

@@ -43,7 +43,7 @@ from tests.accounts.ssh_keygen import private_key, private_text, public_line
 from tests.conftest import missing_service
 from tests.factories import OrganisationFactory, member_of, staff
 from tests.provisioning.sshd import SshdUnavailable, start_sshd
-from tests.provisioning.stack.venv_cache import link_cached_venv
+from tests.provisioning.stack.venv_cache import link_cached_tools, link_cached_venv
 from tests.provisioning.test_pipeline_ssh import FAKE_NVIDIA_SMI, SKU, _os_image, drive
 
 pytestmark = pytest.mark.torch
@@ -66,6 +66,7 @@ def cluster_hosts(tmp_path_factory):
                               authorized_keys_files=(str(base / "root/etc/trainyard/authorized_keys"),))
             host.hostname, host.trainyard_root = name, base / "root"
             link_cached_venv(host.trainyard_root, TEST_HOST_PACKAGES)  # the test host's stack
+            link_cached_tools(host.trainyard_root)  # Trainyard's node tools (boto3)
             host.key_file = base / "id_ed25519"
             host.key_file.write_text(host.client_key_pem)
             host.key_file.chmod(0o600)

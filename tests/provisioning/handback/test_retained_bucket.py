@@ -117,7 +117,7 @@ def test_the_order_page_shows_the_kept_bucket_and_gives_a_read_only_key_once(
     page = client.get(f"/orders/{terminated.reference}/").content.decode()
     assert "Your data" in page and bucket.name in page and bucket.endpoint in page
     assert f"Kept until {bucket.retain_until:%-d %b %Y}" in page
-    assert "gpu-h100-r1" in page and "nothing to copy" in page  # a simulated node has no disk
+    assert "gpu-h100-r1" in page and "simulated node: nothing to copy" in page  # no disk
     assert "Issue a read-only key" in page and "Show the secret" not in page
 
     with django_capture_on_commit_callbacks() as queued:

@@ -34,12 +34,10 @@ from portal.orders.states import OrderState
 from portal.orders.tasks import staff_notify_task
 from portal.quotes.configuration import Configuration
 from portal.quotes.services import quote_create
-from provisioning import runs
 from provisioning.approvals import order_approve
 from provisioning.fulfilment import order_request_termination, order_submit
 from provisioning.health import node_accept_if_healthy
 from provisioning.models import NodeEvent, ProvisioningRun, StepRun
-from provisioning.pipeline import engine
 from provisioning.selectors import runs_needing_attention
 from provisioning.services import node_enrol, run_retry_step
 from provisioning.stack.packages import TEST_HOST_PACKAGES
@@ -50,7 +48,7 @@ from tests.conftest import missing_service
 from tests.factories import OrganisationFactory, member_of, staff
 from tests.provisioning.sshd import SshdUnavailable, free_port, generate_ed25519, start_sshd
 from tests.provisioning.stack.venv_cache import STOCK_PYTHON_PATH, link_cached_venv
-from tests.provisioning.test_pipeline_ssh import _os_image
+from tests.provisioning.test_pipeline_ssh import _os_image, drive
 
 SKU = "2x-l4-24gb"
 pytestmark = [pytest.mark.torch, pytest.mark.django_db]
@@ -184,18 +182,6 @@ class Tenant:
         except paramiko.AuthenticationException:
             return True
         return False
-
-
-def drive(run: ProvisioningRun) -> list[str]:
-    """Runs the run's steps in this process, as workers would: what is queued, then the next."""
-    queue = list(runs.run_start(run_id=run.pk)) or runs.run_frontier(run)
-    outcomes = []
-    while queue:
-        run_id, node_id, step = queue.pop(0)
-        outcome = engine.step_execute(run_id=run_id, node_id=node_id, step=step)
-        outcomes.append(f"{step}:{outcome.status}")
-        queue += outcome.next_steps
-    return outcomes
 
 
 def provision(tenant: Tenant, node, storage_provider=None) -> Order:

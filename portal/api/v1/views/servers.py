@@ -44,10 +44,7 @@ class StorageRevealView(APIView):
             raise Conflict("The secret of this key was already shown once. Rotate the key "
                            "(POST …/server/storage/rotate) to get a new one.")
         access_key_id, secret = revealed
-        body = {"bucket": result.bucket, "endpoint": result.endpoint, "region": result.region,
-                "access_key_id": access_key_id, "secret_access_key": secret,
-                "credentials_file": credentials_file_snippet(result=result, secret=secret)}
-        return Response(so.StorageSecretSerializer(body).data, headers={"Cache-Control": "no-store"})
+        return _secret_answer(result, access_key_id, secret)
 
 
 class RetainedKeyView(APIView):
@@ -80,10 +77,15 @@ class RetainedKeyRevealView(APIView):
         access_key_id, secret = revealed
         where = StorageResult(bucket=data.bucket, endpoint=data.endpoint, region=data.region,
                               access_key_id=access_key_id)
-        body = {"bucket": data.bucket, "endpoint": data.endpoint, "region": data.region,
-                "access_key_id": access_key_id, "secret_access_key": secret,
-                "credentials_file": credentials_file_snippet(result=where, secret=secret)}
-        return Response(so.StorageSecretSerializer(body).data, headers={"Cache-Control": "no-store"})
+        return _secret_answer(where, access_key_id, secret)
+
+
+def _secret_answer(where: StorageResult, access_key_id: str, secret: str) -> Response:
+    """A key's secret, shown once: never stored by a cache on the way."""
+    body = {"bucket": where.bucket, "endpoint": where.endpoint, "region": where.region,
+            "access_key_id": access_key_id, "secret_access_key": secret,
+            "credentials_file": credentials_file_snippet(result=where, secret=secret)}
+    return Response(so.StorageSecretSerializer(body).data, headers={"Cache-Control": "no-store"})
 
 
 class StorageRotateView(APIView):

@@ -33,12 +33,12 @@ class NodeAdminForm(VisibleTextMixin, forms.ModelForm):
 
     def clean(self):
         data = super().clean()
-        hostname = (data.get("hostname") or "").strip()
+        hostname = (data.get("hostname") or self.instance.hostname or "").strip()
         others = Node.objects.filter(hostname__iexact=hostname).exclude(pk=self.instance.pk)
         if hostname and others.exists():
             self.add_error("hostname", f"A node named {hostname} is already enrolled (hostnames "
                                        f"are case-insensitive).")
-        driver = data.get("driver") or ""
+        driver = data.get("driver") or self.instance.driver or ""
         if driver and driver not in driver_names():
             self.add_error("driver", f"Unknown driver {driver!r}; choose one of "
                                      f"{', '.join(driver_names())}.")
@@ -64,9 +64,18 @@ class NodeAdmin(admin.ModelAdmin):
     inlines = [NodeEventInline]
     actions = ["accept", "maintenance", "return_to_service", "health_check"]
 
+    def get_readonly_fields(self, request, obj=None):
+        """An enrolled node keeps its name, SKU and driver (enrol it anew instead)."""
+        return (*self.readonly_fields, *(("hostname", "sku", "driver") if obj is not None else ()))
+
     def save_model(self, request, obj, form, change):
-        if change:
-            super().save_model(request, obj, form, change)
+        if change:  # through the service: checked as the operators' page does, and audited
+            try:
+                services.node_update(node=Node.objects.get(pk=obj.pk), by=request.user, **{
+                    name: form.cleaned_data[name] for name in services.EDITABLE_NODE_FIELDS
+                    if name in form.cleaned_data})
+            except DomainError as exc:
+                self.message_user(request, str(exc), messages.ERROR)
             return
         try:
             node = services.node_enrol(

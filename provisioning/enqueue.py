@@ -53,6 +53,18 @@ def enqueue_steps(keys: list[StepKey]) -> None:
                                         run_ids={k[0] for k in keys}))
 
 
+def enqueue_baseline_record(node, by, note: str) -> None:
+    """After commit: record the node's clean baseline through its driver (a worker)."""
+    node_id, by_id = node.pk, getattr(by, "pk", None)
+
+    def send():
+        try:
+            tasks.baseline_record_task.delay(node_id, by_id, note)
+        except Exception:
+            logger.exception("could not queue the baseline of node %s", node_id)
+    transaction.on_commit(send)
+
+
 def enqueue_node_accept_check(node, by) -> None:
     """After commit: check the node through its driver and accept it if it passes. A broker
     outage leaves the node enrolled (not stock); the operator asks again from its page."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-KINDS = ("file", "proc", "crontab", "linger", "user", "listen")
+KINDS = ("file", "proc", "crontab", "atjob", "linger", "user", "listen")
 # Always a finding, whatever the baseline said: the customer's account must run nothing.
 ALWAYS_FINDINGS = frozenset({"proc"})
 MAX_LISTED = 200  # findings kept in a step result and an event; the count says how many in all
@@ -40,6 +40,8 @@ def describe(entry: str) -> str:
         return f"process of {user} still running: {command or '?'}"
     if kind == "crontab":
         return f"crontab of {rest}"
+    if kind == "atjob":
+        return f"at job of {rest}"
     if kind == "linger":
         return f"lingering user manager of {rest} (systemd user units start at boot)"
     if kind == "user":

@@ -24,6 +24,7 @@ from portal.orders.transitions import order_event_notify_later, order_transition
 from provisioning import allocation
 from provisioning.drivers import DriverError, driver_names, secret_option_paths
 from provisioning.enqueue import (
+    enqueue_baseline_record,
     enqueue_node_accept_check,
     enqueue_retention_key,
     enqueue_run_start,
@@ -33,6 +34,7 @@ from provisioning.enrolment import EnrolmentRefused, enrolment_problems
 from provisioning.models import Node, NodeEvent, ProvisioningRun, StepRun
 from provisioning.runs import require_run_order_state, run_create, run_resume, steps_create
 from provisioning.states import (
+    HANDBACK_FAILED,
     NODE_TRANSITIONS,
     NodeState,
     RunKind,
@@ -125,6 +127,10 @@ def node_accept(*, node: Node, by, note: str = "") -> Node:
 def node_set_maintenance(*, node: Node, by, note: str = "") -> Node:
     """Takes a node out of stock (from enrolled, ready or a failed state)."""
     _require_operator(by)
+    if node.state in HANDBACK_FAILED and node.order_id:
+        raise DomainError(f"The hand-back of order {node.order.reference} did not finish on "
+                          f"{node.hostname}: fix the cause and retry the step from the run page. A "
+                          f"node goes into maintenance (and back to stock) only once it is clean.")
     if node.state in {NodeState.RESERVED, NodeState.ACTIVE} and node.order_id:
         raise DomainError(f"{node.hostname} serves order {node.order.reference}; swap or terminate "
                           f"it before maintenance.")
@@ -143,6 +149,9 @@ def node_return_to_service(*, node: Node, by, note: str = "") -> Node:
     return node
 
 
+# Driver options that decide what the clean baseline lists (the customer login's home, whether the
+# machine's accounts and sockets are listed): changing one makes the baseline moot.
+BASELINE_OPTIONS = ("login_user", "test_host")
 # What an operator may change on a node; the hostname, SKU and driver stay (enrol anew instead).
 EDITABLE_NODE_FIELDS = ("management_address", "fabric_group", "fabric_address", "nvme_devices",
                         "wipe_method", "driver_options", "notes")
@@ -174,12 +183,18 @@ def node_update(*, node: Node, by, **changes) -> Node:
         changed = [name for name in EDITABLE_NODE_FIELDS if after[name] != getattr(node, name)]
         if not changed:
             return node
+        before_options = node.driver_options
         for name in changed:
             setattr(node, name, after[name])
-        node.save(update_fields=changed)
+        fields, note = list(changed), "changed: " + ", ".join(n.replace("_", " ") for n in changed)
+        if any((before_options or {}).get(k) != (node.driver_options or {}).get(k)
+               for k in BASELINE_OPTIONS):  # the baseline listed another account's home
+            node.baseline, node.baseline_at = [], None
+            fields += ["baseline", "baseline_at"]
+            note += "; the clean baseline is recorded again at the next deploy"
+        node.save(update_fields=fields)
         NodeEvent.objects.create(node=node, actor=actor_or_none(by), transition="edit",
-                                 from_state=node.state, to_state=node.state,
-                                 note="changed: " + ", ".join(n.replace("_", " ") for n in changed))
+                                 from_state=node.state, to_state=node.state, note=note)
     return node
 
 
@@ -190,6 +205,19 @@ def order_retention_key_request(*, order: Order, by) -> None:
     with transaction.atomic():
         storage_services.retention_key_mark_requested(order=order)
         enqueue_retention_key(order.pk)
+
+
+def node_record_baseline(*, node: Node, by, note: str = "") -> Node:
+    """Operators: for a node that has no clean baseline (it entered stock before baselines were
+    recorded), records what it holds now as clean, in a worker, after they checked it by hand;
+    then its hand-back's attestation can be retried. Audited."""
+    _require_operator(by)
+    if node.baseline_at is not None:
+        raise DomainError(f"{node.hostname} has a clean baseline (recorded "
+                          f"{node.baseline_at:%Y-%m-%d %H:%M}); a new one is recorded when it "
+                          f"returns to service.")
+    enqueue_baseline_record(node, by, note)
+    return node
 
 
 def node_retire(*, node: Node, by, note: str = "") -> Node:

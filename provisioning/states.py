@@ -56,6 +56,8 @@ def wipe_method_problem(method: str, devices) -> str | None:
 N = NodeState
 NODE_TERMINAL = frozenset({N.RETIRED})  # out of the fleet for good: no move leaves it
 NODE_FAILED = frozenset({N.FAILED_DEPLOY, N.FAILED_VALIDATION, N.FAILED_WIPE, N.FAILED_ATTESTATION})
+# A hand-back that did not finish: the node may still hold the last tenant's data.
+HANDBACK_FAILED = frozenset({N.FAILED_WIPE, N.FAILED_ATTESTATION})
 
 NODE_TRANSITIONS = TransitionTable("node", [
     Transition("accept", frozenset({N.ENROLLED}), N.READY, "Accepted into stock"),

@@ -9,9 +9,11 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
+from django.contrib.auth import get_user_model
 from django.db import InterfaceError, OperationalError
 
-from provisioning.drivers import DriverError
+from provisioning.baseline import baseline_record
+from provisioning.drivers import DriverError, driver_for
 from provisioning.health import CHECK_WAITING_STATES, node_accept_if_healthy, node_health_check
 from provisioning.models import Node
 from provisioning.pipeline.engine import step_deadline_s, step_execute
@@ -102,12 +104,24 @@ def retention_key_task(order_id: int) -> bool:
     return retention_key_issue(order_id=order_id) is not None
 
 
+@shared_task(name="provisioning.baseline_record", acks_late=True, autoretry_for=(DriverError,),
+             max_retries=3, retry_backoff=5)
+def baseline_record_task(node_id: int, by_id: int | None, note: str) -> int | None:
+    """Records a node's clean baseline on an operator's word (a node that had none)."""
+    node = Node.objects.filter(pk=node_id, baseline_at__isnull=True).first()
+    if node is None:
+        return None  # recorded meanwhile: a redelivered task is harmless
+    by = get_user_model().objects.filter(pk=by_id).first() if by_id else None
+    entries = baseline_record(node=node, driver=driver_for(node),
+                              note=f"clean baseline recorded on {by or 'an operator'}'s word"
+                                   + (f": {note}" if note else ""))
+    return len(entries)
+
+
 @shared_task(name="provisioning.node_accept_check", acks_late=True)
 def node_accept_check_task(node_id: int, by_id: int | None) -> bool | None:
     """Checks an enrolled node (or one in maintenance) through its driver; it becomes ready only
     if the check passes."""
-    from django.contrib.auth import get_user_model
-
     node = Node.objects.filter(pk=node_id, state__in=CHECK_WAITING_STATES).first()
     if node is None:
         return None  # gone, or no longer waiting: a redelivered task is harmless

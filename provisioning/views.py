@@ -312,6 +312,8 @@ NODE_ACTIONS = {  # transition → (service, button, message)
                           "is being checked (reachability and health); it is back in stock if the "
                           "check passes"),
     "retire": (services.node_retire, "Retire from the fleet", "is retired"),
+    "record_baseline": (services.node_record_baseline, "Record clean baseline (checked by hand)",
+                        "is being listed; what it holds now becomes its clean baseline"),
 }
 
 
@@ -334,7 +336,8 @@ def node_action(request, pk: int, action: str):
 def _node_actions(node: Node) -> list[dict]:
     return [{"action": name, "label": label, "danger": name in ("enter_maintenance", "retire")}
             for name, (_, label, _) in NODE_ACTIONS.items()
-            if NODE_TRANSITIONS.get(name).allowed_from(node.state)]
+            if (node.baseline_at is None if name == "record_baseline"
+                else NODE_TRANSITIONS.get(name).allowed_from(node.state))]
 
 
 # --- login lockouts (operators unlock) --------------------------------------------------------

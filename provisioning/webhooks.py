@@ -21,6 +21,9 @@ UNREACHABLE_TEXT = f"{UNREACHABLE}the server did not answer; our operators have 
 TERMINATION_STALLED_TEXT = ("Termination stopped before the server was cleaned: your access is "
                             "already ended and your data stays where it was; our operators have "
                             "been told and finish it.")
+TERMINATION_STALLED_OPEN_TEXT = ("Termination stopped before your access to the server could be "
+                                 "ended; our operators have been told and end it by hand. Your "
+                                 "data stays where it was.")
 
 
 def customer_problems(problems: list[str]) -> list[str]:
@@ -35,12 +38,14 @@ def acceptance_failed_publish(*, order: Order, hostname: str, failed_checks: lis
                                 "failed_checks": failed_checks})
 
 
-def termination_stalled_publish(*, order: Order, hostname: str, step: str) -> None:
-    """A termination stopped on a node: the customer's access is already ended, the node is out
-    of stock, staff were told. What failed in detail is for staff only."""
+def termination_stalled_publish(*, order: Order, hostname: str, step: str,
+                                access_ended: bool) -> None:
+    """A termination stopped on a node; the node is out of stock and staff were told. What failed
+    in detail is for staff only."""
+    text = TERMINATION_STALLED_TEXT if access_ended else TERMINATION_STALLED_OPEN_TEXT
     event_publish(organisation=order.organisation, type=EventType.TERMINATION_STALLED,
                   data=lambda: {"order": order_summary(order), "hostname": hostname, "step": step,
-                                "text": TERMINATION_STALLED_TEXT})
+                                "access_ended": access_ended, "text": text})
 
 
 def health_degraded_publish(*, node: Node, check: HealthCheck) -> None:

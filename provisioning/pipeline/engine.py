@@ -68,6 +68,7 @@ from provisioning.transitions import node_transition, run_transition
 from provisioning.webhooks import acceptance_failed_publish, termination_stalled_publish
 
 logger = logging.getLogger(__name__)
+ACCESS_STEP = "revoke_access"  # the termination's first step: the customer's access ends
 
 # What the step log (shown to the customer) says about a crash; the details go to staff.
 INTERNAL_ERROR_LINE = "internal error; our staff has been told"
@@ -459,21 +460,26 @@ def _fail_run(run: ProvisioningRun, sr: StepRun, message: str) -> None:
     else:
         Order.objects.filter(pk=order.pk).update(failure_reason=summary)
         if run.kind == RunKind.TERMINATE:
-            _termination_stalled(run, order, node, spec.label, summary)
+            _termination_stalled(run, order, node, spec, summary)
 
 
-def _termination_stalled(run: ProvisioningRun, order: Order, node: Node, label: str,
+def _termination_stalled(run: ProvisioningRun, order: Order, node: Node, spec: StepSpec,
                          summary: str) -> None:
     """The hand-back stopped: operators are e-mailed with the run's link (the staff home lists
-    it too) and the customer's or reseller's webhook hears it, after the commit."""
+    it too) and the customer's or reseller's webhook hears it, after the commit. Whether the
+    customer's access has ended depends on the step that stopped (it is the first)."""
+    access_ended = spec.name != ACCESS_STEP
+    state = ("The customer's access is already ended" if access_ended else
+             "The customer's access could NOT be ended: end it by hand first (power the node "
+             "off through its BMC if it does not answer)")
     staff_notify_later(
         role=OPERATORS, subject=f"Termination of {order.reference} stopped on {node.hostname}",
         lines=[f"The termination of order {order.reference} ({order.organisation.name}) stopped "
-               f"at '{label}' on {node.hostname}. The customer's access is already ended and the "
-               f"node is out of stock.", summary[:1000],
-               "Fix the cause, then retry the step from the run page."],
+               f"at '{spec.label}' on {node.hostname}. {state}, and the node is out of stock.",
+               summary[:1000], "Fix the cause, then retry the step from the run page."],
         path=reverse("provisioning:run", args=[run.pk]))
-    termination_stalled_publish(order=order, hostname=node.hostname, step=label)
+    termination_stalled_publish(order=order, hostname=node.hostname, step=spec.label,
+                                access_ended=access_ended)
 
 
 def step_fail_stuck(*, step_run: StepRun, message: str) -> bool:

@@ -73,16 +73,19 @@ fi
 mv -f "$tmp" "$target"
 trap - EXIT
 echo "installed {len(keys)} SSH key(s) in $target"
-if uid=$(id -u {user} 2>/dev/null) && [ "$uid" != 0 ] && [ "$(id -un)" != {user} ]; then
+if uid=$(id -u {user} 2>/dev/null) && [ "$uid" != 0 ] && [ "${{SUDO_USER:-$(id -un)}}" != {user} ]; then
+  # Root acts here on directories the customer may own: never through a link they left.
+  mkdir -p "$root{DATA}"
+  if [ -L "$root{CHECKPOINT_DIR}" ]; then rm -f "$root{CHECKPOINT_DIR}"; fi
   mkdir -p "$root{CHECKPOINT_DIR}"
-  chown {user}: "$root{DATA}" "$root{CHECKPOINT_DIR}"
+  chown -h {user}: "$root{DATA}" "$root{CHECKPOINT_DIR}"
   echo "{DATA} and {CHECKPOINT_DIR} belong to {login_user}"
 fi
 if [ -n "$root" ]; then
   echo "scratch root $root: sshd configuration left alone"
   exit 0
 fi
-if [ "$(id -un)" = {user} ]; then
+if [ "${{SUDO_USER:-$(id -un)}}" = {user} ]; then
   echo "the login user {login_user} is the account Trainyard manages this node with: its own keys"
   echo "would stop working. Set the node's login_user driver option to the customer's account."
   exit 8

@@ -27,15 +27,16 @@ def node_tools_env() -> dict[str, str]:
 
 
 def revoke_access_script() -> str:
-    return node_script("revoke_access")
+    return node_script("revoke_access", libs=("customer_account", "end_customer_processes"))
 
 
 def sanitise_script() -> str:
-    return node_script("sanitise", libs=("release_device",))
+    return node_script("sanitise", libs=("customer_account", "end_customer_processes",
+                                         "release_device"))
 
 
 def inventory_script() -> str:
-    return node_script("inventory")
+    return node_script("inventory", libs=("customer_account",))
 
 
 def handback_env(*, login_user: str, wipe_method: str, devices) -> dict[str, str]:

@@ -95,6 +95,10 @@ done
 set -euo pipefail
 root="${{TRAINYARD_ROOT:-}}"
 src="$root{CHECKPOINT_DIR}"
+if [ -L "$src" ]; then
+  echo "$src is a symbolic link, which is not followed: nothing copied" >&2
+  exit 3
+fi
 if [ ! -d "$src" ] || [ -z "$(ls -A "$src" 2>/dev/null)" ]; then
   echo "$src is absent or empty: nothing to copy"
   exit 0

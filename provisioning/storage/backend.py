@@ -131,9 +131,11 @@ class ServiceStorageBackend:
         run = ctx.driver.run(node_scripts.retain_script(prefix=prefix), name="retain_data",
                              on_line=capture, env=env)
         ctx.result["exit_status"] = run.exit_status
-        if any(line.startswith(node_scripts.NOTHING_TO_COPY) for line in lines) and run.ok:
-            ctx.log(f"no checkpoints on {node.hostname} under {directory}: nothing to copy")
-            return RetainResult(**{**base.__dict__, "note": f"{directory} absent or empty"})
+        nothing = next((line for line in lines if line.startswith(node_scripts.NOTHING_TO_COPY)), "")
+        if nothing and run.ok:
+            why = nothing.split(": ", 1)[-1]
+            ctx.log(f"no checkpoints copied from {node.hostname}: {why}")
+            return RetainResult(**{**base.__dict__, "note": why})
         summary = _summary(lines)
         if run.asks_retry:
             errors = "; ".join(summary.get("errors", [])[:3]) or _last(run)

@@ -68,6 +68,10 @@ def retain_script(*, prefix: str) -> str:
 set -u
 root="${{TRAINYARD_ROOT:-}}"
 src="$root"{shlex.quote(CHECKPOINT_DIR)}
+if [ -L "$src" ]; then
+  echo "{NOTHING_TO_COPY}: $src is a symbolic link, which is not followed: nothing copied"
+  exit 0
+fi
 if [ ! -d "$src" ] || [ -z "$(ls -A "$src" 2>/dev/null)" ]; then
   echo "{NOTHING_TO_COPY}: $src is absent or empty"
   exit 0

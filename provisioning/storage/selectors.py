@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+
+from django.utils import timezone
 
 from provisioning.models import StepRun
 from provisioning.states import RunKind, StepStatus
@@ -71,6 +73,11 @@ class RetainedData:
         return self.state == BucketState.RETAINED and self.managed
 
 
+# A read-only key not issued within this long is shown as failed: the customer may ask again
+# (a lost task message, a provider outage past the task's retries).
+READ_KEY_PATIENCE = timedelta(minutes=15)
+
+
 def retained_data_for(order) -> RetainedData | None:
     """The bucket of an order whose termination has started; None before, or without one."""
     bucket = (Bucket.objects.filter(order=order).select_related("provider")
@@ -94,5 +101,8 @@ def retained_data_for(order) -> RetainedData | None:
         managed=bucket.managed, copied=tuple(copied.values()),
         read_key_id=key.access_key_id if key else "",
         read_key_revealable=bool(key and key.revealed_at is None),
-        read_key_pending=bucket.read_key_requested_at is not None,
-        read_key_failed=bool(bucket.read_key_error))
+        read_key_pending=(bucket.read_key_requested_at is not None
+                          and bucket.read_key_requested_at > timezone.now() - READ_KEY_PATIENCE),
+        read_key_failed=bool(bucket.read_key_error) or (
+            bucket.read_key_requested_at is not None
+            and bucket.read_key_requested_at <= timezone.now() - READ_KEY_PATIENCE))

@@ -404,14 +404,20 @@ def retention_key_issue(*, order_id: int, log: LogFn = _no_log) -> Credential | 
                              propagation_s=settings.STORAGE_CREDENTIAL_PROPAGATION_S, log=log)
             with transaction.atomic():
                 locked = Bucket.objects.select_for_update().get(pk=bucket.pk)
+                if locked.state != BucketState.RETAINED or locked.read_key_requested_at != asked:
+                    # Deleted meanwhile, or another delivery served this request: this key is
+                    # nobody's. It is revoked below, and the request is left as it is now.
+                    raise _NotNeeded()
                 Credential.objects.filter(bucket=locked, active=True, read_only=True).update(
                     active=False)
                 cred = Credential.objects.create(
                     bucket=locked, access_key_id=issued.access_key_id,
                     secret=issued.secret_access_key, handle=issued.handle, active=True,
                     read_only=True, verified_at=timezone.now())
-                Bucket.objects.filter(pk=bucket.pk, read_key_requested_at=asked).update(
-                    read_key_requested_at=None)
+                Bucket.objects.filter(pk=bucket.pk).update(read_key_requested_at=None)
+        except _NotNeeded:
+            _revoke_quietly(adapter, issued, log)
+            return None
         except BaseException:
             _revoke_quietly(adapter, issued, log)
             raise
@@ -423,6 +429,10 @@ def retention_key_issue(*, order_id: int, log: LogFn = _no_log) -> Credential | 
         return None
     _revoke_inactive(adapter, bucket, log)
     return cred
+
+
+class _NotNeeded(Exception):
+    """The read-only key just issued is not wanted any more (see retention_key_issue)."""
 
 
 def _active_bucket(order) -> Bucket:

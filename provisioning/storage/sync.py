@@ -9,8 +9,10 @@ the endpoint may also come from AWS_ENDPOINT_URL. Uploads use boto3's transfer m
 (multipart above --multipart-mib, parts in parallel). Each object carries its SHA-256 in
 metadata (x-amz-meta-sha256): an object whose size and SHA-256 already match is skipped, so an
 interrupted sync resumes where it stopped. Every transferred object is verified afterwards
-(size and SHA-256 from a HEAD; downloads are hashed again). Prints ONE JSON line; exit 0 when
-everything is in place and verified, 1 otherwise, 2 on bad arguments.
+(size and SHA-256 from a HEAD; downloads are hashed again). An upload never follows a symbolic
+link (it runs as root over a directory the customer owns): links are skipped and counted.
+Prints ONE JSON line; exit 0 when everything is in place and verified, 1 otherwise, 2 on bad
+arguments.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ if __name__ == "__main__" and sys.path and sys.path[0] == os.path.dirname(os.pat
 import argparse  # noqa: E402
 import hashlib  # noqa: E402
 import json  # noqa: E402
+import stat  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 from concurrent.futures import ThreadPoolExecutor  # noqa: E402
@@ -48,10 +51,14 @@ def _count(summary: dict, **increments: int) -> None:
 
 
 def sha256_of(path: Path, block: int = 8 * MIB) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as fh:
-        while chunk := fh.read(block):
-            digest.update(chunk)
+        return sha256_of_file(fh, block)
+
+
+def sha256_of_file(fh, block: int = 8 * MIB) -> str:
+    digest = hashlib.sha256()
+    while chunk := fh.read(block):
+        digest.update(chunk)
     return digest.hexdigest()
 
 
@@ -89,23 +96,48 @@ def remote_sha256(client, bucket: str, key: str) -> tuple[int, str]:
     return head["ContentLength"], head.get("Metadata", {}).get(META_KEY, "")
 
 
+def regular_files(root: Path) -> tuple[list[Path], int]:
+    """The regular files under ``root`` and how many symbolic links were skipped: a link is never
+    followed (the tool runs as root over directories a customer owns; a link could name any file
+    of the node)."""
+    files, links = [], 0
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        links += sum(os.path.islink(os.path.join(dirpath, d)) for d in dirnames)
+        for name in filenames:
+            path = Path(dirpath, name)
+            mode = path.lstat().st_mode
+            if stat.S_ISLNK(mode):
+                links += 1
+            elif stat.S_ISREG(mode):
+                files.append(path)
+    return sorted(files), links
+
+
+def open_no_follow(path: Path):
+    """Opens a file for reading, refusing one that became a symbolic link."""
+    return os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb")
+
+
 def upload(args) -> dict:
     client, root = make_client(args), Path(args.dir)
-    if not root.is_dir():
-        raise SystemExit(_usage_error(f"{root} is not a directory"))
-    files = sorted(p for p in root.rglob("*") if p.is_file())
+    if root.is_symlink() or not root.is_dir():
+        raise SystemExit(_usage_error(f"{root} is not a directory (a symbolic link is not followed)"))
+    files, links = regular_files(root)
     remote = remote_objects(client, args.bucket, args.prefix)
     config = transfer_config(args)
-    summary = {"files": len(files), "uploaded": 0, "skipped": 0, "bytes_uploaded": 0, "errors": []}
+    summary = {"files": len(files), "uploaded": 0, "skipped": 0, "bytes_uploaded": 0,
+               "links_skipped": links, "errors": []}
 
     def one(path: Path) -> None:
         key = object_key(args.prefix, path.relative_to(root).as_posix())
-        size, digest = path.stat().st_size, sha256_of(path)
-        if remote.get(key) == size and remote_sha256(client, args.bucket, key) == (size, digest):
-            _count(summary, skipped=1)
-            return
-        client.upload_file(str(path), args.bucket, key, Config=config,
-                           ExtraArgs={"Metadata": {META_KEY: digest}})
+        with open_no_follow(path) as fh:
+            size, digest = os.fstat(fh.fileno()).st_size, sha256_of_file(fh)
+            if remote.get(key) == size and remote_sha256(client, args.bucket, key) == (size, digest):
+                _count(summary, skipped=1)
+                return
+            fh.seek(0)
+            client.upload_fileobj(fh, args.bucket, key, Config=config,
+                                  ExtraArgs={"Metadata": {META_KEY: digest}})
         if remote_sha256(client, args.bucket, key) != (size, digest):
             raise RuntimeError(f"{key}: size or SHA-256 differs after upload")
         _count(summary, uploaded=1, bytes_uploaded=size)

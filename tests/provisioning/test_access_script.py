@@ -11,6 +11,7 @@ import pytest
 from provisioning.stack.access import KeyLine, authorized_keys_script, authorized_keys_text
 from tests.accounts.ssh_keygen import new_public_key
 from tests.conftest import missing_service
+from tests.provisioning.accounts import temporary_account
 
 
 def _line() -> str:
@@ -111,7 +112,7 @@ FAKES = {
 
 
 def _revoke(tmp_path, user: str, *, alive: int = 2, stubborn: bool = False,
-            crontab: bool = False):
+            crontab: bool = False, sudo_user: str = ""):
     from provisioning.stack.scripts import revoke_access_script
 
     bin_dir = tmp_path / "bin"
@@ -123,39 +124,76 @@ def _revoke(tmp_path, user: str, *, alive: int = 2, stubborn: bool = False,
     keys = tmp_path / "etc/trainyard/authorized_keys"
     keys.parent.mkdir(parents=True)
     keys.write_text(_line() + "\n")
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "TRAINYARD_ROOT": str(tmp_path),
+           "TRAINYARD_LOGIN_USER": user, "CALLS": str(tmp_path / "calls"),
+           "ALIVE": str(tmp_path / "alive"), "STUBBORN": "1" if stubborn else "0",
+           "TRAINYARD_KILL_TRIES": "2", "HAS_CRONTAB": "1" if crontab else "0"}
+    if sudo_user:
+        env["SUDO_USER"] = sudo_user  # what sudo sets: the account Trainyard logged in with
     done = subprocess.run(["bash", "-c", revoke_access_script()], capture_output=True, text=True,
-                          env={"PATH": f"{bin_dir}:/usr/bin:/bin", "TRAINYARD_ROOT": str(tmp_path),
-                               "TRAINYARD_LOGIN_USER": user,
-                               "CALLS": str(tmp_path / "calls"), "ALIVE": str(tmp_path / "alive"),
-                               "STUBBORN": "1" if stubborn else "0", "TRAINYARD_KILL_TRIES": "2",
-                               "HAS_CRONTAB": "1" if crontab else "0"})
+                          env=env)
     calls = (tmp_path / "calls").read_text().splitlines() if (tmp_path / "calls").exists() else []
     return done, calls, keys
 
 
-def test_revoke_removes_the_keys_and_ends_the_customers_sessions_and_processes(tmp_path):
-    done, calls, keys = _revoke(tmp_path, "nobody")
+@pytest.fixture
+def customer():
+    with temporary_account() as (name, _home):
+        yield name
+
+
+def test_revoke_removes_the_keys_and_ends_the_customers_sessions_and_processes(tmp_path, customer):
+    done, calls, keys = _revoke(tmp_path, customer)
     assert done.returncode == 0, done.stdout + done.stderr
     assert not keys.exists()
-    assert calls == ["usermod -p * nobody", "crontab -l -u nobody",
-                     "loginctl disable-linger nobody", "loginctl terminate-user nobody",
-                     "pkill -KILL -u nobody"]
-    assert "sessions and processes of nobody ended" in done.stdout
+    assert calls == [f"usermod -p * {customer}", f"crontab -l -u {customer}",
+                     f"loginctl disable-linger {customer}", f"loginctl terminate-user {customer}",
+                     f"pkill -KILL -u {customer}"]
+    assert f"sessions and processes of {customer} ended" in done.stdout
 
 
-def test_revoke_removes_the_customers_crontab_before_ending_its_processes(tmp_path):
+def test_revoke_removes_the_customers_crontab_before_ending_its_processes(tmp_path, customer):
     """A cron line would start the customer's job again after the kill."""
-    done, calls, _ = _revoke(tmp_path, "nobody", crontab=True)
+    done, calls, _ = _revoke(tmp_path, customer, crontab=True)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert calls.index("crontab -r -u nobody") < calls.index("pkill -KILL -u nobody")
-    assert "crontab of nobody removed" in done.stdout
+    assert calls.index(f"crontab -r -u {customer}") < calls.index(f"pkill -KILL -u {customer}")
+    assert f"crontab of {customer} removed" in done.stdout
 
 
-def test_revoke_fails_when_a_process_survives_and_never_kills_root(tmp_path):
-    done, _, _ = _revoke(tmp_path / "a", "nobody", stubborn=True)
+def test_revoke_fails_when_a_process_survives(tmp_path, customer):
+    done, _, _ = _revoke(tmp_path, customer, stubborn=True)
     assert done.returncode == 9 and "4242 python train.py" in done.stdout
-    done, calls, keys = _revoke(tmp_path / "b", "root")
-    assert done.returncode == 0 and calls == [] and not keys.exists()
 
 
+@pytest.mark.parametrize("login, sudo_user, why", [
+    ("root", "", "root is root"),
+    ("daemon", "", "daemon is a system account"),
+    ("nobody", "", "is not a directory of its own"),
+    ("CUSTOMER", "CUSTOMER", "is the account Trainyard manages this node with"),
+])
+def test_revoke_refuses_an_account_that_is_not_the_customers_and_touches_nothing(
+        tmp_path, customer, login, sudo_user, why):
+    """Root, a system account, one without a home of its own, or the account Trainyard logs in
+    with (sudo's caller) is never the customer's: ending its processes would break the node, and
+    leaving them would leave the customer in. The step fails (exit 10) for staff to fix."""
+    login, sudo_user = login.replace("CUSTOMER", customer), sudo_user.replace("CUSTOMER", customer)
+    done, calls, keys = _revoke(tmp_path, login, sudo_user=sudo_user)
+    assert done.returncode == 10 and why in done.stdout, done.stdout
+    assert calls == [] and not keys.exists()  # the keys file goes anyway
 
+
+def test_the_data_directory_goes_to_the_customer_but_never_through_a_link(tmp_path, customer):
+    """The customer owns /data and could leave /data/checkpoints as a link to /etc: root must not
+    follow it when it gives the directory to the customer again (a key sync runs this script)."""
+    protected = tmp_path / "protected"
+    protected.mkdir()
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "checkpoints").symlink_to(protected)
+    done = _run(authorized_keys_script([KeyLine(_line(), "k")], order_reference="O-6",
+                                       login_user=customer), tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    uid = int(subprocess.run(["id", "-u", customer], capture_output=True, text=True).stdout)
+    assert protected.stat().st_uid == 0  # the link's target stayed root's
+    checkpoints = tmp_path / "data" / "checkpoints"
+    assert not checkpoints.is_symlink() and checkpoints.is_dir()
+    assert checkpoints.stat().st_uid == uid and (tmp_path / "data").stat().st_uid == uid

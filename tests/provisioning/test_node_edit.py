@@ -2,6 +2,7 @@
 at enrolment, audited) and retire it; approvers and customers cannot."""
 
 import pytest
+from django.utils import timezone
 
 from portal.catalog.models import ServerSKU
 from provisioning.models import Node, NodeEvent
@@ -55,7 +56,8 @@ def test_an_operator_edits_a_node_and_the_change_is_audited(login, people, ssh_n
     assert ssh_node.driver_options["test_host"] is True and ssh_node.driver_options["host_key"]
     event = NodeEvent.objects.get(node=ssh_node, transition="edit")
     assert event.actor == people.olga
-    assert event.note == "changed: management address, nvme devices, wipe method, driver options"
+    assert event.note == ("changed: management address, nvme devices, wipe method, driver options; "
+                          "the clean baseline is recorded again at the next deploy")
 
 
 @pytest.mark.parametrize("fields, error", [
@@ -102,3 +104,46 @@ def test_approvers_and_customers_cannot_edit_or_retire(login, people, ssh_node, 
     assert client.post(f"/ops/nodes/{ssh_node.pk}/retire/").status_code == status
     ssh_node.refresh_from_db()
     assert (ssh_node.management_address, ssh_node.state) == ("10.7.0.1:22", NodeState.READY)
+
+
+def test_a_node_whose_hand_back_failed_goes_back_to_stock_only_through_the_hand_back(
+        login, people, ssh_node):
+    """Maintenance, then "return to service", would record the last tenant's leftovers as the
+    node's clean baseline: refused while the hand-back of the order is open."""
+    order = submitted_order(people)
+    for state in (NodeState.FAILED_ATTESTATION, NodeState.FAILED_WIPE):
+        Node.objects.filter(pk=ssh_node.pk).update(order=order, state=state)
+        response = login(people.olga).post(f"/ops/nodes/{ssh_node.pk}/enter_maintenance/",
+                                           follow=True)
+        assert "did not finish" in response.content.decode()
+        assert Node.objects.get(pk=ssh_node.pk).state == state
+        retire = login(people.olga).post(f"/ops/nodes/{ssh_node.pk}/retire/", follow=True)
+        assert "serves order" in retire.content.decode()
+        assert Node.objects.get(pk=ssh_node.pk).state == state
+
+
+def test_an_operator_records_a_baseline_for_a_node_that_has_none(
+        login, people, ssh_node, django_capture_on_commit_callbacks):
+    client = login(people.olga)
+    assert "Record clean baseline" in client.get(f"/ops/nodes/{ssh_node.pk}/").content.decode()
+    with django_capture_on_commit_callbacks() as queued:
+        response = client.post(f"/ops/nodes/{ssh_node.pk}/record_baseline/", {"note": "looked"},
+                               follow=True)
+    assert "its clean baseline" in response.content.decode() and len(queued) == 1
+    Node.objects.filter(pk=ssh_node.pk).update(baseline=["user root"], baseline_at=timezone.now())
+    again = client.post(f"/ops/nodes/{ssh_node.pk}/record_baseline/", follow=True)
+    assert "has a clean baseline" in again.content.decode()
+    assert login(people.sam).post(f"/ops/nodes/{ssh_node.pk}/record_baseline/").status_code == 403
+
+
+def test_changing_the_customer_login_makes_the_baseline_moot(login, people, ssh_node):
+    Node.objects.filter(pk=ssh_node.pk).update(baseline=["file /home/trainer/.bashrc"],
+                                               baseline_at=timezone.now())
+    ssh_node.refresh_from_db()
+    _edit(login(people.olga), ssh_node, notes="rack 3")
+    assert Node.objects.get(pk=ssh_node.pk).baseline_at is not None  # a note changes nothing
+    _edit(login(people.olga), ssh_node, login_user="student")
+    ssh_node.refresh_from_db()
+    assert ssh_node.baseline_at is None and ssh_node.baseline == []
+    assert "recorded again at the next deploy" in NodeEvent.objects.filter(
+        node=ssh_node, transition="edit").last().note

@@ -216,27 +216,55 @@ def sanitise(host, method="discard", devices=DEVICES):
     return host.run(sanitise_script(), **env)
 
 
-def test_sanitise_stops_the_units_and_processes_on_data_then_frees_and_discards_twice(host):
+def test_sanitise_stops_the_units_on_data_then_frees_and_discards_twice(host):
     assert host.run(layout()).returncode == 0
-    data = str(host.root / "data")
-    host.hold(data, units=["trainyard-tensorboard.service", "trainyard-checkpoint-sync.timer"])
+    host.hold(units=["trainyard-tensorboard.service", "trainyard-checkpoint-sync.timer"])
     for _ in range(2):
         done = sanitise(host)
         assert done.returncode == 0, done.stdout + done.stderr
     assert host.calls() == ["create", "mkfs md0", "mount",
                             "stop trainyard-checkpoint-sync.timer",
-                            "stop trainyard-tensorboard.service", "kill data", "umount",
+                            "stop trainyard-tensorboard.service", "umount",
                             "stop md0", "discard /dev/nvme0n1", "discard /dev/nvme1n1",
                             "discard /dev/nvme0n1", "discard /dev/nvme1n1"]
     assert "wiped /dev/nvme0n1 (discard); it reads back zeros" in done.stdout
 
 
-def test_sanitise_frees_a_foreign_array_the_devices_belong_to(host):
+def test_sanitise_kills_nothing_by_filesystem_and_wipes_nothing_while_data_is_busy(host):
+    """The customer's processes were ended before (revoke_access); whatever still holds /data is
+    not the customer's to kill: the step fails, saying so, and no device is touched."""
+    assert host.run(layout()).returncode == 0
+    host.hold(str(host.root / "data"))
+    done = sanitise(host)
+    assert done.returncode == 5 and "is still in use" in done.stdout
+    assert host.calls() == ["create", "mkfs md0", "mount"]  # no kill, no umount, no discard
+
+
+def test_sanitise_refuses_a_device_mounted_anywhere_else(host):
+    """A recorded device mounted outside /data (a foreign array, the system disk) is not this
+    order's data device: nothing is killed, unmounted or wiped."""
     host.foreign_array("/dev/md127", DEVICES, "/srv/scratch", busy=True)
     done = sanitise(host)
+    assert done.returncode == 5, done.stdout + done.stderr
+    assert "/dev/nvme0n1 (/dev/md127) is mounted at /srv/scratch" in done.stdout
+    assert host.calls() == []
+
+
+def test_sanitise_frees_an_unmounted_foreign_array_the_devices_belong_to(host):
+    host.foreign_array("/dev/md127", DEVICES, "/srv/scratch", busy=False)
+    assert host.run("umount /srv/scratch").returncode == 0  # assembled, no longer mounted
+    done = sanitise(host)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert host.calls() == ["kill scratch", "umount", "stop md127", "discard /dev/nvme0n1",
-                            "discard /dev/nvme1n1"]
+    assert host.calls() == ["umount", "stop md127", "discard /dev/nvme0n1", "discard /dev/nvme1n1"]
+
+
+def test_the_files_method_refuses_a_data_directory_that_is_a_mount(host):
+    """Without recorded devices /data should be a directory of the system disk; a mount there is
+    an undeclared device whose data an emptied mountpoint would hide, not remove."""
+    assert host.run(layout()).returncode == 0
+    done = sanitise(host, method="files", devices=[])
+    assert done.returncode == 5 and "no data device is recorded: declare it" in done.stdout
+    assert host.calls() == ["create", "mkfs md0", "mount"]
 
 
 def test_sanitise_writes_zeros_with_the_zero_method(host):

@@ -6,7 +6,7 @@ from django.db import transaction
 
 from portal.catalog.models import ServerSKU
 from provisioning.models import Node, NodeEvent
-from provisioning.states import NodeState
+from provisioning.states import NodeState, WipeMethod
 
 
 class Command(BaseCommand):
@@ -29,7 +29,8 @@ class Command(BaseCommand):
                 node, new = Node.objects.get_or_create(hostname=hostname, defaults={
                     "sku": sku, "management_address": f"sim://{hostname}", "driver": "simulated",
                     "driver_options": extra, "fabric_group": f"sim-{sku.slug}",
-                    "nvme_devices": ["/dev/nvme0n1", "/dev/nvme1n1"], "state": NodeState.READY,
+                    "nvme_devices": ["/dev/nvme0n1", "/dev/nvme1n1"], "wipe_method": WipeMethod.DISCARD,
+                    "state": NodeState.READY,
                     "notes": "simulated node for the demo"})
                 if new:
                     NodeEvent.objects.create(node=node, transition="enrol",

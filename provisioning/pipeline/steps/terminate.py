@@ -83,8 +83,8 @@ def attest(ctx: StepContext) -> AttestResult:
         return AttestResult(clean=True, simulated=True)
     if node.baseline_at is None:
         raise StepFailed(f"{node.hostname} has no clean baseline to compare with (it entered stock "
-                         f"before baselines were recorded): check it by hand, then put it into "
-                         f"maintenance and return it to service, which records one")
+                         f"before baselines were recorded): check it by hand, record one from "
+                         f"the node's page ('Record clean baseline'), then retry this step")
     now = node_inventory(node=node, driver=ctx.driver)
     findings = attestation_findings(baseline=node.baseline, now=now)
     listed = tuple(findings[:MAX_LISTED])

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # What a tenant could leave on a node, one line each, for the hand-back attestation (and, on a
 # clean node, its baseline): files under the Trainyard and data directories and in the login
-# user's home, the user's temporary files, processes, crontab and lingering user manager; on a
-# real node also every account, every crontab and every listening socket. The portal compares
-# the lines with the node's baseline (provisioning/handback.py).
-#   file PATH | proc USER COMMAND | crontab USER | linger USER | user NAME | listen PROTO ADDRESS
+# user's home, the user's files where every account may write, its processes, crontab, at jobs
+# and lingering user manager; on a real node also every account, every crontab and every
+# listening TCP socket. The portal compares the lines with the node's baseline
+# (provisioning/handback.py). find never follows a symbolic link: a link is listed as itself.
+#   file PATH | proc USER COMMAND | crontab USER | atjob USER | linger USER | user NAME | listen PROTO ADDRESS
 # A declared test host (TRAINYARD_TEST_HOST=1) shares its machine with the test runner: its
 # accounts, crontabs and sockets are the runner's, so only the login user's own are listed.
 # Environment: TRAINYARD_LOGIN_USER; TRAINYARD_TEST_HOST; TRAINYARD_ROOT (tests: a scratch root).
@@ -18,23 +19,22 @@ list_files() {
   local dir
   for dir in "$@"; do
     [ -e "$dir" ] || continue
-    find "$dir" -mindepth 1 -xdev -printf 'file %p\n' 2>/dev/null || true
+    find "$dir" -mindepth 1 -xdev -printf 'file %p\n'
   done
 }
 
 list_files "$root/etc/trainyard" "$root/data" "$root/opt/trainyard/bin"
-customer=0
-if [ -n "$user" ] && uid=$(id -u "$user" 2>/dev/null) && [ "$uid" != 0 ] && [ "$user" != "$(id -un)" ]; then
-  customer=1
-fi
-if [ "$customer" = 1 ]; then
-  home=$(getent passwd "$user" | cut -d: -f6)
-  [ -n "$home" ] && [ "$home" != / ] && list_files "$home"
-  for tmp in /tmp /var/tmp /dev/shm; do
-    [ -d "$tmp" ] && find "$tmp" -mindepth 1 -xdev -user "$user" -printf 'file %p\n' 2>/dev/null || true
+customer_account "$user"
+if [ "$account" = customer ]; then
+  list_files "$home"
+  for dir in $(shared_writable); do
+    if [ -d "$dir" ]; then find "$dir" -mindepth 1 -xdev -user "$uid" -printf 'file %p\n'; fi
   done
   pgrep -u "$user" -l 2>/dev/null | while read -r _ comm; do echo "proc $user $comm"; done || true
   if [ -e "/var/spool/cron/crontabs/$user" ]; then echo "crontab $user"; fi
+  if command -v atq >/dev/null 2>&1; then
+    atq 2>/dev/null | awk -v u="$user" '$NF == u {print "atjob " u}' | sort -u
+  fi
   if [ -e "/var/lib/systemd/linger/$user" ]; then echo "linger $user"; fi
 fi
 if [ "$test_host" = 1 ]; then
@@ -42,11 +42,11 @@ if [ "$test_host" = 1 ]; then
 fi
 cut -d: -f1 /etc/passwd | while read -r name; do echo "user $name"; done
 if [ -d /var/spool/cron/crontabs ]; then
-  find /var/spool/cron/crontabs -mindepth 1 -maxdepth 1 -printf 'crontab %f\n' 2>/dev/null || true
+  find /var/spool/cron/crontabs -mindepth 1 -maxdepth 1 -printf 'crontab %f\n'
 fi
 if [ -d /var/lib/systemd/linger ]; then
-  find /var/lib/systemd/linger -mindepth 1 -maxdepth 1 -printf 'linger %f\n' 2>/dev/null || true
+  find /var/lib/systemd/linger -mindepth 1 -maxdepth 1 -printf 'linger %f\n'
 fi
 if command -v ss >/dev/null 2>&1; then
-  ss -Hltun 2>/dev/null | awk '{print "listen " $1 " " $5}' | sort -u || true
+  ss -Hltn | awk '{print "listen tcp " $4}' | sort -u
 fi

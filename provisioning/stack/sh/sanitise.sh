@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
 # Hand-back: removes everything a tenant had on the node, after its checkpoints were copied.
 #  1. the order's units (checkpoint sync timer, TensorBoard): stopped, their files removed;
-#  2. the login user's processes, crontab and lingering user manager (again: nothing may run);
+#  2. the login user's processes, crontab, at jobs and lingering user manager (again);
 #  3. all of /etc/trainyard (env, launch configs, keys, bucket credentials) and the order's
 #     tools in /opt/trainyard/bin;
-#  4. the login user's home (contents removed, /etc/skel copied back) and temporary files;
-#  5. the data: the recorded data devices are unmounted and wiped by the node's wipe method
-#     (discard: blkdiscard; zero: blkdiscard -z; secure_erase: nvme format --ses=1), each checked
-#     to read back zeros where it was sampled, else overwritten with zeros; a node without data
-#     devices (method "files") has its data directory's contents deleted.
-# Root and the account Trainyard manages the node with are never the customer's: their homes
-# and processes are left alone. The Trainyard runtimes (/opt/trainyard/venv, tools, nccl-tests)
-# stay. Re-runnable: what is already gone is skipped.
+#  4. the login user's home (contents removed, /etc/skel copied back) and its files in the places
+#     every account may write (/tmp, /var/tmp, /dev/shm, /var/crash, /run/lock, mail …);
+#  5. the data: /data is unmounted and each recorded data device is wiped by the node's wipe
+#     method (discard: blkdiscard; zero: blkdiscard -z; secure_erase: nvme format --ses=1), then
+#     checked to read back zeros where it was sampled, else overwritten with zeros. A device that
+#     is mounted anywhere else, or used as swap, is refused: it is not a data device. A node
+#     without data devices (method "files") has its data directory's contents deleted; a /data
+#     that is then a mount of an undeclared device is refused.
+# Nothing is killed by filesystem (no fuser -k): the customer's processes were ended by
+# revoke_access, and a /data still busy is an error, not a reason to kill what holds it.
+# find never follows a symbolic link, so a link the tenant left cannot point the deletion
+# elsewhere. A login user that is root, Trainyard's account or a system account is refused.
+# Re-runnable: what is already gone is skipped.
 # Environment: TRAINYARD_LOGIN_USER, TRAINYARD_WIPE_METHOD, TRAINYARD_DATA_DEVICES (space
 # separated); TRAINYARD_ROOT (tests: a scratch root).
 set -euo pipefail
@@ -35,6 +40,11 @@ case "$method" in
     fi ;;
   *) echo "unknown wipe method $method"; exit 2 ;;
 esac
+customer_account "$user"
+if [ "$account" = refused ]; then
+  echo "$why: the customer's files cannot be told from the node's. Set the node's customer login to the customer's own account"
+  exit 10
+fi
 
 # 1. the order's units
 for unit in trainyard-checkpoint-sync.timer trainyard-checkpoint-sync.service trainyard-tensorboard.service; do
@@ -51,59 +61,33 @@ done
 if [ -z "$root" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; fi
 
 # 2. the customer's processes and what would start them again
-customer=0
-home=""
-if [ -n "$user" ] && uid=$(id -u "$user" 2>/dev/null) && [ "$uid" != 0 ] && [ "$user" != "$(id -un)" ]; then
-  customer=1
-  home=$(getent passwd "$user" | cut -d: -f6)
-fi
-if [ "$customer" = 1 ]; then
-  if command -v crontab >/dev/null 2>&1 && crontab -l -u "$user" >/dev/null 2>&1; then
-    crontab -r -u "$user"
-    echo "crontab of $user removed"
-  fi
-  if command -v loginctl >/dev/null 2>&1; then loginctl disable-linger "$user" 2>/dev/null || true; fi
-  pkill -KILL -u "$user" || true
-  tries=0
-  while pgrep -u "$user" >/dev/null 2>&1; do
-    tries=$((tries + 1))
-    if [ "$tries" -gt 20 ]; then
-      echo "processes of $user survive pkill -KILL"
-      exit 9
-    fi
-    sleep 0.5
-    pkill -KILL -u "$user" || true
-  done
+if [ "$account" = customer ]; then
+  end_customer_processes "$user"
   echo "no process of $user runs"
-elif [ -n "$user" ]; then
-  echo "$user is not a customer account on this node (absent, root or Trainyard's own): its home and processes are left alone"
+else
+  echo "no account ${user:-(none given)} on this node: no home, processes or crontab to remove"
 fi
 
 # 3. the order's files
-if [ -d "$root/etc/trainyard" ]; then
-  find "$root/etc/trainyard" -mindepth 1 -delete
-  echo "removed the order's files in /etc/trainyard (env, configs, keys, bucket credentials)"
-fi
-if [ -d "$root/opt/trainyard/bin" ]; then
-  find "$root/opt/trainyard/bin" -mindepth 1 -delete
-  echo "removed the order's tools in /opt/trainyard/bin"
-fi
-
-# 4. home and temporary files
-if [ "$customer" = 1 ]; then
-  if [ -n "$home" ] && [ "$home" != / ] && [ -d "$home" ]; then
-    find "$home" -mindepth 1 -xdev -delete
-    if [ -d /etc/skel ]; then
-      cp -a /etc/skel/. "$home"/
-      chown -R "$user": "$home"
-    fi
-    echo "emptied $home (the defaults of /etc/skel copied back)"
+for dir in "$root/etc/trainyard" "$root/opt/trainyard/bin"; do
+  if [ -d "$dir" ] && [ ! -L "$dir" ]; then
+    find "$dir" -mindepth 1 -delete
+    echo "emptied $dir"
   fi
-  for tmp in /tmp /var/tmp /dev/shm; do
-    [ -d "$tmp" ] || continue
-    find "$tmp" -mindepth 1 -xdev -user "$user" -delete 2>/dev/null || true
+done
+
+# 4. home and the customer's files elsewhere
+if [ "$account" = customer ]; then
+  find "$home" -mindepth 1 -xdev -delete
+  if [ -d /etc/skel ]; then
+    cp -a /etc/skel/. "$home"/
+    chown -R "$user": "$home"
+  fi
+  echo "emptied $home (the defaults of /etc/skel copied back)"
+  for dir in $(shared_writable); do
+    if [ -d "$dir" ]; then find "$dir" -mindepth 1 -xdev -user "$uid" -delete; fi
   done
-  echo "removed the temporary files of $user"
+  echo "removed the files of $user in $(shared_writable)"
 fi
 
 # 5. the data
@@ -116,9 +100,15 @@ reads_zero() {  # the first and the last 4 MiB of the device read back as zeros
     status=none) /dev/zero
 }
 
+if [ "${#devices[@]}" -eq 0 ] && mountpoint -q "$data"; then
+  echo "$data is a mount ($(findmnt -rno SOURCE -T "$data" | head -n 1)) but no data device is recorded: declare it on the node, then retry"
+  exit 5
+fi
 if mountpoint -q "$data"; then
-  if command -v fuser >/dev/null 2>&1; then fuser -km "$data" >/dev/null 2>&1 || true; fi
-  umount "$data"
+  if ! umount "$data"; then
+    echo "$data is still in use: find what holds it (fuser -vm $data), then retry"
+    exit 5
+  fi
   echo "unmounted $data"
 fi
 if [ "${#devices[@]}" -gt 0 ]; then
@@ -127,6 +117,18 @@ if [ "${#devices[@]}" -gt 0 ]; then
   done
   for dev in "${devices[@]}"; do
     lsblk -nd "$dev" >/dev/null 2>&1 || { echo "$dev is not a block device on this node: check the node's recorded devices"; exit 5; }
+    while read -r name; do
+      if target=$(findmnt -rno TARGET -S "$name" 2>/dev/null | head -n 1) && [ -n "$target" ]; then
+        echo "$dev ($name) is mounted at $target: not a data device of this order; nothing was wiped"
+        exit 5
+      fi
+      if swapon --show=NAME --noheadings 2>/dev/null | grep -qx "$name"; then
+        echo "$dev ($name) is swap: not a data device; nothing was wiped"
+        exit 5
+      fi
+    done < <(lsblk -nrpo NAME "$dev" 2>/dev/null)
+  done
+  for dev in "${devices[@]}"; do
     release_device "$dev"
     case "$method" in
       discard) blkdiscard -f "$dev" ;;
@@ -145,7 +147,7 @@ if [ "${#devices[@]}" -gt 0 ]; then
     fi
   done
 fi
-if [ -d "$data" ]; then
+if [ -d "$data" ] && [ ! -L "$data" ]; then
   find "$data" -mindepth 1 -xdev -delete
   if [ "$(id -u)" = 0 ]; then chown 0:0 "$data"; fi  # the next tenant's access step gives it away
   echo "emptied $data"

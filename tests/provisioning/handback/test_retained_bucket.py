@@ -192,3 +192,44 @@ def test_api_outsiders_get_404_and_a_read_key_cannot_issue(terminated, people):
     reader = key_client(people.acme, scopes=["read"])
     assert_problem(reader.post(f"{base}/storage/read-only-key"), 403)
     assert not Bucket.objects.get(order=terminated).read_key_requested_at
+
+
+def test_a_read_only_key_request_delivered_twice_issues_one_key(
+        terminated, people, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks():
+        order_retention_key_request(order=terminated, by=people.alice)
+    first = retention_key_issue(order_id=terminated.pk)
+    assert first is not None
+    assert retention_key_issue(order_id=terminated.pk) is None  # served already: nothing more
+    assert Credential.objects.filter(bucket__order=terminated, read_only=True).count() == 1
+
+
+def test_a_read_only_key_issued_while_the_bucket_is_deleted_is_revoked_not_kept(
+        terminated, people, embedded_s3, monkeypatch, django_capture_on_commit_callbacks):
+    from provisioning.storage import services
+
+    with django_capture_on_commit_callbacks():
+        order_retention_key_request(order=terminated, by=people.alice)
+    bucket = Bucket.objects.get(order=terminated)
+    real_verify = services.verify_read_only
+    issued = {}
+
+    def verify_then_the_bucket_goes(client, name, **kwargs):
+        report = real_verify(client, name, **kwargs)
+        issued["key"] = client._request_signer._credentials.access_key
+        issued["secret"] = client._request_signer._credentials.secret_key
+        Bucket.objects.filter(pk=bucket.pk).update(state=BucketState.DELETED)  # the beat won
+        return report
+
+    monkeypatch.setattr(services, "verify_read_only", verify_then_the_bucket_goes)
+    assert retention_key_issue(order_id=terminated.pk) is None
+    assert not Credential.objects.filter(bucket=bucket, read_only=True).exists()
+    assert _code(lambda: _s3(embedded_s3, issued["key"], issued["secret"]).list_objects_v2(
+        Bucket=bucket.name)) == "InvalidAccessKeyId"
+
+
+def test_a_read_only_key_not_issued_in_time_can_be_asked_for_again(terminated, people, login):
+    Bucket.objects.filter(order=terminated).update(
+        read_key_requested_at=timezone.now() - timedelta(hours=1))
+    page = login(people.alice).get(f"/orders/{terminated.reference}/").content.decode()
+    assert "could not be issued" in page and "Issue a read-only key" in page

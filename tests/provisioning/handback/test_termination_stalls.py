@@ -52,7 +52,8 @@ def test_a_stalled_termination_locks_out_tells_staff_and_a_retry_finishes_it(
     assert f"/ops/runs/{run.pk}/" in home and "termination" in home
     [event] = WebhookEvent.objects.filter(type="termination.stalled")
     assert event.deliveries.get().endpoint == hook
-    assert event.data["step"] == "Remove tenant data" and "access is already ended" in event.data["text"]
+    assert event.data["step"] == "Remove tenant data" and event.data["access_ended"] is True
+    assert "access is already ended" in event.data["text"]
     assert "exit" not in str(event.data)  # the staff's error stays with staff
 
     Node.objects.filter(pk=node.pk).update(driver_options={"delay_scale": 0, "state_dir": str(sim_dir)})
@@ -75,3 +76,4 @@ def test_a_reseller_hears_its_customers_stalled_termination(catalog, people, sim
     [event] = WebhookEvent.objects.filter(type="termination.stalled")
     assert event.organisation == people.client_org and event.deliveries.get().endpoint == hook
     assert event.data["step"] == "End SSH access"
+    assert event.data["access_ended"] is False and "could be ended" in event.data["text"]

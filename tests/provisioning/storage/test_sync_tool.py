@@ -77,3 +77,28 @@ def test_a_key_for_another_bucket_is_reported_not_raised(bucket_env, embedded_s3
     (src / "a.pt").write_bytes(b"a")
     summary = sync(env, result.bucket + "-not-mine", src)
     assert summary["ok"] is False and "AccessDenied" in summary["errors"][0]
+
+
+def test_an_upload_never_follows_a_symbolic_link(bucket_env, embedded_s3, admin_s3, tmp_path):
+    """It runs as root over a directory the customer owns: a link to a file or a directory the
+    customer cannot read (a host key, /etc) must not carry it into the customer's bucket."""
+    result, env = bucket_env
+    env["ENDPOINT"] = embedded_s3.endpoint_url
+    secret_dir = tmp_path / "etc-ssh"
+    secret_dir.mkdir()
+    (secret_dir / "ssh_host_ed25519_key").write_text("PRIVATE")
+    src = tmp_path / "ckpt"
+    src.mkdir()
+    (src / "model.pt").write_bytes(b"weights")
+    (src / "host.key").symlink_to(secret_dir / "ssh_host_ed25519_key")
+    (src / "etc").symlink_to(secret_dir, target_is_directory=True)
+    summary = sync(env, result.bucket, src)
+    assert summary["ok"] and (summary["files"], summary["links_skipped"]) == (1, 2)
+    keys = {o["Key"] for o in admin_s3.list_objects_v2(Bucket=result.bucket).get("Contents", [])}
+    assert keys == {"run-1/ckpt/model.pt"}
+    linked_root = tmp_path / "linked"
+    linked_root.symlink_to(secret_dir, target_is_directory=True)
+    proc = subprocess.run([sys.executable, str(SYNC), "--endpoint", env["ENDPOINT"], "--bucket",
+                           result.bucket, str(linked_root)], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2 and "a symbolic link is not followed" in proc.stdout

@@ -6,15 +6,15 @@ its customer organisations; hosting staff any. An API key of a reseller acts for
 E-mails go out through Celery tasks queued after the commit (``portal.accounts.tasks``).
 
 When someone leaves an organisation (removed, or their account deactivated), their personal SSH
-keys must leave its servers: apps above accounts hear it through a ``members_changed``
-method on their AppConfig (provisioning queues a key sync), so accounts imports none of them.
+keys must leave its servers: apps above accounts hear it through the ``members_left`` signal
+accounts declares (``portal.accounts.signals``; provisioning queues a key sync), so accounts
+imports none of them.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
 
-from django.apps import apps
 from django.conf import settings
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -26,6 +26,7 @@ from django.utils.text import slugify
 from portal.accounts import tasks
 from portal.accounts.models import Invitation, Membership, Organisation, User
 from portal.accounts.principals import ApiKeyPrincipal, api_key_of
+from portal.accounts.signals import members_left
 
 R = Membership.Role
 ADMIN_ROLES = frozenset({R.ADMIN, R.RESELLER_ADMIN})
@@ -75,10 +76,7 @@ def _is_last_admin(membership: Membership) -> bool:
 
 def _members_changed(organisation_ids, *, by=None) -> None:
     """Tells the apps above accounts (provisioning: the key sync of the servers)."""
-    for config in apps.get_app_configs():
-        hook = getattr(config, "members_changed", None)
-        if hook is not None:
-            hook(organisation_ids=list(organisation_ids), by=by)
+    members_left.send(sender=Membership, organisation_ids=list(organisation_ids), by=by)
 
 
 def _queue(task, *args) -> None:

@@ -17,3 +17,4 @@ class CatalogConfig(AppConfig):
                               dispatch_uid=f"catalog-changed-save-{model.__name__}")
             post_delete.connect(catalog_changed, sender=model,
                                 dispatch_uid=f"catalog-changed-delete-{model.__name__}")
+        models.catalog_rows_updated.connect(catalog_changed, dispatch_uid="catalog-changed-update")

@@ -4,6 +4,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
+from django.dispatch import Signal
 
 from portal.catalog.capabilities import (
     FEATURES,
@@ -12,16 +13,18 @@ from portal.catalog.capabilities import (
     package_problems,
 )
 
+# A bulk ``update()`` of catalog rows (Django sends no post_save for it): the catalog cache
+# listens (connected in CatalogConfig.ready), so the models import nothing of the cache.
+catalog_rows_updated = Signal()
+
 
 class CatalogQuerySet(models.QuerySet):
-    """A bulk ``update()`` sends no signal: it tells the catalog cache itself."""
+    """A bulk ``update()`` sends no post_save: it says so with ``catalog_rows_updated``."""
 
     def update(self, **kwargs):
         changed = super().update(**kwargs)
         if changed:
-            from portal.catalog.cache import catalog_changed
-
-            catalog_changed()
+            catalog_rows_updated.send(sender=self.model)
         return changed
 
 

@@ -5,12 +5,12 @@ transaction."""
 
 from __future__ import annotations
 
-from django.apps import apps
 from django.conf import settings
 from django.urls import NoReverseMatch, reverse
 
 from portal.core import mail
 from portal.orders.models import OrderEvent
+from portal.orders.signals import order_email_lines
 from portal.orders.states import OrderState
 
 _SENTENCES = {
@@ -80,14 +80,11 @@ def kept_data_sentence(order, *, done: bool) -> str:
 
 
 def _lines_from_apps(order, event) -> list[str]:
-    """Paragraphs that apps above orders add to an e-mail (provisioning: how to log in) through
-    an ``order_email_lines(order=, event=)`` method on their AppConfig; no import of them."""
+    """Paragraphs that apps above orders add to an e-mail (provisioning: how to log in), through
+    the ``order_email_lines`` signal orders declares; no import of them."""
     lines = []
-    for config in apps.get_app_configs():
-        contribute = getattr(config, "order_email_lines", None)
-        if contribute is not None:
-            extra = contribute(order=order, event=event)
-            lines += ["", *extra] if extra else []
+    for _receiver, extra in order_email_lines.send(sender=OrderEvent, order=order, event=event):
+        lines += ["", *extra] if extra else []
     return lines
 
 

@@ -1,7 +1,7 @@
 """When a member leaves an organisation (an admin removes them, or staff deactivate the
 account), a key sync runs on the organisation's active servers after the commit, and the
-person's own keys are gone from them. Accounts tells provisioning through the app hook
-(``ProvisioningConfig.members_changed``); it imports nothing above it."""
+person's own keys are gone from them. Accounts tells provisioning through the signal it
+declares (``portal.accounts.signals.members_left``); it imports nothing above it."""
 
 from django.contrib.auth import get_user_model
 

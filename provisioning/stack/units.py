@@ -76,8 +76,22 @@ def render_sync_script(inputs: StackInputs) -> str:
 fi
 # shellcheck source=/dev/null
 . "$root{ENV_FILE}"
-"$root{TOOLS_PYTHON}" "$root{BIN}/trainyard-sync.py" --bucket "$TRAINYARD_BUCKET" \\
-  --prefix {inputs.checkpoint_prefix} "$src"
+if [ -n "${{AWS_SHARED_CREDENTIALS_FILE:-}}" ] && [ -r "$AWS_SHARED_CREDENTIALS_FILE" ]; then
+  # The key is the customer's own (they can reveal it): it goes to the tool in its environment,
+  # because the tool runs as the directory's owner, who cannot read the root-only file.
+  AWS_ACCESS_KEY_ID=$(sed -n 's/^aws_access_key_id = //p' "$AWS_SHARED_CREDENTIALS_FILE")
+  AWS_SECRET_ACCESS_KEY=$(sed -n 's/^aws_secret_access_key = //p' "$AWS_SHARED_CREDENTIALS_FILE")
+  export AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
+  unset AWS_PROFILE AWS_SHARED_CREDENTIALS_FILE
+fi
+# As the owner of the directory (the customer): it copies only what the customer can read, whatever
+# links or renames happen while it runs.
+as_owner=()
+if [ "$(stat -c %u "$src")" != 0 ]; then
+  as_owner=(setpriv --reuid="$(stat -c %u "$src")" --regid="$(stat -c %g "$src")" --clear-groups --)
+fi
+AWS_CONFIG_FILE=/dev/null "${{as_owner[@]}}" "$root{TOOLS_PYTHON}" "$root{BIN}/trainyard-sync.py" \\
+  --bucket "$TRAINYARD_BUCKET" --prefix {inputs.checkpoint_prefix} "$src"
 """ if inputs.storage else "# no bucket ordered: nothing is copied\n"
     prune = f"""# torchtitan prunes on rank 0 only (keep_latest_k = 0 on a cluster): every node keeps its
 # newest {CHECKPOINTS_KEPT} steps here, after the copy above succeeded.

@@ -6,6 +6,7 @@ the node that lost its disk has the metadata and its own shards to resume from."
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from provisioning.stack.bundle import render_stack
 from provisioning.storage.models import Credential
 from provisioning.storage.services import storage_setup
+from tests.provisioning.accounts import temporary_account
 from tests.provisioning.stack.variants import CLUSTER, IB_FACTS, order
 from tests.provisioning.stack.venv_cache import link_cached_tools
 from tests.provisioning.storage.conftest import make_storage_order
@@ -75,3 +77,45 @@ def test_every_node_syncs_prunes_and_a_fresh_node_restores_the_whole_checkpoint(
     assert (step / "__1_0.distcp").read_bytes() == (
         roots[1] / "data/checkpoints/step-500/__1_0.distcp").read_bytes()
     assert (step / "__0_0.distcp").exists()
+
+
+@pytest.mark.django_db
+def test_the_sync_timer_copies_as_the_customer_what_the_customer_can_read(
+        storage_provider, embedded_s3, admin_s3):
+    """It runs as root from systemd, over a directory the customer owns: it copies as that owner,
+    so a link or a rename in the customer's directory cannot reach a file of the node's."""
+    the_order = make_storage_order(storage_provider=storage_provider, storage_tb=1)
+    bucket = storage_setup(order=the_order)
+    cred = Credential.objects.get(bucket__order=the_order, active=True)
+    stack = render_stack(order=order("fsdp"), node=CLUSTER[0], nodes=[CLUSTER[0]])
+    env_file = ("export AWS_SHARED_CREDENTIALS_FILE=$TRAINYARD_ROOT/etc/trainyard/s3-credentials\n"
+                f"export AWS_PROFILE=trainyard\nexport AWS_ENDPOINT_URL={embedded_s3.endpoint_url}\n"
+                f"export AWS_REGION=us-east-1\nexport TRAINYARD_BUCKET={bucket.bucket}\n")
+    with temporary_account() as (customer, home):
+        base = home.parent / f"node-{customer}"  # reachable by the account, unlike pytest's tmp
+        try:
+            root = _node_root(base, "root", stack, env_file)
+            for path in (base, root, root / "opt", root / "opt/trainyard", root / "opt/trainyard/bin"):
+                path.chmod(0o755)
+            creds = root / "etc/trainyard/s3-credentials"
+            creds.write_text(f"[trainyard]\naws_access_key_id = {cred.access_key_id}\n"
+                             f"aws_secret_access_key = {cred.secret}\n")
+            creds.chmod(0o600)
+            data = root / "data/checkpoints/step-1"
+            data.mkdir(parents=True)
+            (data / "model.pt").write_bytes(b"mine")
+            (data / "node.key").write_text("PRIVATE")  # root's, inside the customer's tree
+            subprocess.run(["chown", "-R", f"{customer}:", str(root / "data")], check=True)
+            subprocess.run(["chown", "root:", str(data / "node.key")], check=True)
+            (data / "node.key").chmod(0o600)
+            done = subprocess.run([str(root / "opt/trainyard/bin/sync-checkpoints")],
+                                  capture_output=True, text=True, timeout=120,
+                                  env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": str(base),
+                                       "TRAINYARD_ROOT": str(root)})
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+    assert done.returncode == 1, done.stdout + done.stderr  # one file it could not read
+    assert "PermissionError" in done.stdout and "node.key" in done.stdout
+    keys = {o["Key"] for o in admin_s3.list_objects_v2(Bucket=bucket.bucket).get("Contents", [])}
+    assert "checkpoints/gpu-01/step-1/model.pt" in keys
+    assert not [k for k in keys if k.endswith("node.key")]

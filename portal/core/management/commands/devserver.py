@@ -11,6 +11,8 @@ import time
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from portal.celery import app
+
 
 class Command(BaseCommand):
     help = "Run the web server, a Celery worker and beat for local development."
@@ -39,7 +41,15 @@ class Command(BaseCommand):
                      "--schedule", str(settings.VAR_DIR / "celerybeat-schedule")],
             "web": [python, "manage.py", "runserver", addr, "--noreload"],
         }
-        procs = {name: subprocess.Popen(cmd, env=env) for name, cmd in commands.items()}
+        procs = {}
+        for name, cmd in commands.items():
+            procs[name] = subprocess.Popen(cmd, env=env)
+            if name in WORKERS:
+                # kombu's filesystem transport rewrites an exchange's file without a lock: two
+                # workers binding their queues at once can leave it half written for the other
+                # (JSONDecodeError in _queue_bind). One at a time: the next starts once this
+                # one answers.
+                _wait_for_worker(f"{name}@", procs[name], timeout=WORKER_START_S)
         stopping = False
         announced = False
 
@@ -114,6 +124,20 @@ def dev_site_url(addr: str) -> str:
 
 def env_or(name: str, default: str) -> str:
     return os.environ.get(name) or default
+
+
+WORKERS = ("worker", "sweeper")
+WORKER_START_S = 60
+
+
+def _wait_for_worker(prefix: str, proc: subprocess.Popen, *, timeout: float) -> None:
+    """Until the worker named ``prefix…`` answers a ping, it exits, or ``timeout`` passes (then
+    the rest starts anyway and the worker's own log says what is wrong)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        if any(name.startswith(prefix) for reply in app.control.ping(timeout=0.5) for name in reply):
+            return
+        time.sleep(0.2)
 
 
 def _answers(addr: str) -> bool:

@@ -8,7 +8,7 @@ import pytest
 
 from portal.catalog.models import ServerSKU
 from portal.core.states import DomainError
-from provisioning.enrolment import EnrolmentRefused
+from provisioning.enrolment import EnrolmentRefused, enrolment_problems
 from provisioning.models import Node
 from provisioning.services import node_enrol, node_return_to_service, node_set_maintenance
 from provisioning.states import NodeState
@@ -103,3 +103,13 @@ def test_only_a_node_in_maintenance_is_returned_to_service(catalog, people, sim_
     node = make_node(sku=H100_SKU, state_dir=sim_dir)
     with pytest.raises(DomainError, match="only a node in maintenance"):
         node_return_to_service(node=node, by=people.olga)
+
+
+def test_seeded_demo_nodes_pass_the_enrolment_checks(catalog):
+    """Their address must be one the admin's change form accepts (it was "sim://…": refused)."""
+    from django.core.management import call_command
+
+    call_command("seed_nodes", per_sku=1)
+    node = Node.objects.filter(driver="simulated").first()
+    assert enrolment_problems(hostname=node.hostname, management_address=node.management_address,
+                              driver=node.driver, driver_options=node.driver_options) == {}

@@ -9,6 +9,12 @@ from provisioning.models import Node, NodeEvent
 from provisioning.states import NodeState, WipeMethod
 
 
+def simulated_address(hostname: str) -> str:
+    """A valid management address that resolves nowhere (RFC 6761 .invalid): the enrolment
+    checks, the admin's change form included, accept it; no driver dials it."""
+    return f"{hostname}.sim.invalid"
+
+
 class Command(BaseCommand):
     help = "Enrol simulated nodes (ready) for every active SKU; clusters share a fabric group."
 
@@ -27,7 +33,7 @@ class Command(BaseCommand):
             for i in range(1, per_sku + 1):
                 hostname = f"sim-{sku.slug}-{i:02d}"
                 node, new = Node.objects.get_or_create(hostname=hostname, defaults={
-                    "sku": sku, "management_address": f"sim://{hostname}", "driver": "simulated",
+                    "sku": sku, "management_address": simulated_address(hostname), "driver": "simulated",
                     "driver_options": extra, "fabric_group": f"sim-{sku.slug}",
                     "nvme_devices": ["/dev/nvme0n1", "/dev/nvme1n1"], "wipe_method": WipeMethod.DISCARD,
                     "state": NodeState.READY,

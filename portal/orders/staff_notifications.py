@@ -1,5 +1,6 @@
 """E-mail to hosting staff, by role: approvers hear of orders waiting for approval, operators of
-failed provisioning and of nodes failing their health check.
+nodes failing their health check (and, from the pipeline, of failed provisioning and stopped
+terminations, with the run's link: ``provisioning.pipeline.engine``).
 
 Queued after the commit of the change that causes it (``transaction.on_commit``) and sent by a
 Celery task (``orders.staff_notify``), never inside the request or a worker's transaction; a
@@ -36,11 +37,6 @@ def order_moved_notify_staff(order, to_state: str, note: str = "") -> None:
     if to_state == OrderState.PENDING_APPROVAL:
         staff_notify_later(role=APPROVERS, subject=f"Order {order.reference} waits for approval",
                            lines=[f"New order {what} waits for approval."], path="/ops/approvals/")
-    elif to_state == OrderState.PROVISION_FAILED:
-        staff_notify_later(role=OPERATORS, subject=f"Provisioning of {order.reference} failed",
-                           lines=[f"Provisioning of order {what} failed.", note[:500],
-                                  "Retry the step or swap the node from the run page."],
-                           path="/ops/approvals/")
 
 
 def node_unhealthy_notify_staff(node, problems: list[str]) -> None:

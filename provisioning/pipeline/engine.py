@@ -452,6 +452,12 @@ def _fail_run(run: ProvisioningRun, sr: StepRun, message: str) -> None:
     if run.kind == RunKind.PROVISION and order.state in (OrderState.PROVISIONING,
                                                          OrderState.VERIFYING):
         order_transition(order=order, name="fail", note=summary, failure_reason=summary)
+        staff_notify_later(
+            role=OPERATORS, subject=f"Provisioning of {order.reference} failed",
+            lines=[f"Provisioning of order {order.reference}: {order.servers_label} for "
+                   f"{order.organisation.name} failed.", summary[:500],
+                   "Retry the step or swap the node from the run page."],
+            path=reverse("provisioning:run", args=[run.pk]))
         if sr.step == "acceptance":
             stored = StepRun.objects.filter(pk=sr.pk).values_list("result", flat=True).first()
             report = AcceptanceResult.from_dict(stored).report

@@ -6,7 +6,7 @@ from django.core import mail
 
 from portal.orders.tasks import staff_notify_task
 from provisioning.health import node_health_check
-from tests.factories import H100_SKU, make_node, staff, submitted_order
+from tests.factories import H100_SKU, approved_order, drain, make_node, staff, submitted_order
 
 
 def _run_queued(callbacks, monkeypatch):
@@ -65,3 +65,22 @@ def test_the_staff_start_page_speaks_of_queue_failures_and_stock(people, catalog
     assert "Approval queue" in html and order.reference in html
     assert "Failures" in html and "gpu-bad-01" in html and "Stock" in html
     assert "Your servers" not in html
+
+
+def test_a_failed_provisioning_mails_the_operators_a_link_to_the_run_they_can_open(
+        people, catalog, sim_dir, monkeypatch, django_capture_on_commit_callbacks, settings, login):
+    """It linked to /ops/approvals/, which is a 403 for operators: it opens the run now."""
+    settings.SITE_URL = "http://portal.example"
+    people.olga.email = "olga@example.com"
+    people.olga.save()
+    make_node(sku=H100_SKU, state_dir=sim_dir, fail={"deploy_os": {"permanent": "no image"}})
+    with django_capture_on_commit_callbacks() as callbacks:
+        order = approved_order(people)
+        drain(order.runs.get().pk)
+    _run_queued(callbacks, monkeypatch)
+    [failed] = [m for m in mail.outbox if "Provisioning of" in m.subject]
+    run = order.runs.get()
+    assert failed.to == ["olga@example.com"] and order.reference in failed.subject
+    link = f"/ops/runs/{run.pk}/"
+    assert f"http://portal.example{link}" in failed.body and "no image" in failed.body
+    assert login(people.olga).get(link).status_code == 200

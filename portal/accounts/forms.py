@@ -8,8 +8,9 @@ from portal.core.forms import VisibleTextMixin
 class ApiKeyForm(VisibleTextMixin, forms.Form):
     name = forms.CharField(max_length=100, help_text="What the key is for, e.g. “billing sync”.")
     scopes = forms.MultipleChoiceField(
-        choices=ApiKey.Scope.choices, initial=["read", "write"], widget=forms.CheckboxSelectMultiple,
-        help_text="A read-only key can look but not order, cancel or terminate.")
+        choices=ApiKey.Scope.choices, initial=["read"], widget=forms.CheckboxSelectMultiple,
+        help_text="A read-only key can look but not order, cancel or terminate; tick write only "
+                  "for an integration that orders.")
 
     def clean_scopes(self):
         scopes = self.cleaned_data["scopes"]

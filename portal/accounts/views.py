@@ -19,6 +19,7 @@ from portal.accounts.selectors import (
 )
 from portal.accounts.services import api_key_issue, api_key_revoke
 from portal.accounts.team_pages import team_section
+from portal.core.crypto import decrypt, encrypt
 from provisioning import ssh_keys
 
 
@@ -28,19 +29,30 @@ def organisation_detail(request, slug):
     organisation = get_object_or_404(organisations_for(request.user), slug=slug)
     can_manage = can_manage_api_keys(request.user, organisation)
     form = ApiKeyForm(request.POST or None)
-    new_key = None
+    new_key = _shown_once(request)
     status = 200
     if request.method == "POST" and not can_manage:
         messages.error(request, "Only an admin of this organisation can create API keys; no key "
                                 "was created.")
         form, status = ApiKeyForm(), 403
     elif request.method == "POST" and form.is_valid():
-        new_key = api_key_issue(organisation=organisation, name=form.cleaned_data["name"],
-                                scopes=form.cleaned_data["scopes"], by=request.user).plaintext
-        form = ApiKeyForm()
+        issued = api_key_issue(organisation=organisation, name=form.cleaned_data["name"],
+                               scopes=form.cleaned_data["scopes"], by=request.user)
+        # Post/redirect/get: a reload shows the page again, it does not create a second key.
+        request.session[NEW_KEY_SESSION] = encrypt(issued.plaintext)
+        return redirect(f"{reverse('accounts:organisation', args=[slug])}#new-api-key")
     return render(request, "accounts/organisation_detail.html", organisation_context(
         request, organisation, form=form, new_key=new_key, can_manage_keys=can_manage),
         status=status)
+
+
+NEW_KEY_SESSION = "accounts.new_api_key"  # encrypted, and popped by the page that shows it
+
+
+def _shown_once(request) -> str | None:
+    """A key created by the POST just before this page, shown this once."""
+    token = request.session.pop(NEW_KEY_SESSION, None)
+    return decrypt(token) if token else None
 
 
 def organisation_context(request, organisation, **extra) -> dict:
@@ -51,7 +63,7 @@ def organisation_context(request, organisation, **extra) -> dict:
         "organisation": organisation,
         "team": team_section(request, organisation, invite_form=extra.pop("invite_form", None)),
         "children": organisations_for(request.user).filter(parent=organisation),  # only those it acts for
-        "api_keys": organisation.api_keys.all(),
+        "api_keys": organisation.api_keys.select_related("created_by"),
         "form": ApiKeyForm(),
         "new_key": None,
         "can_manage_keys": can_manage,

@@ -1,3 +1,5 @@
+import re
+
 from portal.accounts.models import ApiKey, Membership
 from portal.accounts.selectors import organisations_for
 from portal.accounts.services import api_key_issue
@@ -26,11 +28,15 @@ def test_reseller_admin_sees_its_customers_but_not_others(db):
 def test_member_creates_a_key_shown_once_then_revokes_it(login, db):
     acme = OrganisationFactory(slug="acme")
     client = login(member_of(acme))
-    response = client.post("/orgs/acme/", {"name": "training bot", "scopes": ["read", "write"]})
+    response = client.post("/orgs/acme/", {"name": "training bot", "scopes": ["read", "write"]},
+                           follow=True)
     key = ApiKey.objects.get(organisation=acme)
     assert key.scopes == ["read", "write"]
+    assert response.redirect_chain == [("/orgs/acme/#new-api-key", 302)]  # post/redirect/get
     assert f"ty_{key.prefix}_" in response.content.decode()
     assert f"ty_{key.prefix}_" not in client.get("/orgs/acme/").content.decode()
+    assert ApiKey.objects.filter(organisation=acme).count() == 1  # a reload creates no second key
+    assert "you" in client.get("/orgs/acme/").content.decode()  # created by
     client.post(f"/orgs/acme/keys/{key.prefix}/revoke")  # not confirmed: nothing happens
     key.refresh_from_db()
     assert key.revoked_at is None
@@ -76,7 +82,7 @@ def test_a_member_who_cannot_manage_keys_is_told_so_and_gets_no_key(login, db):
 def test_the_page_that_shows_a_new_key_is_never_cached(login, db):
     acme = OrganisationFactory(slug="acme")
     client = login(member_of(acme))
-    created = client.post("/orgs/acme/", {"name": "bot", "scopes": ["read"]})
+    created = client.post("/orgs/acme/", {"name": "bot", "scopes": ["read"]}, follow=True)
     for response in (client.get("/orgs/acme/"), created):
         assert "no-store" in response["Cache-Control"] and "private" in response["Cache-Control"]
 
@@ -92,3 +98,16 @@ def test_a_key_needs_a_scope(login, db):
     response = login(member_of(acme)).post("/orgs/acme/", {"name": "dashboard"})
     assert "This field is required." in response.content.decode()
     assert not ApiKey.objects.exists()
+
+
+def test_a_new_key_is_offered_read_only_and_kept_out_of_the_session_in_clear(login, db):
+    acme = OrganisationFactory(slug="acme")
+    client = login(member_of(acme))
+    page = client.get("/orgs/acme/").content.decode()
+    boxes = {re.search(r'value="(\w+)"', tag).group(1): "checked" in tag
+             for tag in re.findall(r'<input type="checkbox" name="scopes"[^>]*>', page)}
+    assert boxes == {"read": True, "write": False}
+    client.post("/orgs/acme/", {"name": "bot", "scopes": ["read"]})
+    key = ApiKey.objects.get(organisation=acme)
+    stored = client.session.get("accounts.new_api_key")
+    assert stored and f"ty_{key.prefix}_" not in stored  # encrypted until the page shows it

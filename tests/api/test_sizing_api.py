@@ -172,6 +172,17 @@ def test_a_stored_plan_re_estimates_through_the_api_to_the_same_bytes(api, model
             plan["memory_breakdown_bytes"]
         # Timed on the plan's own SKU and network, with its MFU: the same step time.
         assert again["compute"]["step_seconds"] == pytest.approx(plan["step_seconds"], abs=1e-4)
+        # sized by today's estimator model: not from an older one
+        assert again["plan_estimator_version"] == again["estimator_version"]
+        assert again["from_older_model"] is False
+
+
+def test_a_plan_stored_before_estimator_versions_says_it_was_sized_by_an_older_model(api):
+    body = {"model": "llama-3.1-8b", "dataset_tokens": 10**8, "seq_len": 512, "global_batch_tokens": 512 * 64}
+    plan = api.post("/api/v1/recommendations", body, format="json").json()["plans"][0]
+    plan["estimator_regime"].pop("version")
+    answer = api.post("/api/v1/estimates", {"plan": plan}, format="json").json()
+    assert (answer["plan_estimator_version"], answer["from_older_model"]) == (1, True)
 
 
 def test_a_quotes_plan_from_the_wizard_re_estimates_through_the_api(api, client):

@@ -478,7 +478,11 @@ class ComputeSerializer(serializers.Serializer):
     train_tokens = serializers.FloatField(allow_null=True)
     time_to_train_seconds = serializers.FloatField(allow_null=True)
     memory_bound_seconds = serializers.FloatField(
-        help_text="Part of compute_seconds: memory-bound attention scores (eager attention) and loss")
+        help_text="Part of compute_seconds: memory-bound attention scores (eager attention), loss and ring"
+                  " attention's merges")
+    comm_latency_seconds = serializers.DictField(
+        child=serializers.FloatField(), required=False,
+        help_text="Part of comm_seconds, by kind: the latency of the collectives launched (NCCL's model)")
 
 
 class CheckpointSerializer(serializers.Serializer):
@@ -501,6 +505,13 @@ class EstimateOutputSerializer(serializers.Serializer):
     unmodelled = serializers.ListField(child=serializers.CharField(),
                                        help_text="Settings of this layout the estimator cannot represent and "
                                                  "approximates (empty: none).")
+    plan_estimator_version = serializers.IntegerField(
+        required=False, help_text="A stored plan's re-estimate: the estimator model version that sized it.")
+    estimator_version = serializers.IntegerField(
+        required=False, help_text="A stored plan's re-estimate: today's estimator model version.")
+    from_older_model = serializers.BooleanField(
+        required=False, help_text="A stored plan's re-estimate: the plan was sized by an older estimator"
+                                  " model, so its bytes and times may differ from these.")
 
 
 class PlanOutputSerializer(serializers.Serializer):

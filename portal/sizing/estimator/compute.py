@@ -443,6 +443,8 @@ def collective_latency(kind: str, ranks: int, per_node: int, link: Interconnect)
 
 
 DDP_BUCKET_BYTES = 25 * 2**20  # DistributedDataParallel(bucket_cap_mb=25): one all-reduce per bucket
+MEGATRON_DP_BUCKET_PARAMS = {"megatron": lambda dp: 0,  # 0: the whole buffer in one all-reduce
+                             "megatron-core": lambda dp: max(40_000_000, 1_000_000 * dp)}
 
 
 def collective_calls(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig,
@@ -452,8 +454,9 @@ def collective_calls(model: ModelSpec, training: TrainingConfig, parallel: Paral
     dp: sharded weights (FSDP, ZeRO-3) gather every unit (each layer of the stage and the root)
     in forward (and again in backward after resharding) and reduce-scatter its gradients, each
     micro-batch; ZeRO-2 reduce-scatters each reduce bucket every micro-batch and all-gathers the
-    updated weights bucket by bucket once; DDP and ZeRO-1 all-reduce bucket by bucket once per
-    step. dp_replicate (HSDP): an all-reduce per unit and micro-batch. tp: per layer and
+    updated weights bucket by bucket once; DDP (25 MiB buckets) and ZeRO-1 all-reduce bucket by
+    bucket once per step; Megatron-LM 2021-22 its whole gradient buffer at once, Megatron-Core
+    by its buckets. dp_replicate (HSDP): an all-reduce per unit and micro-batch. tp: per layer and
     micro-batch two collectives forward and two backward (SP: each an all-gather and a
     reduce-scatter). pp: a send forward and one backward per micro-batch. cp: PyTorch's ring
     attention all-gathers k, v in forward (again in a recomputed forward) and in backward, and
@@ -463,7 +466,15 @@ def collective_calls(model: ModelSpec, training: TrainingConfig, parallel: Paral
     stage_layers = math.ceil(model.num_layers / parallel.pp)
     out: dict[str, tuple[tuple[str, int], ...]] = {}
     ranks = parallel.dp * (parallel.cp if parallel.sharding in _FSDP else 1)
-    if ranks > 1 and parallel.sharding != "none":
+    stack = training.kernel_stack
+    if ranks > 1 and stack in MEGATRON_DP_BUCKET_PARAMS and parallel.sharding in ("none", "zero1"):
+        # Megatron-LM 2021-22 all-reduces its contiguous gradient buffer at once; Megatron-Core by
+        # buckets of max(40M, 1M x dp) parameters (distributed_data_parallel.py), reduce-scattered
+        # and all-gathered under its distributed optimizer
+        bucket = MEGATRON_DP_BUCKET_PARAMS[stack](parallel.dp)
+        buckets = max(1, math.ceil(trainable_local / bucket)) if bucket else 1
+        out["dp"] = (("gather", 2 * buckets),) if parallel.sharding == "zero1" else (("allreduce", buckets),)
+    elif ranks > 1 and parallel.sharding != "none":
         units = stage_layers + 1
         if parallel.sharding in ("zero3", "fsdp-full-shard", "fsdp-hybrid"):
             gathers = 2 if parallel.reshard_after_forward or parallel.sharding == "zero3" else 1

@@ -482,8 +482,10 @@ def estimate_compute(
     rate, mfu = flop_rate(memory.spec, training, gpu, parallel.replicated_tp, mfu=mfu,
                           tensor_parallel=parallel.tp, cp=parallel.cp)
     compute_s = f.hardware_flops_per_token * f.tokens_per_gpu_group / f.model_parallel / rate
-    attention_s = f.attention_flops_per_token * f.tokens_per_gpu_group / f.model_parallel / rate
-    compute_s += attention_s * cmp.cp_imbalance(parallel)
+    attention_s = 0.0
+    if parallel.cp > 1:  # ring attention: its blocks hide its traffic; unbalanced, it waits
+        attention_s = f.attention_flops_per_token * f.tokens_per_gpu_group / f.model_parallel / rate
+        compute_s += attention_s * cmp.cp_imbalance(parallel)
     # kernels cannot run faster than they are launched; pipeline stages pay per micro-batch
     microbatches = f.tokens_per_gpu_group // (training.micro_batch * training.seq_len)
     stage_layers = math.ceil(memory.spec.num_layers / parallel.pp)
@@ -498,13 +500,15 @@ def estimate_compute(
     latency = cmp.latency_seconds(f.comm_calls, parallel, link)
     comm_s = cmp.comm_seconds(f.comm_bytes, parallel, link, latency)
     exposed = cmp.exposed_tp_seconds(comm_s["tp"], compute_s, parallel) + comm_s["pp"] + comm_s["ep"]
-    exposed += cmp.exposed_cp_seconds(comm_s["cp"], latency.get("cp", 0.0), attention_s, parallel)
+    if parallel.cp > 1:
+        exposed += cmp.exposed_cp_seconds(comm_s["cp"], latency.get("cp", 0.0), attention_s, parallel)
     exposed += cmp.exposed_dp_seconds(comm_s["dp"], comm_s["dp_replicate"], f.dp_forward_share, compute_s,
                                       cmp.dp_overlap(training, parallel))
-    exposed += cmp.offload_seconds(parallel, f.shard_elems, f.gathered_shard_elems, microbatches,
-                                   gpu.pcie_gbps, min(parallel.world_size, link.gpus_per_node), compute_s,
-                                   host=host or DEFAULT_HOST, impl=cmp.optimizer_impl(training, parallel),
-                                   elem_bytes=2 if memory.layout == "pure-half" else 4)
+    if parallel.offload != "none":
+        exposed += cmp.offload_seconds(parallel, f.shard_elems, f.gathered_shard_elems, microbatches,
+                                       gpu.pcie_gbps, min(parallel.world_size, link.gpus_per_node), compute_s,
+                                       host=host or DEFAULT_HOST, impl=cmp.optimizer_impl(training, parallel),
+                                       elem_bytes=2 if memory.layout == "pure-half" else 4)
     step = compute_s / (1 - f.bubble_fraction) + exposed
     tps = f.tokens_per_step / step
     return _frozen(
@@ -686,7 +690,7 @@ def clear_caches() -> None:
     Results never depend on the caches; this is for measuring a cold start (and for tests)."""
     for cached in (_model_states, _activations, ckpt._full_state_bytes, cmp.matmul_params_per_token,
                    cmp._utilisation, cmp._fp8_time_factor, cmp._link_rates, cmp._call_latencies,
-                   cmp._narrowing,
+                   cmp._latency_seconds, cmp._narrowing,
                    mem._lora_tensors, mem._trainable_sum, mem._optimizer_sum, mem._frozen_sum,
                    mem._trainable_local, mem.linear_param_elems, mem.root_param_elems, mem._trainable_elems,
                    mem._all_local, mem.layer_linear_elems,

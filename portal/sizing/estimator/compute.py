@@ -651,8 +651,13 @@ def comm_seconds(comm: dict[str, float], parallel: ParallelConfig, link: Interco
 def latency_seconds(calls: dict, parallel: ParallelConfig, link: Interconnect) -> dict[str, float]:
     """NCCL's latency per step of each kind's collectives (collective_calls x
     collective_latency over the kind's group on this link)."""
+    return dict(_latency_seconds(tuple(calls.items()), parallel, link))
+
+
+@lru_cache(maxsize=8192)
+def _latency_seconds(calls: tuple, parallel: ParallelConfig, link: Interconnect) -> tuple:
     latencies = _call_latencies(parallel, link)
-    return {kind: sum(n * latencies[kind][coll] for coll, n in launched) for kind, launched in calls.items()}
+    return tuple((kind, sum(n * latencies[kind][coll] for coll, n in launched)) for kind, launched in calls)
 
 
 @lru_cache(maxsize=8192)

@@ -243,8 +243,12 @@ def test_an_estimate_it_cannot_represent_says_unmodelled(api):
             "parallel": {"dp": 4, "sharding": "zero3"}}
     response = api.post("/api/v1/estimates", body, format="json")
     assert response.status_code == 200, response.content
-    assert response.json()["unmodelled"] == ["QLoRA's NF4 weights under ZeRO-3 partitioning"]
+    assert response.json()["unmodelled"] == [
+        "QLoRA's NF4 weights in uint8 storage under ZeRO-3 (store them in the half dtype: quant_storage)"]
     assert "finetune=qlora r=16" in response.json()["represents"]
+    body["training"]["quant_storage"] = "bf16"  # as the stacks render it: ZeRO-3 shards the 4-bit weights
+    half = api.post("/api/v1/estimates", body, format="json").json()
+    assert half["unmodelled"] == [] and "quant_storage=bf16" in half["represents"]
 
 
 def test_a_represented_estimate_and_a_recommended_plan_say_what_they_represent(api):

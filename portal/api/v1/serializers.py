@@ -326,6 +326,10 @@ class TrainingInputSerializer(serializers.Serializer):
     attention = serializers.ChoiceField(choices=est_config.ATTENTION, default="sdpa")
     finetune = serializers.ChoiceField(choices=est_config.FINETUNE, default=_wizard("finetune"))
     lora_rank = limited("lora_rank", default=_wizard("lora_rank"))
+    quant_storage = serializers.ChoiceField(
+        choices=est_config.QUANT_STORAGES, default="uint8",
+        help_text="QLoRA: bitsandbytes' bnb_4bit_quant_storage; a half type lets FSDP and ZeRO-3 shard the"
+                  " 4-bit weights (what the stacks render for sharded layouts).")
 
 
 class ParallelInputSerializer(serializers.Serializer):

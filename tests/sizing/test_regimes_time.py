@@ -189,7 +189,7 @@ def test_comm_floor_adds_what_estimate_adds_for_communication(parallel):
 
 # -- the estimate says what it represents and what it does not ---------------------------------------------
 def test_the_estimate_names_what_it_approximates_in_its_json():
-    qlora = TrainingConfig(precision="bf16-mixed", finetune="qlora", seq_len=8)
+    qlora = TrainingConfig(precision="bf16-mixed", finetune="qlora", seq_len=8, quant_storage="uint8")
     d = estimate(TINY, qlora, ParallelConfig(dp=2, sharding="zero3")).to_dict()
     assert d["unmodelled"] == ["QLoRA's NF4 weights in uint8 storage under ZeRO-3 (store them in the half"
                                " dtype: quant_storage)"]

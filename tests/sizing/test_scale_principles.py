@@ -241,6 +241,20 @@ def test_fsdp_shards_4bit_weights_stored_in_a_float_dtype_and_keeps_their_quant_
     assert torchao == pytest.approx(rest + linears * (NF4_PACKED_BYTES + NF4_QUANT_STATE_BYTES) / 8, abs=2)
 
 
+def test_by_default_the_4bit_weights_are_stored_as_weight_sharding_needs_them():
+    """quant_storage "auto": the half type under FSDP full/hybrid shard and ZeRO-3 (what FSDP and
+    ZeRO-3 QLoRA need, PEFT's guides set and the stacks render), bitsandbytes' uint8 elsewhere."""
+    auto = TrainingConfig(precision="bf16-mixed", finetune="qlora", seq_len=8)
+    assert mem.nf4_storage(auto, ParallelConfig(dp=8, sharding="fsdp-full-shard")) == "bf16"
+    assert mem.nf4_storage(auto, ParallelConfig(dp=8, sharding="zero3")) == "bf16"
+    assert mem.nf4_storage(auto, ParallelConfig(dp=8)) == "uint8"
+    fp16 = TrainingConfig(precision="fp16-mixed", finetune="qlora", seq_len=8)
+    assert mem.nf4_storage(fp16, ParallelConfig(dp=8, sharding="fsdp-hybrid")) == "fp16"
+    parallel = ParallelConfig(dp=8, sharding="fsdp-full-shard")
+    assert estimate_memory(LLAMA_7B, auto, parallel).per_gpu == estimate_memory(
+        LLAMA_7B, _qlora("bf16"), parallel).per_gpu
+
+
 def test_sharded_4bit_weights_are_gathered_as_packed_codes():
     """The all-gather moves 0.5 B per 4-bit weight (a quarter of a bf16 element) when they are
     sharded; with uint8 storage under FSDP they are not part of the shards and are not gathered."""

@@ -327,9 +327,9 @@ class TrainingInputSerializer(serializers.Serializer):
     finetune = serializers.ChoiceField(choices=est_config.FINETUNE, default=_wizard("finetune"))
     lora_rank = limited("lora_rank", default=_wizard("lora_rank"))
     quant_storage = serializers.ChoiceField(
-        choices=est_config.QUANT_STORAGES, default="uint8",
+        choices=est_config.QUANT_STORAGES, default="auto",
         help_text="QLoRA: bitsandbytes' bnb_4bit_quant_storage; a half type lets FSDP and ZeRO-3 shard the"
-                  " 4-bit weights (what the stacks render for sharded layouts).")
+                  " 4-bit weights (auto: the half type under weight sharding, as the stacks render it).")
 
 
 class ParallelInputSerializer(serializers.Serializer):

@@ -258,7 +258,7 @@ def represented_knobs(training: TrainingConfig, parallel: ParallelConfig, layout
     if training.finetune != "full":
         out.append(f"finetune={training.finetune} r={training.lora_rank}")
     if training.finetune == "qlora":
-        out.append(f"quant_storage={training.quant_storage}")
+        out.append(f"quant_storage={mem.nf4_storage(training, parallel)}")
     if training.optimizer_impl != "default":
         out.append(f"optimizer_impl={training.optimizer_impl}")
     out.append(f"sharding={parallel.sharding}" + (f" offload={parallel.offload}" if parallel.offload != "none"
@@ -300,7 +300,8 @@ def unmodelled_knobs(model: ModelSpec, training: TrainingConfig, parallel: Paral
     out = []
     if parallel.cp > 1 and parallel.sharding not in mem.FSDP_SHARDING:
         out.append("context parallelism without FSDP (modelled as torchtitan runs it: FSDP over dp x cp)")
-    if training.finetune == "qlora" and parallel.sharding == "zero3" and training.quant_storage == "uint8":
+    if (training.finetune == "qlora" and parallel.sharding == "zero3"
+            and mem.nf4_storage(training, parallel) == "uint8"):
         out.append("QLoRA's NF4 weights in uint8 storage under ZeRO-3 (store them in the half dtype:"
                    " quant_storage)")
     if training.optimizer in PAGED_OPTIMIZERS:
@@ -353,7 +354,7 @@ def estimate_memory(
     p, weights, grads, optim, cpu_per_gpu, gathered, step_extra, params, checkpoint = _model_states(
         model, training.precision, training.mixed_layout, training.optimizer_kind, training.finetune,
         training.lora_rank, training.lora_targets, training.float8_all_gather, parallel,
-        training.quant_storage if training.finetune == "qlora" else "uint8")
+        training.quant_storage if training.finetune == "qlora" else "auto")
     activations, logits, backward, offloaded, held = _activations(
         model, training, parallel.tp, parallel.sp, parallel.pp, parallel.pp_microbatches, p.layout,
         parallel.cp, parallel.pp_interleave)
@@ -430,7 +431,7 @@ def _activations(model: ModelSpec, training: TrainingConfig, tp: int, sp: bool, 
 @lru_cache(maxsize=8192)
 def _model_states(model: ModelSpec, precision: str, mixed_layout: str | None, optimizer: str,
                   finetune: str, lora_rank: int, lora_targets: tuple[str, ...], float8_all_gather: bool,
-                  parallel: ParallelConfig, quant_storage: str = "uint8"):
+                  parallel: ParallelConfig, quant_storage: str = "auto"):
     """Weights, gradients, optimizer states, gathered buffers, host RAM, parameter counts and
     checkpoint sizes: they depend on the model, the parallel layout and the training settings
     named here, not on the micro-batch, sequence length or checkpointing. Cached (per-model

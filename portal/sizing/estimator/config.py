@@ -22,8 +22,10 @@ OPTIMIZER_IMPLS = ("default", "fused", "single-tensor")
 # (bitsandbytes' default) is not a floating dtype, so FSDP leaves the weights out of its shards
 # (Accelerate's fsdp2_prepare_model ignores them); a floating storage dtype is sharded like any
 # parameter (FSDP, ZeRO-3). "torchao-nf4": torchao's NF4Tensor (torchtune's QLoRA), whose FSDP2
-# hooks shard its codes and its quantisation scalers alike.
-QUANT_STORAGES = ("uint8", "bf16", "fp16", "fp32", "torchao-nf4")
+# hooks shard its codes and its quantisation scalers alike. "auto" (the default): the half type
+# when the sharding splits weights (what FSDP and ZeRO-3 QLoRA need and the stacks render: PEFT's
+# guides set it), bitsandbytes' uint8 otherwise.
+QUANT_STORAGES = ("auto", "uint8", "bf16", "fp16", "fp32", "torchao-nf4")
 CHECKPOINTING = ("none", "selective", "full")  # what the recommender searches by default
 # every policy the estimator models: + torchtitan's op-level SAC (dense llama-family models)
 CHECKPOINTING_POLICIES = (*CHECKPOINTING, "selective-op")
@@ -136,7 +138,7 @@ class TrainingConfig:
     float8_recipe: str = "tensorwise"
     float8_all_gather: bool = False
     optimizer_impl: str = "default"
-    quant_storage: str = "uint8"  # QLoRA: bnb_4bit_quant_storage (QUANT_STORAGES)
+    quant_storage: str = "auto"  # QLoRA: bnb_4bit_quant_storage (QUANT_STORAGES)
 
     def __post_init__(self) -> None:
         _choice("precision", self.precision, PRECISIONS)

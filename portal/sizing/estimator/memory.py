@@ -206,13 +206,23 @@ def _all_local(model: ModelSpec, tp: int, ep: int, pp: int, linear_layers_only: 
                if not linear_layers_only or (t.group == "layer" and t.kind == "linear"))
 
 
+def nf4_storage(training: TrainingConfig, parallel: ParallelConfig) -> str:
+    """QLoRA's quant_storage as it runs: "auto" is the half type under weight sharding (what
+    FSDP and ZeRO-3 QLoRA need, what the stacks render and PEFT's guides set), uint8 otherwise."""
+    if training.quant_storage != "auto":
+        return training.quant_storage
+    if parallel.sharding in ("zero3", "fsdp-full-shard", "fsdp-hybrid"):
+        return "fp16" if training.precision == "fp16-mixed" else "bf16"
+    return "uint8"
+
+
 def nf4_sharded(training: TrainingConfig, parallel: ParallelConfig) -> bool:
     """QLoRA's 4-bit base weights are sharded with the other parameters: the sharding splits
     weights (FSDP full/hybrid shard, ZeRO-3) and the packed codes are stored in a floating dtype
     (bnb_4bit_quant_storage bf16/fp16/fp32, as the stacks render it for sharded layouts; torchao's
     NF4Tensor shards under FSDP2 too). With bitsandbytes' default uint8 storage, FSDP leaves them
     out (Accelerate's fsdp2_prepare_model puts non-floating frozen Params4bit in ignored_params)."""
-    return (training.finetune == "qlora" and training.quant_storage != "uint8"
+    return (training.finetune == "qlora" and nf4_storage(training, parallel) != "uint8"
             and parallel.sharding in ("zero3", "fsdp-full-shard", "fsdp-hybrid"))
 
 

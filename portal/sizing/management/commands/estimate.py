@@ -98,9 +98,9 @@ class Command(BaseCommand):
         parser.add_argument("--finetune", choices=FINETUNE, default="full")
         parser.add_argument("--lora-rank", type=int, default=16)
         parser.add_argument("--lora-targets", default="q_proj,k_proj,v_proj,o_proj")
-        parser.add_argument("--quant-storage", choices=QUANT_STORAGES, default="uint8",
+        parser.add_argument("--quant-storage", choices=QUANT_STORAGES, default="auto",
                             help="QLoRA: bnb_4bit_quant_storage (a half type lets FSDP/ZeRO-3 shard the 4-bit"
-                                 " weights), or torchao-nf4")
+                                 " weights; auto: the half type under weight sharding), or torchao-nf4")
         parser.add_argument("--dp", type=int, default=1)
         parser.add_argument("--sharding", choices=SHARDING, default="none")
         parser.add_argument("--offload", choices=OFFLOAD, default="none")

@@ -126,8 +126,8 @@ def test_offload_time_is_the_host_optimizer_step_and_the_weights_coming_back():
     expected = step + 2e9 / link  # half weights up; fp32 gradients down hide behind the backward
     assert cmp.offload_seconds(zero, 1e9, 1e9, 1, 32, 8, 10.0, host=host) == pytest.approx(expected)
     fsdp = ParallelConfig(dp=8, sharding="fsdp-full-shard", offload="optimizer+params")
-    # torch.optim.AdamW's single-tensor loop on the CPU: 20 passes; the weight shards' traffic
-    # hides behind 10 s
+    # a hand-written torch.optim.AdamW's single-tensor loop on the CPU: 20 passes; the weight
+    # shards' traffic hides behind 10 s
     assert cmp.offload_seconds(fsdp, 1e9, 1e9, 1, 32, 8, 10.0, host=host, impl="single-tensor") == \
         pytest.approx(step * 20 / 7 + 2e9 / link)
     none = ParallelConfig(dp=8, sharding="zero2")

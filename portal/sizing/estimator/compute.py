@@ -727,12 +727,14 @@ def exposed_tp_seconds(tp_seconds: float, compute_seconds: float, parallel: Para
 
 
 def optimizer_impl(training: TrainingConfig, parallel: ParallelConfig) -> str:
-    """How the (CPU) optimizer step runs: the training's choice, or the framework's default
-    (DeepSpeed: its vectorised CPUAdam; FSDP: torch.optim.AdamW, whose default on CPU tensors is
-    the single-tensor loop)."""
+    """How the (CPU) optimizer step runs: the training's choice, or the frameworks' default, a
+    fused step: DeepSpeed offloads to its vectorised CPUAdam; Hugging Face's Trainer defaults to
+    adamw_torch_fused with torch >= 2.8 (training_args.py), torchtitan to implementation "fused"
+    (components/optimizer), torchtune's offload recipes to AdamW(fused=True). A hand-written
+    torch.optim.AdamW(params) steps CPU tensors with the single-tensor loop: "single-tensor"."""
     if training.optimizer_impl != "default":
         return training.optimizer_impl
-    return "fused" if parallel.sharding in ("zero1", "zero2", "zero3") else "single-tensor"
+    return "fused"
 
 
 def host_step_seconds(elems: float, elem_bytes: float, impl: str, ranks_per_node: int, threads: int,

@@ -14,9 +14,10 @@ OPTIMIZERS = ("adamw", "adamw-8bit", "sgd-momentum", "adafactor", "lion")  # wha
 PAGED_OPTIMIZERS = {"adamw-paged": "adamw", "adamw-8bit-paged": "adamw-8bit"}
 OPTIMIZER_KINDS = (*OPTIMIZERS, *PAGED_OPTIMIZERS)
 # How the optimizer step is implemented (what decides a CPU-offloaded step's host memory traffic):
-# "default" = the framework's (DeepSpeed: its vectorised CPUAdam; torch.optim.AdamW on CPU tensors:
-# the single-tensor loop, as torch only defaults to foreach/fused on CUDA); "fused" = one pass per
-# element (DeepSpeedCPUAdam, torch AdamW(fused=True)); "single-tensor" = torch's op-by-op loop.
+# "default" = the frameworks' default, fused (DeepSpeed's CPUAdam; HF Trainer's adamw_torch_fused
+# with torch >= 2.8; torchtitan's "fused"; torchtune's offload recipes); "fused" = one pass per
+# element; "single-tensor" = torch.optim.AdamW(params) as written by hand, on CPU tensors its
+# op-by-op loop (torch only defaults to foreach/fused on CUDA).
 OPTIMIZER_IMPLS = ("default", "fused", "single-tensor")
 # bitsandbytes' bnb_4bit_quant_storage: the dtype the packed 4-bit weights are stored as. uint8
 # (bitsandbytes' default) is not a floating dtype, so FSDP leaves the weights out of its shards

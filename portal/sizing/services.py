@@ -19,6 +19,7 @@ from django.urls import reverse
 from portal.sizing.catalog_data import catalog_cached, price_list_for
 from portal.sizing.config_json import load_config_json, shape_problem
 from portal.sizing.estimator import (
+    ESTIMATOR_VERSION,
     Estimate,
     ModelSpec,
     ParallelConfig,
@@ -273,9 +274,20 @@ def estimate_run(*, model: ModelSpec, training: dict, parallel: dict, gpu_slug: 
                     interconnect=link, train_tokens=train_tokens)
 
 
+def stored_plan_estimate_json(data: dict) -> dict:
+    """``estimate_stored_plan`` as the API answers it: the estimate's JSON, plus the estimator
+    version that sized the plan, today's, and whether the plan was sized by an older model (its
+    bytes and times may then differ from the re-estimate's)."""
+    plan = Plan.from_dict(data)
+    return estimate_stored_plan(data).to_dict() | {
+        "plan_estimator_version": plan.estimator_version, "estimator_version": ESTIMATOR_VERSION,
+        "from_older_model": plan.from_older_model}
+
+
 def estimate_stored_plan(data: dict) -> Estimate:
     """Re-estimate a plan as stored with a quote or order (``Plan.to_dict()`` JSON): the same
-    per-GPU bytes as when it was recommended, timed on its SKU and network when the catalog
+    per-GPU bytes as when it was recommended (by today's estimator model; a plan sized by an
+    older one says so: ``Plan.from_older_model``), timed on its SKU and network when the catalog
     still has them. ValueError for a plan that cannot be read (see ``Plan.from_dict``)."""
     plan = Plan.from_dict(data)
     data_catalog = catalog(stock=False)

@@ -172,6 +172,17 @@ def test_a_stored_plan_re_estimates_through_the_api_to_the_same_bytes(api, model
             plan["memory_breakdown_bytes"]
         # Timed on the plan's own SKU and network, with its MFU: the same step time.
         assert again["compute"]["step_seconds"] == pytest.approx(plan["step_seconds"], abs=1e-4)
+        # sized by today's estimator model: not from an older one
+        assert again["plan_estimator_version"] == again["estimator_version"]
+        assert again["from_older_model"] is False
+
+
+def test_a_plan_stored_before_estimator_versions_says_it_was_sized_by_an_older_model(api):
+    body = {"model": "llama-3.1-8b", "dataset_tokens": 10**8, "seq_len": 512, "global_batch_tokens": 512 * 64}
+    plan = api.post("/api/v1/recommendations", body, format="json").json()["plans"][0]
+    plan["estimator_regime"].pop("version")
+    answer = api.post("/api/v1/estimates", {"plan": plan}, format="json").json()
+    assert (answer["plan_estimator_version"], answer["from_older_model"]) == (1, True)
 
 
 def test_a_quotes_plan_from_the_wizard_re_estimates_through_the_api(api, client):
@@ -228,12 +239,16 @@ def test_a_read_key_may_ask_for_estimates_and_recommendations(people, catalog):
 
 # --- what an estimate represents (issue 14) ---------------------------------------------------
 def test_an_estimate_it_cannot_represent_says_unmodelled(api):
-    body = {"model": "llama-2-7b", "training": {"finetune": "qlora", "seq_len": 2048},
-            "parallel": {"dp": 4, "sharding": "zero3"}}
+    body = {"model": "llama-2-7b", "parallel": {"dp": 4, "sharding": "zero3"},
+            "training": {"finetune": "qlora", "seq_len": 2048, "quant_storage": "uint8"}}
     response = api.post("/api/v1/estimates", body, format="json")
     assert response.status_code == 200, response.content
-    assert response.json()["unmodelled"] == ["QLoRA's NF4 weights under ZeRO-3 partitioning"]
+    assert response.json()["unmodelled"] == [
+        "QLoRA's NF4 weights in uint8 storage under ZeRO-3 (store them in the half dtype: quant_storage)"]
     assert "finetune=qlora r=16" in response.json()["represents"]
+    del body["training"]["quant_storage"]  # auto: the half type, as the stacks render it: ZeRO-3 shards them
+    half = api.post("/api/v1/estimates", body, format="json").json()
+    assert half["unmodelled"] == [] and "quant_storage=bf16" in half["represents"]
 
 
 def test_a_represented_estimate_and_a_recommended_plan_say_what_they_represent(api):

@@ -66,12 +66,17 @@ def test_a_parameter_count_too_large_is_a_clear_error():
 
 def test_json_says_what_the_estimate_represents_and_what_it_cannot():
     data = json.loads(_run("--model", "llama-2-7b", "--finetune", "qlora", "--sharding", "zero3", "--dp", "4",
-                           "--json"))
-    assert data["unmodelled"] == ["QLoRA's NF4 weights under ZeRO-3 partitioning"]
+                           "--quant-storage", "uint8", "--json"))
+    assert data["unmodelled"] == ["QLoRA's NF4 weights in uint8 storage under ZeRO-3 (store them in the half"
+                                  " dtype: quant_storage)"]
     assert "sharding=zero3" in data["represents"]
     titan = json.loads(_run(*FLAGS, "--mixed-layout", "fsdp2", "--compile", "--compile-loss",
                             "--checkpointing", "selective-op", "--json"))
     assert titan["unmodelled"] == [] and "layout=fsdp2" in titan["represents"]
     assert "checkpointing=selective-op" in titan["represents"]
-    table = _run("--model", "llama-2-7b", "--finetune", "qlora", "--sharding", "zero3", "--dp", "4")
-    assert "unmodelled: [QLoRA's NF4 weights under ZeRO-3 partitioning] (approximated)" in table
+    table = _run("--model", "llama-2-7b", "--finetune", "qlora", "--sharding", "zero3", "--dp", "4",
+                 "--quant-storage", "uint8")
+    assert "unmodelled: [QLoRA's NF4 weights in uint8 storage under ZeRO-3" in table
+    half = json.loads(_run("--model", "llama-2-7b", "--finetune", "qlora", "--sharding", "zero3", "--dp", "4",
+                           "--json"))  # auto: the half type under ZeRO-3
+    assert half["unmodelled"] == [] and "quant_storage=bf16" in half["represents"]

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from portal.sizing.catalog_data import catalog_from_seed
-from portal.sizing.estimator import list_presets, model_from_hf_config
+from portal.sizing.estimator import ESTIMATOR_VERSION, list_presets, model_from_hf_config
 from portal.sizing.recommend import (
     PLAN_SCHEMA_VERSION,
     Goal,
@@ -118,3 +118,35 @@ def test_figures_are_checked_by_the_plans_own_field_types():
     assert figure_problems({"nodes": 2, "model": "x"}) == []
     assert figure_problems({"nodes": "two", "memory_breakdown_bytes": {"weights": "big"}}) == [
         "nodes", "memory_breakdown_bytes (each term)"]
+
+
+def test_a_plan_carries_the_estimator_version_that_sized_it(catalog):
+    data = stored(plans_for("llama-3.1-8b", catalog)[0])
+    assert data["estimator_regime"]["version"] == ESTIMATOR_VERSION
+    plan = Plan.from_dict(data)
+    assert plan.estimator_version == ESTIMATOR_VERSION and not plan.from_older_model
+    with pytest.raises(ValueError, match="estimator_regime.version must be a whole number from 1"):
+        Plan.from_dict(data | {"estimator_regime": {**data["estimator_regime"], "version": 99}})
+
+
+def test_a_qlora_plan_sized_by_the_older_model_is_marked_so_and_a_new_one_re_estimates_to_its_bytes(catalog):
+    """Issue 33 shards QLoRA's 4-bit weights where the stacks store them in bf16: a new plan's
+    regime carries quant_storage and re-estimates to its stored bytes; a plan stored before
+    estimator versions reads as version 1 and is marked as sized by an older model (its
+    version-1 bytes kept the 4-bit weights whole on every GPU; today's re-estimate shards them)."""
+    work = Workload(model="llama-2-13b", finetune="qlora", dataset_tokens=10**8, seq_len=512,
+                    global_batch_tokens=512 * 64)
+    plans = [p for strategy in ("fsdp", "zero3") for p in recommend(
+        work, Goal("cheapest"), catalog, SearchOptions(top_n=3, strategies=(strategy,))).plans]
+    sharded = [p for p in plans if p.sharding in ("fsdp-full-shard", "fsdp-hybrid", "zero3")]
+    assert sharded
+    for plan in sharded:
+        data = stored(plan)
+        assert data["estimator_regime"]["training"]["quant_storage"] == "bf16"
+        assert plan_estimate(Plan.from_dict(data)).per_gpu.total == data["per_gpu_total_bytes"]
+    old = stored(sharded[0])
+    old["estimator_regime"] = {k: v for k, v in old["estimator_regime"].items() if k != "version"}
+    old["estimator_regime"]["training"].pop("quant_storage")
+    older = Plan.from_dict(old)
+    assert older.estimator_version == 1 and older.from_older_model
+    assert plan_estimate(older).per_gpu.total == old["per_gpu_total_bytes"]  # today's model: auto = bf16

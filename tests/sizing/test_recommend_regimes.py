@@ -84,19 +84,19 @@ def test_h200_plans_use_h200s_matmul_efficiency_not_gh200s(catalog):
 
 def test_torchtitan_plans_are_sized_compiled_in_fsdp2_mixed_precision(catalog):
     """8B at 8k tokens without activation checkpointing on 8 x H100 80GB: autocast/eager needs
-    ~101 GB per GPU (rejected); torchtitan's regime (FSDP2 mixed precision, compiled model and
-    loss) ~65 GB: it fits."""
+    far more than the usable memory; torchtitan's regime (FSDP2 mixed precision, compiled model
+    and loss; with the margin the published runs call for, on TP 2) fits."""
     w = work(seq_len=8192, global_batch_tokens=8192 * 16, dataset_tokens=10**9)
     rec = recommend(w, Goal("fastest"), only(catalog, "8x-h100-sxm-80gb"),
                     SearchOptions(node_counts=(1,), checkpointing=("none",)))
     plan = rec.best
-    assert (plan.stack.slug, plan.checkpointing, plan.tp, plan.pp) == ("torchtitan", "none", 1, 1)
+    assert (plan.stack.slug, plan.checkpointing, plan.pp) == ("torchtitan", "none", 1)
     tc = plan.training_config()
     assert (tc.mixed_layout, tc.compile, tc.compile_loss) == ("fsdp2", True, True)
     assert plan.memory.total <= plan.usable_memory_bytes
     eager = estimate(get_preset("llama-3.1-8b"),
                      TrainingConfig(seq_len=8192, micro_batch=plan.micro_batch, grad_accum=plan.grad_accum),
-                     ParallelConfig(dp=8, sharding="fsdp-full-shard"))
+                     ParallelConfig(dp=plan.dp, tp=plan.tp, sharding="fsdp-full-shard"))
     assert eager.per_gpu.total > plan.usable_memory_bytes
 
 
@@ -146,12 +146,12 @@ def test_hsdp_is_proposed_across_nodes_where_a_stack_declares_it(catalog):
 
 
 def test_pipeline_stages_when_the_time_model_makes_them_faster(catalog):
-    """On 2 B200 nodes over one HDR 200 port each a flat FSDP layout fits the 70B model, yet a
+    """On 4 B200 nodes over one HDR 200 port each a flat FSDP layout fits the 70B model, yet a
     pipeline that sends only activations between the nodes trains it faster: it is proposed.
     (The 8B model's flat layout moves little enough over the network to stay the fastest.)"""
     hdr = replace(only(catalog, "8x-b200-sxm-180gb"),
                   networks=tuple(n for n in catalog.networks if n.slug in ("eth-1g", "ib-hdr-200g")))
-    options = SearchOptions(node_counts=(2,), top_n=1)
+    options = SearchOptions(node_counts=(4,), top_n=1)
     best = recommend(work("llama-3.1-70b"), Goal("fastest"), hdr, options).best
     flat = recommend(work("llama-3.1-70b"), Goal("fastest"), hdr, replace(options, pp_sizes=(1,))).best
     assert (best.network, flat.network) == ("ib-hdr-200g", "ib-hdr-200g")

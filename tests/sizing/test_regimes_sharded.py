@@ -101,10 +101,11 @@ def test_float8_all_gather_keeps_gathered_linear_weights_in_one_byte():
         TrainingConfig(precision="fp8", float8_recipe="rowwise", float8_all_gather=True)
 
 
-def test_qlora_nf4_weights_stay_whole_under_fsdp():
+def test_qlora_nf4_weights_in_uint8_storage_stay_whole_under_fsdp():
     """Accelerate's fsdp2_prepare_model leaves bitsandbytes' uint8 NF4 storage out of fully_shard:
-    the NF4 layer linears stay whole on every GPU, the bf16 rest and the adapters are sharded."""
-    q = TrainingConfig(precision="bf16-mixed", finetune="qlora", seq_len=8)
+    the NF4 layer linears stay whole on every GPU, the bf16 rest and the adapters are sharded.
+    (Stored in bf16, the default under weight sharding, they are sharded: test_scale_principles.)"""
+    q = TrainingConfig(precision="bf16-mixed", finetune="qlora", seq_len=8, quant_storage="uint8")
     dp = 4
     g = _mem(q, ParallelConfig(dp=dp, sharding="fsdp-full-shard"))
     adapters = L * (2 * 16 * 64 + 2 * (16 * 64 + 32 * 16) + 2 * 16 * 64)  # r=16 on q, k, v, o

@@ -109,3 +109,18 @@ def test_a_bf16_plan_is_sized_as_the_bf16_mixed_precision_every_stack_renders():
         assert REGIMES[slug].training_knobs("none", LLAMA, "sdpa", "bf16")["precision"] == "bf16-mixed"
     assert REGIMES["fsdp"].layout_knobs("fsdp-full-shard", "bf16") == {"mixed_layout": "fsdp2"}
     assert not REGIMES["torchtitan"].runs(LLAMA, "fp16-mixed") and REGIMES["fsdp"].runs(LLAMA, "fp16-mixed")
+
+
+def test_qlora_with_sharded_weights_is_sized_with_the_half_quant_storage_the_stacks_render():
+    """adapters.json stores the 4-bit weights in the half type when the parameters are sharded, so
+    FSDP and ZeRO-3 shard them; every stack's regime sizes such a plan with that quant_storage."""
+    from provisioning.stack.adapters import adapters_config
+
+    for strategy, sharding in (("fsdp", "fsdp-full-shard"), ("fsdp", "fsdp-hybrid"), ("deepspeed", "zero3")):
+        rendered = adapters_config(inputs(strategy, sharding=sharding, finetune="qlora", lora_rank=16))
+        assert rendered["quantization"]["bnb_4bit_quant_storage"] == "bfloat16"
+        assert REGIMES[strategy].layout_knobs(sharding, "bf16-mixed", "qlora")["quant_storage"] == "bf16"
+    rendered = adapters_config(inputs("deepspeed", sharding="zero2", finetune="qlora", lora_rank=16))
+    assert "bnb_4bit_quant_storage" not in rendered["quantization"]  # not sharded: bitsandbytes' uint8
+    assert "quant_storage" not in REGIMES["deepspeed"].layout_knobs("zero2", "bf16-mixed", "qlora")
+    assert "quant_storage" not in REGIMES["fsdp"].layout_knobs("fsdp-full-shard", "bf16-mixed", "lora")

@@ -326,6 +326,10 @@ class TrainingInputSerializer(serializers.Serializer):
     attention = serializers.ChoiceField(choices=est_config.ATTENTION, default="sdpa")
     finetune = serializers.ChoiceField(choices=est_config.FINETUNE, default=_wizard("finetune"))
     lora_rank = limited("lora_rank", default=_wizard("lora_rank"))
+    quant_storage = serializers.ChoiceField(
+        choices=est_config.QUANT_STORAGES, default="auto",
+        help_text="QLoRA: bitsandbytes' bnb_4bit_quant_storage; a half type lets FSDP and ZeRO-3 shard the"
+                  " 4-bit weights (auto: the half type under weight sharding, as the stacks render it).")
 
 
 class ParallelInputSerializer(serializers.Serializer):
@@ -478,7 +482,11 @@ class ComputeSerializer(serializers.Serializer):
     train_tokens = serializers.FloatField(allow_null=True)
     time_to_train_seconds = serializers.FloatField(allow_null=True)
     memory_bound_seconds = serializers.FloatField(
-        help_text="Part of compute_seconds: memory-bound attention scores (eager attention) and loss")
+        help_text="Part of compute_seconds: memory-bound attention scores (eager attention), loss and ring"
+                  " attention's merges")
+    comm_latency_seconds = serializers.DictField(
+        child=serializers.FloatField(), required=False,
+        help_text="Part of comm_seconds, by kind: the latency of the collectives launched (NCCL's model)")
 
 
 class CheckpointSerializer(serializers.Serializer):
@@ -501,6 +509,13 @@ class EstimateOutputSerializer(serializers.Serializer):
     unmodelled = serializers.ListField(child=serializers.CharField(),
                                        help_text="Settings of this layout the estimator cannot represent and "
                                                  "approximates (empty: none).")
+    plan_estimator_version = serializers.IntegerField(
+        required=False, help_text="A stored plan's re-estimate: the estimator model version that sized it.")
+    estimator_version = serializers.IntegerField(
+        required=False, help_text="A stored plan's re-estimate: today's estimator model version.")
+    from_older_model = serializers.BooleanField(
+        required=False, help_text="A stored plan's re-estimate: the plan was sized by an older estimator"
+                                  " model, so its bytes and times may differ from these.")
 
 
 class PlanOutputSerializer(serializers.Serializer):

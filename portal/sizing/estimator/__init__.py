@@ -32,6 +32,7 @@ docs/sizing.md.
 """
 
 from .api import (
+    ESTIMATOR_VERSION,
     CheckpointSize,
     ComputeEstimate,
     Estimate,
@@ -47,7 +48,7 @@ from .api import (
     estimate_memory,
     flop_rate,
 )
-from .config import GPUSpec, Interconnect, ParallelConfig, TrainingConfig, ZeroConfig
+from .config import GPUSpec, HostSpec, Interconnect, ParallelConfig, TrainingConfig, ZeroConfig
 from .dtypes import DType
 from .hf_config import model_from_hf_config
 from .models import ModelSpec, ParamCounts, model_from_params
@@ -68,8 +69,10 @@ __all__ = [
     "StepFacts",
     "TrainingConfig",
     "ZeroConfig",
+    "HostSpec",
     "clear_caches",
     "estimate",
+    "ESTIMATOR_VERSION",
     "estimate_compute",
     "estimate_from_memory",
     "estimate_memory",

@@ -10,10 +10,16 @@ from . import activations as act
 from . import checkpoint as ckpt
 from . import compute as cmp
 from . import memory as mem
-from .config import GPUSpec, Interconnect, ParallelConfig, TrainingConfig
+from .config import PAGED_OPTIMIZERS, GPUSpec, HostSpec, Interconnect, ParallelConfig, TrainingConfig
 from .models import ModelSpec, ParamCounts, arch_scale, count_params, layer_params, param_tensors
 
 DEFAULT_LINK = Interconnect()  # estimate()'s link when none is given (8 GPUs per node)
+DEFAULT_HOST = HostSpec()  # the node's CPU side when none is given (config.HostSpec)
+# The version of the memory and time model (docs/sizing.md): 1 until issue 33; 2 adds NCCL's
+# latencies, TP-narrowed matmuls, ring attention's own costs, the host CPU's optimizer step,
+# sharded 4-bit QLoRA weights and framework-specific overlap. A stored plan carries the version
+# that sized it: one sized by an older version may re-estimate to other bytes.
+ESTIMATOR_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,8 @@ class ComputeEstimate:
     time_to_train_seconds: float | None
     # part of compute_seconds: memory-bound attention scores and loss (compute.memory_bound_seconds)
     memory_bound_seconds: float = 0.0
+    # part of comm_seconds: NCCL's latency of the collectives launched, per kind (compute.latency_seconds)
+    comm_latency_seconds: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -176,6 +184,8 @@ class StepFacts:
     dp_forward_share: float = 0.0  # share of the dp traffic in the forward pass
     shard_elems: float = 0.0  # trainable elements whose optimizer step this GPU runs
     gathered_shard_elems: float = 0.0  # elements of this GPU's weight shard (offloaded weights)
+    comm_calls: dict = field(default_factory=dict)  # collectives launched per step (compute.collective_calls)
+    attention_flops_per_token: float = 0.0  # part of the hardware FLOPs: attention scores
 
 
 @dataclass(frozen=True)
@@ -247,6 +257,10 @@ def represented_knobs(training: TrainingConfig, parallel: ParallelConfig, layout
         out.append(f"float8={training.float8_recipe}{gather}")
     if training.finetune != "full":
         out.append(f"finetune={training.finetune} r={training.lora_rank}")
+    if training.finetune == "qlora":
+        out.append(f"quant_storage={mem.nf4_storage(training, parallel)}")
+    if training.optimizer_impl != "default":
+        out.append(f"optimizer_impl={training.optimizer_impl}")
     out.append(f"sharding={parallel.sharding}" + (f" offload={parallel.offload}" if parallel.offload != "none"
                                                    else ""))
     if parallel.sharding == "fsdp-hybrid":
@@ -286,8 +300,19 @@ def unmodelled_knobs(model: ModelSpec, training: TrainingConfig, parallel: Paral
     out = []
     if parallel.cp > 1 and parallel.sharding not in mem.FSDP_SHARDING:
         out.append("context parallelism without FSDP (modelled as torchtitan runs it: FSDP over dp x cp)")
-    if training.finetune == "qlora" and parallel.sharding == "zero3":
-        out.append("QLoRA's NF4 weights under ZeRO-3 partitioning")
+    if (training.finetune == "qlora" and parallel.sharding == "zero3"
+            and mem.nf4_storage(training, parallel) == "uint8"):
+        out.append("QLoRA's NF4 weights in uint8 storage under ZeRO-3 (store them in the half dtype:"
+                   " quant_storage)")
+    if training.optimizer in PAGED_OPTIMIZERS:
+        out.append(f"optimizer={training.optimizer}: bitsandbytes keeps paged states in CUDA unified"
+                   " memory, outside PyTorch's allocator, and pages them to host RAM under memory pressure;"
+                   f" counted as {PAGED_OPTIMIZERS[training.optimizer]} on the GPU, the spill and its PCIe"
+                   " traffic are not modelled")
+    if training.precision == "fp8" and training.float8_recipe == "rowwise" and parallel.tp > 1:
+        out.append("float8 rowwise under tensor parallelism: torchtitan measured it at or below bf16 speed"
+                   " with vanilla TP (pytorch/torchtitan#1207, benchmarks/asyncTP_llama3_h100_2025-06); the"
+                   " float8 speed-up the time model gives is not what runs")
     if parallel.offload == "optimizer" and parallel.sharding in mem.FSDP_SHARDING:
         out.append("FSDP offloading the optimizer alone (FSDP's CPU offload moves parameters, gradients and"
                    " optimizer together: offload='optimizer+params')")
@@ -309,9 +334,12 @@ def estimate(
     gpu: GPUSpec | None = None,
     interconnect: Interconnect | None = None,
     train_tokens: float | None = None,
+    *,
+    host: HostSpec | None = None,
 ) -> Estimate:
     """Memory (estimate_memory) and, with a GPU, step time (estimate_compute) of one setup."""
-    return estimate_from_memory(estimate_memory(model, training, parallel), gpu, interconnect, train_tokens)
+    return estimate_from_memory(estimate_memory(model, training, parallel), gpu, interconnect, train_tokens,
+                                host=host)
 
 
 def estimate_memory(
@@ -324,8 +352,9 @@ def estimate_memory(
     parallel = parallel or ParallelConfig()
     validate(model, training, parallel)
     p, weights, grads, optim, cpu_per_gpu, gathered, step_extra, params, checkpoint = _model_states(
-        model, training.precision, training.mixed_layout, training.optimizer, training.finetune,
-        training.lora_rank, training.lora_targets, training.float8_all_gather, parallel)
+        model, training.precision, training.mixed_layout, training.optimizer_kind, training.finetune,
+        training.lora_rank, training.lora_targets, training.float8_all_gather, parallel,
+        training.quant_storage if training.finetune == "qlora" else "auto")
     activations, logits, backward, offloaded, held = _activations(
         model, training, parallel.tp, parallel.sp, parallel.pp, parallel.pp_microbatches, p.layout,
         parallel.cp, parallel.pp_interleave)
@@ -402,14 +431,14 @@ def _activations(model: ModelSpec, training: TrainingConfig, tp: int, sp: bool, 
 @lru_cache(maxsize=8192)
 def _model_states(model: ModelSpec, precision: str, mixed_layout: str | None, optimizer: str,
                   finetune: str, lora_rank: int, lora_targets: tuple[str, ...], float8_all_gather: bool,
-                  parallel: ParallelConfig):
+                  parallel: ParallelConfig, quant_storage: str = "auto"):
     """Weights, gradients, optimizer states, gathered buffers, host RAM, parameter counts and
     checkpoint sizes: they depend on the model, the parallel layout and the training settings
     named here, not on the micro-batch, sequence length or checkpointing. Cached (per-model
     constants of a layout), so a search over micro-batches works each out once."""
     training = TrainingConfig(precision=precision, mixed_layout=mixed_layout, optimizer=optimizer,
                               finetune=finetune, lora_rank=lora_rank, lora_targets=lora_targets,
-                              float8_all_gather=float8_all_gather)
+                              float8_all_gather=float8_all_gather, quant_storage=quant_storage)
     p = mem.placement(training, parallel)
     weights = mem.weights_bytes(model, training, parallel, p)
     grads = mem.gradient_bytes(model, training, parallel, p)
@@ -440,17 +469,24 @@ def estimate_compute(
     train_tokens: float | None = None,
     *,
     mfu: float | None = None,
+    host: HostSpec | None = None,
 ) -> ComputeEstimate:
     """Step time of a setup (given by its MemoryEstimate) on a GPU over a link.
 
     mfu overrides the training's MFU (TrainingConfig.mfu or the MFU model in compute.py), so
-    one MemoryEstimate serves GPUs and strategies with different planning MFUs.
+    one MemoryEstimate serves GPUs and strategies with different planning MFUs. host: the node's
+    CPU side (a CPU-offloaded optimizer step); DEFAULT_HOST when not given.
     """
     training, parallel = memory.training, memory.parallel
     mfu_given = mfu is not None  # a planning MFU covers the whole step
-    rate, mfu = flop_rate(memory.spec, training, gpu, parallel.replicated_tp, mfu=mfu)
     f = memory.step
+    rate, mfu = flop_rate(memory.spec, training, gpu, parallel.replicated_tp, mfu=mfu,
+                          tensor_parallel=parallel.tp, cp=parallel.cp)
     compute_s = f.hardware_flops_per_token * f.tokens_per_gpu_group / f.model_parallel / rate
+    attention_s = 0.0
+    if parallel.cp > 1:  # ring attention: its blocks hide its traffic; unbalanced, it waits
+        attention_s = f.attention_flops_per_token * f.tokens_per_gpu_group / f.model_parallel / rate
+        compute_s += attention_s * cmp.cp_imbalance(parallel)
     # kernels cannot run faster than they are launched; pipeline stages pay per micro-batch
     microbatches = f.tokens_per_gpu_group // (training.micro_batch * training.seq_len)
     stage_layers = math.ceil(memory.spec.num_layers / parallel.pp)
@@ -462,14 +498,18 @@ def estimate_compute(
     if parallel.pp > 1:
         compute_s += cmp.PIPELINE_MICROBATCH_SECONDS * microbatches
     link = interconnect or DEFAULT_LINK
-    comm_s = cmp.comm_seconds(f.comm_bytes, parallel, link)
+    latency = cmp.latency_seconds(f.comm_calls, parallel, link)
+    comm_s = cmp.comm_seconds(f.comm_bytes, parallel, link, latency)
     exposed = cmp.exposed_tp_seconds(comm_s["tp"], compute_s, parallel) + comm_s["pp"] + comm_s["ep"]
-    exposed += comm_s["cp"]
-    overlap = cmp.DP_OVERLAP_BY_STACK.get(training.kernel_stack, cmp.DP_OVERLAP)
+    if parallel.cp > 1:
+        exposed += cmp.exposed_cp_seconds(comm_s["cp"], latency.get("cp", 0.0), attention_s, parallel)
     exposed += cmp.exposed_dp_seconds(comm_s["dp"], comm_s["dp_replicate"], f.dp_forward_share, compute_s,
-                                      overlap)
-    exposed += cmp.offload_seconds(parallel, f.shard_elems, f.gathered_shard_elems, microbatches,
-                                   gpu.pcie_gbps, min(parallel.world_size, link.gpus_per_node), compute_s)
+                                      cmp.dp_overlap(training, parallel))
+    if parallel.offload != "none":
+        exposed += cmp.offload_seconds(parallel, f.shard_elems, f.gathered_shard_elems, microbatches,
+                                       gpu.pcie_gbps, min(parallel.world_size, link.gpus_per_node), compute_s,
+                                       host=host or DEFAULT_HOST, impl=cmp.optimizer_impl(training, parallel),
+                                       elem_bytes=2 if memory.layout == "pure-half" else 4)
     step = compute_s / (1 - f.bubble_fraction) + exposed
     tps = f.tokens_per_step / step
     return _frozen(
@@ -488,18 +528,24 @@ def estimate_compute(
         train_tokens=train_tokens,
         time_to_train_seconds=(train_tokens / tps) if train_tokens else None,
         memory_bound_seconds=memory_bound_s,
+        comm_latency_seconds=latency,
     )
 
 
 def flop_rate(model: ModelSpec, training: TrainingConfig, gpu: GPUSpec, tp: int = 1, *,
-              mfu: float | None = None) -> tuple[float, float]:
+              mfu: float | None = None, tensor_parallel: int = 1, cp: int = 1) -> tuple[float, float]:
     """(hardware FLOP/s one GPU sustains, its MFU) in the time model (compute.py): what
-    estimate_compute divides the step's hardware FLOPs by. A search can bound a layout's time
-    from below with it (its compute time, no communication, no bubble). tp: the TP ranks that
-    replicate the memory-bound work (ParallelConfig.replicated_tp: 1 under sequence parallel)."""
+    estimate_compute divides the step's hardware FLOPs by. tp: the TP ranks that replicate the
+    memory-bound work (ParallelConfig.replicated_tp: 1 under sequence parallel);
+    tensor_parallel and cp: the TP and CP degrees that narrow the matmuls (compute.
+    narrowing_factor: 1 at TP 1 and CP 1). A search can bound a layout's time from below with
+    the rate at tensor_parallel = cp = 1 (narrowing only slows it)."""
     peak = gpu.peak_tflops(training.precision)  # ValueError: no fp8 (or fp32) figure for this GPU
     if mfu is None:
         mfu = cmp.mfu(training, model, gpu, tp)
+        if (tensor_parallel > 1 or cp > 1) and cmp.time_model_applies(training, gpu):
+            tokens = training.micro_batch * training.seq_len
+            mfu /= cmp.narrowing_factor(model, tokens, tensor_parallel, cp, gpu)
     elif not 0 < mfu <= 1:
         raise ValueError(f"mfu must be in (0, 1], got {mfu}")
     if training.precision == "fp8" and training.mfu is None and gpu.memory_bandwidth_gbps:
@@ -511,7 +557,8 @@ def flop_rate(model: ModelSpec, training: TrainingConfig, gpu: GPUSpec, tp: int 
 class CommFloor:
     """The communication of one setup per step that depends on its compute only through
     overlap, worked out without a memory estimate: exposed(compute_seconds) is what
-    estimate_compute adds to the compute for it (CPU offload aside). The step time grows with
+    estimate_compute adds to the compute for it (CPU offload aside; of ring attention's traffic,
+    which hides behind attention blocks, only the per-step latency). The step time grows with
     the compute (what the overlap hides grows at most 0.9 as fast), so exposed() at a lower
     bound of the compute bounds the step from below: a search prunes with it before sizing."""
 
@@ -534,6 +581,7 @@ class CommVolume:
     volume: dict
     forward_share: float
     overlap: float
+    calls: dict = field(default_factory=dict)  # collectives launched per step, by kind
 
 
 def comm_volume(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig) -> CommVolume:
@@ -542,11 +590,13 @@ def comm_volume(model: ModelSpec, training: TrainingConfig, parallel: ParallelCo
     trainable_local = arch_scale(model) * mem.trainable_local_elems(model, training, parallel)
     gathered_local = mem.gathered_local_elems(model, training, parallel)
     dtypes = cmp.comm_dtypes(training, parallel, layout, mem.linear_share(model))
+    grad_bytes = mem.trainable_sum(model, training, parallel, 4 if layout in ("fp32", "autocast") else 2)
     return _frozen(
         CommVolume,
         volume=cmp.comm_bytes_per_step(model, training, parallel, trainable_local, gathered_local, dtypes),
         forward_share=cmp.dp_forward_share(parallel, trainable_local, gathered_local, dtypes),
-        overlap=cmp.DP_OVERLAP_BY_STACK.get(training.kernel_stack, cmp.DP_OVERLAP))
+        overlap=cmp.dp_overlap(training, parallel),
+        calls=cmp.collective_calls(model, training, parallel, trainable_local, grad_bytes))
 
 
 def comm_floor(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig,
@@ -556,10 +606,15 @@ def comm_floor(model: ModelSpec, training: TrainingConfig, parallel: ParallelCon
     comm_volume() of the same setup, when the caller already has it (it does not depend on the
     link)."""
     volume = volume or comm_volume(model, training, parallel)
-    comm = cmp.comm_seconds(volume.volume, parallel, interconnect or DEFAULT_LINK)
+    link = interconnect or DEFAULT_LINK
+    latency = cmp.latency_seconds(volume.calls, parallel, link)
+    comm = cmp.comm_seconds(volume.volume, parallel, link, latency)
+    cp_latency = latency.get("cp", 0.0)
     return _frozen(
         CommFloor,
-        activation_seconds=(comm["pp"] + comm["ep"] + comm["cp"]
+        # what stays exposed however long the compute: async TP's unhidden share, PP, EP and
+        # ring attention's per-step latency
+        activation_seconds=(comm["pp"] + comm["ep"] + cp_latency
                             + cmp.exposed_tp_seconds(comm["tp"], math.inf, parallel)),
         dp_seconds=comm["dp"], replicate_seconds=comm["dp_replicate"],
         forward_share=volume.forward_share, overlap=volume.overlap)
@@ -572,6 +627,7 @@ def estimate_from_memory(
     train_tokens: float | None = None,
     *,
     mfu: float | None = None,
+    host: HostSpec | None = None,
 ) -> Estimate:
     """The full Estimate of a setup from its MemoryEstimate: estimate() without redoing memory."""
     link = interconnect or DEFAULT_LINK
@@ -584,7 +640,7 @@ def estimate_from_memory(
         cpu_bytes=memory.cpu_bytes_per_node(link.gpus_per_node),
         fits=(total <= gpu.memory_bytes) if gpu else None,
         layout=memory.layout,
-        compute=estimate_compute(memory, gpu, link, train_tokens, mfu=mfu) if gpu else None,
+        compute=estimate_compute(memory, gpu, link, train_tokens, mfu=mfu, host=host) if gpu else None,
         checkpoint=memory.checkpoint,
         world_size=memory.world_size,
         memory=memory,
@@ -610,6 +666,7 @@ def _step_facts(model: ModelSpec, training: TrainingConfig, parallel: ParallelCo
     gathered_local = mem.gathered_local_elems(model, training, parallel)
     dtypes = cmp.comm_dtypes(training, parallel, layout, mem.linear_share(model))
     shard = mem.shard_group(parallel) if parallel.sharding != "none" else 1
+    grad_bytes = mem.trainable_sum(model, training, parallel, 4 if layout in ("fp32", "autocast") else 2)
     return StepFacts(
         model_flops_per_token=model_fpt,
         hardware_flops_per_token=hw_fpt,
@@ -623,6 +680,8 @@ def _step_facts(model: ModelSpec, training: TrainingConfig, parallel: ParallelCo
         dp_forward_share=cmp.dp_forward_share(parallel, trainable_local, gathered_local, dtypes),
         shard_elems=trainable_local / shard,
         gathered_shard_elems=gathered_local / shard,
+        comm_calls=cmp.collective_calls(model, training, parallel, trainable_local, grad_bytes),
+        attention_flops_per_token=cmp.attention_flops_per_token(model, training),
     )
 
 
@@ -631,7 +690,8 @@ def clear_caches() -> None:
 
     Results never depend on the caches; this is for measuring a cold start (and for tests)."""
     for cached in (_model_states, _activations, ckpt._full_state_bytes, cmp.matmul_params_per_token,
-                   cmp._utilisation, cmp._fp8_time_factor, cmp._link_rates,
+                   cmp._utilisation, cmp._fp8_time_factor, cmp._link_rates, cmp._call_latencies,
+                   cmp._latency_seconds, cmp._narrowing,
                    mem._lora_tensors, mem._trainable_sum, mem._optimizer_sum, mem._frozen_sum,
                    mem._trainable_local, mem.linear_param_elems, mem.root_param_elems, mem._trainable_elems,
                    mem._all_local, mem.layer_linear_elems,

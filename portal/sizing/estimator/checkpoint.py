@@ -22,7 +22,7 @@ def full_state_bytes(model: ModelSpec, training: TrainingConfig, p: Placement) -
     """Everything needed to resume: trainable weights in their training dtype, fp32 master
     copy and optimizer states (summed over all ranks), plus frozen weights are NOT included
     (they are re-read from the base model)."""
-    return _full_state_bytes(model, *_trainable_key(training), training.optimizer, p.weight_bytes,
+    return _full_state_bytes(model, *_trainable_key(training), training.optimizer_kind, p.weight_bytes,
                              p.state_bytes, p.master_bytes)
 
 

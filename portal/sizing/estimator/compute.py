@@ -52,20 +52,33 @@ STACK_EFFICIENCY = {  # stack: (U, h0)
     "compiled": (0.78, 520.0),
     "eager": (0.72, 1000.0),
 }
-LAYER_LAUNCH_SECONDS = {"fused": 60e-6, "megatron": 60e-6, "compiled": 60e-6, "eager": 200e-6}
+# Megatron-Core (2023-) runs Transformer Engine's fused kernels (fused attention, fused
+# norm/bias/activation/rotary) -- the kernel class of the "fused" stack -- where Megatron-LM
+# 2021-22 ran its own fused softmax over materialised scores ("megatron"): its constants are the
+# fused stack's, not fitted to its own runs.
+STACK_EFFICIENCY["megatron-core"] = STACK_EFFICIENCY["fused"]
+LAYER_LAUNCH_SECONDS = {"fused": 60e-6, "megatron": 60e-6, "megatron-core": 60e-6, "compiled": 60e-6,
+                        "eager": 200e-6}
 PIPELINE_MICROBATCH_SECONDS = 0.5e-3  # per micro-batch per stage: p2p send/recv and schedule
 LINK_EFFICIENCY = 0.80  # NCCL bus bandwidth / link bandwidth (nccl-tests, large messages)
 DP_OVERLAP = 0.90  # share of data-parallel communication hidden behind the backward pass
-# Megatron-LM 2021-22 all-reduced gradients after the backward pass (no overlap until 2023).
+# Megatron-LM 2021-22 all-reduced gradients after the backward pass (no overlap until 2023);
+# Megatron-Core overlaps them (overlap_grad_reduce / overlap_param_gather).
 DP_OVERLAP_BY_STACK = {"megatron": 0.0}
-# CPU offload (docs/sizing.md "Offload"): the optimizer step on the host is bound by host memory
-# bandwidth; DeepSpeed's CPU-Adam streams fp32 weights, gradients and both moments in (16 B)
-# and weights and moments plus the bf16 copy out (14 B) per parameter.
-CPU_ADAM_BYTES_PER_PARAM = 30
-HOST_ADAM_BYTES_PER_SECOND = 100e9  # per node: about half of a 2-socket server's STREAM bandwidth
-# torch.optim.AdamW on the CPU (FSDP's CPUOffloadPolicy): DeepSpeed reports its CPU-Adam 5-7x
-# faster than the standard PyTorch implementation (deepspeed.ai ZeRO-Offload tutorial).
-TORCH_CPU_ADAM_SLOWDOWN = 6.0
+# CPU offload (docs/sizing.md "Offload"): the optimizer step on the host streams the shard's
+# weights, gradients and both moments. Element passes per parameter (in units of one state
+# element, 4 B fp32 or 2 B bf16): a fused step (DeepSpeedCPUAdam's Step_AVX, torch's
+# _fused_adamw_ CPU kernel) reads weight, gradient and both moments and writes weight and moments
+# back: 7; torch.optim.AdamW's single-tensor loop (torch/optim/adam.py _single_tensor_adam,
+# what AdamW runs on CPU tensors: foreach and fused only default on CUDA) runs each op as its
+# own pass: weight decay mul_ (2), exp_avg lerp_ (3), exp_avg_sq mul_ (2) and addcmul_ (3),
+# sqrt, division and add_ building denom (2 each: new tensors), addcdiv_ (4): 20.
+ADAM_PASSES = {"fused": 7, "single-tensor": 20}
+# One core's arithmetic: an AdamW element costs a square root and a division besides a handful of
+# FMAs; on AVX-512 (Skylake-SP and later, Agner Fog's instruction tables) vsqrtps and vdivps zmm
+# issue every 12 and 10 cycles, the FMAs on two ports: ~25 cycles per 16-lane vector, 50 per
+# 8-lane AVX2 vector (half the lanes for the same instruction costs).
+ADAM_CYCLES_PER_VECTOR = 25.0
 PCIE_EFFICIENCY = 0.80  # pinned host<->GPU copies / PCIe x16 per direction
 
 
@@ -156,6 +169,46 @@ def _memory_bound_share(h0: float, hidden: int, tp: int, gpu) -> float:
     return h0 * ratio * (TP_REPLICATED_SHARE * tp + 1 - TP_REPLICATED_SHARE) / hidden
 
 
+
+# Tensor parallelism narrows the matmuls. A GEMM of M tokens by an N x K weight does 2MNK FLOPs
+# over 2(MK + KN + MN) bytes of operands: its arithmetic intensity MNK/(MK + KN + MN) falls with
+# the narrowest dimension (NVIDIA, "Matrix Multiplication Background User's Guide"). TP splits N
+# of the column-parallel linears (q, k, v, gate, up) and K of the row-parallel ones (o, down) by
+# tp, while every rank still reads or writes the whole activation (M x h): per FLOP it moves tp
+# times the activation bytes. The time a GEMM takes is its math plus the operand traffic its
+# tiles do not hide; taking that traffic as unhidden (math and traffic added, as a kernel that
+# waits for its operands does), a linear costs F (1 + ridge / I) with ridge the GPU's peak
+# FLOP/s over its memory bandwidth. The stack constants were measured on runs at TP 1, so only
+# the ratio to the same GEMMs at TP 1 (and the whole sequence: context parallelism shortens M)
+# enters: narrowing_factor >= 1 multiplies the matmul time.
+ROW_PARALLEL = ("o_proj", "down_proj", "c_proj", "output.dense")
+
+
+def narrowing_factor(model: ModelSpec, tokens: int, tp: int, cp: int, gpu) -> float:
+    """Matmul time of the layer linears at TP tp over M = tokens / cp per GEMM, relative to the
+    same linears at TP 1 over all the tokens (1.0 at tp = cp = 1)."""
+    if tp == 1 and cp == 1:
+        return 1.0
+    ridge = gpu.bf16_tflops * 1e12 / (gpu.memory_bandwidth_gbps * 1e9)
+    return _narrowing(model, tokens, tp, cp, ridge)
+
+
+@lru_cache(maxsize=4096)
+def _narrowing(model: ModelSpec, tokens: int, tp: int, cp: int, ridge: float) -> float:
+    def cost(t, m: float, split: int) -> float:
+        out, inp = t.shape
+        if t.expert:
+            m = m * model.experts_per_token / model.num_experts
+        n, k = (out, inp / split) if t.name.endswith(ROW_PARALLEL) else (out / split, inp)
+        intensity = 1 / (1 / m + 1 / n + 1 / k)
+        return out * inp * t.count * (1 + ridge / intensity)  # FLOPs share x (1 + ridge / I)
+
+    linears = [t for t in param_tensors(model) if t.group == "layer" and t.kind == "linear"]
+    narrow = sum(cost(t, max(1.0, tokens / cp), tp) for t in linears)
+    wide = sum(cost(t, float(tokens), 1) for t in linears)
+    return narrow / wide if wide else 1.0
+
+
 def memory_bound_share(training: TrainingConfig, model: ModelSpec, gpu, tp: int = 1) -> float:
     """Memory-bound time per unit of matmul time: h0 * r * w / h, with w = the share of it the
     tp ranks replicate x tp + the rest (w = 1 at tp 1 and under sequence parallel)."""
@@ -232,17 +285,87 @@ def loss_bytes_per_token(model: ModelSpec, training: TrainingConfig, tp: int = 1
     return per_logit * model.vocab_size / tp
 
 
+
+# Context parallelism as PyTorch runs it (torch.distributed.tensor.experimental._attention,
+# _templated_ring_attention and its backward; torchtitan's CP): each of the cp ring steps runs
+# its block of attention as its own SDPA call and folds the block into the running output in
+# fp32 (_SDPAMerger with convert_to_f32): the block's output cast to fp32 (2 B read, 4 written),
+# out - block_out (12), times sigmoid(lse difference) (8) and out minus that (12): 38 B per output
+# element and merged step, on the rank that merges every step whole (the load-balanced ring's
+# last rank; the others merge half blocks and concatenate: less); the result cast back: 6.
+# Backward, every step adds its block's bf16 gradient into fp32 accumulators (grad_query +=:
+# 2 + 4 read, 4 written: 10 B per q element) and updates the fp32 k, v gradients it received and
+# flattens them into the next send (a partial update by concatenation, 8, half an add, 5, and the
+# flattening cat, 8: 21 B per k, v element), both cast back at the end (6).
+CP_MERGE_BYTES = 38
+CP_CAST_BYTES = 6
+CP_GRAD_Q_BYTES = 10
+CP_GRAD_KV_BYTES = 21
+
+
+def cp_memory_bound_bytes(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig) -> float:
+    """Bytes per sequence that ring attention's merges and gradient accumulations move on one GPU
+    (every layer of its stage; the forward again in layers full checkpointing recomputes); 0
+    without context parallelism."""
+    cp = parallel.cp
+    if cp == 1:
+        return 0.0
+    s_local = training.seq_len / cp
+    q = s_local * model.q_dim / parallel.tp
+    kv = s_local * 2 * model.kv_dim / min(parallel.tp, model.num_kv_heads)
+    forward = ((cp - 1) * CP_MERGE_BYTES + CP_CAST_BYTES) * q
+    if training.checkpointing == "full":
+        forward *= 1 + math.ceil(model.num_layers / training.checkpoint_every) / model.num_layers
+    backward = cp * (CP_GRAD_Q_BYTES * q + CP_GRAD_KV_BYTES * kv) + CP_CAST_BYTES * (q + kv)
+    return (forward + backward) * math.ceil(model.num_layers / parallel.pp)
+
+
+def attention_flops_per_token(model: ModelSpec, training: TrainingConfig) -> float:
+    """Hardware FLOPs per token of the attention scores and their use (12 L d s, PaLM App. B),
+    with the forward again in the layers full checkpointing recomputes."""
+    flops = 12 * model.num_layers * model.q_dim * training.seq_len
+    if training.checkpointing == "full":
+        share = math.ceil(model.num_layers / training.checkpoint_every) / model.num_layers
+        flops += 4 * model.num_layers * model.q_dim * training.seq_len * share
+    return flops
+
+
+def cp_imbalance(parallel: ParallelConfig) -> float:
+    """Extra attention time under causal masking without ring attention's load balancing: each
+    ring step waits for the slowest rank, and at every step but the first some rank computes a
+    whole block (the one holding the sequence's end computes every block the others skip), so
+    the ring takes cp - 1/2 blocks of time where balanced ranks take cp/2 each:
+    (2cp - 1)/cp of the balanced time, (cp - 1)/cp more (PyTorch _is_causal_behavior)."""
+    if parallel.cp == 1 or parallel.cp_load_balance:
+        return 0.0
+    return (parallel.cp - 1) / parallel.cp
+
+
+def exposed_cp_seconds(cp_seconds: float, latency_seconds: float, attention_seconds: float,
+                       parallel: ParallelConfig) -> float:
+    """Ring attention's traffic hides behind the attention blocks it feeds: the forward's k, v
+    all-gather behind the local block, each step's k, v gradients behind the next block, so
+    behind all but one of the cp blocks; each step's launch and wait (NCCL's latency) is
+    serialised with its block and stays exposed."""
+    if parallel.cp == 1:
+        return cp_seconds
+    hideable = max(0.0, cp_seconds - latency_seconds)
+    return latency_seconds + max(0.0, hideable - attention_seconds * (parallel.cp - 1) / parallel.cp)
+
+
 def memory_bound_seconds(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig,
                          tokens_per_gpu_group: int, gpu) -> float:
     """Seconds per step of the memory-bound kernels outside the matmul rate: materialised
-    attention scores (attention_score_bytes, per layer of the GPU's stage) and the loss
-    (loss_bytes_per_token, on the last stage), at the GPU's sustained memory bandwidth; 0 where
-    a planning MFU covers the whole step (time_model_applies)."""
+    attention scores (attention_score_bytes, per layer of the GPU's stage), the loss
+    (loss_bytes_per_token, on the last stage) and ring attention's fp32 merges
+    (cp_memory_bound_bytes), at the GPU's sustained memory bandwidth; 0 where a planning MFU
+    covers the whole step (time_model_applies)."""
     if not time_model_applies(training, gpu):
         return 0.0
     sequences = tokens_per_gpu_group // training.seq_len
     moved = (attention_score_bytes(model, training, parallel.tp, parallel.cp) * sequences / parallel.pp
-             + loss_bytes_per_token(model, training, parallel.tp) * tokens_per_gpu_group / parallel.cp)
+             + loss_bytes_per_token(model, training, parallel.tp) * tokens_per_gpu_group / parallel.cp
+             + cp_memory_bound_bytes(model, training, parallel) * sequences)
     return moved / (gpu.memory_bandwidth_gbps * 1e9 * HBM_EFFICIENCY)
 
 
@@ -281,6 +404,103 @@ def link_gbps(group_size: int, span_nodes: bool, link: Interconnect, per_node: i
         return min(link.inter_node_gbit / 8 * per_node, link.intra_node_gbps) * LINK_EFFICIENCY
     return link.intra_node_gbps * LINK_EFFICIENCY
 
+
+
+# NCCL's own cost model (src/graph/tuning.cc, ncclTopoTuneModel, read at NVIDIA/nccl 5067397): a
+# collective of the Simple protocol (what bandwidth-bound messages use) costs a base latency plus
+# one hop latency per ring step, hops inside a node at the intra-node link's latency (at least
+# the network overhead x 3 once the ring spans nodes) and hops between nodes at the network's.
+# A ring all-gather or reduce-scatter over R ranks takes R - 1 steps, of which nodes - 1 cross the
+# network; an all-reduce twice that, or NCCL's tree: 2 x ((ranks per node - 1) intra hops +
+# log2(nodes) network hops), whichever NCCL finds faster. Seconds.
+NCCL_BASE_LATENCY = 8.4e-6  # baseLatencies, Ring and Tree, Simple
+NCCL_RING_HOP = {"nvlink": 3.4e-6, "pcie": 5.7e-6, "net": 14.0e-6}  # hwLatencies, Ring, Simple
+NCCL_TREE_HOP = {"nvlink": 4.0e-6, "pcie": 4.0e-6, "net": 14.0e-6}  # hwLatencies, Tree, Simple
+NCCL_NET_OVERHEAD = 3 * 1.0e-6  # getNetOverhead() (1 us on x86 Intel hosts) x 3 for Simple
+
+
+def collective_latency(kind: str, ranks: int, per_node: int, link: Interconnect) -> float:
+    """Seconds one collective of `kind` costs besides its bytes, over `ranks` ranks with
+    `per_node` of them in each node (NCCL's latency model): "gather" (ring all-gather or
+    reduce-scatter), "allreduce" (ring or tree, the faster) or "p2p" (one send/receive)."""
+    if ranks <= 1:
+        return 0.0
+    per_node = max(1, min(per_node, ranks))
+    nodes = -(-ranks // per_node)
+    intra_kind = "nvlink" if link.intra_kind == "nvlink" else "pcie"
+    intra = NCCL_RING_HOP[intra_kind]
+    if nodes > 1:
+        intra = max(intra, NCCL_NET_OVERHEAD)
+    inter = NCCL_RING_HOP["net"]
+    if kind == "p2p":
+        return NCCL_BASE_LATENCY + (inter if nodes > 1 else intra)
+    if kind == "gather":
+        return NCCL_BASE_LATENCY + (ranks - nodes) * intra + (nodes - 1) * inter
+    ring = NCCL_BASE_LATENCY + 2 * (ranks - nodes) * intra + 2 * (nodes - 1) * inter
+    tree = NCCL_BASE_LATENCY + 2 * ((ranks // nodes - 1) * NCCL_TREE_HOP[intra_kind]
+                                    + math.log2(nodes) * NCCL_TREE_HOP["net"])
+    return min(ring, tree)
+
+
+DDP_BUCKET_BYTES = 25 * 2**20  # DistributedDataParallel(bucket_cap_mb=25): one all-reduce per bucket
+MEGATRON_DP_BUCKET_PARAMS = {"megatron": lambda dp: 0,  # 0: the whole buffer in one all-reduce
+                             "megatron-core": lambda dp: max(40_000_000, 1_000_000 * dp)}
+
+
+def collective_calls(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig,
+                     trainable_local: float, grad_bytes: float) -> dict[str, tuple[tuple[str, int], ...]]:
+    """Collectives each GPU launches per optimizer step, by kind: ((collective, count), ...).
+
+    dp: sharded weights (FSDP, ZeRO-3) gather every unit (each layer of the stage and the root)
+    in forward (and again in backward after resharding) and reduce-scatter its gradients, each
+    micro-batch; ZeRO-2 reduce-scatters each reduce bucket every micro-batch and all-gathers the
+    updated weights bucket by bucket once; DDP (25 MiB buckets) and ZeRO-1 all-reduce bucket by
+    bucket once per step; Megatron-LM 2021-22 its whole gradient buffer at once, Megatron-Core
+    by its buckets. dp_replicate (HSDP): an all-reduce per unit and micro-batch. tp: per layer and
+    micro-batch two collectives forward and two backward (SP: each an all-gather and a
+    reduce-scatter). pp: a send forward and one backward per micro-batch. cp: PyTorch's ring
+    attention all-gathers k, v in forward (again in a recomputed forward) and in backward, and
+    passes the k, v gradients on in one exchange per ring step (context_parallel
+    _templated_ring_attention_backward). ep: four all-to-alls per layer and micro-batch."""
+    mbs = training.grad_accum
+    stage_layers = math.ceil(model.num_layers / parallel.pp)
+    out: dict[str, tuple[tuple[str, int], ...]] = {}
+    ranks = parallel.dp * (parallel.cp if parallel.sharding in _FSDP else 1)
+    stack = training.kernel_stack
+    if ranks > 1 and stack in MEGATRON_DP_BUCKET_PARAMS and parallel.sharding in ("none", "zero1"):
+        # Megatron-LM 2021-22 all-reduces its contiguous gradient buffer at once; Megatron-Core by
+        # buckets of max(40M, 1M x dp) parameters (distributed_data_parallel.py), reduce-scattered
+        # and all-gathered under its distributed optimizer
+        bucket = MEGATRON_DP_BUCKET_PARAMS[stack](parallel.dp)
+        buckets = max(1, math.ceil(trainable_local / bucket)) if bucket else 1
+        out["dp"] = (("gather", 2 * buckets),) if parallel.sharding == "zero1" else (("allreduce", buckets),)
+    elif ranks > 1 and parallel.sharding != "none":
+        units = stage_layers + 1
+        if parallel.sharding in ("zero3", "fsdp-full-shard", "fsdp-hybrid"):
+            gathers = 2 if parallel.reshard_after_forward or parallel.sharding == "zero3" else 1
+            out["dp"] = (("gather", units * (gathers + 1) * mbs),)
+            if parallel.sharding == "fsdp-hybrid" and ranks > parallel.hybrid_shard_size:
+                out["dp_replicate"] = (("allreduce", units * mbs),)
+        elif parallel.sharding == "fsdp-shard-grad-op":
+            out["dp"] = (("gather", units * 2 * mbs),)
+        elif parallel.sharding == "zero2":
+            buckets = max(1, math.ceil(trainable_local / parallel.zero.reduce_bucket_size))
+            out["dp"] = (("gather", buckets * (mbs + 1)),)
+        else:  # zero1: all-reduce per reduce bucket
+            buckets = max(1, math.ceil(trainable_local / parallel.zero.reduce_bucket_size))
+            out["dp"] = (("allreduce", buckets),)
+    elif ranks > 1:  # DDP
+        out["dp"] = (("allreduce", max(1, math.ceil(grad_bytes / DDP_BUCKET_BYTES))),)
+    if parallel.tp > 1:
+        out["tp"] = (("gather" if parallel.sp else "allreduce", 4 * stage_layers * mbs),)
+    if parallel.pp > 1:
+        out["pp"] = (("p2p", 2 * (parallel.pp_microbatches or mbs)),)
+    if parallel.cp > 1:
+        gathers = 2 + (1 if training.checkpointing == "full" else 0)
+        out["cp"] = (("gather", gathers * stage_layers * mbs), ("p2p", parallel.cp * stage_layers * mbs))
+    if model.is_moe and parallel.ep > 1:
+        out["ep"] = (("p2p", 4 * stage_layers * mbs),)
+    return out
 
 def comm_bytes_per_step(
     model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig,
@@ -337,10 +557,12 @@ def activation_comm_bytes(model: ModelSpec, training: TrainingConfig, parallel: 
         k, ep = model.experts_per_token, parallel.ep
         out["ep"] = 4 * act * k * (ep - 1) / ep * (L / pp) * mbs  # 2 all-to-all fwd, 2 bwd
     if cp > 1:
-        # ring attention: each layer gathers the other ranks' k and v in forward, again in
-        # backward, and sends their gradients back: 3 x (cp-1)/cp of the sequence's k, v
-        kv = b * s * 2 * model.kv_dim / tp * act_bytes
-        out["cp"] = 3 * kv * (cp - 1) / cp * (L / pp) * mbs
+        # ring attention (PyTorch): each layer all-gathers the other ranks' k and v in forward
+        # (again in a recomputed forward) and in backward, and passes the accumulated k, v
+        # gradients on at every one of the cp steps, in fp32 (convert_to_f32)
+        kv = b * s * 2 * model.kv_dim / tp
+        gathers = 2 + (1 if training.checkpointing == "full" else 0)
+        out["cp"] = (gathers * kv * act_bytes * (cp - 1) / cp + kv * 4) * (L / pp) * mbs
     return out
 
 
@@ -367,6 +589,20 @@ def dp_forward_share(parallel: ParallelConfig, trainable_local: float, gathered_
     forward = gathered_local * dtypes.param
     total = gathers * forward + trainable_local * dtypes.reduce
     return forward / total if total else 0.0
+
+
+def dp_overlap(training: TrainingConfig, parallel: ParallelConfig) -> float:
+    """Share of the data-parallel traffic the framework hides behind compute: none for
+    Megatron-LM 2021-22 (it all-reduced after the backward pass) and for DeepSpeed ZeRO-1/2
+    without overlap_comm (stage_1_and_2 reduces its buckets on the compute stream,
+    get_accelerator().current_stream(), unless overlap_comm gives them a reduction stream);
+    DP_OVERLAP elsewhere (DDP's bucketed all-reduce, FSDP's and ZeRO-3's prefetching, Megatron-Core's
+    overlap_grad_reduce / overlap_param_gather)."""
+    if training.kernel_stack in DP_OVERLAP_BY_STACK:
+        return DP_OVERLAP_BY_STACK[training.kernel_stack]
+    if parallel.sharding in ("zero1", "zero2") and not parallel.zero.overlaps(int(parallel.sharding[-1])):
+        return 0.0
+    return DP_OVERLAP
 
 
 def exposed_dp_seconds(dp_seconds: float, replicate_seconds: float, forward_share: float,
@@ -398,25 +634,48 @@ def comm_dtypes(training: TrainingConfig, parallel: ParallelConfig, layout: str,
     return CommDtypes(param, reduce, 2)
 
 
-def comm_seconds(
-    comm: dict[str, float], parallel: ParallelConfig, link: Interconnect
-) -> dict[str, float]:
-    """Seconds of each kind of communication per step. Ranks are laid out TP innermost, then
-    CP, then the data-parallel shard group, its replicas and PP (torchtitan's mesh order): a
-    group spans nodes when its ranks and the ranks inside them do not fit in one node."""
+def comm_seconds(comm: dict[str, float], parallel: ParallelConfig, link: Interconnect,
+                 latency: dict[str, float] | None = None) -> dict[str, float]:
+    """Seconds of each kind of communication per step: its bytes at the group's bandwidth, plus
+    the latency of the collectives it launches when given (latency_seconds). Ranks are laid out
+    TP innermost, then CP, then the data-parallel shard group, its replicas and PP (torchtitan's
+    mesh order): a group spans nodes when its ranks and the ranks inside them do not fit in one
+    node."""
     rates = _link_rates(parallel, link)
-    return {k: (volume / rates[k] if volume else 0.0) for k, volume in comm.items()}
+    out = {k: (volume / rates[k] if volume else 0.0) for k, volume in comm.items()}
+    for kind, seconds in (latency or {}).items():
+        out[kind] = out.get(kind, 0.0) + seconds
+    return out
+
+
+def latency_seconds(calls: dict, parallel: ParallelConfig, link: Interconnect) -> dict[str, float]:
+    """NCCL's latency per step of each kind's collectives (collective_calls x
+    collective_latency over the kind's group on this link)."""
+    return dict(_latency_seconds(tuple(calls.items()), parallel, link))
 
 
 @lru_cache(maxsize=8192)
-def _link_rates(parallel: ParallelConfig, link: Interconnect) -> dict[str, float]:
-    """Bytes per second per GPU of each kind's collective (comm_seconds), per layout and link."""
+def _latency_seconds(calls: tuple, parallel: ParallelConfig, link: Interconnect) -> tuple:
+    latencies = _call_latencies(parallel, link)
+    return tuple((kind, sum(n * latencies[kind][coll] for coll, n in launched)) for kind, launched in calls)
+
+
+@lru_cache(maxsize=8192)
+def _call_latencies(parallel: ParallelConfig, link: Interconnect) -> dict[str, dict[str, float]]:
+    """Seconds of one collective of each sort per kind's group (collective_latency), per layout
+    and link."""
+    return {k: {c: collective_latency(c, size, per_node, link) for c in ("gather", "allreduce", "p2p")}
+            for k, (size, _span, per_node) in _groups(parallel, link).items()}
+
+
+def _groups(parallel: ParallelConfig, link: Interconnect) -> dict[str, tuple[int, bool, int]]:
+    """kind: (ranks of the group, whether they span nodes, members of the group in one node)."""
     g = link.gpus_per_node
     tp, dp, pp, ep, cp = parallel.tp, parallel.dp, parallel.pp, parallel.ep, parallel.cp
     ranks = dp * (cp if parallel.sharding in _FSDP else 1)
     shard = min(ranks, parallel.hybrid_shard_size) if parallel.sharding == "fsdp-hybrid" else ranks
     inner = tp * (1 if parallel.sharding in _FSDP else cp)  # ranks inside one data-parallel rank
-    groups = {  # kind: (ranks, whether they span nodes, ranks of the group in one node)
+    groups = {
         "dp": (shard, inner * shard > g, g // inner),
         "dp_replicate": (ranks // shard, inner * ranks > g, g // (inner * shard)),
         "tp": (tp, tp > g, g),
@@ -426,10 +685,16 @@ def _link_rates(parallel: ParallelConfig, link: Interconnect) -> dict[str, float
         "pp": (pp, parallel.world_size > g, 1),
         "ep": (ep, tp * ep > g, 1),  # all-to-all: each rank's own traffic leaves through its share
     }
+    return {k: (size, span, max(1, min(size, per_node))) for k, (size, span, per_node) in groups.items()}
+
+
+@lru_cache(maxsize=8192)
+def _link_rates(parallel: ParallelConfig, link: Interconnect) -> dict[str, float]:
+    """Bytes per second per GPU of each kind's collective (comm_seconds), per layout and link."""
     out = {}
-    for k, (size, span, per_node) in groups.items():
+    for k, (size, span, per_node) in _groups(parallel, link).items():
         try:
-            out[k] = link_gbps(size, span, link, max(1, min(size, per_node))) * 1e9
+            out[k] = link_gbps(size, span, link, per_node) * 1e9
         except ValueError as exc:  # spans nodes without a network: raised when there is traffic
             out[k] = _NoLink(exc)
     return out
@@ -461,22 +726,47 @@ def exposed_tp_seconds(tp_seconds: float, compute_seconds: float, parallel: Para
     return tp_seconds - forward + first + max(0.0, forward - first - compute_seconds / 3)
 
 
+def optimizer_impl(training: TrainingConfig, parallel: ParallelConfig) -> str:
+    """How the (CPU) optimizer step runs: the training's choice, or the frameworks' default, a
+    fused step: DeepSpeed offloads to its vectorised CPUAdam; Hugging Face's Trainer defaults to
+    adamw_torch_fused with torch >= 2.8 (training_args.py), torchtitan to implementation "fused"
+    (components/optimizer), torchtune's offload recipes to AdamW(fused=True). A hand-written
+    torch.optim.AdamW(params) steps CPU tensors with the single-tensor loop: "single-tensor"."""
+    if training.optimizer_impl != "default":
+        return training.optimizer_impl
+    return "fused"
+
+
+def host_step_seconds(elems: float, elem_bytes: float, impl: str, ranks_per_node: int, threads: int,
+                      host) -> float:
+    """Seconds of one rank's optimizer step on the host CPU: the slower of its memory traffic
+    (ADAM_PASSES element passes at the bandwidth its threads stream, each core's own at most, the
+    node's shared by its ranks) and its arithmetic (threads x SIMD lanes x clock /
+    ADAM_CYCLES_PER_VECTOR). threads: the rank's OpenMP threads (launchers give one each), at
+    most the node's cores shared by its ranks."""
+    ranks = max(1, ranks_per_node)
+    threads = max(1, min(threads, host.cpu_cores // ranks))
+    bandwidth = min(threads * host.core_bandwidth_gbps, host.memory_bandwidth_gbps / ranks) * 1e9
+    arithmetic = threads * host.simd_fp32_lanes * host.clock_ghz * 1e9 / ADAM_CYCLES_PER_VECTOR
+    return max(elems * ADAM_PASSES[impl] * elem_bytes / bandwidth, elems / arithmetic)
+
+
 def offload_seconds(parallel: ParallelConfig, shard_elems: float, gathered_elems: float, microbatches: int,
-                    pcie_gbps: float, ranks_per_node: int, compute_seconds: float) -> float:
+                    pcie_gbps: float, ranks_per_node: int, compute_seconds: float, *, host,
+                    impl: str = "fused", elem_bytes: float = 4.0) -> float:
     """Exposed seconds per step of CPU offload (0 without offload).
 
     optimizer: the fp32 gradient partition goes to the host during backward (hidden behind it
-    as ZeRO-Offload overlaps them), the host steps it (CPU-Adam for DeepSpeed, torch AdamW for
-    FSDP) sharing the node's memory bandwidth with the node's other ranks, and the updated
-    half weights come back. optimizer+params: also the weight shards come up for every
-    all-gather (forward and backward of each micro-batch) and the gradient shards go down,
+    as ZeRO-Offload overlaps them), the host steps it (host_step_seconds: DeepSpeed's CPUAdam,
+    torch's AdamW for FSDP, each rank on its own threads, the node's memory bandwidth shared), and
+    the updated half weights come back. optimizer+params: also the weight shards come up for
+    every all-gather (forward and backward of each micro-batch) and the gradient shards go down,
     behind the compute where prefetching lets them."""
     if parallel.offload == "none":
         return 0.0
     link = pcie_gbps * PCIE_EFFICIENCY * 1e9
-    host = HOST_ADAM_BYTES_PER_SECOND / ranks_per_node
-    slowdown = TORCH_CPU_ADAM_SLOWDOWN if parallel.sharding in _FSDP else 1.0
-    step = shard_elems * CPU_ADAM_BYTES_PER_PARAM * slowdown / host
+    threads = parallel.host_threads_per_rank
+    step = host_step_seconds(shard_elems, elem_bytes, impl, ranks_per_node, threads, host)
     down = shard_elems * 4 / link
     up = shard_elems * 2 / link
     backward = compute_seconds * 2 / 3

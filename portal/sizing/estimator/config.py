@@ -8,12 +8,30 @@ from .hashing import hash_once
 
 PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16", "fp8")
 MIXED_LAYOUTS = ("autocast", "master", "fsdp2")
-OPTIMIZERS = ("adamw", "adamw-8bit", "sgd-momentum", "adafactor", "lion")
+OPTIMIZERS = ("adamw", "adamw-8bit", "sgd-momentum", "adafactor", "lion")  # what sizing offers
+# bitsandbytes' paged optimizers (PagedAdamW, PagedAdamW8bit): accepted so that a run with one is
+# described as it ran; its estimate lists them as unmodelled (api.unmodelled_knobs says why)
+PAGED_OPTIMIZERS = {"adamw-paged": "adamw", "adamw-8bit-paged": "adamw-8bit"}
+OPTIMIZER_KINDS = (*OPTIMIZERS, *PAGED_OPTIMIZERS)
+# How the optimizer step is implemented (what decides a CPU-offloaded step's host memory traffic):
+# "default" = the frameworks' default, fused (DeepSpeed's CPUAdam; HF Trainer's adamw_torch_fused
+# with torch >= 2.8; torchtitan's "fused"; torchtune's offload recipes); "fused" = one pass per
+# element; "single-tensor" = torch.optim.AdamW(params) as written by hand, on CPU tensors its
+# op-by-op loop (torch only defaults to foreach/fused on CUDA).
+OPTIMIZER_IMPLS = ("default", "fused", "single-tensor")
+# bitsandbytes' bnb_4bit_quant_storage: the dtype the packed 4-bit weights are stored as. uint8
+# (bitsandbytes' default) is not a floating dtype, so FSDP leaves the weights out of its shards
+# (Accelerate's fsdp2_prepare_model ignores them); a floating storage dtype is sharded like any
+# parameter (FSDP, ZeRO-3). "torchao-nf4": torchao's NF4Tensor (torchtune's QLoRA), whose FSDP2
+# hooks shard its codes and its quantisation scalers alike. "auto" (the default): the half type
+# when the sharding splits weights (what FSDP and ZeRO-3 QLoRA need and the stacks render: PEFT's
+# guides set it), bitsandbytes' uint8 otherwise.
+QUANT_STORAGES = ("auto", "uint8", "bf16", "fp16", "fp32", "torchao-nf4")
 CHECKPOINTING = ("none", "selective", "full")  # what the recommender searches by default
 # every policy the estimator models: + torchtitan's op-level SAC (dense llama-family models)
 CHECKPOINTING_POLICIES = (*CHECKPOINTING, "selective-op")
 LOSSES = ("full", "chunked", "fused")
-STACKS = ("default", "eager", "compiled", "fused", "megatron")
+STACKS = ("default", "eager", "compiled", "fused", "megatron", "megatron-core")
 ATTENTION = ("eager", "sdpa", "flash")
 FINETUNE = ("full", "lora", "qlora")
 SHARDING = (
@@ -40,6 +58,7 @@ LIMITS: dict[str, tuple[int, int]] = {
     "micro_batch": (1, 65_536), "seq_len": (1, 10_000_000), "grad_accum": (1, 1_000_000),
     "lora_rank": (1, 65_536), "checkpoint_every": (1, 1_024), "loss_chunks": (1, 65_536),
     "dp": (1, 65_536), "tp": (1, 1_024), "pp": (1, 1_024), "ep": (1, 1_024), "cp": (1, 1_024),
+    "host_threads_per_rank": (1, 1_024), "cpu_cores": (1, 4_096),
     "hybrid_shard_size": (1, 65_536), "pp_interleave": (1, 1_024), "pp_microbatches": (1, 1_000_000),
     "gpus_per_node": (1, 64), "global_batch_tokens": (1, 10**12), "dataset_files": (1, 10**9),
     "epochs": (0, 1_000), "deadline_hours": (0, 1_000_000), "budget_usd": (0, 10**12),
@@ -91,6 +110,9 @@ class TrainingConfig:
     ``rowwise`` scaling (a scale per row: each operand is cast once per GEMM orientation);
     float8_all_gather: FSDP2 all-gathers the linear weights in float8 (tensorwise only,
     torchtitan's ``enable_fsdp_float8_all_gather``).
+    optimizer_impl: how the optimizer step runs (OPTIMIZER_IMPLS): what a CPU-offloaded step
+    costs on the host. quant_storage (QLoRA): bitsandbytes' ``bnb_4bit_quant_storage``; a
+    floating dtype lets FSDP and ZeRO-3 shard the 4-bit weights (QUANT_STORAGES).
     """
 
     precision: str = "bf16-mixed"
@@ -116,16 +138,20 @@ class TrainingConfig:
     stack: str = "default"
     float8_recipe: str = "tensorwise"
     float8_all_gather: bool = False
+    optimizer_impl: str = "default"
+    quant_storage: str = "auto"  # QLoRA: bnb_4bit_quant_storage (QUANT_STORAGES)
 
     def __post_init__(self) -> None:
         _choice("precision", self.precision, PRECISIONS)
+        _choice("optimizer_impl", self.optimizer_impl, OPTIMIZER_IMPLS)
+        _choice("quant_storage", self.quant_storage, QUANT_STORAGES)
         _choice("float8_recipe", self.float8_recipe, FLOAT8_RECIPES)
         if self.float8_all_gather and (self.precision != "fp8" or self.float8_recipe != "tensorwise"):
             raise ValueError("float8_all_gather needs precision='fp8' with float8_recipe='tensorwise'"
                              " (rowwise scaling all-gathers in bf16)")
         if self.mixed_layout is not None:
             _choice("mixed_layout", self.mixed_layout, MIXED_LAYOUTS)
-        _choice("optimizer", self.optimizer, OPTIMIZERS)
+        _choice("optimizer", self.optimizer, OPTIMIZER_KINDS)
         _choice("checkpointing", self.checkpointing, CHECKPOINTING_POLICIES)
         _choice("attention", self.attention, ATTENTION)
         _choice("finetune", self.finetune, FINETUNE)
@@ -152,6 +178,11 @@ class TrainingConfig:
         if self.checkpointing == "selective-op" and self.attention == "eager":
             raise ValueError("selective-op checkpointing saves the fused attention output; use"
                              " attention='sdpa' or 'flash'")
+
+    @property
+    def optimizer_kind(self) -> str:
+        """The optimizer whose states are counted (a paged optimizer's non-paged twin)."""
+        return PAGED_OPTIMIZERS.get(self.optimizer, self.optimizer)
 
     @property
     def kernel_stack(self) -> str:
@@ -206,7 +237,11 @@ class ParallelConfig:
     torchtitan does). pp_schedule: ``1f1b`` (interleaved with pp_interleave > 1) or ``zb-h1``
     (zero-bubble, Qi et al. 2024). async_tp: TP collectives decomposed and overlapped with the
     matmuls (PyTorch async TP). fsdp_reduce_dtype: FSDP2 MixedPrecisionPolicy.reduce_dtype.
-    zero: DeepSpeed's buffer settings (ZeroConfig)."""
+    zero: DeepSpeed's buffer settings (ZeroConfig). cp_load_balance: ring attention's round-robin
+    split of a causal sequence (PyTorch's default); without it the rank holding the sequence's end
+    computes every block the others skip. host_threads_per_rank: the OpenMP threads a rank's CPU
+    optimizer step runs on (torchrun and ``accelerate launch`` set OMP_NUM_THREADS=1 per process
+    when it is unset; the stacks launch through them)."""
 
     dp: int = 1
     sharding: str = "none"
@@ -225,8 +260,13 @@ class ParallelConfig:
     async_tp: bool = False
     fsdp_reduce_dtype: str = "fp32"
     zero: ZeroConfig = ZeroConfig()
+    cp_load_balance: bool = True  # PyTorch's _cp_options.enable_load_balance (its default)
+    host_threads_per_rank: int = 1  # OpenMP threads of a rank's CPU optimizer step
 
     def __post_init__(self) -> None:
+        if not isinstance(self.cp_load_balance, bool):
+            raise ValueError("cp_load_balance must be true or false")
+        require_whole("host_threads_per_rank", self.host_threads_per_rank)
         for label in ("dp", "tp", "pp", "ep", "hybrid_shard_size", "pp_interleave", "cp"):
             require_whole(label, getattr(self, label))
         _choice("pp_schedule", self.pp_schedule, PP_SCHEDULES)
@@ -292,6 +332,30 @@ class GPUSpec:
                 raise ValueError(f"GPU {self.name!r} has no FP8 tensor cores; pick bf16-mixed")
             return self.fp8_tflops
         return self.bf16_tflops
+
+
+@hash_once
+@dataclass(frozen=True)
+class HostSpec:
+    """The host CPU side of a node, for a CPU-offloaded optimizer step.
+
+    cpu_cores: physical cores of the node; memory_bandwidth_gbps: what all its cores stream
+    together (STREAM-like, GB/s); core_bandwidth_gbps: what one core streams alone (Little's law:
+    the misses its L2 keeps in flight x 64 B / DRAM latency); simd_fp32_lanes and clock_ghz: one
+    core's vector width and clock (how fast its arithmetic keeps up)."""
+
+    cpu_cores: int = 112
+    memory_bandwidth_gbps: float = 400.0
+    core_bandwidth_gbps: float = 26.7
+    simd_fp32_lanes: int = 16
+    clock_ghz: float = 2.0
+
+    def __post_init__(self) -> None:
+        require_whole("cpu_cores", self.cpu_cores)
+        if self.memory_bandwidth_gbps <= 0 or self.core_bandwidth_gbps <= 0 or self.clock_ghz <= 0:
+            raise ValueError("host bandwidths and clock must be positive")
+        if self.simd_fp32_lanes not in (4, 8, 16):
+            raise ValueError("simd_fp32_lanes is 4 (SSE/NEON), 8 (AVX2) or 16 (AVX-512)")
 
 
 @hash_once

@@ -8,7 +8,11 @@ from enum import Enum
 # block of 64 weights, and one fp32 scale (+ fp32 offset) per 256 absmax values.
 NF4_BLOCK = 64
 NF4_SECOND_BLOCK = 256
-NF4_DOUBLE_QUANT_BYTES = 0.5 + 1 / NF4_BLOCK + 4 / (NF4_BLOCK * NF4_SECOND_BLOCK)
+NF4_PACKED_BYTES = 0.5  # two 4-bit codes per byte: the Params4bit data FSDP / ZeRO-3 can shard
+# the quantisation state (absmax codes and their fp32 scales): bitsandbytes keeps it on the module
+# (Linear4bit.quant_state), not in a parameter, so no sharding strategy splits it
+NF4_QUANT_STATE_BYTES = 1 / NF4_BLOCK + 4 / (NF4_BLOCK * NF4_SECOND_BLOCK)
+NF4_DOUBLE_QUANT_BYTES = NF4_PACKED_BYTES + NF4_QUANT_STATE_BYTES
 
 
 class DType(Enum):

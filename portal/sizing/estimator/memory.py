@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .config import DEEPSPEED_SHARDING, ParallelConfig, TrainingConfig
-from .dtypes import NF4_DOUBLE_QUANT_BYTES
+from .dtypes import NF4_DOUBLE_QUANT_BYTES, NF4_PACKED_BYTES, NF4_QUANT_STATE_BYTES
 from .models import ModelSpec, Tensor, arch_scale, param_tensors
 
 FSDP_SHARDING = ("fsdp-full-shard", "fsdp-shard-grad-op", "fsdp-hybrid")
@@ -206,17 +206,40 @@ def _all_local(model: ModelSpec, tp: int, ep: int, pp: int, linear_layers_only: 
                if not linear_layers_only or (t.group == "layer" and t.kind == "linear"))
 
 
+def nf4_storage(training: TrainingConfig, parallel: ParallelConfig) -> str:
+    """QLoRA's quant_storage as it runs: "auto" is the half type under weight sharding (what
+    FSDP and ZeRO-3 QLoRA need, what the stacks render and PEFT's guides set), uint8 otherwise."""
+    if training.quant_storage != "auto":
+        return training.quant_storage
+    if parallel.sharding in ("zero3", "fsdp-full-shard", "fsdp-hybrid"):
+        return "fp16" if training.precision == "fp16-mixed" else "bf16"
+    return "uint8"
+
+
+def nf4_sharded(training: TrainingConfig, parallel: ParallelConfig) -> bool:
+    """QLoRA's 4-bit base weights are sharded with the other parameters: the sharding splits
+    weights (FSDP full/hybrid shard, ZeRO-3) and the packed codes are stored in a floating dtype
+    (bnb_4bit_quant_storage bf16/fp16/fp32, as the stacks render it for sharded layouts; torchao's
+    NF4Tensor shards under FSDP2 too). With bitsandbytes' default uint8 storage, FSDP leaves them
+    out (Accelerate's fsdp2_prepare_model puts non-floating frozen Params4bit in ignored_params)."""
+    return (training.finetune == "qlora" and nf4_storage(training, parallel) != "uint8"
+            and parallel.sharding in ("zero3", "fsdp-full-shard", "fsdp-hybrid"))
+
+
 def gathered_local_elems(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig) -> float:
     """Elements a GPU all-gathers per pass under sharded weights (before sharding, after arch
-    scale): every parameter, frozen ones too, except QLoRA's NF4 weights under FSDP, which
-    fully_shard leaves whole on every GPU."""
+    scale): every parameter, frozen ones too. QLoRA's 4-bit weights: when sharded (nf4_sharded),
+    their packed codes, 0.5 B per weight = a quarter of a 16-bit element (the quantisation state
+    stays on every GPU and is not gathered); with uint8 storage under FSDP they are not part of
+    the shards and are not gathered."""
     tp, ep, pp = parallel.tp, parallel.ep, parallel.pp
     total = _all_local(model, tp, ep, pp, False)
     if training.finetune == "full":
         return trainable_local_elems(model, training, parallel) * arch_scale(model)
     frozen = total
-    if training.finetune == "qlora" and parallel.sharding in FSDP_SHARDING:
-        frozen -= _all_local(model, tp, ep, pp, True)
+    if training.finetune == "qlora" and parallel.sharding in FSDP_SHARDING + ("zero3",):
+        nf4 = _all_local(model, tp, ep, pp, True)
+        frozen -= nf4 * (1 - NF4_PACKED_BYTES / 2) if nf4_sharded(training, parallel) else nf4
     return (frozen + trainable_local_elems(model, training, parallel)) * arch_scale(model)
 
 
@@ -258,7 +281,11 @@ def deepspeed_fp32_grad_partition_bytes(model, training, parallel, p: Placement)
 
 def frozen_weight_bytes(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig,
                         p: Placement) -> float:
-    """LoRA/QLoRA: the frozen base model (half, or NF4 for layer linears with QLoRA)."""
+    """LoRA/QLoRA: the frozen base model (half, or NF4 for layer linears with QLoRA).
+
+    QLoRA under weight sharding: the packed 4-bit codes are split over the shard group when the
+    storage dtype lets the sharding take them (nf4_sharded), while the quantisation state stays
+    whole on every GPU; with uint8 storage under FSDP all of the 4-bit weights stay whole."""
     if training.finetune == "full":
         return 0.0
     half = 4 if training.precision == "fp32" else 2
@@ -266,12 +293,24 @@ def frozen_weight_bytes(model: ModelSpec, training: TrainingConfig, parallel: Pa
     total = _frozen_sum(model, qlora, half, parallel.tp, parallel.ep, parallel.pp)
     if not p.shard_weights:
         return total
-    if qlora and parallel.sharding in FSDP_SHARDING:
-        # FSDP2 leaves bitsandbytes' uint8 NF4 storage out of fully_shard (Accelerate's
-        # fsdp2_prepare_model ignores non-floating frozen Params4bit): they stay whole per GPU.
-        nf4 = _frozen_sum(model, True, 0, parallel.tp, parallel.ep, parallel.pp)  # NF4 tensors only
-        return nf4 + (total - nf4) / p.shard
-    return total / p.shard
+    if not qlora:
+        return total / p.shard
+    nf4 = _frozen_sum(model, True, 0, parallel.tp, parallel.ep, parallel.pp)  # NF4 tensors only
+    rest = (total - nf4) / p.shard
+    if nf4_sharded(training, parallel):
+        return _nf4_sharded_bytes(nf4 / NF4_DOUBLE_QUANT_BYTES, training, p.shard) + rest
+    if parallel.sharding in FSDP_SHARDING:
+        return nf4 + rest  # uint8 storage: FSDP leaves the 4-bit weights whole on every GPU
+    return total / p.shard  # ZeRO-3 with uint8 storage: unmodelled (api.unmodelled_knobs)
+
+
+def _nf4_sharded_bytes(elems: float, training: TrainingConfig, shard: int) -> float:
+    """Per-GPU bytes of sharded 4-bit weights: the packed codes split over the shard group; the
+    quantisation state whole (bitsandbytes keeps it on the module) or split with the codes
+    (torchao's NF4Tensor, whose FSDP2 hooks shard its scalers and codes alike)."""
+    if training.quant_storage == "torchao-nf4":
+        return elems * NF4_DOUBLE_QUANT_BYTES / shard
+    return elems * (NF4_PACKED_BYTES / shard + NF4_QUANT_STATE_BYTES)
 
 
 def trainable_tensors(model: ModelSpec, training: TrainingConfig) -> tuple[Tensor, ...]:
@@ -316,7 +355,7 @@ def grads_freed_between_steps(training: TrainingConfig, parallel: ParallelConfig
 
 def optimizer_elem_bytes(t: Tensor, training: TrainingConfig, p: Placement) -> float:
     """Optimizer bytes per element of trainable tensor t (master copy included)."""
-    return _optimizer_elem(t, training.optimizer, p.state_bytes, p.master_bytes)
+    return _optimizer_elem(t, training.optimizer_kind, p.state_bytes, p.master_bytes)
 
 
 def _optimizer_elem(t: Tensor, opt: str, s: float, master_bytes: float) -> float:
@@ -333,7 +372,7 @@ def _optimizer_elem(t: Tensor, opt: str, s: float, master_bytes: float) -> float
 
 def optimizer_bytes(model, training, parallel, p: Placement) -> float:
     total = _optimizer_sum(model, *_trainable_key(training), parallel.tp, parallel.ep, parallel.pp,
-                           training.optimizer, p.state_bytes, p.master_bytes)
+                           training.optimizer_kind, p.state_bytes, p.master_bytes)
     return total / p.shard if p.shard_optimizer else total
 
 
@@ -370,7 +409,8 @@ def gathered_bytes(model, training, parallel, p: Placement, layer_params: int,
     - DeepSpeed ZeRO-3: deepspeed_zero3_buffers.
     - FSDP full shard / hybrid otherwise: the root unit (embeddings, head, final norm) stays
       gathered for the whole step, plus two gathered layers (current + prefetched) and one
-      layer of unsharded gradients before its reduce-scatter, all in the compute dtype.
+      layer of unsharded gradients before its reduce-scatter (LoRA: its adapters' only), all in
+      the compute dtype; QLoRA's 4-bit linears gather as packed codes (nf4_gather_saving).
     - autocast without full sharding: PyTorch's autocast weight cache keeps a half copy of
       every matmul weight for the forward and backward.
     - DDP (dp > 1): gradient buckets, a second copy of all gradients unless
@@ -387,7 +427,10 @@ def gathered_bytes(model, training, parallel, p: Placement, layer_params: int,
     elif p.shard_weights:
         tp = parallel.tp
         root = root_param_elems(model) / tp
-        out += root * compute + 3 * layer_params / tp * compute
+        grad_layer = layer_params / tp if training.finetune == "full" else \
+            trainable_elems(model, training) / model.num_layers / tp  # only the adapters have gradients
+        out += root * compute + 2 * layer_params / tp * compute + grad_layer * compute
+        out -= 2 * nf4_gather_saving(model, training, parallel, compute)
     elif p.layout == "autocast" and training.finetune == "full":
         out += linear_param_elems(model) * 2 / parallel.tp / parallel.pp
     if parallel.dp > 1 and parallel.sharding == "none" and not parallel.ddp_bucket_view:
@@ -420,6 +463,9 @@ def deepspeed_zero3_buffers(model: ModelSpec, training: TrainingConfig, parallel
     persistent = sum(t.total for t in tensors if t.numel < z.param_persistence_threshold) * scale
     partitioned = sum(t.total for t in tensors) * scale - persistent
     largest = max(t.numel for t in tensors) * scale
+    if nf4_sharded(training, parallel):  # the 4-bit linears are partitioned as packed codes
+        nf4 = layer_linear_elems(model) * model.num_layers * scale
+        partitioned -= nf4 * (1 - NF4_PACKED_BYTES / elem)
     retained = min(partitioned, z.max_reuse_distance / 2)
     prefetch = min(z.prefetch_bucket_size, max(0.0, z.max_live_parameters - retained))
     live = min(partitioned, retained + largest + prefetch)
@@ -454,7 +500,8 @@ def fsdp2_buffers(model: ModelSpec, training: TrainingConfig, parallel: Parallel
     if training.float8_all_gather:
         linear = layer_linear_elems(model) * arch_scale(model) / tp
         gathered = (linear * 1 + (layer - linear) * 2) / layer
-    gathered_blocks = layer * (gathered / p.shard + gathered * live)
+    gathered_layer = layer * gathered - nf4_gather_saving(model, training, parallel, gathered)
+    gathered_blocks = gathered_layer / p.shard + gathered_layer * live
     grad_layer, grad_root = layer, root  # unsharded gradients: of the trainable tensors only
     if training.finetune != "full":
         grad_layer, grad_root = trainable_elems(model, training) / model.num_layers / tp, 0.0
@@ -463,6 +510,18 @@ def fsdp2_buffers(model: ModelSpec, training: TrainingConfig, parallel: Parallel
     else:  # one block's reduce-scatter input
         reduced = grad_layer * reduce
     return root * 2 + gathered_blocks + grad_layer * 2 + reduced
+
+
+def nf4_gather_saving(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig,
+                      elem: float) -> float:
+    """Bytes one gathered QLoRA layer holds less than a layer of `elem`-byte parameters: its
+    4-bit linears arrive as packed codes (0.5 B each) when they are sharded (nf4_sharded), and
+    not at all when FSDP leaves them out of its shards (uint8 storage: they stay resident whole,
+    counted in the weights). 0 for other fine-tunes."""
+    if training.finetune != "qlora" or parallel.sharding not in FSDP_SHARDING + ("zero3",):
+        return 0.0
+    linear = layer_linear_elems(model) * arch_scale(model) / parallel.tp
+    return linear * (elem - (NF4_PACKED_BYTES if nf4_sharded(training, parallel) else 0.0))
 
 
 @lru_cache(maxsize=512)

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
-from portal.sizing.estimator import ModelSpec, ParallelConfig, TrainingConfig, estimate_memory, get_preset
+from portal.sizing.estimator import (
+    ESTIMATOR_VERSION,
+    ModelSpec,
+    ParallelConfig,
+    TrainingConfig,
+    estimate_memory,
+    get_preset,
+)
 
 from . import explain, infra
 from .catalog import CatalogData, NvmeOptionSpec, StorageProviderSpec
@@ -289,7 +296,7 @@ def _plan(x: Candidate, workload: Workload, catalog: CatalogData, model: ModelSp
         storage_tb=extras["storage_tb"], checkpoint_bytes=extras["checkpoint_bytes"],
         checkpoints_kept=extras["checkpoints_kept"], stack=stack, mfu=x.mfu, cpu_bytes_per_node=est.cpu_bytes,
         training_regime=regime[0], parallel_regime=regime[1], represents=est.represents,
-        time_model="estimator",
+        time_model="estimator", estimator_version=ESTIMATOR_VERSION,
         warnings=tuple(warnings), availability=availability, billed_hours=x.billing.billed_hours,
         billing=x.billing.billing, price_per_month_usd=x.billing.per_month_usd or 0.0,
     )

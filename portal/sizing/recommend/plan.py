@@ -24,6 +24,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from portal.sizing.estimator import (
+    ESTIMATOR_VERSION,
     Estimate,
     GPUSpec,
     Interconnect,
@@ -135,6 +136,10 @@ class Plan:
     parallel_regime: tuple[tuple[str, Any], ...] = ()
     represents: tuple[str, ...] = ()
     time_model: str = "planning-mfu"
+    # the estimator model version that sized the plan (estimator.ESTIMATOR_VERSION; plans stored
+    # before versions were recorded read as 1): re-estimating a plan of an older version uses
+    # today's model, which may give other bytes and times (from_older_model says so)
+    estimator_version: int = 1
     schema_version: int = PLAN_SCHEMA_VERSION
 
     @property
@@ -144,6 +149,11 @@ class Plan:
     @property
     def headroom_bytes(self) -> int:
         return self.usable_memory_bytes - self.memory.total
+
+    @property
+    def from_older_model(self) -> bool:
+        """Sized by an estimator model older than today's (its re-estimate may differ)."""
+        return self.estimator_version < ESTIMATOR_VERSION
 
     def training_config(self) -> TrainingConfig:
         planning_mfu = self.mfu or None if self.time_model == "planning-mfu" else None
@@ -187,7 +197,7 @@ class Plan:
             "warnings": list(self.warnings), "availability": self.availability,
             "billed_hours": self.billed_hours, "billing": self.billing,
             "price_per_month_usd": round(self.price_per_month_usd, 2),
-            "estimator_regime": {"training": dict(self.training_regime),
+            "estimator_regime": {"version": self.estimator_version, "training": dict(self.training_regime),
                                  "parallel": {k: _knob_json(v) for k, v in self.parallel_regime}},
             "represents": list(self.represents), "unmodelled": [],
             "time_model": self.time_model,
@@ -219,6 +229,7 @@ class Plan:
         values["memory"] = _memory_from(data.get("memory_breakdown_bytes"), data.get("per_gpu_total_bytes"))
         values["stack"] = _stack_from(data)
         values["training_regime"], values["parallel_regime"] = _regime_from(data.get("estimator_regime"))
+        values["estimator_version"] = _version_from(data.get("estimator_regime"))
         plan = cls(**values)
         try:  # ValueError for values the estimator refuses
             plan.training_config(), plan.parallel_config()
@@ -228,7 +239,8 @@ class Plan:
         return plan
 
 
-_NESTED = ("model_spec", "memory", "stack", "training_regime", "parallel_regime")  # read from their own keys
+_NESTED = ("model_spec", "memory", "stack", "training_regime", "parallel_regime",  # read from their own keys
+           "estimator_version")
 _OPTIONAL = ("mfu", "cpu_bytes_per_node", "checkpoint_bytes", "checkpoints_kept", "availability",
              "billed_hours", "billing", "price_per_month_usd", "represents", "time_model")
 TIME_MODELS = ("estimator", "planning-mfu")
@@ -283,8 +295,9 @@ def _regime_from(data: Any) -> tuple[tuple[tuple[str, Any], ...], tuple[tuple[st
     """The plan's estimator_regime (absent in plans stored before it: none)."""
     if data is None:
         return (), ()
-    if not isinstance(data, dict) or set(data) - {"training", "parallel"}:
-        raise ValueError("In the sizing plan, estimator_regime must be an object with training and parallel.")
+    if not isinstance(data, dict) or set(data) - {"training", "parallel", "version"}:
+        raise ValueError("In the sizing plan, estimator_regime must be an object with training and parallel"
+                         " (and the estimator version).")
     out = []
     for part in ("training", "parallel"):
         knobs = data.get(part) or {}
@@ -309,6 +322,15 @@ def _regime_from(data: Any) -> tuple[tuple[tuple[str, Any], ...], tuple[tuple[st
             items.append((key, value))
         out.append(tuple(items))
     return out[0], out[1]
+
+
+def _version_from(data: Any) -> int:
+    """The estimator version of a stored regime (absent: 1, the model before versions were recorded)."""
+    version = data.get("version", 1) if isinstance(data, dict) else 1
+    if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= ESTIMATOR_VERSION:
+        raise ValueError(f"In the sizing plan, estimator_regime.version must be a whole number from 1 to"
+                         f" {ESTIMATOR_VERSION}, got {version!r}; {RESIZE_HINT}.")
+    return version
 
 
 def _knob_type_ok(default: Any, value: Any) -> bool:

@@ -9,6 +9,8 @@ stack's config and checks it against this table, so the two cannot drift apart s
 
 - ddp: autocast (fp32 weights, PyTorch AMP), eager kernels; checkpointing none / full (HF
   gradient checkpointing recomputes whole layers).
+- every stack: QLoRA with sharded weights (FSDP full/hybrid shard, ZeRO-3) stores the 4-bit
+  weights in the half type (adapters.json's bnb_4bit_quant_storage), so they are sharded.
 - fsdp (Accelerate FSDP2): fsdp2 layout with reduce_dtype bf16 (Accelerate's mixed_precision
   policy), eager; none / full (``fsdp_activation_checkpointing``); CPU offload moves
   parameters, gradients and optimizer; HSDP shards within a node, replicates across nodes.
@@ -37,6 +39,7 @@ from portal.sizing.estimator import ModelSpec
 from portal.sizing.estimator.config import ZeroConfig
 
 FSDP = ("fsdp-full-shard", "fsdp-shard-grad-op", "fsdp-hybrid")
+SHARDED_WEIGHTS = ("fsdp-full-shard", "fsdp-hybrid", "zero3")
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,9 @@ class StackRegime:
     deepspeed_buckets: bool = False  # ZeRO buckets sized from the hidden size (DeepSpeed's "auto")
     dense_llama_only: bool = False  # the stack's model code is a dense llama (torchtitan's llama3)
     pp_schedule: str = "1f1b"  # the pipeline schedule its config names (torchtitan renders 1F1B)
+    # QLoRA with sharded weights: the stack renders bnb_4bit_quant_storage as the half type
+    # (provisioning/stack/adapters.py), so FSDP and ZeRO-3 shard the 4-bit weights
+    qlora_half_storage: bool = False
     # plan precision -> the precision the rendered config trains in; a precision not listed is
     # run as it is named; one mapped to None is not offered
     precisions: tuple[tuple[str, str | None], ...] = ()
@@ -96,12 +102,15 @@ class StackRegime:
             out["float8_all_gather"] = True
         return out
 
-    def layout_knobs(self, sharding: str, precision: str) -> dict[str, Any]:
+    def layout_knobs(self, sharding: str, precision: str, finetune: str = "full") -> dict[str, Any]:
         """TrainingConfig overrides that depend on the data-parallel kind."""
+        out: dict[str, Any] = {}
+        if finetune == "qlora" and self.qlora_half_storage and sharding in SHARDED_WEIGHTS:
+            out["quant_storage"] = "fp16" if precision == "fp16-mixed" else "bf16"
         precision = self.precision(precision) or precision
         if sharding in FSDP and self.fsdp_layout and precision in ("bf16-mixed", "fp8"):
-            return {"mixed_layout": self.fsdp_layout}
-        return {}
+            out["mixed_layout"] = self.fsdp_layout
+        return out
 
     def replicated_tp(self, tp: int) -> int:
         """ParallelConfig.replicated_tp of this stack's layouts at TP width tp."""
@@ -143,17 +152,18 @@ HF_CHECKPOINTING = (("none", "none"), ("full", "full"))
 # mixed_precision_param bfloat16, AMP under torchrun): none keeps pure-bf16 states.
 BF16_AS_MIXED = (("bf16", "bf16-mixed"),)
 REGIMES: dict[str, StackRegime] = {
-    "ddp": StackRegime("ddp", checkpointing=HF_CHECKPOINTING, precisions=BF16_AS_MIXED),
+    "ddp": StackRegime("ddp", checkpointing=HF_CHECKPOINTING, precisions=BF16_AS_MIXED,
+                       qlora_half_storage=True),
     "fsdp": StackRegime("fsdp", checkpointing=HF_CHECKPOINTING, fsdp_layout="fsdp2",
-                        fsdp_reduce_dtype="bf16", precisions=BF16_AS_MIXED),
+                        fsdp_reduce_dtype="bf16", precisions=BF16_AS_MIXED, qlora_half_storage=True),
     "deepspeed": StackRegime("deepspeed", checkpointing=HF_CHECKPOINTING, deepspeed_buckets=True,
-                             precisions=BF16_AS_MIXED),
+                             precisions=BF16_AS_MIXED, qlora_half_storage=True),
     # torchtitan has no fp16 mixed precision (its config would train in fp32): not offered
     "torchtitan": StackRegime(
         "torchtitan", checkpointing=(("none", "none"), ("selective", "selective-op"), ("full", "full")),
         fsdp_layout="fsdp2", fsdp_reduce_dtype="fp32", compile=True, compile_loss=True, sp_with_tp=True,
         reshard_with_pp=False, float8_all_gather=True, fused_attention=True, dense_llama_only=True,
-        precisions=(*BF16_AS_MIXED, ("fp16-mixed", None))),
+        precisions=(*BF16_AS_MIXED, ("fp16-mixed", None)), qlora_half_storage=True),
 }
 DEFAULT_REGIME = StackRegime("")
 

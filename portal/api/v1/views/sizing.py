@@ -23,7 +23,7 @@ class EstimateView(APIView):
         d = data.validated_data
         if "plan" in d:  # a stored plan: the same per-GPU bytes as when it was recommended
             try:
-                return Response(services.estimate_stored_plan(d["plan"]).to_dict())
+                return Response(services.stored_plan_estimate_json(d["plan"]))
             except ValueError as exc:
                 raise ValidationError({"plan": [str(exc)]}) from None
         try:

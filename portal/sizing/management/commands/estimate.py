@@ -28,9 +28,11 @@ from portal.sizing.estimator.config import (
     LOSSES,
     MIXED_LAYOUTS,
     OFFLOAD,
-    OPTIMIZERS,
+    OPTIMIZER_IMPLS,
+    OPTIMIZER_KINDS,
     PP_SCHEDULES,
     PRECISIONS,
+    QUANT_STORAGES,
     REDUCE_DTYPES,
     SHARDING,
 )
@@ -79,7 +81,9 @@ class Command(BaseCommand):
         parser.add_argument("--precision", choices=PRECISIONS, default="bf16-mixed")
         parser.add_argument("--mixed-layout", choices=MIXED_LAYOUTS, default=None,
                             help="autocast | master (DeepSpeed) | fsdp2 (FSDP2 MixedPrecisionPolicy)")
-        parser.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw")
+        parser.add_argument("--optimizer", choices=OPTIMIZER_KINDS, default="adamw")
+        parser.add_argument("--optimizer-impl", choices=OPTIMIZER_IMPLS, default="default",
+                            help="how the optimizer step runs (a CPU-offloaded step's host cost)")
         parser.add_argument("--micro-batch", type=int, default=1)
         parser.add_argument("--seq-len", type=int, default=2048)
         parser.add_argument("--grad-accum", type=int, default=1)
@@ -94,6 +98,9 @@ class Command(BaseCommand):
         parser.add_argument("--finetune", choices=FINETUNE, default="full")
         parser.add_argument("--lora-rank", type=int, default=16)
         parser.add_argument("--lora-targets", default="q_proj,k_proj,v_proj,o_proj")
+        parser.add_argument("--quant-storage", choices=QUANT_STORAGES, default="auto",
+                            help="QLoRA: bnb_4bit_quant_storage (a half type lets FSDP/ZeRO-3 shard the 4-bit"
+                                 " weights; auto: the half type under weight sharding), or torchao-nf4")
         parser.add_argument("--dp", type=int, default=1)
         parser.add_argument("--sharding", choices=SHARDING, default="none")
         parser.add_argument("--offload", choices=OFFLOAD, default="none")
@@ -106,6 +113,10 @@ class Command(BaseCommand):
         parser.add_argument("--pp-interleave", type=int, default=1, help="virtual stages per GPU")
         parser.add_argument("--pp-schedule", choices=PP_SCHEDULES, default="1f1b")
         parser.add_argument("--async-tp", action="store_true")
+        parser.add_argument("--cp-no-load-balance", action="store_true",
+                            help="ring attention without the causal load balancing")
+        parser.add_argument("--host-threads-per-rank", type=int, default=1,
+                            help="OpenMP threads of each rank's CPU optimizer step (torchrun sets 1)")
         parser.add_argument("--hybrid-shard-size", type=int, default=8, help="fsdp-hybrid: shard group")
         parser.add_argument("--fsdp-reduce-dtype", choices=REDUCE_DTYPES, default="fp32")
         parser.add_argument("--grad-accum-dtype", choices=GRAD_ACCUM_DTYPES, default=None,
@@ -155,6 +166,7 @@ class Command(BaseCommand):
             lora_targets=tuple(x for x in o["lora_targets"].split(",") if x),
             compile=o["compile"], compile_loss=o["compile_loss"], loss=o["loss"],
             float8_recipe=o["float8_recipe"], float8_all_gather=o["float8_all_gather"],
+            optimizer_impl=o["optimizer_impl"], quant_storage=o["quant_storage"],
         )
         parallel = ParallelConfig(
             dp=o["dp"], sharding=o["sharding"], offload=o["offload"], tp=o["tp"], sp=o["sp"],
@@ -162,6 +174,7 @@ class Command(BaseCommand):
             pp_interleave=o["pp_interleave"], pp_schedule=o["pp_schedule"], async_tp=o["async_tp"],
             hybrid_shard_size=o["hybrid_shard_size"], fsdp_reduce_dtype=o["fsdp_reduce_dtype"],
             zero=ZeroConfig(grad_accum_dtype=o["grad_accum_dtype"]),
+            cp_load_balance=not o["cp_no_load_balance"], host_threads_per_rank=o["host_threads_per_rank"],
         )
         gpu = link = None
         if o["gpu"]:

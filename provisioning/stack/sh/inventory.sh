@@ -4,7 +4,8 @@
 # user's home, the user's files where every account may write, its processes, crontab, at jobs
 # and lingering user manager; on a real node also every account, every crontab and every
 # listening TCP socket. The portal compares the lines with the node's baseline
-# (provisioning/handback.py). find never follows a symbolic link: a link is listed as itself.
+# (provisioning/handback.py). find never follows a symbolic link: a link is listed as itself; a
+# file that goes away while find walks (another process's temporary directory) is not an error.
 #   file PATH | proc USER COMMAND | crontab USER | atjob USER | linger USER | user NAME | listen PROTO ADDRESS
 # A declared test host (TRAINYARD_TEST_HOST=1) shares its machine with the test runner: its
 # accounts, crontabs and sockets are the runner's, so only the login user's own are listed.
@@ -19,7 +20,7 @@ list_files() {
   local dir
   for dir in "$@"; do
     [ -e "$dir" ] || continue
-    find "$dir" -mindepth 1 -xdev -printf 'file %p\n'
+    find "$dir" -ignore_readdir_race -mindepth 1 -xdev -printf 'file %p\n'
   done
 }
 
@@ -28,7 +29,7 @@ customer_account "$user"
 if [ "$account" = customer ]; then
   list_files "$home"
   for dir in $(shared_writable); do
-    if [ -d "$dir" ]; then find "$dir" -mindepth 1 -xdev -user "$uid" -printf 'file %p\n'; fi
+    if [ -d "$dir" ]; then find "$dir" -ignore_readdir_race -mindepth 1 -xdev -user "$uid" -printf 'file %p\n'; fi
   done
   pgrep -u "$user" -l 2>/dev/null | while read -r _ comm; do echo "proc $user $comm"; done || true
   if [ -e "/var/spool/cron/crontabs/$user" ]; then echo "crontab $user"; fi
@@ -42,10 +43,10 @@ if [ "$test_host" = 1 ]; then
 fi
 cut -d: -f1 /etc/passwd | while read -r name; do echo "user $name"; done
 if [ -d /var/spool/cron/crontabs ]; then
-  find /var/spool/cron/crontabs -mindepth 1 -maxdepth 1 -printf 'crontab %f\n'
+  find /var/spool/cron/crontabs -ignore_readdir_race -mindepth 1 -maxdepth 1 -printf 'crontab %f\n'
 fi
 if [ -d /var/lib/systemd/linger ]; then
-  find /var/lib/systemd/linger -mindepth 1 -maxdepth 1 -printf 'linger %f\n'
+  find /var/lib/systemd/linger -ignore_readdir_race -mindepth 1 -maxdepth 1 -printf 'linger %f\n'
 fi
 if command -v ss >/dev/null 2>&1; then
   ss -Hltn | awk '{print "listen tcp " $4}' | sort -u

@@ -35,17 +35,6 @@ def visible_to(user, via: str = "") -> Q:
     return Q(**{f"{via}pk__in": memberships.values("organisation")}) | Q(**{f"{via}parent__in": admin_of})
 
 
-def key_scope(user) -> tuple | None:
-    """All that ``visible_to(user)`` depends on for an API key (its organisation, and whether that
-    is a reseller), so a query filtered by the rule can be built once per scope and reused (the
-    rule is a subquery PostgreSQL evaluates with each query: it sees customers added since);
-    None for a person (memberships and staff roles change: build it per request)."""
-    if isinstance(user, ApiKeyPrincipal):
-        org = user.organisation
-        return ("api key", org.pk, org.kind == Organisation.Kind.RESELLER)
-    return None
-
-
 def primary_organisation(user) -> Organisation | None:
     if isinstance(user, ApiKeyPrincipal):
         return user.organisation

@@ -16,13 +16,16 @@ script (one round trip); on another cache (the local memory of `make run`) a rea
 from __future__ import annotations
 
 import math
+from functools import cache as once
 
+import redis
+from django.conf import settings
 from django.core.cache import caches
+from django.core.cache.backends.redis import RedisCache
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
 from portal.accounts.principals import ApiKeyPrincipal
-from portal.core.cache import PooledRedisCache
 
 # KEYS: this period's counter, the previous one's; ARGV: limit, share of the previous period still
 # inside the sliding one, seconds to keep a counter. Returns {allowed, this period's, previous}.
@@ -79,8 +82,8 @@ class PerKeyRateThrottle(SimpleRateThrottle):
 
 
 def _hit(cache, keys: tuple[str, str], limit: int, share: float, keep_s: int) -> tuple[int, int, int]:
-    if isinstance(cache, PooledRedisCache):
-        hit = cache.script(SLIDING_WINDOW_HIT)
+    if isinstance(cache, RedisCache):
+        hit = _sliding_window_hit(settings.CACHES["default"]["LOCATION"])
         allowed, current, previous = hit(keys=[cache.make_and_validate_key(k) for k in keys],
                                          args=[limit, repr(share), keep_s])
         return allowed, current, previous
@@ -90,6 +93,13 @@ def _hit(cache, keys: tuple[str, str], limit: int, share: float, keep_s: int) ->
         return 0, current, previous
     cache.set(keys[0], current + 1, keep_s)  # not atomic: two requests at once may count as one
     return 1, current + 1, previous
+
+
+@once
+def _sliding_window_hit(location: str) -> redis.commands.core.Script:
+    """The script on the cache's Redis (redis-py: EVALSHA, loaded on first use; its connection
+    pool starts afresh in a forked process)."""
+    return redis.Redis.from_url(location).register_script(SLIDING_WINDOW_HIT)
 
 
 def wait_seconds(limit: int, duration: int, into: float, current: int, previous: int) -> float:

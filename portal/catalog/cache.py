@@ -14,12 +14,12 @@ import threading
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from functools import cache
 from typing import TypeVar
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, F
+from django.db.models import F
+from django.utils.module_loading import import_string
 
 from portal.catalog.models import (
     CatalogVersion,
@@ -31,7 +31,6 @@ from portal.catalog.models import (
     StackOption,
     StorageProvider,
 )
-from portal.core.compiled import CompiledQuerySet
 
 T = TypeVar("T")
 _lock = threading.Lock()
@@ -107,17 +106,10 @@ def catalog_rows() -> CatalogRows:
     return catalog_cached("catalog.rows", _load_rows)
 
 
-@cache
-def _ready_counts() -> CompiledQuerySet:
-    nodes = ServerSKU._meta.get_field("nodes").related_model  # provisioning's; the catalog imports none
-    ready = CompiledQuerySet(nodes).filter(state="ready").order_by()
-    return ready.values("sku_id").annotate(n=Count("pk")).compiled("ready nodes by SKU")
-
-
 def sku_stock() -> dict[str, int]:
     """Ready nodes per SKU slug, now (not cached: nodes change state all day); a SKU with none is
-    absent. Counted on the nodes' own table (one compiled query), named from the cached catalog."""
-    counts = {row["sku_id"]: row["n"] for row in _ready_counts().all()}
+    absent. Counted by CATALOG_STOCK_SOURCE (inventory's), named from the cached catalog."""
+    counts = import_string(settings.CATALOG_STOCK_SOURCE)()
     names = catalog_names()["sku"]
     if not counts.keys() <= names.keys():  # a SKU added since this process read the catalog
         catalog_cache_clear()

@@ -11,10 +11,3 @@ class CoreConfig(AppConfig):
     name = "portal.core"
     label = "core"
     verbose_name = "Core"
-
-    def ready(self):
-        from django.db.backends.signals import connection_created
-
-        from portal.core.pg_times import use_c_timestamp_loader
-
-        connection_created.connect(use_c_timestamp_loader, dispatch_uid="portal.core.pg_times")

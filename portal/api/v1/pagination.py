@@ -13,10 +13,9 @@ class NewestFirstCursor(CursorPagination):
     max_page_size = 200
 
     def decode_cursor(self, request):
-        """DRF's cursor with its position read as the aware time it names, so the page's query
-        filters on a time (portal.core.compiled binds times, not text the ORM would parse); a
-        position that names none is DRF's 404 "Invalid cursor", as any other bad part of a cursor
-        is (the ORM's parse had answered 400)."""
+        """DRF's cursor with its position read as the aware time it names; a position that names
+        none is DRF's 404 "Invalid cursor", as any other bad part of a cursor is (the ORM's parse
+        would answer 400)."""
         cursor = super().decode_cursor(request)
         if cursor is None or cursor.position is None:
             return cursor

@@ -113,93 +113,12 @@ class UtcDateTimeField(serializers.DateTimeField):
         super().__init__(**kwargs)
 
 
-# The output of a dict row of rows.py (its keys are the fields' sources), for a serializer whose
-# fields use no context. Its fields are built and bound once per class, not per answer (DRF
-# deep-copies them for each instance and a ModelSerializer first builds them from the model:
-# about half a millisecond per answer), and a plain field reads its value as row[source], not
-# through DRF's generic attribute walk (with the zone lookup of each time, two thirds of a list's
-# serialising). The schema is made from `fields` as before. (No docstring: drf-spectacular would
-# make it the description of every serializer using this.)
-#
-# A serializer whose answer depends on nothing but its row and the catalog's names (no time, no
-# request) may set memo_rows: up to that many answers are kept per process, by row (every value of
-# the row hashable: a JSON column as its text) and for the catalog names they were made with. A
-# kept answer is shared, to be read only (as the catalog's cached values are).
+# The output of a dict row of rows.py (its keys are the fields' sources): a ModelSerializer whose
+# times are UTC. (No docstring: drf-spectacular would make it the description of every serializer
+# using this.)
 class RowSerializer(serializers.ModelSerializer):
     serializer_field_mapping = {**serializers.ModelSerializer.serializer_field_mapping,
                                 models.DateTimeField: UtcDateTimeField}
-    memo_rows = 0
-
-    @property
-    def _readable_fields(self):
-        return (field for _, _, field in self._row_plan())
-
-    @classmethod
-    def _row_plan(cls) -> tuple:
-        """The readable fields, bound: (name, row key or None to ask the field, field) each."""
-        plan = cls.__dict__.get("_row_plan_built")
-        if plan is None:
-            plan = tuple((f.field_name, _row_key(f), f) for f in cls().fields.values() if not f.write_only)
-            cls._row_plan_built = plan  # two threads may both build it: either is right
-        return plan
-
-    @classmethod
-    def many(cls, rows) -> list[dict]:
-        """What ``cls(rows, many=True).data`` answers, without DRF building a list serializer and
-        its child for every call (the fields are the class's, bound once)."""
-        one = cls.__dict__.get("_one_built")
-        if one is None:
-            one = cls._one_built = cls()
-        return [one.to_representation(row) for row in rows]
-
-    def to_representation(self, row: dict) -> dict:
-        if not self.memo_rows:
-            return self._answer(row)
-        memo = _memo(type(self), catalog_names())
-        key = tuple(row.items())
-        try:
-            answer = memo.get(key)
-        except TypeError:  # a value that cannot be a key (a JSON column not read as its text)
-            return self._answer(row)
-        if answer is None:
-            if len(memo) >= self.memo_rows:
-                memo.clear()
-            answer = memo[key] = self._answer(row)
-        return answer
-
-    def _answer(self, row: dict) -> dict:
-        answer = {}
-        for name, key, field in self._row_plan():
-            value = row[key] if key else field.get_attribute(row)
-            answer[name] = None if value is None else field.to_representation(value)
-        return answer
-
-
-_memos: dict[type, tuple[object, dict]] = {}  # serializer class -> (catalog names, {row: answer})
-
-
-def _memo(cls: type, names) -> dict:
-    """The class's kept answers made with these catalog names (a new catalog: none yet)."""
-    kept = _memos.get(cls)
-    if kept is None or kept[0] is not names:
-        kept = _memos[cls] = (names, {})
-    return kept[1]
-
-
-def _row_key(field) -> str | None:
-    """The row's key of a field that reads its source plainly; None for one that reads otherwise."""
-    plain = type(field).get_attribute is serializers.Field.get_attribute
-    return field.source if plain and len(field.source_attrs) == 1 else None
-
-
-class JsonTextObjectField(serializers.DictField):
-    """A JSON object the row holds as its text (rows.py): parsed to answer."""
-
-    def __init__(self, **kwargs):
-        super().__init__(read_only=True, **kwargs)
-
-    def to_representation(self, value):
-        return json.loads(value) if isinstance(value, str) else super().to_representation(value)
 
 
 class CatalogSlugField(serializers.CharField):

@@ -5,7 +5,6 @@ from rest_framework import serializers
 from portal.accounts.models import Organisation
 from portal.api.v1.serializers import (
     CatalogSlugField,
-    JsonTextObjectField,
     QuoteInputSerializer,
     RowSerializer,
 )
@@ -83,8 +82,7 @@ class OrderOutputSerializer(RowSerializer):
     storage_provider = CatalogSlugField("storage", allow_null=True)
     strategy = CatalogSlugField("stack", allow_null=True)
     tracker = CatalogSlugField("stack", allow_null=True)
-    plan = JsonTextObjectField(source="plan_json")
-    memo_rows = 1024  # a reseller polling its orders reads the same rows again and again
+    plan = serializers.DictField(read_only=True)
 
     class Meta:
         model = Order

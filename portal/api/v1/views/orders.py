@@ -63,7 +63,7 @@ class OrderListCreateView(generics.GenericAPIView):
                    summary="Orders, newest first (cursor pages); filters: state, customer, created time")
     def get(self, request):
         page = self.paginate_queryset(self.get_queryset())
-        return self.get_paginated_response(so.OrderOutputSerializer.many(page))
+        return self.get_paginated_response(so.OrderOutputSerializer(page, many=True).data)
 
     @extend_schema(operation_id="orders_create", request=so.OrderCreateInputSerializer, examples=ex.ORDER,
                    parameters=[IDEMPOTENCY_KEY],

@@ -50,7 +50,7 @@ class QuoteListCreateView(generics.GenericAPIView):
                            "newest first")
     def get(self, request):
         page = self.paginate_queryset(self.get_queryset())
-        return self.get_paginated_response(s.QuoteOutputSerializer.many(page))
+        return self.get_paginated_response(s.QuoteOutputSerializer(page, many=True).data)
 
     @extend_schema(operation_id="quotes_create", request=so.QuoteCreateInputSerializer, examples=ex.QUOTE,
                    parameters=[IDEMPOTENCY_KEY],

@@ -31,8 +31,9 @@ ENVIRONMENT = env_str("TRAINYARD_ENV", "development")
 if ENVIRONMENT not in {"development", "production"}:
     raise ImproperlyConfigured(f"TRAINYARD_ENV={ENVIRONMENT!r}: use development or production")
 PRODUCTION = ENVIRONMENT == "production"
-if not PRODUCTION:
-    VAR_DIR.mkdir(parents=True, exist_ok=True)  # SQLite and the embedded broker live here
+# Development keeps SQLite and the embedded broker in VAR_DIR; the core app creates LOCAL_DIRS
+# when Django starts (importing settings creates nothing).
+LOCAL_DIRS: list[Path] = [] if PRODUCTION else [VAR_DIR]
 
 DEBUG = env_bool("DEBUG", default=not PRODUCTION)
 if PRODUCTION and DEBUG:
@@ -140,8 +141,7 @@ CELERY_RESULT_BACKEND = REDIS_URL or f"file://{VAR_DIR / 'celery' / 'results'}"
 if not REDIS_URL:
     # Embedded broker for `make run`: a real worker process, no server needed.
     _celery_dir = VAR_DIR / "celery"
-    for _sub in ("queue", "control", "processed", "results"):
-        (_celery_dir / _sub).mkdir(parents=True, exist_ok=True)
+    LOCAL_DIRS += [_celery_dir / sub for sub in ("queue", "control", "processed", "results")]
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_celery_dir / "queue"),
         "data_folder_out": str(_celery_dir / "queue"),

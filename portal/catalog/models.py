@@ -109,10 +109,6 @@ class ServerSKU(models.Model):
     def __str__(self) -> str:
         return self.name
 
-    @property
-    def gpu_memory_total_gb(self) -> Decimal:
-        return self.gpu.memory_gb * self.gpu_count
-
 
 class NvmeOption(models.Model):
     class Raid(models.TextChoices):

@@ -219,14 +219,6 @@ def recommendation_run(*, workload: Workload, goal: Goal, options: SearchOptions
     return recommend(workload, goal, catalog_data or catalog(), options)
 
 
-def recommendation_from_values(*, model: ModelSpec, workload: dict, goal: dict,
-                               options: dict) -> Recommendation:
-    """From plain values (the API): lists become tuples; the dataclasses check the rest."""
-    options = {k: tuple(v) if isinstance(v, list) else v for k, v in options.items()}
-    return recommendation_run(workload=Workload(**(workload | {"model": model})), goal=Goal(**goal),
-                              options=SearchOptions(**options))
-
-
 def strategy_label(name: str) -> str:
     try:
         return get_strategy(name).label

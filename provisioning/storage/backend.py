@@ -47,10 +47,6 @@ class RetainResult(StepResult):
     note: str = ""
 
 
-def has_storage(order) -> bool:
-    return bool(order.storage_provider_id) and order.has_object_storage
-
-
 def checkpoint_prefix(node) -> str:
     return f"checkpoints/{node.hostname}"
 

@@ -33,26 +33,12 @@ class ProviderConfig:
     secret_key: str = field(default="", repr=False)
     options: Mapping[str, Any] = field(default_factory=dict)  # adapter-specific, no secrets
 
-    @property
-    def customer_endpoint_url(self) -> str:
-        return self.public_endpoint_url or self.endpoint_url
-
 
 @dataclass(frozen=True)
 class LifecyclePolicy:
     keep_versions: int = 3  # newest noncurrent versions kept whatever their age
     noncurrent_days: int = 30  # older noncurrent versions expire after this many days
     abort_multipart_days: int = 7
-
-
-@dataclass(frozen=True)
-class BucketSpec:
-    """What a bucket should look like. Encryption is SSE-S3 (AES256) where the provider has it."""
-
-    name: str
-    versioning: bool = True
-    lifecycle: LifecyclePolicy | None = field(default_factory=LifecyclePolicy)
-    encryption: bool = True
 
 
 @dataclass(frozen=True)

@@ -36,10 +36,6 @@ class MemoryBreakdown:
     framework_overhead: int
     total: int
 
-    @property
-    def total_gib(self) -> float:
-        return self.total / 2**30
-
 
 @dataclass(frozen=True)
 class ComputeEstimate:

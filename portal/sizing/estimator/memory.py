@@ -85,11 +85,6 @@ def _is_lora_target(t: Tensor, targets: tuple[str, ...]) -> bool:
                for x in targets)
 
 
-def lora_tensors(model: ModelSpec, training: TrainingConfig) -> tuple[Tensor, ...]:
-    """LoRA A (r x in) and B (out x r) for every targeted linear weight."""
-    return _lora_tensors(model, training.lora_targets, training.lora_rank)
-
-
 @lru_cache(maxsize=256)
 def _lora_tensors(model: ModelSpec, lora_targets: tuple[str, ...], r: int) -> tuple[Tensor, ...]:
     """Per-model constant (cached on the frozen ModelSpec, targets and rank)."""
@@ -351,11 +346,6 @@ def grads_freed_between_steps(training: TrainingConfig, parallel: ParallelConfig
     own gradient partitions."""
     return (training.grad_accum == 1 and parallel.sharding not in DEEPSPEED_SHARDING
             and not parallel.ddp_bucket_view)
-
-
-def optimizer_elem_bytes(t: Tensor, training: TrainingConfig, p: Placement) -> float:
-    """Optimizer bytes per element of trainable tensor t (master copy included)."""
-    return _optimizer_elem(t, training.optimizer_kind, p.state_bytes, p.master_bytes)
 
 
 def _optimizer_elem(t: Tensor, opt: str, s: float, master_bytes: float) -> float:

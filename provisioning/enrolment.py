@@ -9,7 +9,7 @@ import ipaddress
 import re
 
 from portal.core.states import DomainError
-from provisioning.drivers import DriverError
+from provisioning.drivers import DriverError, options_schema
 from provisioning.drivers.ssh import _parse_pins
 
 LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
@@ -87,10 +87,11 @@ def enrolment_problems(*, hostname: str, management_address: str, driver: str,
         problems["hostname"] = problem
     if problem := address_problem((management_address or "").strip()):
         problems["management_address"] = problem
-    if driver == "ssh":
-        options = driver_options if isinstance(driver_options, dict) else {}
-        if problem := host_key_problem(str(options.get("host_key") or "")):
-            problems["host_key"] = problem
+    schema = options_schema(driver)
+    options = driver_options if isinstance(driver_options, dict) else {}
+    if schema.host_key and (problem := host_key_problem(str(options.get("host_key") or ""))):
+        problems["host_key"] = problem
+    if schema.bmc:
         ipmi = options.get("ipmi") or {}
         if not isinstance(ipmi, dict):
             problems["bmc_address"] = 'driver_options.ipmi is {"address": "host[:port]", "user": …}.'

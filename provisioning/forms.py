@@ -8,7 +8,7 @@ from django.conf import settings
 from portal.catalog.models import ServerSKU
 from portal.core.forms import VisibleTextMixin
 from provisioning import enrolment
-from provisioning.drivers import driver_names
+from provisioning.drivers import OptionsSchema, driver_names, options_schema
 from provisioning.models import Node
 from provisioning.states import WipeMethod, wipe_method_problem
 
@@ -53,6 +53,10 @@ class SwapForm(VisibleTextMixin, forms.Form):
     note = forms.CharField(label="Note (optional)", required=False, max_length=500)
 
 
+def _reads_login(schema: OptionsSchema) -> bool:
+    return schema.host_key or schema.login_user or schema.bmc
+
+
 class NodeFactsForm(VisibleTextMixin, forms.Form):
     """What an operator says about a node at enrolment and may change later (``NodeEditForm``)."""
 
@@ -74,13 +78,13 @@ class NodeFactsForm(VisibleTextMixin, forms.Form):
         error_messages={"required": "Choose how this node's data is erased between tenants: a "
                                     "method for its data devices, or 'No local data devices'."},
         help_text="Every termination erases the data, then checks nothing of the tenant is left.")
-    host_key = forms.CharField(required=False, label="SSH host key (ssh nodes)",
+    host_key = forms.CharField(required=False, label="SSH host key",
                                widget=forms.Textarea(attrs={"rows": 2}),
                                help_text="Pinned: the line `ssh-keyscan -t ed25519 HOST` prints, or the "
                                          "SHA256: fingerprint. Compare it with the node's console "
                                          "before you paste it.")
-    login_user = forms.CharField(required=False, max_length=32, label="Customer login (ssh nodes)")
-    bmc_address = forms.CharField(required=False, max_length=255, label="BMC address (ssh nodes)",
+    login_user = forms.CharField(required=False, max_length=32, label="Customer login")
+    bmc_address = forms.CharField(required=False, max_length=255, label="BMC address",
                                   help_text="IPMI host[:port] for power control; the password "
                                             "comes from IPMI_PASSWORD_FILE.")
     bmc_user = forms.CharField(required=False, max_length=64, label="BMC user")
@@ -98,6 +102,13 @@ class NodeFactsForm(VisibleTextMixin, forms.Form):
 
     def driver_name(self) -> str:
         return self.cleaned_data.get("driver", "")
+
+    def schema(self) -> OptionsSchema:
+        return options_schema(self.driver_name())
+
+    def login_drivers(self) -> str:
+        """The drivers that read a host key, a customer login or a BMC: the legend of those fields."""
+        return ", ".join(n for n in driver_names() if _reads_login(options_schema(n)))
 
     def clean_management_address(self):
         address = self.cleaned_data["management_address"].strip()
@@ -124,12 +135,12 @@ class NodeFactsForm(VisibleTextMixin, forms.Form):
         if "nvme_devices" in data and data.get("wipe_method"):
             if problem := wipe_method_problem(data["wipe_method"], data["nvme_devices"]):
                 self.add_error("wipe_method", problem)
-        if self.driver_name() == "ssh":
-            if problem := enrolment.host_key_problem(data.get("host_key", "")):
-                self.add_error("host_key", problem)
-            if problem := enrolment.bmc_problem(data.get("bmc_address", "").strip(),
-                                                data.get("bmc_user", "").strip()):
-                self.add_error("bmc_address", problem)
+        schema = self.schema()
+        if schema.host_key and (problem := enrolment.host_key_problem(data.get("host_key", ""))):
+            self.add_error("host_key", problem)
+        if schema.bmc and (problem := enrolment.bmc_problem(data.get("bmc_address", "").strip(),
+                                                            data.get("bmc_user", "").strip())):
+            self.add_error("bmc_address", problem)
         return data
 
     def driver_options(self, base: dict | None = None) -> dict:
@@ -138,13 +149,13 @@ class NodeFactsForm(VisibleTextMixin, forms.Form):
         data, options = self.cleaned_data, dict(base or {})
         for key in ("host_key", "ipmi", "login_user", "test_host"):
             options.pop(key, None)
-        if self.driver_name() == "ssh":
+        schema = self.schema()
+        if schema.host_key:
             options["host_key"] = data["host_key"].strip()
-            if data.get("bmc_address"):
-                options["ipmi"] = {"address": data["bmc_address"].strip(),
-                                   "user": data["bmc_user"].strip()}
-            if data.get("login_user"):
-                options["login_user"] = data["login_user"]
+        if schema.bmc and data.get("bmc_address"):
+            options["ipmi"] = {"address": data["bmc_address"].strip(), "user": data["bmc_user"].strip()}
+        if schema.login_user and data.get("login_user"):
+            options["login_user"] = data["login_user"]
         if data.get("test_host"):
             options["test_host"] = True
         return options
@@ -196,6 +207,9 @@ class NodeEditForm(NodeFactsForm):
 
     def driver_name(self) -> str:
         return self.node.driver
+
+    def login_drivers(self) -> str:
+        return self.node.driver if _reads_login(self.schema()) else ""
 
     def changes(self) -> dict:
         data = self.cleaned_data

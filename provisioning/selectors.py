@@ -10,7 +10,7 @@ from django.db.models import Count, Prefetch, Q, QuerySet
 
 from portal.orders.models import Order
 from portal.orders.states import OrderState
-from provisioning.drivers import driver_options, is_test_host, login_user_for
+from provisioning.drivers import OptionsSchema, driver_options, is_test_host, login_user_for, options_schema
 from provisioning.drivers.ssh import host_key_fingerprints
 from provisioning.models import HealthCheck, Node, NodeEvent, ProvisioningRun, StepLogLine, StepRun
 from provisioning.pipeline.steps.acceptance import AcceptanceReport, AcceptanceResult
@@ -49,6 +49,7 @@ def nodes_for_operator(*, state: str | None = None, sku=None, search: str = "") 
 class NodeFacts:
     """What the node page shows of how Trainyard reaches, powers and cleans a node."""
 
+    schema: OptionsSchema  # what the node's driver reads: which of the facts below apply
     login_user: str
     test_host: bool
     host_key_fingerprints: tuple[str, ...]
@@ -60,7 +61,8 @@ def node_facts(node: Node) -> NodeFacts:
     options = driver_options(node)
     ipmi = options.get("ipmi") if isinstance(options.get("ipmi"), dict) else {}
     bmc = (f"IPMI {ipmi.get('user')}@{ipmi['address']}" if ipmi.get("address") else "")
-    return NodeFacts(login_user=login_user_for(node), test_host=is_test_host(node),
+    return NodeFacts(schema=options_schema(node.driver), login_user=login_user_for(node),
+                     test_host=is_test_host(node),
                      host_key_fingerprints=host_key_fingerprints(options.get("host_key")),
                      bmc=bmc, baseline_entries=len(node.baseline or ()))
 

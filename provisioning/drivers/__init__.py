@@ -14,14 +14,15 @@ from provisioning.drivers.base import (
     HealthReport,
     NodeDriver,
     NodeTarget,
+    OptionsSchema,
     RunResult,
     split_address,
 )
 
 __all__ = ["DriverError", "ExecutionStopped", "Fence", "GpuReading", "HealthReport", "NodeDriver",
-           "NodeTarget", "RunResult",
+           "NodeTarget", "OptionsSchema", "RunResult",
            "driver_class", "driver_for", "driver_names", "driver_options", "is_test_host",
-           "login_user_for", "secret_option_paths", "split_address"]
+           "login_user_for", "options_schema", "secret_option_paths", "split_address"]
 
 # Option names that hold secrets. They come from settings (secret files), never from the
 # plain-text ``Node.driver_options`` column.
@@ -56,6 +57,13 @@ def driver_class(name: str) -> type[NodeDriver]:
         return import_string(path)
     except ImportError as exc:
         raise ImproperlyConfigured(f"node driver {name!r} ({path}) cannot be imported: {exc}") from exc
+
+
+def options_schema(name: str) -> OptionsSchema:
+    """What driver ``name`` reads of a node (an unknown or empty name: nothing)."""
+    if name not in settings.NODE_DRIVERS:
+        return OptionsSchema()
+    return driver_class(name).options_schema
 
 
 def driver_options(node) -> dict:

@@ -138,12 +138,24 @@ class HealthReport:
         return sum(g.ecc_errors for g in self.gpus)
 
 
+@dataclass(frozen=True)
+class OptionsSchema:
+    """What a driver reads of a node besides its address, declared by the driver: the enrol form
+    and its checks, the node page and the stack inputs ask this, never the driver's name."""
+
+    host_key: bool = False  # a pinned SSH host key, required at enrolment
+    login_user: bool = False  # the account customers log in with (else the setting's)
+    bmc: bool = False  # a BMC address and user for power control, optional
+    fabric_from_management: bool = False  # no fabric of its own: the management host stands in
+
+
 @runtime_checkable
 class NodeDriver(Protocol):
     """One node's hands. Every method may raise DriverError."""
 
     name: str  # "simulated", "ssh", …
     simulated: bool  # True when no real machine is behind the node (no access to hand over)
+    options_schema: OptionsSchema
 
     def __init__(self, target: NodeTarget) -> None: ...
 

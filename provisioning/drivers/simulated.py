@@ -46,6 +46,7 @@ from provisioning.drivers.base import (
     HealthReport,
     LineCallback,
     NodeTarget,
+    OptionsSchema,
     RunResult,
 )
 
@@ -104,6 +105,7 @@ def journal_completed(journal: list[dict]) -> dict[str, int]:
 class SimulatedDriver:
     name = "simulated"
     simulated = True  # no machine behind it: the server page says so instead of an ssh line
+    options_schema = OptionsSchema(fabric_from_management=True)
 
     def __init__(self, target: NodeTarget) -> None:
         self.target = target

@@ -88,6 +88,7 @@ from provisioning.drivers.base import (
     HealthReport,
     LineCallback,
     NodeTarget,
+    OptionsSchema,
     RunResult,
     split_address,
 )
@@ -173,6 +174,7 @@ _CANCEL_COMMAND = (
 class SshDriver:
     name = "ssh"
     simulated = False
+    options_schema = OptionsSchema(host_key=True, login_user=True, bmc=True)
 
     def __init__(self, target: NodeTarget) -> None:
         self.target = target

@@ -47,7 +47,7 @@ from portal.sizing.recommend.stacks import (
     preset_spec,
     rendered_checkpointing,
 )
-from provisioning.drivers import is_test_host
+from provisioning.drivers import is_test_host, options_schema
 from provisioning.stack.packages import CONSTRAINTS, stack_packages, tracker_packages
 
 MASTER_PORT = 29500
@@ -354,9 +354,9 @@ class StackInputs:
 
 def fabric_address(node) -> str:
     """The node's address on the cluster fabric: its ``fabric_address`` field or driver option.
-    A simulated node has no network: its management host stands in."""
+    A node whose driver has no fabric of its own (simulated): its management host stands in."""
     value = getattr(node, "fabric_address", "") or (node.driver_options or {}).get("fabric_address", "")
-    if not value and getattr(node, "driver", "") == "simulated":
+    if not value and options_schema(getattr(node, "driver", "")).fabric_from_management:
         value = (node.management_address or "").rsplit(":", 1)[0]
     return str(value or "").strip()
 

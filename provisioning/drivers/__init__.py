@@ -7,6 +7,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
 from provisioning.drivers.base import (
+    DeployFacts,
     DriverError,
     ExecutionStopped,
     Fence,
@@ -19,8 +20,8 @@ from provisioning.drivers.base import (
     split_address,
 )
 
-__all__ = ["DriverError", "ExecutionStopped", "Fence", "GpuReading", "HealthReport", "NodeDriver",
-           "NodeTarget", "OptionsSchema", "RunResult",
+__all__ = ["DeployFacts", "DriverError", "ExecutionStopped", "Fence", "GpuReading", "HealthReport",
+           "NodeDriver", "NodeTarget", "OptionsSchema", "RunResult",
            "driver_class", "driver_for", "driver_names", "driver_options", "is_test_host",
            "login_user_for", "options_schema", "secret_option_paths", "split_address"]
 

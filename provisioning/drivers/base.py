@@ -139,6 +139,17 @@ class HealthReport:
 
 
 @dataclass(frozen=True)
+class DeployFacts:
+    """What ``deploy_os`` leaves for the pipeline: the image on the node, whether this call
+    installed it, and the SSH host keys to pin from now on (an imaging engine makes new ones with
+    each install; empty: the pinned keys stand)."""
+
+    image: str
+    installed: bool = False
+    host_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class OptionsSchema:
     """What a driver reads of a node besides its address, declared by the driver: the enrol form
     and its checks, the node page and the stack inputs ask this, never the driver's name."""
@@ -159,8 +170,15 @@ class NodeDriver(Protocol):
 
     def __init__(self, target: NodeTarget) -> None: ...
 
-    def deploy_os(self, *, image: str, on_line: LineCallback) -> None:
-        """(Re)installs the operating system image; streams progress lines to ``on_line``."""
+    def deploy_os(self, *, image: str, on_line: LineCallback) -> DeployFacts:
+        """(Re)installs the operating system image, or checks the one there where the driver
+        cannot install; streams progress lines to ``on_line``."""
+        ...
+
+    def release(self, *, erase: bool, on_line: LineCallback) -> bool:
+        """Hands the node back after a tenant. With ``erase`` an imaging engine erases the disks
+        itself (Ironic's cleaning, MAAS's erase) and this answers True; a driver that cannot
+        answers False, and the pipeline's sanitise script cleans the node."""
         ...
 
     def run(self, script: str, *, name: str, on_line: LineCallback,

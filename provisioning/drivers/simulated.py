@@ -40,6 +40,7 @@ from django.conf import settings
 from provisioning.acceptance.simulated import simulated_lines
 from provisioning.drivers.base import (
     POWER_ACTIONS,
+    DeployFacts,
     DriverError,
     ExecutionStopped,
     GpuReading,
@@ -115,7 +116,7 @@ class SimulatedDriver:
         self.path = journal_path(target.hostname, _state_dir(self.options))
 
     # --- the protocol ---------------------------------------------------------------------
-    def deploy_os(self, *, image: str, on_line: LineCallback) -> None:
+    def deploy_os(self, *, image: str, on_line: LineCallback) -> DeployFacts:
         if not image:
             raise DriverError("no OS image given", permanent=True)
         self._begin("deploy_os", "deploy_os")
@@ -125,6 +126,20 @@ class SimulatedDriver:
             self._check("deploy_os", "deploy_os")
             on_line(f"{image} installed; node rebooted into the new system")
             self._finish("deploy_os", "deploy_os", "ok")
+        # an imaging engine's new host keys, when a test asks for them (option host_keys_after_deploy)
+        return DeployFacts(image=image, installed=True,
+                           host_keys=tuple(self.options.get("host_keys_after_deploy") or ()))
+
+    def release(self, *, erase: bool, on_line: LineCallback) -> bool:
+        """Like an imaging engine with option ``engine_erases``; otherwise the sanitise script."""
+        if not (erase and self.options.get("engine_erases")):
+            return False
+        self._begin("release", "release")
+        with self._holding("release", "release"):
+            on_line(f"erasing {self.target.hostname}'s disks")
+            self._sleep_with_progress("release", on_line, label="erasing")
+            self._finish("release", "release", "ok")
+        return True
 
     def run(self, script: str, *, name: str, on_line: LineCallback,
             env: Mapping[str, str] | None = None, timeout_s: float = 1800) -> RunResult:

@@ -82,6 +82,7 @@ from provisioning.drivers.base import (
     FENCED_EXIT_STATUS,
     POWER_ACTIONS,
     RETRY_EXIT_STATUS,
+    DeployFacts,
     DriverError,
     ExecutionStopped,
     GpuReading,
@@ -203,7 +204,7 @@ class SshDriver:
         return f"<SshDriver {self.user}@{self.host}:{self.port} ({self.target.hostname})>"
 
     # --- the protocol ---------------------------------------------------------------------
-    def deploy_os(self, *, image: str, on_line: LineCallback) -> None:
+    def deploy_os(self, *, image: str, on_line: LineCallback) -> DeployFacts:
         """On a host that is already installed (this driver cannot reinstall one).
 
         Checks that ``/etc/os-release`` is the ordered image (``ubuntu-22.04`` means
@@ -231,6 +232,11 @@ class SshDriver:
         if not result.ok:
             raise DriverError(f"{self.target.hostname}: OS check failed with exit status "
                               f"{result.exit_status}: {_last(result)}", permanent=True)
+        return DeployFacts(image=image)  # checked, not installed: the host keys pinned stand
+
+    def release(self, *, erase: bool, on_line: LineCallback) -> bool:
+        """No engine behind an ssh node: the sanitise script cleans it."""
+        return False
 
     def run(self, script: str, *, name: str, on_line: LineCallback,
             env: Mapping[str, str] | None = None, timeout_s: float = 1800) -> RunResult:

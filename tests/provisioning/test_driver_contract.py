@@ -119,6 +119,12 @@ def test_refused_credentials_raise_a_permanent_error(case):
     assert info.value.permanent is True
 
 
+def test_release_without_an_engine_leaves_the_cleaning_to_the_pipeline(case):
+    lines: list[str] = []
+    assert case.driver().release(erase=True, on_line=lines.append) is False
+    assert case.driver().release(erase=False, on_line=lines.append) is False
+
+
 def test_health_returns_a_report(case):
     report = case.driver().health()
     assert isinstance(report, HealthReport)

@@ -13,7 +13,7 @@ import pytest
 
 from portal.catalog.models import ServerSKU
 from provisioning.drivers import driver_for
-from provisioning.drivers.base import DriverError
+from provisioning.drivers.base import DeployFacts, DriverError
 from provisioning.drivers.ssh import RETRY_EXIT_STATUS, SshDriver, parse_nvidia_smi
 from provisioning.models import Node
 from tests.factories import H100_SKU
@@ -258,8 +258,9 @@ def test_deploy_os_checks_the_release_and_prerequisites(ssh_driver_for):
     if "VERSION_ID" not in release or not Path("/usr/bin/dpkg-query").exists():
         pytest.skip("the test host is not a versioned Debian-family system")
     lines: list[str] = []
-    ssh_driver_for(apt_packages=["bash", "coreutils"]).deploy_os(
-        image=f"{release['ID']}-{release['VERSION_ID']}", on_line=lines.append)
+    image = f"{release['ID']}-{release['VERSION_ID']}"
+    facts = ssh_driver_for(apt_packages=["bash", "coreutils"]).deploy_os(image=image, on_line=lines.append)
+    assert facts == DeployFacts(image=image, installed=False, host_keys=())  # checked, not installed
     assert lines[0].startswith("os-release: ")
     assert lines[-1] == "prerequisites present: bash coreutils"
 

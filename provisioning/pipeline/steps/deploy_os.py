@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from provisioning.baseline import baseline_record
+from provisioning.host_keys import node_pin_host_keys
 from provisioning.pipeline.context import StepContext, StepResult
 from provisioning.pipeline.node_tools import ensure_node_tools
 
@@ -16,6 +17,8 @@ from provisioning.pipeline.node_tools import ensure_node_tools
 @dataclass(frozen=True)
 class DeployResult(StepResult):
     image: str = ""
+    installed: bool = False
+    host_keys_pinned: int = 0
     baseline_recorded: bool = False
 
 
@@ -23,7 +26,11 @@ def deploy_os(ctx: StepContext) -> DeployResult:
     image = settings.PROVISIONING_OS_IMAGE
     ctx.log(f"powering on {ctx.node.hostname}")
     ctx.driver.power("on")
-    ctx.driver.deploy_os(image=image, on_line=ctx.log)
+    facts = ctx.driver.deploy_os(image=image, on_line=ctx.log)
+    if facts.host_keys:
+        node_pin_host_keys(node=ctx.node, host_keys=facts.host_keys, order=ctx.order)
+        ctx.node.refresh_from_db(fields=["driver_options"])
+        ctx.log(f"{len(facts.host_keys)} new host key(s) of {ctx.node.hostname} pinned", staff_only=True)
     recorded = ctx.node.baseline_at is None and not ctx.driver.simulated
     if recorded:
         entries = baseline_record(node=ctx.node, driver=ctx.driver,
@@ -32,4 +39,5 @@ def deploy_os(ctx: StepContext) -> DeployResult:
         ctx.log(f"clean baseline of {ctx.node.hostname} recorded ({len(entries)} entries)",
                 staff_only=True)
     ensure_node_tools(ctx)
-    return DeployResult(image=image, baseline_recorded=recorded)
+    return DeployResult(image=image, installed=facts.installed, host_keys_pinned=len(facts.host_keys),
+                        baseline_recorded=recorded)

@@ -32,6 +32,7 @@ class SanitiseResult(StepResult):
     wipe_method: str = ""
     devices: tuple[str, ...] = ()
     simulated: bool = False
+    erased_by_engine: bool = False
 
 
 @dataclass(frozen=True)
@@ -71,9 +72,13 @@ def revoke_keys(ctx: StepContext) -> RevokeKeysResult:
 
 def sanitise(ctx: StepContext) -> SanitiseResult:
     node = ctx.node
+    facts = {"wipe_method": node.wipe_method, "devices": tuple(node.nvme_devices),
+             "simulated": bool(ctx.driver.simulated)}
+    if ctx.driver.release(erase=True, on_line=ctx.log):
+        ctx.log(f"{node.hostname}'s disks erased by its imaging engine")
+        return SanitiseResult(**facts, erased_by_engine=True)
     ctx.run_script(sanitise_script(), name="sanitise", env=_handback_env(node))
-    return SanitiseResult(wipe_method=node.wipe_method, devices=tuple(node.nvme_devices),
-                          simulated=bool(ctx.driver.simulated))
+    return SanitiseResult(**facts)
 
 
 def attest(ctx: StepContext) -> AttestResult:

@@ -1,0 +1,56 @@
+"""The driver contract's seams for imaging engines, through the pipeline: ``deploy_os`` answers
+DeployFacts (new host keys are pinned, with an audit event) and ``release(erase=True)`` lets an
+engine erase a node itself (the sanitise script then does not run). The simulated driver plays
+such an engine when its options ask; the ssh driver has none (tests/provisioning/test_driver_contract.py)."""
+
+from provisioning.drivers.simulated import read_journal
+from provisioning.fulfilment import order_request_termination
+from provisioning.models import StepRun
+from tests.factories import H100_SKU, approved_order, drain, make_node
+from tests.provisioning.sshd import generate_ed25519
+
+NEW_KEY = generate_ed25519()[1]
+
+
+def test_host_keys_a_new_install_made_are_pinned_with_an_audit_event(catalog, people, sim_dir):
+    node = make_node(sku=H100_SKU, state_dir=sim_dir, host_keys_after_deploy=[NEW_KEY])
+    order = approved_order(people)
+    drain(order.runs.get().pk)
+    node.refresh_from_db()
+    assert node.state == "active" and node.driver_options["host_key"] == NEW_KEY
+    event = node.events.get(transition="pin_host_keys")
+    assert event.order == order and "1 host key" in event.note
+    deploy = StepRun.objects.get(run__order=order, step="deploy_os")
+    assert deploy.result["installed"] is True and deploy.result["host_keys_pinned"] == 1
+
+
+def test_a_plain_install_pins_nothing(catalog, people, sim_dir):
+    node = make_node(sku=H100_SKU, state_dir=sim_dir)
+    order = approved_order(people)
+    drain(order.runs.get().pk)
+    node.refresh_from_db()
+    assert "host_key" not in node.driver_options and not node.events.filter(transition="pin_host_keys")
+
+
+def _terminate(people, order):
+    drain(order.runs.get().pk)
+    order_request_termination(order=order, by=people.alice)
+    run = order.runs.get(kind="terminate")
+    drain(run.pk)
+    return run.steps.get(step="sanitise")
+
+
+def test_an_engine_that_erases_the_node_replaces_the_sanitise_script(catalog, people, sim_dir):
+    node = make_node(sku=H100_SKU, state_dir=sim_dir, engine_erases=True)
+    sanitise = _terminate(people, approved_order(people))
+    node.refresh_from_db()
+    assert node.state == "ready" and sanitise.result["erased_by_engine"] is True
+    done = [e["name"] for e in read_journal(node.hostname, sim_dir) if e["event"] == "ok"]
+    assert "release" in done and "sanitise" not in done
+
+
+def test_without_an_engine_the_sanitise_script_cleans(catalog, people, sim_dir):
+    node = make_node(sku=H100_SKU, state_dir=sim_dir)
+    sanitise = _terminate(people, approved_order(people))
+    done = [e["name"] for e in read_journal(node.hostname, sim_dir) if e["event"] == "ok"]
+    assert sanitise.result["erased_by_engine"] is False and "sanitise" in done and "release" not in done

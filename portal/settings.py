@@ -401,8 +401,8 @@ PROVISIONING_STEP_DEADLINES_S = {"deploy_os": 2 * PROVISIONING_STEP_DEADLINE_S,
                                  "sanitise": 3 * PROVISIONING_STEP_DEADLINE_S}
 PROVISIONING_SWEEP_INTERVAL_S = env_int("PROVISIONING_SWEEP_INTERVAL_S", 60, minimum=1)
 PROVISIONING_HEALTH_INTERVAL_S = env_int("PROVISIONING_HEALTH_INTERVAL_S", 300, minimum=10)
-# Ready nodes per SKU id, as the catalog shows stock (inventory counts them; the catalog sits below).
-CATALOG_STOCK_SOURCE = "provisioning.stock.ready_nodes_per_sku"
+# Ready nodes per SKU, as the catalog shows stock (inventory counts them; the catalog sits below).
+CATALOG_STOCK = "provisioning.stock.ReadyNodes"
 # The pipeline's plug-ins, by dotted path (like NODE_DRIVERS). Storage backend: a class with
 # provision(ctx) and revoke(ctx) (default: buckets and keys through provisioning.storage;
 # empty: none, and ordering storage then fails the step with a reason staff can act on).

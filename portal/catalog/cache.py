@@ -108,8 +108,8 @@ def catalog_rows() -> CatalogRows:
 
 def sku_stock() -> dict[str, int]:
     """Ready nodes per SKU slug, now (not cached: nodes change state all day); a SKU with none is
-    absent. Counted by CATALOG_STOCK_SOURCE (inventory's), named from the cached catalog."""
-    counts = import_string(settings.CATALOG_STOCK_SOURCE)()
+    absent. Counted by CATALOG_STOCK (inventory's), named from the cached catalog."""
+    counts = import_string(settings.CATALOG_STOCK).per_sku()
     names = catalog_names()["sku"]
     if not counts.keys() <= names.keys():  # a SKU added since this process read the catalog
         catalog_cache_clear()

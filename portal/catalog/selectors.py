@@ -1,4 +1,6 @@
-from django.db.models import Count, Q, QuerySet
+from django.conf import settings
+from django.db.models import Q, QuerySet
+from django.utils.module_loading import import_string
 
 from portal.catalog.models import ServerSKU
 
@@ -28,5 +30,5 @@ def sku_list(*, gpus: int | None = None, min_memory_gb: int | None = None,
         skus = skus.filter(interconnect=ServerSKU.Interconnect.PCIE)
     elif interconnect == "nvlink":
         skus = skus.exclude(interconnect=ServerSKU.Interconnect.PCIE)
-    skus = skus.annotate(stock=Count("nodes", filter=Q(nodes__state="ready")))
+    skus = skus.annotate(stock=import_string(settings.CATALOG_STOCK).of_each_sku())
     return skus.order_by(*SKU_SORTS.get(sort, SKU_SORTS[""])[1], "slug")

@@ -398,8 +398,7 @@ def stack_inputs(*, order, node, nodes, facts: NodeFacts | None = None) -> Stack
                              f"management network: record each node's fabric_address and retry.")
         master = fabric_address(nodes[0])
     test_host = is_test_host(node)
-    storage = bool(getattr(order, "storage_provider_id", None)) and bool(
-        getattr(order, "has_object_storage", False))
+    storage = order.has_object_storage
     tracker = order.tracker.slug if order.tracker else ""
     training = training_settings(order.plan, strategy, world_size=order.sku.gpu_count * len(nodes))
     check_stack_runs(order.strategy or _default_stack(), training)

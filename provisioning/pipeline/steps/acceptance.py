@@ -42,7 +42,6 @@ from provisioning.drivers import DriverError, RunResult, driver_for, is_test_hos
 from provisioning.health import MAX_GPU_TEMPERATURE_C, gpu_too_hot
 from provisioning.models import StepRun
 from provisioning.pipeline.context import StepContext, StepFailed, StepWaiting
-from provisioning.pipeline.steps.storage import storage_ordered
 from provisioning.states import STEP_DONE, StepStatus, step_spec
 
 __all__ = ["AcceptanceCheck", "AcceptanceReport", "AcceptanceResult", "CheckpointRoundTrip",
@@ -160,7 +159,7 @@ def _run_job(ctx: StepContext, nodes) -> tuple[dict, list[str]]:
     steps have finished (``_wait_for_cluster``), and the job needs the cluster as one."""
     script = job_script(prefix=f"acceptance/run-{ctx.run.pk}/attempt-{ctx.step_run.executions}",
                         steps=settings.PROVISIONING_ACCEPTANCE_STEPS,
-                        bucket=storage_ordered(ctx.order))
+                        bucket=ctx.order.has_object_storage)
     if len(nodes) == 1:
         return _run_on(ctx, ctx.node, script, name="acceptance", marker=JOB_MARKER,
                        timeout_s=JOB_TIMEOUT_S)

@@ -13,8 +13,7 @@ from django.utils.module_loading import import_string
 from provisioning.pipeline.context import StepContext, StepFailed, StepResult
 from provisioning.storage.services import StorageResult
 
-__all__ = ["StorageBackend", "StorageResult", "rotate_storage_key", "storage", "storage_backend",
-           "storage_ordered"]
+__all__ = ["StorageBackend", "StorageResult", "rotate_storage_key", "storage", "storage_backend"]
 
 
 class StorageBackend(Protocol):
@@ -34,10 +33,6 @@ def storage_backend() -> StorageBackend | None:
     return import_string(path)() if path else None
 
 
-def storage_ordered(order) -> bool:
-    return bool(order.storage_provider_id) and order.has_object_storage
-
-
 def _required_backend(order) -> StorageBackend:
     backend = storage_backend()
     if backend is None:
@@ -51,7 +46,7 @@ def _required_backend(order) -> StorageBackend:
 
 def storage(ctx: StepContext) -> StorageResult:
     order = ctx.order
-    if not storage_ordered(order):
+    if not order.has_object_storage:
         ctx.log("no object storage ordered; nothing to do")
         return StorageResult()
     return _required_backend(order).provision(ctx)
@@ -60,6 +55,6 @@ def storage(ctx: StepContext) -> StorageResult:
 def rotate_storage_key(ctx: StepContext) -> StorageResult:
     """Day 2: a new key for the order's bucket, written to the node; the old one revoked after."""
     order = ctx.order
-    if not storage_ordered(order):
+    if not order.has_object_storage:
         raise StepFailed(f"order {order.reference} has no object storage to rotate a key for")
     return _required_backend(order).rotate(ctx)

@@ -12,7 +12,7 @@ from provisioning.drivers import login_user_for
 from provisioning.handback import MAX_LISTED, attestation_findings, findings_summary
 from provisioning.models import Node, NodeEvent
 from provisioning.pipeline.context import StepContext, StepFailed, StepResult
-from provisioning.pipeline.steps.storage import storage_backend, storage_ordered
+from provisioning.pipeline.steps.storage import storage_backend
 from provisioning.stack.scripts import handback_env, revoke_access_script, sanitise_script
 from provisioning.storage.backend import RetainResult
 
@@ -54,7 +54,7 @@ def revoke_access(ctx: StepContext) -> AccessEndedResult:
 
 
 def retain_data(ctx: StepContext) -> RetainResult:
-    if not storage_ordered(ctx.order):
+    if not ctx.order.has_object_storage:
         ctx.log("no bucket was ordered: local data is wiped with the disks")
         return RetainResult(policy="wipe", note="no bucket ordered")
     backend = storage_backend()

@@ -38,7 +38,8 @@ def retention_cutoff(days: int, *, now: datetime | None = None) -> datetime | No
 def delete_in_batches(rows: QuerySet, *, batch_size: int | None = None) -> Counter[str]:
     """Deletes every row of ``rows`` (and what cascades with it), ``batch_size`` primary keys a
     transaction; returns the rows deleted per model label (``webhooks.WebhookAttempt``: 12)."""
-    batch_size = batch_size or settings.RETENTION_BATCH_SIZE
+    if batch_size is None:
+        batch_size = settings.RETENTION_BATCH_SIZE
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, not {batch_size}")
     deleted: Counter[str] = Counter()

@@ -1,5 +1,6 @@
 """The batch delete every retention task uses, and the window arithmetic."""
 
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -39,3 +40,18 @@ def test_it_deletes_in_batches_each_its_own_statement():
 def test_a_batch_size_below_one_is_refused():
     with pytest.raises(ValueError, match="batch_size must be at least 1"):
         delete_in_batches(Session.objects.none(), batch_size=0)
+
+
+def test_every_table_has_a_retention_rule_or_a_reason_to_be_kept():
+    """docs/operations.md "Retention" names every model's table (catalog tables by their suffix)."""
+    from django.apps import apps
+
+    from tests.conftest import REPO_ROOT
+
+    text = (REPO_ROOT / "docs" / "operations.md").read_text()
+    section = text[text.index("## Retention"):]
+    section = section[:section.index("\n## ", 1)]
+    named = set(re.findall(r"`([a-z_]+)`", section))
+    named |= {f"catalog_{suffix}" for suffix in named}
+    tables = {model._meta.db_table for model in apps.get_models(include_auto_created=True)}
+    assert tables - named == set()

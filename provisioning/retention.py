@@ -112,12 +112,22 @@ def _retryable_failed_runs() -> Q:
     return Q(status=RunStatus.FAILED) & waiting
 
 
+def _runs_past_log_window(cutoff: datetime):
+    return (ProvisioningRun.objects.filter(status__in=RUN_DONE, finished_at__lt=cutoff)
+            .exclude(_retryable_failed_runs()))
+
+
 def step_logs_prune(*, now: datetime, batch_size: int | None = None) -> Counter[str]:
     """Deletes the log lines of runs that finished before the window (see the module's note)."""
     cutoff = retention_cutoff(settings.STEP_LOG_RETENTION_DAYS, now=now)
     if cutoff is None:
         return Counter()
-    finished = (ProvisioningRun.objects.filter(status__in=RUN_DONE, finished_at__lt=cutoff)
-                .exclude(_retryable_failed_runs()))
+    finished = _runs_past_log_window(cutoff)
     return delete_in_batches(StepLogLine.objects.filter(step_run__run__in=finished.values("pk")),
                              batch_size=batch_size)
+
+
+def run_log_past_window(run: ProvisioningRun, *, now: datetime) -> bool:
+    """Whether ``run``'s log lines are past their window (its page says why they are gone)."""
+    cutoff = retention_cutoff(settings.STEP_LOG_RETENTION_DAYS, now=now)
+    return cutoff is not None and _runs_past_log_window(cutoff).filter(pk=run.pk).exists()

@@ -255,3 +255,23 @@ def test_a_worker_runs_the_beat_task_end_to_end(celery_worker_process, sim_dir):
         celery_worker_process.output()[-3000:]
     summary = HealthCheckDaily.objects.get(node=node, day=day)
     assert (summary.checks, summary.ok_count, summary.failed_count) == (4, 2, 2)
+
+
+@pytest.mark.django_db
+def test_the_run_page_says_why_an_old_runs_log_is_gone(client, login, people, sim_dir):
+    from django.urls import reverse
+
+    node = make_node(sku=H100_SKU, state_dir=sim_dir)
+    now = timezone.now()
+    window = timedelta(days=settings.STEP_LOG_RETENTION_DAYS)
+    old = _run_with_log(node, order_state=OrderState.ACTIVE, status=RunStatus.SUCCEEDED,
+                        finished_ago=NOW - now + window + timedelta(days=1))
+    recent = _run_with_log(node, order_state=OrderState.ACTIVE, status=RunStatus.SUCCEEDED,
+                           finished_ago=NOW - now + window - timedelta(days=1))
+    retention_step_logs_task.apply().get()
+    login(people.olga)
+    page = client.get(reverse("provisioning:run", args=[old.pk])).content.decode()
+    assert f"Step logs are kept {settings.STEP_LOG_RETENTION_DAYS} days after a run finishes" in page
+    page = client.get(reverse("provisioning:run", args=[recent.pk])).content.decode()
+    assert 'id="log-retention"' not in page
+    assert _lines(recent) == 2

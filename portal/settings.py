@@ -494,3 +494,34 @@ CELERY_BEAT_SCHEDULE |= {
     "storage-delete-expired": {"task": "provisioning.storage_delete_expired",
                                "schedule": float(STORAGE_DELETE_INTERVAL_S)},
 }
+
+# --- Retention (docs/operations.md "Retention") ---------------------------------------------
+# Every table that grows with time has a window; a beat task deletes what is past it every
+# RETENTION_INTERVAL_S seconds, RETENTION_BATCH_SIZE rows a short transaction. A window of 0 days
+# keeps those rows forever. Audit rows (order, node, run and bucket transitions) are never pruned.
+RETENTION_INTERVAL_S = env_int("RETENTION_INTERVAL_S", 3600, minimum=60)
+RETENTION_BATCH_SIZE = env_int("RETENTION_BATCH_SIZE", 5000, minimum=1)
+# Health checks: summarised per node per day (HealthCheckDaily) once the day is over, then the
+# checks themselves are deleted after this many days (each node's newest check is kept).
+HEALTH_CHECK_RETENTION_DAYS = env_int("HEALTH_CHECK_RETENTION_DAYS", 30, minimum=0)
+HEALTH_SUMMARY_RETENTION_DAYS = env_int("HEALTH_SUMMARY_RETENTION_DAYS", 730, minimum=0)
+# Step log lines of runs that finished this many days ago (never of a run in progress, nor of a
+# failed run staff can still retry).
+STEP_LOG_RETENTION_DAYS = env_int("STEP_LOG_RETENTION_DAYS", 90, minimum=0)
+# Webhook deliveries that succeeded or were given up, with their attempts, and events left with
+# no delivery, this many days after they were created (pending deliveries are never deleted).
+WEBHOOK_RETENTION_DAYS = env_int("WEBHOOK_RETENTION_DAYS", 30, minimum=0)
+# django-axes' log of log-ins and log-outs (AccessLog; and AccessFailureLog when enabled).
+LOGIN_LOG_RETENTION_DAYS = env_int("LOGIN_LOG_RETENTION_DAYS", 90, minimum=0)
+# Quotes never ordered, this many days after they expired (an ordered quote stays with its order).
+QUOTE_RETENTION_DAYS = env_int("QUOTE_RETENTION_DAYS", 365, minimum=0)
+CELERY_BEAT_SCHEDULE |= {
+    name: {"task": task, "schedule": float(RETENTION_INTERVAL_S),
+           # a run nobody took in time is replaced by the next one
+           "options": {"expires": float(RETENTION_INTERVAL_S)}}
+    for name, task in {"retention-health-checks": "provisioning.retention_health_checks",
+                       "retention-step-logs": "provisioning.retention_step_logs",
+                       "retention-webhooks": "webhooks.retention",
+                       "retention-sessions-and-login-logs": "accounts.retention",
+                       "retention-quotes": "orders.retention"}.items()
+}

@@ -8,7 +8,15 @@ from provisioning import services
 from provisioning.drivers import driver_names
 from provisioning.enrolment import enrolment_problems
 from provisioning.health import node_health_check
-from provisioning.models import HealthCheck, Node, NodeEvent, ProvisioningRun, RunEvent, StepRun
+from provisioning.models import (
+    HealthCheck,
+    HealthCheckDaily,
+    Node,
+    NodeEvent,
+    ProvisioningRun,
+    RunEvent,
+    StepRun,
+)
 from provisioning.states import wipe_method_problem
 
 
@@ -157,3 +165,20 @@ class HealthCheckAdmin(admin.ModelAdmin):
                     "ecc_errors")
     list_filter = ("ok",)
     search_fields = ("node__hostname",)
+
+
+@admin.register(HealthCheckDaily)
+class HealthCheckDailyAdmin(admin.ModelAdmin):
+    """Written by the retention task from the day's checks: read only."""
+
+    list_display = ("node", "day", "checks", "ok_count", "failed_count", "unreachable_count",
+                    "worst", "max_temperature_c", "max_ecc_errors", "min_gpu_count")
+    list_filter = ("worst",)
+    search_fields = ("node__hostname",)
+    date_hierarchy = "day"
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False

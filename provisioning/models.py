@@ -191,8 +191,52 @@ class HealthCheck(models.Model):
     class Meta:
         ordering = ["-at", "-pk"]
         get_latest_by = "at"
+        # Retention asks, for each old check, whether its node has a newer one.
+        indexes = [models.Index(fields=["node", "at"], name="healthcheck_node_at")]
 
     def __str__(self) -> str:
         return f"{self.node} {'ok' if self.ok else 'unhealthy'} at {self.at:%Y-%m-%d %H:%M}"
+
+    @property
+    def unreachable(self) -> bool:
+        """The driver could not reach the node: nothing was measured."""
+        return not self.ok and self.gpu_count is None
+
+
+class HealthCheckDaily(models.Model):
+    """One node's health checks of one day (UTC), summarised once the day is over: what stays of
+    them after the checks themselves are deleted (``provisioning.retention``)."""
+
+    class Worst(models.TextChoices):
+        # In rising order of concern: an unhealthy check measured a fault; an unreachable one
+        # measured nothing.
+        OK = "ok", "OK"
+        UNREACHABLE = "unreachable", "Unreachable"
+        UNHEALTHY = "unhealthy", "Unhealthy"
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="health_days")
+    day = models.DateField()
+    checks = models.PositiveIntegerField()
+    ok_count = models.PositiveIntegerField()
+    failed_count = models.PositiveIntegerField(help_text="Checks that were not ok.")
+    unreachable_count = models.PositiveIntegerField(
+        help_text="Of the failed checks, those whose driver could not reach the node.")
+    worst = models.CharField(max_length=12, choices=Worst.choices)
+    max_temperature_c = models.DecimalField(max_digits=5, decimal_places=1, null=True, blank=True)
+    max_ecc_errors = models.PositiveIntegerField(null=True, blank=True)
+    min_gpu_count = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="The fewest GPUs a check of the day saw.")
+
+    class Meta:
+        ordering = ["-day", "node"]
+        constraints = [
+            models.UniqueConstraint(fields=["node", "day"], name="one_health_summary_per_node_and_day"),
+            models.CheckConstraint(condition=models.Q(checks=models.F("ok_count") + models.F("failed_count")),
+                                   name="health_summary_counts_add_up"),
+        ]
+        indexes = [models.Index(fields=["day"], name="healthcheckdaily_day")]
+
+    def __str__(self) -> str:
+        return f"{self.node} {self.day}: {self.ok_count}/{self.checks} ok ({self.worst})"
 
 from provisioning.storage.models import Bucket, BucketEvent, Credential  # noqa: E402,F401

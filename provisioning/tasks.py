@@ -11,12 +11,15 @@ import logging
 from celery import shared_task
 from django.contrib.auth import get_user_model
 from django.db import InterfaceError, OperationalError
+from django.utils import timezone
 
+from portal.core.retention import RETENTION_TASK_OPTIONS
 from provisioning.baseline import baseline_record
 from provisioning.drivers import DriverError, driver_for
 from provisioning.health import CHECK_WAITING_STATES, node_accept_if_healthy, node_health_check
 from provisioning.models import Node
 from provisioning.pipeline.engine import step_deadline_s, step_execute
+from provisioning.retention import health_retention, step_logs_prune
 from provisioning.runs import run_start
 from provisioning.states import NodeState
 from provisioning.storage.services import buckets_delete_expired, retention_key_issue
@@ -127,3 +130,16 @@ def node_accept_check_task(node_id: int, by_id: int | None) -> bool | None:
         return None  # gone, or no longer waiting: a redelivered task is harmless
     by = get_user_model().objects.filter(pk=by_id).first() if by_id else None
     return node_accept_if_healthy(node=node, by=by).ok
+
+
+@shared_task(name="provisioning.retention_health_checks", **RETENTION_TASK_OPTIONS)
+def retention_health_checks_task() -> dict:
+    """Beat: summarises each day of health checks per node, then deletes checks past their
+    window (HEALTH_CHECK_RETENTION_DAYS) and summaries past theirs."""
+    return health_retention(now=timezone.now())
+
+
+@shared_task(name="provisioning.retention_step_logs", **RETENTION_TASK_OPTIONS)
+def retention_step_logs_task() -> dict:
+    """Beat: log lines of runs finished longer ago than STEP_LOG_RETENTION_DAYS."""
+    return dict(step_logs_prune(now=timezone.now()))

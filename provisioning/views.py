@@ -16,6 +16,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from portal.accounts.lockouts import lockout_clear, lockout_minutes, lockouts_list
@@ -34,6 +35,7 @@ from provisioning.forms import (
     SwapForm,
 )
 from provisioning.models import Node, ProvisioningRun, StepRun
+from provisioning.retention import run_log_past_window
 from provisioning.states import NODE_FAILED, NODE_TRANSITIONS, NodeState, RunKind, RunStatus
 
 
@@ -213,7 +215,9 @@ def _run_context(request, run, swap_form=None) -> dict:
             "swap_choices": [("", "Pick automatically (same SKU and fabric)")] + [
                 (n.pk, n.hostname + (f" · fabric {n.fabric_group}" if n.fabric_group else ""))
                 for n in eligible],
-            "other_runs": selectors.order_runs(run.order).exclude(pk=run.pk)}
+            "other_runs": selectors.order_runs(run.order).exclude(pk=run.pk),
+            "log_retention_days": settings.STEP_LOG_RETENTION_DAYS,
+            "log_past_window": run_log_past_window(run, now=timezone.now())}
 
 
 def _render_run(request, run, *, swap_form=None, status=200):

@@ -15,7 +15,9 @@ from django.utils import timezone
 
 from portal.accounts import tokens
 from portal.accounts.models import Invitation, User
+from portal.accounts.retention import login_logs_prune, sessions_clear_expired
 from portal.core import mail
+from portal.core.retention import RETENTION_TASK_OPTIONS
 
 logger = logging.getLogger(__name__)
 RETRY = {"acks_late": True, "autoretry_for": (OSError,), "max_retries": 5, "retry_backoff": True}
@@ -85,3 +87,11 @@ def email_change_send_task(user_id: int, new_email: str) -> int:
         f"keeps its old address."])
     return mail.send(subject="[Trainyard] Confirm your new e-mail address", body=body,
                      to=[new_email])
+
+
+@shared_task(name="accounts.retention", **RETENTION_TASK_OPTIONS)
+def retention_task() -> dict:
+    """Beat: expired sessions (clearsessions) and django-axes' log-in log past its window."""
+    deleted = (sessions_clear_expired(now=timezone.now())
+               + login_logs_prune())
+    return dict(deleted)

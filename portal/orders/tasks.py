@@ -8,8 +8,10 @@ from django.db.models import Q
 from django.utils import timezone
 
 from portal.core import mail
+from portal.core.retention import RETENTION_TASK_OPTIONS
 from portal.orders.models import OrderEvent
 from portal.orders.notifications import order_event_notify
+from portal.orders.retention import quotes_prune
 
 APPROVERS, OPERATORS = "approver", "operator"
 
@@ -45,3 +47,9 @@ def order_event_notify_task(event_id: int) -> int:
     except Exception:
         OrderEvent.objects.filter(pk=event_id).update(notified_at=None)
         raise
+
+
+@shared_task(name="orders.retention", **RETENTION_TASK_OPTIONS)
+def retention_task() -> dict:
+    """Beat: quotes nobody ordered, expired longer than QUOTE_RETENTION_DAYS."""
+    return dict(quotes_prune(now=timezone.now()))

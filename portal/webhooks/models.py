@@ -59,7 +59,7 @@ class WebhookEvent(models.Model):
                                      related_name="+", help_text="Whose data the event is about.")
     type = models.CharField(max_length=40, choices=EventType.choices)
     data = models.JSONField(default=dict)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)  # retention's window
 
     def __str__(self) -> str:
         return f"{self.reference} {self.type}"

@@ -3,8 +3,11 @@ and the sweep (beat) that queues again deliveries whose message was lost."""
 
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
+from django.utils import timezone
 
+from portal.core.retention import RETENTION_TASK_OPTIONS
 from portal.webhooks.delivery import deliveries_overdue, delivery_attempt
+from portal.webhooks.retention import webhooks_prune
 
 DB_RETRY = {"autoretry_for": (OperationalError, InterfaceError), "retry_backoff": 1,
             "retry_backoff_max": 60, "retry_jitter": True}
@@ -23,3 +26,9 @@ def requeue_pending_task() -> int:
     for delivery_id in ids:
         deliver_task.delay(delivery_id)
     return len(ids)
+
+
+@shared_task(name="webhooks.retention", **RETENTION_TASK_OPTIONS)
+def retention_task() -> dict:
+    """Beat: finished deliveries (and their attempts) and events past WEBHOOK_RETENTION_DAYS."""
+    return dict(webhooks_prune(now=timezone.now()))

@@ -1,11 +1,11 @@
 """The configurator's price: catalog rows in, priced lines out, through the one price function
-(``portal.sizing.recommend.pricing.server_price``, which the recommender uses too), with the
+(``portal.catalog.pricing.server_price``, which the recommender uses too), with the
 paying organisation's price list applied there."""
 
 from __future__ import annotations
 
+from portal.catalog.pricing import Price, Priced, PriceList, server_price
 from portal.quotes.configuration import Configuration
-from portal.sizing.recommend.pricing import Price, Priced, PriceList, server_price
 
 
 def price(config: Configuration, price_list: PriceList | None = None) -> Price:

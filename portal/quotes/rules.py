@@ -7,12 +7,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from portal.catalog.pricing import Price, PriceList
 from portal.core.addresses import url_problem
 from portal.core.units import tb
 from portal.quotes.configuration import Configuration, CustomStorage
 from portal.quotes.fit import plan_fit_verdict
 from portal.quotes.pricing import price
-from portal.sizing.recommend.pricing import Price, PriceList
 from portal.sizing.recommend.stacks import Needs, stack_problem
 
 MIN_MULTI_NODE_ETHERNET_GBPS = 100

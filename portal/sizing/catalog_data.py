@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 
 from portal.catalog.capabilities import FEATURES
+from portal.catalog.pricing import PriceList, to_decimal
 from portal.sizing.recommend.catalog import (
     CatalogData,
     GpuSpec,
@@ -24,13 +26,16 @@ from portal.sizing.recommend.catalog import (
     StackOptionSpec,
     StorageProviderSpec,
 )
-from portal.sizing.recommend.pricing import PriceList
 
 SEED_PATH = Path(__file__).resolve().parent.parent / "catalog" / "data" / "catalog.json"
 
 
 def _f(value: Any) -> float:
     return float(value) if value is not None else 0.0
+
+
+def _usd(value: Any) -> Decimal:
+    return to_decimal(value) if value is not None else Decimal("0")
 
 
 def _gpu(row: dict) -> GpuSpec:
@@ -45,20 +50,20 @@ def _gpu(row: dict) -> GpuSpec:
 def _sku(row: dict, gpu_slug: str, stock: int | None = None) -> SkuSpec:
     return SkuSpec(
         slug=row["slug"], name=row["name"], gpu_slug=gpu_slug, gpus_per_node=int(row["gpu_count"]),
-        interconnect=row["interconnect"], price_hourly_usd=_f(row["price_hourly"]),
+        interconnect=row["interconnect"], price_hourly_usd=_usd(row["price_hourly"]),
         cpu_cores=int(row.get("cpu_cores") or 0), ram_bytes=int(_f(row.get("ram_gb")) * 10**9),
-        price_monthly_usd=_f(row.get("price_monthly")), stock_nodes=stock,
+        price_monthly_usd=_usd(row.get("price_monthly")), stock_nodes=stock,
     )
 
 
 def _options(data: dict) -> dict[str, tuple]:
     return {
         "nvme": tuple(NvmeOptionSpec(r["slug"], _f(r["size_tb"]), int(r["drives"]), r["raid"],
-                                     _f(r["price_monthly"])) for r in data["nvme"]),
+                                     _usd(r["price_monthly"])) for r in data["nvme"]),
         "networks": tuple(NetworkOptionSpec(r["slug"], r["name"], r["kind"], _f(r["speed_gbps"]),
-                                            _f(r["price_monthly"]), bool(r.get("on_request")),
+                                            _usd(r["price_monthly"]), bool(r.get("on_request")),
                                             bool(r.get("is_default"))) for r in data["network"]),
-        "storage": tuple(StorageProviderSpec(r["slug"], r["name"], r["kind"], _f(r["price_per_tb_monthly"]))
+        "storage": tuple(StorageProviderSpec(r["slug"], r["name"], r["kind"], _usd(r["price_per_tb_monthly"]))
                          for r in data["storage"]),
         "stack": tuple(_stack(r) for r in data["stack"]),
     }
@@ -141,8 +146,8 @@ def catalog_cached(*, stock: bool = True, price_list: PriceList | None = None) -
 def catalog_priced(data: CatalogData, price_list: PriceList) -> CatalogData:
     """Every unit price as ``price_list`` charges it (the recommender then prices plans with
     the same numbers the configurator multiplies)."""
-    def unit(kind: str, slug: str, amount: float) -> float:
-        return float(price_list.unit(f"{kind}:{slug}", amount))
+    def unit(kind: str, slug: str, amount: Decimal) -> Decimal:
+        return price_list.unit(f"{kind}:{slug}", amount)
 
     return replace(
         data,

@@ -9,8 +9,8 @@ import pytest
 from rest_framework import serializers
 
 from portal.api.v1 import serializers as s
+from portal.catalog.pricing import money
 from portal.sizing.estimator.config import LIMITS, TrainingConfig
-from portal.sizing.recommend.pricing import money
 from portal.sizing.recommend.types import Goal, Workload
 from tests.api.conftest import assert_problem, key_client
 

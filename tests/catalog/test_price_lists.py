@@ -11,9 +11,9 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from portal.catalog.models import NetworkOption, NvmeOption, PriceList, PriceListItem, ServerSKU
+from portal.catalog.pricing import Priced, server_price
+from portal.catalog.pricing import PriceList as PurePriceList
 from portal.quotes.models import Quote
-from portal.sizing.recommend.pricing import Priced, server_price
-from portal.sizing.recommend.pricing import PriceList as PurePriceList
 from tests.api.conftest import key_client
 
 SKU = "1x-l4-24gb"

@@ -6,10 +6,10 @@ from decimal import Decimal
 import pytest
 
 from portal.catalog.models import NetworkOption, NvmeOption, ServerSKU, StorageProvider
+from portal.catalog.pricing import HOURS_PER_MONTH
 from portal.quotes.configuration import Configuration
 from portal.quotes.pricing import price
 from portal.sizing.catalog_data import catalog_from_db, catalog_from_seed
-from portal.sizing.recommend.pricing import HOURS_PER_MONTH
 from portal.sizing.recommend.search import size_price_hourly
 
 STORAGE_TB = 7

@@ -43,8 +43,9 @@ def test_package_imports_only_the_standard_library():
             assert roots <= allowed_roots, (path.name, roots)
 
 
-# Pure modules of lower layers the recommender may read: the units and the stacks' capability names.
-PURE_MODULES = ("portal.core.units", "portal.catalog.capabilities")
+# Pure modules of lower layers the recommender may read: the units, the stacks' capability names
+# and the money module.
+PURE_MODULES = ("portal.core.units", "portal.catalog.capabilities", "portal.catalog.pricing")
 
 
 def test_recommender_imports_only_the_standard_library_the_estimator_and_the_units():

@@ -2,6 +2,7 @@
 
 import re
 from dataclasses import replace
+from decimal import Decimal
 
 import pytest
 
@@ -113,7 +114,7 @@ def test_deadline_and_budget_goals(catalog, rec_7b_cheapest, rec_7b_fastest):
     deadline = cheap.train_hours / 2
     rec = recommend(full_7b(), Goal("deadline", deadline_hours=deadline), catalog)
     assert rec.goal_met and rec.best.train_hours <= deadline
-    budget = rec_7b_fastest.best.price_total_usd * 0.99
+    budget = rec_7b_fastest.best.price_total_usd * Decimal("0.99")
     rec = recommend(full_7b(), Goal("budget", budget_usd=budget), catalog)
     assert rec.goal_met and rec.best.price_total_usd <= budget
     rec = recommend(full_7b(), Goal("deadline", deadline_hours=0.001), catalog)

@@ -1,13 +1,14 @@
 """NVMe, network, storage, data format and stack advice; the catalog adapters."""
 
 from dataclasses import replace
+from decimal import Decimal
 
 import pytest
 
+from portal.catalog.pricing import HOURS_PER_MONTH
 from portal.sizing.catalog_data import catalog_from_db, catalog_from_dict, catalog_from_seed
 from portal.sizing.recommend import Goal, Workload, get_strategy, infra, recommend
 from portal.sizing.recommend.catalog import NetworkOptionSpec
-from portal.sizing.recommend.pricing import HOURS_PER_MONTH
 from portal.sizing.recommend.search import size_price_hourly
 
 
@@ -94,7 +95,7 @@ def test_seed_catalog_converts_units(seed):
     assert h100.memory_bytes == 80 * 10**9 and h100.nvlink_gbytes_per_s == 900
     assert seed.gpu("l40s-48gb").nvlink_gbytes_per_s is None
     sku = seed.sku("8x-h100-sxm-80gb")
-    assert (sku.gpus_per_node, sku.interconnect, sku.price_hourly_usd) == (8, "nvswitch", 23.6)
+    assert (sku.gpus_per_node, sku.interconnect, sku.price_hourly_usd) == (8, "nvswitch", Decimal("23.60"))
     assert len(seed.skus) == 30
 
 
@@ -131,8 +132,8 @@ def test_the_bucket_holds_the_kept_checkpoint_versions_and_the_plan_says_so(seed
     network = next((n for n in seed.networks if n.slug == three.network), None)
     nvme = next((o for o in seed.nvme if o.slug == three.nvme_option), None)
     without_bucket = size_price_hourly(sku, three.nodes, network, nvme, None, 0)
-    bucket_hourly = three.storage_tb * provider.price_per_tb_monthly_usd / float(HOURS_PER_MONTH)
-    assert three.price_hourly_usd - without_bucket == pytest.approx(bucket_hourly, abs=0.005)
+    bucket_hourly = three.storage_tb * provider.price_per_tb_monthly_usd / HOURS_PER_MONTH
+    assert abs(three.price_hourly_usd - without_bucket - bucket_hourly) <= Decimal("0.005")
 
 
 @pytest.mark.django_db

@@ -1,20 +1,29 @@
 """The catalog as plain data: GPU specs, server SKUs, options and prices.
 
 Built from the database or from the seed JSON by ``portal.sizing.catalog_data``; this module
-only defines the shapes and checks them. Prices are USD, sizes carry their unit in the name.
+only defines the shapes and checks them. Prices are USD as Decimal (a number given is read as
+written: 23.6 is 23.60), sizes carry their unit in the name.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 
 from portal.catalog.capabilities import (
     data_parallel_problems,
     model_family_problems,
     package_problems,
 )
+from portal.catalog.pricing import to_decimal
 
 INTERCONNECTS = ("pcie", "nvlink-bridge", "nvswitch")
+
+
+def _exact_prices(spec, *names: str) -> None:
+    for name in names:
+        object.__setattr__(spec, name, to_decimal(getattr(spec, name)))
+
 NETWORK_KINDS = ("ethernet", "infiniband")
 RAID_LEVELS = ("single", "raid0", "raid10")
 
@@ -49,13 +58,14 @@ class SkuSpec:
     gpu_slug: str
     gpus_per_node: int
     interconnect: str  # pcie | nvlink-bridge | nvswitch
-    price_hourly_usd: float
+    price_hourly_usd: Decimal
     cpu_cores: int = 0
     ram_bytes: int = 0
-    price_monthly_usd: float = 0.0
+    price_monthly_usd: Decimal = Decimal("0")
     stock_nodes: int | None = None  # ready nodes in inventory; None: unknown (no inventory)
 
     def __post_init__(self) -> None:
+        _exact_prices(self, "price_hourly_usd", "price_monthly_usd")
         if self.gpus_per_node not in (1, 2, 4, 8):
             raise ValueError(f"SKU {self.slug!r}: gpus_per_node must be 1, 2, 4 or 8")
         if self.interconnect not in INTERCONNECTS:
@@ -70,9 +80,10 @@ class NvmeOptionSpec:
     size_tb: float
     drives: int
     raid: str
-    price_monthly_usd: float
+    price_monthly_usd: Decimal
 
     def __post_init__(self) -> None:
+        _exact_prices(self, "price_monthly_usd")
         if self.raid not in RAID_LEVELS:
             raise ValueError(f"NVMe option {self.slug!r}: raid must be one of {RAID_LEVELS}")
 
@@ -83,11 +94,12 @@ class NetworkOptionSpec:
     name: str
     kind: str  # ethernet | infiniband
     speed_gbit_per_s: float  # per node (one port, shared by the node's GPUs)
-    price_monthly_usd: float
+    price_monthly_usd: Decimal
     on_request: bool = False
     is_default: bool = False
 
     def __post_init__(self) -> None:
+        _exact_prices(self, "price_monthly_usd")
         if self.kind not in NETWORK_KINDS:
             raise ValueError(f"network option {self.slug!r}: kind must be one of {NETWORK_KINDS}")
         if self.speed_gbit_per_s <= 0:
@@ -99,7 +111,10 @@ class StorageProviderSpec:
     slug: str
     name: str
     kind: str  # minio | wasabi | b2 | aws | custom
-    price_per_tb_monthly_usd: float
+    price_per_tb_monthly_usd: Decimal
+
+    def __post_init__(self) -> None:
+        _exact_prices(self, "price_per_tb_monthly_usd")
 
 
 @dataclass(frozen=True)

@@ -67,7 +67,7 @@ def build_sizes(workload: Workload, catalog: CatalogData, options: SearchOptions
             for net in ((single,) if nodes == 1 else multi):
                 price = size_price(sku, nodes, net, nvme, provider, storage_tb)
                 sizes.append(Size(sku, gpu, nodes, net, est_gpu, make_link(sku, gpu, nodes, net),
-                                  float(price.hourly), float(price.monthly)))
+                                  price.hourly, price.monthly))
     return sizes
 
 

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
+from decimal import Decimal
 from typing import Any
 
+from portal.catalog.pricing import to_decimal, usd_json
 from portal.sizing.estimator import (
     ESTIMATOR_VERSION,
     Estimate,
@@ -110,8 +112,8 @@ class Plan:
     step_seconds: float
     comm_seconds: float
     train_hours: float
-    price_hourly_usd: float
-    price_total_usd: float
+    price_hourly_usd: Decimal
+    price_total_usd: Decimal
     # The rest of the server: scratch, bucket, stack.
     nvme_option: str
     nvme_tb: float
@@ -128,7 +130,7 @@ class Plan:
     # As billed (pricing.job_price): started hours over provisioning + training, or started months.
     billed_hours: int = 0
     billing: str = "hourly"  # hourly | monthly (the monthly rate was cheaper)
-    price_per_month_usd: float = 0.0  # multi-week jobs: cost per month; 0 otherwise
+    price_per_month_usd: Decimal = Decimal("0")  # multi-week jobs: cost per month; 0 otherwise
     # The regime its stack runs, as the estimator knobs that differ from the fields above
     # (regimes.py): re-estimating the plan applies them. time_model "estimator": the plan was
     # timed by the estimator's own time model; "planning-mfu": by a stored MFU (older plans).
@@ -187,8 +189,8 @@ class Plan:
             "cpu_bytes_per_node": self.cpu_bytes_per_node,
             "mfu": self.mfu,  # unrounded: re-estimating the plan times it with the same MFU
             "train_hours": round(self.train_hours, 3),
-            "price_hourly_usd": round(self.price_hourly_usd, 2),
-            "price_total_usd": round(self.price_total_usd, 2),
+            "price_hourly_usd": usd_json(self.price_hourly_usd),
+            "price_total_usd": usd_json(self.price_total_usd),
             "nvme_option": self.nvme_option, "nvme_tb": self.nvme_tb, "raid": self.raid,
             "storage_provider": self.storage_provider, "storage_tb": self.storage_tb,
             "checkpoint_bytes": self.checkpoint_bytes, "checkpoints_kept": self.checkpoints_kept,
@@ -196,7 +198,7 @@ class Plan:
             "stack_settings": dict(self.stack.settings),
             "warnings": list(self.warnings), "availability": self.availability,
             "billed_hours": self.billed_hours, "billing": self.billing,
-            "price_per_month_usd": round(self.price_per_month_usd, 2),
+            "price_per_month_usd": usd_json(self.price_per_month_usd),
             "estimator_regime": {"version": self.estimator_version, "training": dict(self.training_regime),
                                  "parallel": {k: _knob_json(v) for k, v in self.parallel_regime}},
             "represents": list(self.represents), "unmodelled": [],
@@ -383,6 +385,10 @@ def _typed(name: str, kind: str, value: Any) -> Any:
         if not is_number(value):
             raise ValueError(f"In the sizing plan, {name} must be a number, got {value!r}.")
         value = float(value)
+    elif kind == "Decimal":
+        if not is_number(value):
+            raise ValueError(f"In the sizing plan, {name} must be a number, got {value!r}.")
+        value = to_decimal(value)
     elif kind == "str":
         if not isinstance(value, str):
             raise ValueError(f"In the sizing plan, {name} must be text, got {value!r}.")

@@ -30,9 +30,11 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from functools import cached_property, lru_cache
 from itertools import chain
 
+from portal.catalog.pricing import JobPrice, Price, Priced, billed_total_usd, job_price, server_price
 from portal.sizing.estimator import (
     Estimate,
     GPUSpec,
@@ -51,7 +53,6 @@ from portal.sizing.estimator import (
 from portal.sizing.estimator.compute import bubble_fraction, hardware_flops_per_token
 
 from .catalog import GpuSpec, NetworkOptionSpec, NvmeOptionSpec, SkuSpec, StorageProviderSpec
-from .pricing import JobPrice, Price, Priced, billed_total_usd, job_price, server_price
 from .regimes import regime_of
 from .stacks import Needs, choose_stack, family_of, missing, strategy_stacks
 from .strategies import STRATEGIES, Strategy, layout_supported, max_tp, shape_supported
@@ -84,8 +85,8 @@ class Size:
     network: NetworkOptionSpec | None
     est_gpu: GPUSpec
     link: Interconnect
-    price_hourly_usd: float  # all nodes, GPUs + NVMe + network + storage
-    price_monthly_usd: float = 0.0  # the same at the monthly rates
+    price_hourly_usd: Decimal  # all nodes, GPUs + NVMe + network + storage
+    price_monthly_usd: Decimal = Decimal("0")  # the same at the monthly rates
 
     def __post_init__(self) -> None:
         # read in the search's inner loop: worked out once (the cached properties below)
@@ -96,7 +97,7 @@ class Size:
         return job_price(hourly_usd=self.price_hourly_usd, monthly_usd=self.price_monthly_usd,
                          train_hours=train_seconds / 3600)
 
-    def cost(self, train_seconds: float) -> float:
+    def cost(self, train_seconds: float) -> Decimal:
         """The billed total for a job of this length; never falls as the job gets longer."""
         return billed_total_usd(self.price_hourly_usd, self.price_monthly_usd, train_seconds / 3600)
 
@@ -206,7 +207,7 @@ class Candidate:
         return self.size.job_price(self.train_seconds)
 
     @property
-    def price_total_usd(self) -> float:
+    def price_total_usd(self) -> Decimal:
         return self.billing.total_usd
 
 
@@ -1079,8 +1080,8 @@ def _naive_frugal_fit(searcher: Searcher, size: Size, lay: Layout) -> bool:
 
 def size_price_hourly(sku: SkuSpec, nodes: int, network: NetworkOptionSpec | None,
                       nvme: NvmeOptionSpec | None, storage: StorageProviderSpec | None,
-                      storage_tb: int) -> float:
-    return float(size_price(sku, nodes, network, nvme, storage, storage_tb).hourly)
+                      storage_tb: int) -> Decimal:
+    return size_price(sku, nodes, network, nvme, storage, storage_tb).hourly
 
 
 def size_price(sku: SkuSpec, nodes: int, network: NetworkOptionSpec | None, nvme: NvmeOptionSpec | None,
@@ -1091,7 +1092,7 @@ def size_price(sku: SkuSpec, nodes: int, network: NetworkOptionSpec | None, nvme
 
 
 @lru_cache(maxsize=8192)  # by the prices alone (a SKU's stock changes all day): once per price list
-def _size_price(sku: str, monthly: float, hourly: float, nodes: int, network: NetworkOptionSpec | None,
+def _size_price(sku: str, monthly: Decimal, hourly: Decimal, nodes: int, network: NetworkOptionSpec | None,
                 nvme: NvmeOptionSpec | None, storage: StorageProviderSpec | None, storage_tb: int) -> Price:
     per_node = tuple(Priced(o.slug, o.price_monthly_usd) for o in (nvme, network) if o is not None)
     shared = (Priced(storage.slug, storage.price_per_tb_monthly_usd, quantity=storage_tb),) if storage else ()

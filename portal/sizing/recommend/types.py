@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
+from portal.catalog.pricing import to_decimal, usd_json
 from portal.sizing.estimator.config import (  # noqa: F401  (re-exported)
     ATTENTION,
     CHECKPOINTING,
@@ -36,7 +38,7 @@ MAX_TOKENS = 10**18
 def _within(label: str, value) -> None:
     """A finite number within ``LIMITS[label]``, else ValueError naming the field and the range."""
     low, high = LIMITS[label]
-    if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+    if (isinstance(value, bool) or not isinstance(value, int | float | Decimal) or not math.isfinite(value)
             or not low <= value <= high):
         raise ValueError(f"{label} must be a number {limit_text(low, high)}, got {value!r}")
 
@@ -118,7 +120,7 @@ class Goal:
 
     kind: str = "fastest"
     deadline_hours: float | None = None
-    budget_usd: float | None = None
+    budget_usd: Decimal | None = None  # a number given is read as written
 
     def __post_init__(self) -> None:
         if self.kind not in GOALS:
@@ -130,6 +132,8 @@ class Goal:
         for label in ("deadline_hours", "budget_usd"):
             if getattr(self, label) is not None:
                 _within(label, getattr(self, label))
+        if self.budget_usd is not None:
+            object.__setattr__(self, "budget_usd", to_decimal(self.budget_usd))
 
 
 @dataclass(frozen=True)
@@ -169,7 +173,7 @@ class Point:
     micro_batch: int
     checkpointing: str
     train_hours: float
-    price_total_usd: float
+    price_total_usd: Decimal
     per_gpu_total_bytes: int
     pareto: bool = False
 
@@ -178,7 +182,7 @@ class Point:
             "sku": self.sku, "gpu": self.gpu, "nodes": self.nodes, "strategy": self.strategy,
             "tp": self.tp, "pp": self.pp, "micro_batch": self.micro_batch,
             "checkpointing": self.checkpointing, "train_hours": round(self.train_hours, 3),
-            "price_total_usd": round(self.price_total_usd, 2),
+            "price_total_usd": usd_json(self.price_total_usd),
             "per_gpu_total_bytes": self.per_gpu_total_bytes, "pareto": self.pareto,
         }
 
@@ -243,7 +247,7 @@ class Recommendation:
     def to_dict(self) -> dict[str, Any]:
         return {
             "goal": {"kind": self.goal.kind, "deadline_hours": self.goal.deadline_hours,
-                     "budget_usd": self.goal.budget_usd},
+                     "budget_usd": None if self.goal.budget_usd is None else usd_json(self.goal.budget_usd)},
             "goal_met": self.goal_met,
             "plans": [p.to_dict() for p in self.plans],
             "explanations": list(self.explanations),

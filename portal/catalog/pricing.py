@@ -1,9 +1,12 @@
-"""The one price function: what a server size costs per hour and per month (pure Python).
+"""The one money module (pure Python, Decimal only): what a server size costs per hour and per
+month, reseller price lists, and the billing rule of a job (started hours, capped by started
+months at the monthly rate).
 
-The configurator (``portal.quotes.pricing``, Decimal prices of catalog rows) and the
-recommender (float prices of ``CatalogData``) both price through ``server_price``, so a plan's
-``price_hourly_usd`` is the hourly price its quote shows. Every line is rounded to the cent;
-monthly options are turned into an hourly figure over ``HOURS_PER_MONTH``.
+The configurator (``portal.quotes.pricing``, prices of catalog rows) and the recommender (prices
+of ``CatalogData``) both price through ``server_price``, so a plan's ``price_hourly_usd`` is the
+hourly price its quote shows; billing uses the same rule. Every line is rounded to the cent;
+monthly options are turned into an hourly figure over ``HOURS_PER_MONTH``. Imports nothing of
+Django: the pure recommender uses it.
 """
 
 from __future__ import annotations
@@ -38,14 +41,15 @@ class Priced:
     """One priced item of a server size: a name and its catalog price."""
 
     label: str
-    monthly: Decimal | float | int  # per unit
-    hourly: Decimal | float | int | None = None  # per unit; None: monthly over HOURS_PER_MONTH
+    monthly: Decimal  # per unit
+    hourly: Decimal | None = None  # per unit; None: monthly over HOURS_PER_MONTH
     quantity: int = 1  # units (terabytes of a bucket)
     key: str = ""  # what a price list names it by: sku:<slug>, nvme:, network:, storage:<slug>
 
 
-def _decimal(value) -> Decimal:
-    """Exactly the price as written: 23.6 (a float from JSON) is 23.60, not 23.6000000000000014."""
+def to_decimal(value) -> Decimal:
+    """Exactly the price as written: 23.6 (a number read from JSON) is 23.60, not
+    23.6000000000000014. For the edges where a price arrives as a number (the seed file, a test)."""
     return value if isinstance(value, Decimal) else Decimal(str(value))
 
 
@@ -55,11 +59,17 @@ MAX_MONEY = Decimal(10) ** 15  # USD: no price of a real server size comes near 
 def money(value) -> Decimal:
     """To the cent; ValueError (with a message) for an amount that is not finite or out of range,
     which only absurd sizes reach (a bucket of 10**30 TB), rather than Decimal's InvalidOperation."""
-    amount = _decimal(value)
+    amount = to_decimal(value)
     if not amount.is_finite() or abs(amount) >= MAX_MONEY:
         raise ValueError(f"a price of {value:.3g} USD is out of range (at most {MAX_MONEY:.0e}); "
                          f"the sizes asked for are far beyond any server we sell")
     return amount.quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+def usd_json(amount: Decimal) -> float:
+    """An amount as a JSON number, to the cent: JSON has no decimal type, and the cents read back
+    exactly (to_decimal(123.45) is Decimal("123.45"))."""
+    return float(money(amount))
 
 
 MIN_PERCENT = Decimal("-90")  # a discount leaves at least a tenth of the list price
@@ -79,16 +89,16 @@ class PriceList:
 
     def __post_init__(self) -> None:
         for key, value in (("percent", self.percent), *self.items):
-            if not MIN_PERCENT <= _decimal(value) <= MAX_PERCENT:
+            if not MIN_PERCENT <= to_decimal(value) <= MAX_PERCENT:
                 raise ValueError(f"price list {self.name!r}: {key} must be between {MIN_PERCENT} "
                                  f"and {MAX_PERCENT} percent, got {value}")
 
     def percent_for(self, key: str) -> Decimal:
-        return _decimal(dict(self.items).get(key, self.percent))
+        return to_decimal(dict(self.items).get(key, self.percent))
 
     def unit(self, key: str, amount) -> Decimal:
         """One unit's price as this list charges it, to the cent."""
-        return money(_decimal(amount) * (1 + self.percent_for(key) / 100))
+        return money(to_decimal(amount) * (1 + self.percent_for(key) / 100))
 
 
 def _times(nodes: int) -> str:
@@ -96,7 +106,7 @@ def _times(nodes: int) -> str:
 
 
 def _unit(item: Priced, amount, price_list: PriceList | None) -> Decimal:
-    return _decimal(amount) if price_list is None else price_list.unit(item.key, amount)
+    return to_decimal(amount) if price_list is None else price_list.unit(item.key, amount)
 
 
 def _line(item: Priced, count: int, label: str, price_list: PriceList | None = None) -> PriceLine:
@@ -122,6 +132,29 @@ def server_price(*, nodes: int, server: Priced, per_node: tuple[Priced, ...] = (
 # Billing of a training job (docs/sizing.md, "Priced as billed").
 PROVISIONING_HOURS = 1.0  # reserve → handover (OS, stack, acceptance): the nodes are billed from reservation
 MULTI_WEEK_HOURS = 14 * 24  # from two weeks on, a plan also shows its cost per month
+ZERO = Decimal("0.00")
+
+
+def billed_hours(train_hours: float, provisioning_hours: float = PROVISIONING_HOURS) -> int:
+    """Every node is billed by the started hour over provisioning and training."""
+    if not (math.isfinite(train_hours) and train_hours >= 0):
+        raise ValueError(f"train_hours must be a finite number >= 0, got {train_hours!r}")
+    return max(1, math.ceil(train_hours + provisioning_hours - 1e-9))
+
+
+def started_months(hours: int) -> int:
+    return -(-hours // int(HOURS_PER_MONTH))
+
+
+def billed_total(hourly: Decimal, monthly: Decimal, hours: int) -> tuple[Decimal, bool]:
+    """The rule: ``hours`` started hours at the hourly rate, or the started months at the monthly
+    rate when that is less (a size without a monthly rate: hourly). (total, by the month)."""
+    hourly_total = hourly * hours
+    if monthly > 0:
+        monthly_total = monthly * started_months(hours)
+        if monthly_total < hourly_total:
+            return monthly_total, True
+    return hourly_total, False
 
 
 @dataclass(frozen=True)
@@ -130,43 +163,28 @@ class JobPrice:
     or by the started month at the monthly rate when that is cheaper."""
 
     billed_hours: int
-    hourly_total_usd: float
-    monthly_total_usd: float
-    total_usd: float
+    hourly_total_usd: Decimal
+    monthly_total_usd: Decimal  # 0 for a size without a monthly rate
+    total_usd: Decimal
     billing: str  # hourly | monthly
-    per_month_usd: float | None  # multi-week jobs: the total spread over the months it runs
+    per_month_usd: Decimal | None  # multi-week jobs: the total spread over the months it runs
 
 
-def billed_total_usd(hourly_usd: float, monthly_usd: float, train_hours: float,
-                     provisioning_hours: float = PROVISIONING_HOURS) -> float:
+def billed_total_usd(hourly_usd: Decimal, monthly_usd: Decimal, train_hours: float,
+                     provisioning_hours: float = PROVISIONING_HOURS) -> Decimal:
     """``job_price(...).total_usd`` without building the breakdown (the search calls it often)."""
-    billed = max(1, math.ceil(train_hours + provisioning_hours - 1e-9))
-    hourly_total = hourly_usd * billed
-    if monthly_usd > 0:
-        monthly_total = monthly_usd * math.ceil(billed / _HOURS_PER_MONTH - 1e-9)
-        if monthly_total < hourly_total:
-            return monthly_total
-    return hourly_total
+    return billed_total(hourly_usd, monthly_usd, billed_hours(train_hours, provisioning_hours))[0]
 
 
-_HOURS_PER_MONTH = float(HOURS_PER_MONTH)
-
-
-def job_price(*, hourly_usd: float, monthly_usd: float, train_hours: float,
+def job_price(*, hourly_usd: Decimal, monthly_usd: Decimal, train_hours: float,
               provisioning_hours: float = PROVISIONING_HOURS) -> JobPrice:
     """``hourly_usd`` and ``monthly_usd`` are the whole server size's rates (``server_price``: all
     nodes); each node is billed the same started hours, so rounding the job's hours rounds each node's."""
-    if not (math.isfinite(train_hours) and train_hours >= 0):
-        raise ValueError(f"train_hours must be a finite number >= 0, got {train_hours!r}")
-    wall = train_hours + provisioning_hours
-    billed = max(1, math.ceil(wall - 1e-9))
-    hourly_total = hourly_usd * billed
-    months = math.ceil(billed / float(HOURS_PER_MONTH) - 1e-9)
-    monthly_total = monthly_usd * months if monthly_usd > 0 else math.inf
-    monthly = monthly_total < hourly_total
-    total = monthly_total if monthly else hourly_total
-    per_month = total / (billed / float(HOURS_PER_MONTH)) if billed >= MULTI_WEEK_HOURS else None
-    if per_month is not None and monthly:
-        per_month = monthly_usd  # a whole number of months at the monthly rate
-    return JobPrice(billed, hourly_total, monthly_total if monthly_usd > 0 else 0.0, total,
-                    "monthly" if monthly else "hourly", per_month)
+    hours = billed_hours(train_hours, provisioning_hours)
+    total, by_month = billed_total(hourly_usd, monthly_usd, hours)
+    monthly_total = monthly_usd * started_months(hours) if monthly_usd > 0 else ZERO
+    per_month = None
+    if hours >= MULTI_WEEK_HOURS:  # a whole number of months at the monthly rate, else spread
+        per_month = monthly_usd if by_month else money(total * HOURS_PER_MONTH / hours)
+    return JobPrice(hours, hourly_usd * hours, monthly_total, total,
+                    "monthly" if by_month else "hourly", per_month)

@@ -1,5 +1,6 @@
-"""The customer's SSH keys on a node: a script that installs them as
-``$TRAINYARD_ROOT/etc/trainyard/authorized_keys`` (the file ``sh/revoke_access.sh`` removes).
+"""The customer's SSH keys on a node: ``sh/authorized_keys.sh`` installs them as
+``$TRAINYARD_ROOT/etc/trainyard/authorized_keys`` (the file ``sh/revoke_access.sh`` removes),
+from the environment built here.
 
 The file is replaced atomically (written next to it, then renamed) with mode 600, owned by the
 login user on a real node: sshd reads a user's authorized keys with that user's rights, so a
@@ -17,10 +18,10 @@ to the login user, who trains there without root; the hand-back gives it back to
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass
 
 from provisioning.stack.paths import AUTHORIZED_KEYS, CHECKPOINT_DIR, DATA
+from provisioning.stack.shell import node_script
 
 KEYS_PATH = AUTHORIZED_KEYS
 SSHD_DROPIN = "/etc/ssh/sshd_config.d/60-trainyard.conf"
@@ -29,7 +30,6 @@ SSHD_DROPIN = "/etc/ssh/sshd_config.d/60-trainyard.conf"
 def sshd_dropin(login_user: str) -> str:
     return (f"# Managed by Trainyard: {login_user} logs in with the portal's keys only.\n"
             f"Match User {login_user}\n    AuthorizedKeysFile {KEYS_PATH}\nMatch all\n")
-_DELIMITER = "TRAINYARD_AUTHORIZED_KEYS"
 _UNSAFE_COMMENT = re.compile(r"[^A-Za-z0-9 ._@:+()-]")
 
 
@@ -51,79 +51,17 @@ def _comment(label: str) -> str:
     return _UNSAFE_COMMENT.sub("_", " ".join(label.split()))[:120] or "trainyard"
 
 
-def authorized_keys_script(keys: list[KeyLine], *, order_reference: str, login_user: str) -> str:
-    for key in keys:  # validated when added; a line that could end the here-document is refused
-        if "\n" in key.line or key.line.strip() == _DELIMITER or len(key.line.split()) != 2:
+def authorized_keys_script() -> str:
+    return node_script("authorized_keys")
+
+
+def authorized_keys_env(keys: list[KeyLine], *, order_reference: str, login_user: str) -> dict[str, str]:
+    """What ``sh/authorized_keys.sh`` installs; ValueError for anything but single key lines."""
+    for key in keys:  # validated when added
+        if "\n" in key.line or len(key.line.split()) != 2:
             raise ValueError(f"not a single key line: {key.line[:40]!r}")
-    user = shlex.quote(login_user)
-    return f"""#!/bin/sh
-set -eu
-root="${{TRAINYARD_ROOT:-}}"
-dir="$root/etc/trainyard"
-target="$dir/authorized_keys"
-mkdir -p "$dir"
-tmp=$(mktemp "$dir/.authorized_keys.XXXXXX")
-trap 'rm -f "$tmp"' EXIT
-cat > "$tmp" <<'{_DELIMITER}'
-{authorized_keys_text(keys, order_reference=order_reference)}{_DELIMITER}
-chmod 600 "$tmp"
-if id {user} >/dev/null 2>&1; then
-  chown {user} "$tmp"
-fi
-mv -f "$tmp" "$target"
-trap - EXIT
-echo "installed {len(keys)} SSH key(s) in $target"
-if uid=$(id -u {user} 2>/dev/null) && [ "$uid" != 0 ] && [ "${{SUDO_USER:-$(id -un)}}" != {user} ]; then
-  # Root acts here on directories the customer may own: never through a link they left.
-  mkdir -p "$root{DATA}"
-  if [ -L "$root{CHECKPOINT_DIR}" ]; then rm -f "$root{CHECKPOINT_DIR}"; fi
-  mkdir -p "$root{CHECKPOINT_DIR}"
-  chown -h {user}: "$root{DATA}" "$root{CHECKPOINT_DIR}"
-  echo "{DATA} and {CHECKPOINT_DIR} belong to {login_user}"
-fi
-if [ -n "$root" ]; then
-  echo "scratch root $root: sshd configuration left alone"
-  exit 0
-fi
-if [ "${{SUDO_USER:-$(id -un)}}" = {user} ]; then
-  echo "the login user {login_user} is the account Trainyard manages this node with: its own keys"
-  echo "would stop working. Set the node's login_user driver option to the customer's account."
-  exit 8
-fi
-dropin={SSHD_DROPIN}
-want={shlex.quote(sshd_dropin(login_user))}
-if [ -f "$dropin" ] && [ "$(cat "$dropin")" = "$want" ]; then
-  echo "sshd already reads {KEYS_PATH} (only) for {login_user}"
-  exit 0
-fi
-mkdir -p "$(dirname "$dropin")"
-printf '%s\\n' "$want" > "$dropin.tmp"
-mv -f "$dropin.tmp" "$dropin"
-sshd_bin=$(command -v sshd || echo /usr/sbin/sshd)
-if [ -x "$sshd_bin" ]; then
-  if ! "$sshd_bin" -t; then
-    rm -f "$dropin"
-    echo "sshd rejected its configuration with the Trainyard drop-in; drop-in removed"
-    exit 6
-  fi
-  # The effective configuration (needs root); a main config that never includes the drop-in,
-  # or sets AuthorizedKeysFile before it, would leave the customer locked out: say so.
-  if effective=$("$sshd_bin" -T -C user={user},host=localhost,addr=127.0.0.1 2>/dev/null); then
-    if ! printf '%s\\n' "$effective" | grep -qix "authorizedkeysfile {KEYS_PATH}"; then
-      echo "sshd does not read {KEYS_PATH} alone for {login_user}:"
-      echo "its main config lacks 'Include /etc/ssh/sshd_config.d/*.conf' or matches the user first"
-      exit 7
-    fi
-  fi
-fi
-if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet ssh; then
-  systemctl reload ssh
-elif command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet sshd; then
-  systemctl reload sshd
-elif [ -f /run/sshd.pid ]; then
-  kill -HUP "$(cat /run/sshd.pid)"
-else
-  echo "no running sshd found to reload"
-fi
-echo "sshd reads {KEYS_PATH}"
-"""
+    return {"TRAINYARD_LOGIN_USER": login_user,
+            "TRAINYARD_AUTHORIZED_KEYS": authorized_keys_text(keys, order_reference=order_reference),
+            "TRAINYARD_KEYS_PATH": KEYS_PATH, "TRAINYARD_DATA": DATA,
+            "TRAINYARD_CHECKPOINT_DIR": CHECKPOINT_DIR, "TRAINYARD_SSHD_DROPIN": SSHD_DROPIN,
+            "TRAINYARD_SSHD_DROPIN_TEXT": sshd_dropin(login_user)}

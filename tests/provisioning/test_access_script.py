@@ -1,5 +1,6 @@
-"""The authorized_keys installer: what it writes under a scratch root (run for real with sh),
-that it refuses anything but single key lines, and that every variant passes shellcheck."""
+"""The authorized_keys installer (sh/authorized_keys.sh): what it writes under a scratch root (run
+for real with bash), and that it refuses anything but single key lines (its shellcheck:
+test_node_scripts.py, with every node script)."""
 
 import os
 import shutil
@@ -8,7 +9,12 @@ import subprocess
 
 import pytest
 
-from provisioning.stack.access import KeyLine, authorized_keys_script, authorized_keys_text
+from provisioning.stack.access import (
+    KeyLine,
+    authorized_keys_env,
+    authorized_keys_script,
+    authorized_keys_text,
+)
 from tests.accounts.ssh_keygen import new_public_key
 from tests.conftest import missing_service
 from tests.provisioning.accounts import temporary_account
@@ -18,29 +24,28 @@ def _line() -> str:
     return " ".join(new_public_key().split()[:2])
 
 
-def _run(script: str, root) -> subprocess.CompletedProcess:
-    return subprocess.run(["sh", "-c", script], capture_output=True, text=True,
-                          env={**os.environ, "TRAINYARD_ROOT": str(root)})
+def _run(keys: list[KeyLine], root, *, order_reference: str, login_user: str) -> subprocess.CompletedProcess:
+    env = authorized_keys_env(keys, order_reference=order_reference, login_user=login_user)
+    return subprocess.run(["bash", "-c", authorized_keys_script()], capture_output=True, text=True,
+                          env={**os.environ, **env, "TRAINYARD_ROOT": str(root)})
 
 
 def test_it_replaces_the_file_with_mode_600_and_leaves_sshd_alone_under_a_scratch_root(tmp_path):
     first, second = _line(), _line()
     target = tmp_path / "etc/trainyard/authorized_keys"
-    done = _run(authorized_keys_script([KeyLine(first, "laptop (alice)")], order_reference="O-1",
-                                       login_user="ubuntu"), tmp_path)
+    done = _run([KeyLine(first, "laptop (alice)")], tmp_path, order_reference="O-1", login_user="ubuntu")
     assert done.returncode == 0, done.stderr
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
     assert f"{first} laptop (alice)\n" in target.read_text()
     assert "sshd configuration left alone" in done.stdout
-    done = _run(authorized_keys_script([KeyLine(second, "ci")], order_reference="O-1",
-                                       login_user="ubuntu"), tmp_path)
+    done = _run([KeyLine(second, "ci")], tmp_path, order_reference="O-1", login_user="ubuntu")
     assert done.returncode == 0, done.stderr
     assert first not in target.read_text() and second in target.read_text()
     assert sorted(p.name for p in target.parent.iterdir()) == ["authorized_keys"]  # no temp left
 
 
 def test_no_keys_leave_an_empty_file_that_opens_nothing(tmp_path):
-    done = _run(authorized_keys_script([], order_reference="O-2", login_user="ubuntu"), tmp_path)
+    done = _run([], tmp_path, order_reference="O-2", login_user="ubuntu")
     assert done.returncode == 0 and "installed 0 SSH key(s)" in done.stdout
     text = (tmp_path / "etc/trainyard/authorized_keys").read_text()
     assert [line for line in text.splitlines() if not line.startswith("#")] == []
@@ -57,18 +62,19 @@ def test_comments_cannot_break_out_of_the_line():
                                  'from="x" ssh-ed25519 AAAA'])
 def test_anything_but_a_single_key_line_is_refused(bad):
     with pytest.raises(ValueError):
-        authorized_keys_script([KeyLine(bad, "x")], order_reference="O-4", login_user="ubuntu")
+        authorized_keys_env([KeyLine(bad, "x")], order_reference="O-4", login_user="ubuntu")
 
 
-@pytest.mark.parametrize("keys", [0, 1, 3])
-def test_every_variant_passes_shellcheck(tmp_path, keys):
-    from tests.provisioning.stack.test_renderers import shellcheck
-
-    path = tmp_path / "access.sh"
-    path.write_text(authorized_keys_script([KeyLine(_line(), f"key {i}") for i in range(keys)],
-                                           order_reference="O-5", login_user="ubuntu"))
-    done = subprocess.run([shellcheck(), "-s", "sh", str(path)], capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout
+def test_key_text_is_written_as_data_never_run(tmp_path):
+    """The keys reach the script in its environment: text that would be shell is written as is."""
+    env = authorized_keys_env([KeyLine(_line(), "k")], order_reference="O-7", login_user="ubuntu")
+    env["TRAINYARD_AUTHORIZED_KEYS"] += "$(touch pwned) `touch pwned2`\n"
+    done = subprocess.run(["bash", "-c", authorized_keys_script()], capture_output=True, text=True,
+                          env={**os.environ, **env, "TRAINYARD_ROOT": str(tmp_path)}, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / "pwned").exists() and not (tmp_path / "pwned2").exists()
+    written = (tmp_path / "etc/trainyard/authorized_keys").read_text()
+    assert written.endswith("$(touch pwned) `touch pwned2`\n")
 
 
 # --- sshd reads the Trainyard file only, for the login user only --------------------------------
@@ -189,8 +195,7 @@ def test_the_data_directory_goes_to_the_customer_but_never_through_a_link(tmp_pa
     protected.mkdir()
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "checkpoints").symlink_to(protected)
-    done = _run(authorized_keys_script([KeyLine(_line(), "k")], order_reference="O-6",
-                                       login_user=customer), tmp_path)
+    done = _run([KeyLine(_line(), "k")], tmp_path, order_reference="O-6", login_user=customer)
     assert done.returncode == 0, done.stdout + done.stderr
     uid = int(subprocess.run(["id", "-u", customer], capture_output=True, text=True).stdout)
     assert protected.stat().st_uid == 0  # the link's target stayed root's

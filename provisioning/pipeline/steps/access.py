@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, fields
 from portal.accounts.selectors import ssh_keys_for_servers_of
 from provisioning.drivers import login_user_for
 from provisioning.pipeline.context import StepContext, StepResult
-from provisioning.stack.access import KEYS_PATH, KeyLine, authorized_keys_script
+from provisioning.stack.access import KEYS_PATH, KeyLine, authorized_keys_env, authorized_keys_script
 
 
 @dataclass(frozen=True)
@@ -55,9 +55,9 @@ def access(ctx: StepContext) -> AccessResult:
         installed.append(InstalledKey(name=key.name, fingerprint=key.fingerprint,
                                       key_type=key.key_type, owner=owner))
     login_user = login_user_for(ctx.node)
-    script = authorized_keys_script(lines, order_reference=ctx.order.reference,
-                                    login_user=login_user)
-    ctx.run_script(script, name="access")
+    env = authorized_keys_env(lines, order_reference=ctx.order.reference, login_user=login_user)
+    ctx.run_script(authorized_keys_script(), name="access", env=env)
+    ctx.log(f"{len(installed)} SSH key(s) installed for {login_user}")
     for key in installed:
         ctx.log(f"key {key.name}: {key.fingerprint}")
     if not installed:

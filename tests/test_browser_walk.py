@@ -9,9 +9,9 @@ import pytest
 from portal.orders.states import OrderState
 from provisioning import approvals
 from provisioning.models import ProvisioningRun
+from tests.browser_login import log_in
 from tests.factories import H100_SKU, SIZED_PLAN, drain, make_node, make_quote, submitted_order
 
-PASSWORD = "correct-horse-battery"
 WIDTHS = (390, 1280)
 NO_SCROLL = "document.documentElement.scrollWidth <= window.innerWidth"
 
@@ -52,14 +52,6 @@ def _pages(people, w):
     }
 
 
-def _log_in(page, base, username):
-    page.goto(f"{base}/accounts/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{base}/")
-
-
 @pytest.mark.browser
 def test_every_page_of_every_role_is_clean_at_phone_and_desktop_width(live_server, browser, people, world):
     base, problems = live_server.url, []
@@ -71,7 +63,7 @@ def test_every_page_of_every_role_is_clean_at_phone_and_desktop_width(live_serve
         page.on("console", lambda msg, errors=errors: msg.type == "error" and errors.append(msg.text))
         page.on("pageerror", lambda exc, errors=errors: errors.append(str(exc)))
         if username:
-            _log_in(page, base, username)
+            log_in(page, base, username)
         for width in WIDTHS:
             page.set_viewport_size({"width": width, "height": 900})
             for path in paths:

@@ -17,8 +17,9 @@ from django.urls import reverse
 
 from portal.accounts.two_factor import LoginStep, login_step
 
-# Django's own views the half-signed-in may reach (by URL name); ours say so with the decorator.
-_OPEN_URL_NAMES = frozenset({"login", "logout"})
+# Django's own views the half-signed-in may reach (by view name, so not the admin's "admin:login");
+# ours say so with the decorator.
+_OPEN_VIEW_NAMES = frozenset({"login", "logout"})
 
 
 def two_factor_exempt(view):
@@ -47,7 +48,7 @@ class TwoFactorMiddleware:
             request.user = AnonymousUser()  # DRF's session authentication reads this one
             return None
         match = request.resolver_match
-        if getattr(view_func, "two_factor_exempt", False) or (match and match.url_name in _OPEN_URL_NAMES):
+        if getattr(view_func, "two_factor_exempt", False) or (match and match.view_name in _OPEN_VIEW_NAMES):
             return None
         target = reverse("account:two-factor-verify" if step == LoginStep.VERIFY
                          else "account:two-factor-setup")

@@ -38,7 +38,7 @@ def _pages(people, w):
     customer = ["/", "/catalog/", "/sizing/", "/sizing/?go=results", "/configure/",
                 f"/configure/quotes/{w['quote'].reference}/", "/orders/", f"/orders/{p}/", f"/orders/{a}/",
                 f"/orders/{a}/server/", f"/orders/{a}/terminate/", "/accounts/password_change/",
-                "/account/", "/account/email/"]
+                "/account/", "/account/email/", "/account/two-factor/", "/account/two-factor/setup/"]
     return {
         None: ["/catalog/", "/sizing/", "/sizing/?go=results", "/accounts/login/",
                "/accounts/password_reset/", "/api/docs/", "/no-such-page/"],
@@ -46,7 +46,8 @@ def _pages(people, w):
         "rita": ["/", "/orders/", f"/orgs/{people.reseller.slug}/", f"/orgs/{people.client_org.slug}/",
                  "/configure/"],
         "sam": ["/", "/ops/approvals/", f"/ops/runs/{w['run'].pk}/", "/ops/nodes/",
-                f"/ops/nodes/{w['node'].pk}/", f"/orders/{p}/", "/ops/nodes/enrol/"],  # the last: a 403
+                f"/ops/nodes/{w['node'].pk}/", f"/orders/{p}/", "/account/two-factor/",
+                "/ops/nodes/enrol/"],  # the last: a 403
         "olga": ["/ops/nodes/", "/ops/nodes/?q=a01", "/ops/nodes/enrol/", f"/ops/nodes/{w['spare'].pk}/",
                  f"/ops/runs/{w['run'].pk}/", "/ops/logins/", "/ops/approvals/"],  # the last: a 403
     }

@@ -38,6 +38,13 @@ def _app_help() -> str:
     return "The 6 digits your authenticator app shows for Trainyard."
 
 
+def _signed_in_fully(request, device) -> None:
+    """The session passed its second factor: a new session key for the greater rights (as
+    Django's login does for the password), then django-otp records the device in it."""
+    request.session.cycle_key()
+    otp_login(request, device)
+
+
 # --- sign-in: the token after the password ------------------------------------------------------
 @never_cache
 @two_factor_exempt
@@ -54,7 +61,7 @@ def two_factor_verify(request):
         except two_factor.TokenRefused as exc:
             form.add_error("token", str(exc))
         else:
-            otp_login(request, device)
+            _signed_in_fully(request, device)
             if device.name == two_factor.RECOVERY_DEVICE_NAME:
                 left = two_factor.recovery_codes_left(request.user)
                 messages.warning(request, f"You signed in with a recovery code; {left} left. Make "
@@ -84,7 +91,7 @@ def two_factor_setup(request):
             form.add_error("token", exc.message_dict["token"])
         else:
             device.refresh_from_db()
-            otp_login(request, device)
+            _signed_in_fully(request, device)
             request.session[NEW_CODES_SESSION] = encrypt("\n".join(codes))
             request.session[NEXT_SESSION] = _next_url(request, fallback="account:two-factor")
             return redirect("account:two-factor-codes")

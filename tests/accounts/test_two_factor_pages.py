@@ -69,8 +69,10 @@ def test_staff_with_an_app_type_a_token_after_the_password():
     wrong = client.post(VERIFY, {"token": "12345", "next": "/ops/approvals/"})
     assert wrong.status_code == 400 and "6-digit code" in wrong.content.decode()
     assert client.get("/ops/approvals/").status_code == 302
+    half_signed_in = client.session.session_key
     right = client.post(VERIFY, {"token": totp_token(two_factor_device(sam)), "next": "/ops/approvals/"})
     assert right.status_code == 302 and right["Location"] == "/ops/approvals/"
+    assert client.session.session_key != half_signed_in  # a new key for the greater rights
     assert client.get("/ops/approvals/").status_code == 200
 
 
@@ -118,6 +120,9 @@ def test_the_django_admin_needs_the_second_factor():
     assert anonymous["Location"] == "/accounts/login/?next=%2Fadmin%2Faccounts%2Fuser%2F"
     client.post(SETUP, {"token": _token_from_setup_page(client, root)})
     assert client.get("/admin/").status_code == 200
+    device = two_factor_device(root)  # support sees the devices, never their secret
+    page = client.get(f"/admin/otp_totp/totpdevice/{device.pk}/change/")
+    assert page.status_code == 200 and device.key not in page.content.decode()
 
 
 # --- throttling and the API -------------------------------------------------------------------

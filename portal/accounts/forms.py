@@ -142,7 +142,7 @@ class TokenForm(VisibleTextMixin, forms.Form):
         self.fields["token"].help_text = help_text
 
 
-class OrganisationTwoFactorForm(forms.Form):
+class OrganisationTwoFactorForm(VisibleTextMixin, forms.Form):
     require_two_factor = forms.BooleanField(
         required=False, label="Require two-factor sign-in of every member",
         help_text="Members without an authenticator app are asked to set one up at their next "

@@ -143,6 +143,12 @@ def test_an_api_key_works_for_an_organisation_that_requires_two_factor(people):
     issued = api_key_issue(organisation=people.reseller, name="ci")
     response = Client().get("/api/v1/orders", HTTP_AUTHORIZATION=f"Api-Key {issued.plaintext}")
     assert response.status_code == 200
+    # A colleague past the password only, with the key in a script on the same browser profile:
+    member_of(people.reseller, username="ron")
+    half, _ = _password_step("ron")
+    assert half.get("/orders/")["Location"].startswith(SETUP)
+    assert half.get("/api/v1/orders").status_code in (401, 403)
+    assert half.get("/api/v1/orders", HTTP_AUTHORIZATION=f"Api-Key {issued.plaintext}").status_code == 200
 
 
 def test_a_session_without_its_second_factor_gets_nothing_from_the_api(people):

@@ -257,8 +257,9 @@ def two_factor_reset(*, user, by: str) -> int:
     """Support: removes a person's app and codes (a lost phone). Their next sign-in sets up a new
     app when they must have one. ``by`` names who did it, for the log. Returns devices removed."""
     removed = _devices_delete(user)
-    _notify(user, Event.RESET_BY_STAFF)
-    logger.warning("two-factor reset", extra={"user_id": user.pk, "by": by, "devices": removed})
+    if removed:  # nothing to tell when there was nothing to remove
+        _notify(user, Event.RESET_BY_STAFF)
+        logger.warning("two-factor reset", extra={"user_id": user.pk, "by": by, "devices": removed})
     return removed
 
 

@@ -214,6 +214,9 @@ def test_the_reset_command_sends_staff_back_to_enrolment(notices):
     assert subjects == ["[Trainyard] Two-factor sign-in was reset"]
     assert not TOTPDevice.objects.filter(user=sam).exists()
     assert two_factor.login_step(sam) == LoginStep.ENROL
+    with notices.sent() as subjects:
+        call_command("two_factor_reset", "sam")  # again: nothing left to remove, nothing to say
+    assert subjects == []
 
 
 def test_the_reset_command_refuses_an_unknown_user():

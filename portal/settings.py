@@ -48,7 +48,7 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 SITE_URL = env_str("SITE_URL", "http://localhost:8000")
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "portal.accounts.admin_site.TwoFactorAdminConfig",  # django.contrib.admin, behind the 2nd factor
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -59,6 +59,9 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
+    "django_otp",
+    "django_otp.plugins.otp_totp",
+    "django_otp.plugins.otp_static",
     "portal.core",
     "portal.accounts",
     "portal.catalog",
@@ -79,7 +82,9 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "portal.core.middleware.RejectControlCharactersMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django_otp.middleware.OTPMiddleware",  # request.user.is_verified(): the session's 2nd factor
     "django.contrib.messages.middleware.MessageMiddleware",
+    "portal.accounts.middleware.TwoFactorMiddleware",  # enrol or verify before anything else
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -287,6 +292,17 @@ AXES_LOCKOUT_CALLABLE = "portal.accounts.lockouts.lockout_response"
 AXES_CLIENT_IP_CALLABLE = "portal.core.proxy.client_ip"
 AXES_USERNAME_CALLABLE = "portal.accounts.lockouts.login_username"
 AXES_VERBOSE = False
+
+# --- Two-factor sign-in (django-otp: TOTP apps, one-time recovery codes) ---------------------
+# Staff always, members of an organisation that requires it, anyone who turned it on: after the
+# password (the login above, throttled by axes) a token from the authenticator app or a recovery
+# code; until then every page sends them to that step (or to enrolment). docs/operations.md.
+OTP_TOTP_ISSUER = env_str("TWO_FACTOR_ISSUER", "Trainyard")  # the account's label in the app
+OTP_ADMIN_HIDE_SENSITIVE_DATA = True  # the admin never shows a device's secret key
+# A wrong token makes the next try wait 1, 2, 4, 8… seconds (per device), so guessing is hopeless.
+OTP_TOTP_THROTTLE_FACTOR = 1
+OTP_STATIC_THROTTLE_FACTOR = 1
+TWO_FACTOR_RECOVERY_CODES = 10
 
 # --- REST API -----------------------------------------------------------------------------
 REST_FRAMEWORK = {

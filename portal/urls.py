@@ -3,12 +3,17 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from portal.accounts.views_two_factor import PasswordChangeView, PasswordResetConfirmView
 from portal.api.views import ApiNotFound
 from portal.core import views as core_views
 
 urlpatterns = [
     path("", core_views.home, name="home"),
     path("healthz", core_views.healthz, name="healthz"),
+    # Django's password views, but each change of a password is e-mailed to the person.
+    path("accounts/password_change/", PasswordChangeView.as_view(), name="password_change"),
+    path("accounts/reset/<uidb64>/<token>/", PasswordResetConfirmView.as_view(),
+         name="password_reset_confirm"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("orgs/", include("portal.accounts.urls")),
     path("account/", include("portal.accounts.urls_account")),

@@ -17,7 +17,7 @@ from urllib.parse import urlparse
 import pytest
 
 from portal.accounts.models import Membership, Organisation, User
-from tests.factories import OrganisationFactory, member_of, staff
+from tests.factories import OrganisationFactory, member_of, staff, verified_login
 
 pytest_plugins = ["tests.provisioning.conftest_sshd", "tests.provisioning.storage.s3server",
                   "tests.security.outbound"]
@@ -189,9 +189,9 @@ def emails_inline(monkeypatch):
 
 @pytest.fixture
 def login(client):
+    """Signs ``user`` in, past the second factor where they need one."""
     def _login(user):
-        client.force_login(user)
-        return client
+        return verified_login(client, user)
 
     return _login
 

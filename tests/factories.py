@@ -2,13 +2,18 @@
 the `catalog` fixture), simulated nodes, and `drain` to run a pipeline run in this process."""
 
 import itertools
+import time
 from datetime import timedelta
 from decimal import Decimal
 
 import factory
 from django.utils import timezone
+from django_otp import DEVICE_ID_SESSION_KEY
+from django_otp.oath import hotp
+from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from portal.accounts.models import Membership, Organisation, User
+from portal.accounts.two_factor import LoginStep, login_step
 from portal.catalog.models import NetworkOption, NvmeOption, ServerSKU, StackOption, StorageProvider
 from portal.orders.models import Order
 from portal.orders.services import order_place
@@ -59,8 +64,44 @@ def member_of(organisation, **user_kwargs):
     return user
 
 
-def staff(role: str, **user_kwargs):
-    return UserFactory(staff_role=role, is_staff=True, **user_kwargs)
+def staff(role: str, *, two_factor: bool = True, **user_kwargs):
+    """A staff member; with an authenticator app set up (as every staff member has after their
+    first sign-in) unless ``two_factor=False``."""
+    user = UserFactory(staff_role=role, is_staff=True, **user_kwargs)
+    if two_factor:
+        two_factor_device(user)
+    return user
+
+
+# --- two-factor sign-in -------------------------------------------------------------------------
+def two_factor_device(user) -> TOTPDevice:
+    """The person's confirmed authenticator app (created once)."""
+    device = TOTPDevice.objects.filter(user=user, confirmed=True).first()
+    return device or TOTPDevice.objects.create(user=user, name="Authenticator app", confirmed=True)
+
+
+def totp_token(device: TOTPDevice) -> str:
+    """What the authenticator app shows now (django-otp's TOTP algorithm), never a token the device
+    accepted before: a token works once, so a second sign-in within 30 s takes the next step's
+    (within the device's tolerance) or waits for it."""
+    device.refresh_from_db()
+    while True:
+        now_t = int((time.time() - device.t0) // device.step) + device.drift
+        t = max(now_t, device.last_t + 1)
+        if t <= now_t + device.tolerance:
+            return f"{hotp(device.bin_key, t, digits=device.digits):0{device.digits}d}"
+        time.sleep(1)
+
+
+def verified_login(client, user):
+    """``client.force_login`` past the second factor too: a session that passed its token step
+    (what staff and members of an organisation that requires it need to reach any page)."""
+    client.force_login(user)
+    if login_step(user) != LoginStep.DONE:
+        session = client.session
+        session[DEVICE_ID_SESSION_KEY] = two_factor_device(user).persistent_id
+        session.save()
+    return client
 
 
 H100_SKU = "8x-h100-sxm-80gb"

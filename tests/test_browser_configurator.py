@@ -6,9 +6,9 @@ import pytest
 from playwright.sync_api import expect
 
 from portal.sizing.plan_tokens import plan_sign
+from tests.browser_login import log_in as _log_in
 from tests.conftest import PAGE_TIMEOUT_MS
 from tests.quotes.test_configurator_plan_fit import PLAN_70B
-from tests.test_browser_walk import _log_in
 
 WIDTHS = (390, 1280)
 

@@ -8,18 +8,9 @@ import pytest
 from playwright.sync_api import expect
 
 from portal.accounts.models import User
+from tests.browser_login import log_in
 from tests.conftest import PAGE_TIMEOUT_MS
 from tests.factories import H100_SKU, OrganisationFactory, make_node, make_quote, member_of, staff
-
-PASSWORD = "correct-horse-battery"
-
-
-def log_in(page, base, username):
-    page.goto(f"{base}/accounts/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{base}/")
 
 
 @pytest.mark.browser

@@ -10,8 +10,8 @@ from portal.accounts.models import SSHKey
 from provisioning.models import ProvisioningRun
 from provisioning.states import RunKind
 from tests.accounts.ssh_keygen import new_public_key, private_key, private_text
+from tests.browser_login import log_in
 from tests.factories import H100_SKU, OrganisationFactory, approved_order, drain, make_node, member_of, staff
-from tests.test_browser_orders import log_in
 from tests.test_browser_storage import _shoot
 
 

@@ -12,8 +12,8 @@ from playwright.sync_api import expect
 from portal.accounts.models import User
 from portal.core.management.commands.devserver import embedded_s3_env
 from provisioning.storage.models import Credential
+from tests.browser_login import log_in
 from tests.factories import OrganisationFactory, make_node, member_of, staff
-from tests.test_browser_orders import log_in
 
 SHOTS = Path("/tmp/shots")
 

@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from portal.accounts.models import Membership
 from portal.accounts.tasks import invitation_send_task
-from tests.test_browser_walk import _log_in
+from tests.browser_login import log_in as _log_in
 
 NO_SCROLL = "document.documentElement.scrollWidth <= window.innerWidth"
 

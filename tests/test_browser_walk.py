@@ -9,9 +9,9 @@ import pytest
 from portal.orders.states import OrderState
 from provisioning import approvals
 from provisioning.models import ProvisioningRun
+from tests.browser_login import log_in
 from tests.factories import H100_SKU, SIZED_PLAN, drain, make_node, make_quote, submitted_order
 
-PASSWORD = "correct-horse-battery"
 WIDTHS = (390, 1280)
 NO_SCROLL = "document.documentElement.scrollWidth <= window.innerWidth"
 
@@ -38,7 +38,7 @@ def _pages(people, w):
     customer = ["/", "/catalog/", "/sizing/", "/sizing/?go=results", "/configure/",
                 f"/configure/quotes/{w['quote'].reference}/", "/orders/", f"/orders/{p}/", f"/orders/{a}/",
                 f"/orders/{a}/server/", f"/orders/{a}/terminate/", "/accounts/password_change/",
-                "/account/", "/account/email/"]
+                "/account/", "/account/email/", "/account/two-factor/", "/account/two-factor/setup/"]
     return {
         None: ["/catalog/", "/sizing/", "/sizing/?go=results", "/accounts/login/",
                "/accounts/password_reset/", "/api/docs/", "/no-such-page/"],
@@ -46,18 +46,11 @@ def _pages(people, w):
         "rita": ["/", "/orders/", f"/orgs/{people.reseller.slug}/", f"/orgs/{people.client_org.slug}/",
                  "/configure/"],
         "sam": ["/", "/ops/approvals/", f"/ops/runs/{w['run'].pk}/", "/ops/nodes/",
-                f"/ops/nodes/{w['node'].pk}/", f"/orders/{p}/", "/ops/nodes/enrol/"],  # the last: a 403
+                f"/ops/nodes/{w['node'].pk}/", f"/orders/{p}/", "/account/two-factor/",
+                "/ops/nodes/enrol/"],  # the last: a 403
         "olga": ["/ops/nodes/", "/ops/nodes/?q=a01", "/ops/nodes/enrol/", f"/ops/nodes/{w['spare'].pk}/",
                  f"/ops/runs/{w['run'].pk}/", "/ops/logins/", "/ops/approvals/"],  # the last: a 403
     }
-
-
-def _log_in(page, base, username):
-    page.goto(f"{base}/accounts/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{base}/")
 
 
 @pytest.mark.browser
@@ -71,7 +64,7 @@ def test_every_page_of_every_role_is_clean_at_phone_and_desktop_width(live_serve
         page.on("console", lambda msg, errors=errors: msg.type == "error" and errors.append(msg.text))
         page.on("pageerror", lambda exc, errors=errors: errors.append(str(exc)))
         if username:
-            _log_in(page, base, username)
+            log_in(page, base, username)
         for width in WIDTHS:
             page.set_viewport_size({"width": width, "height": 900})
             for path in paths:

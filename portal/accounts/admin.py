@@ -4,6 +4,7 @@ from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from portal.accounts.models import ApiKey, Membership, Organisation, SSHKey, User
 from portal.accounts.services import api_key_issue, api_key_revoke
 from portal.accounts.team import user_deactivate
+from portal.accounts.two_factor import two_factor_reset
 
 
 @admin.register(User)
@@ -11,7 +12,7 @@ class UserAdmin(BaseUserAdmin):
     fieldsets = BaseUserAdmin.fieldsets + (("Trainyard", {"fields": ("staff_role",)}),)
     list_display = ("username", "email", "staff_role", "is_staff", "is_active")
     list_filter = ("staff_role", "is_staff", "is_active")
-    actions = ["deactivate"]
+    actions = ["deactivate", "reset_two_factor"]
 
     @admin.action(description="Deactivate (no login; their SSH keys leave every server)")
     def deactivate(self, request, queryset):
@@ -19,6 +20,13 @@ class UserAdmin(BaseUserAdmin):
             user_deactivate(user=user, by=request.user)
         self.message_user(request, "Deactivated; key syncs are queued for their organisations' "
                                    "active servers.")
+
+    @admin.action(description="Reset two-factor sign-in (a lost phone: they set up a new app)")
+    def reset_two_factor(self, request, queryset):
+        done = [user.get_username() for user in queryset
+                if two_factor_reset(user=user, by=request.user.get_username())]
+        self.message_user(request, f"Two-factor reset for {', '.join(done)}; they were told by "
+                                   f"e-mail." if done else "None of them had two-factor sign-in.")
 
     def save_model(self, request, obj, form, change):
         """Unticking "active" here is a deactivation too: the person's keys leave the servers."""
@@ -36,8 +44,8 @@ class MembershipInline(admin.TabularInline):
 
 @admin.register(Organisation)
 class OrganisationAdmin(admin.ModelAdmin):
-    list_display = ("name", "slug", "kind", "parent")
-    list_filter = ("kind",)
+    list_display = ("name", "slug", "kind", "parent", "require_two_factor")
+    list_filter = ("kind", "require_two_factor")
     search_fields = ("name", "slug")
     prepopulated_fields = {"slug": ("name",)}
     inlines = [MembershipInline]

@@ -125,3 +125,25 @@ class EmailChangeForm(VisibleTextMixin, forms.Form):
         if not self.user.check_password(password):
             raise forms.ValidationError("That is not your current password.")
         return password
+
+
+# --- two-factor sign-in -------------------------------------------------------------------------
+class TokenForm(VisibleTextMixin, forms.Form):
+    token = forms.CharField(
+        label="Code", max_length=32, strip=True,
+        widget=forms.TextInput(attrs={"autocomplete": "one-time-code", "autocapitalize": "off",
+                                      "spellcheck": "false", "autofocus": True,
+                                      "placeholder": "123456"}))
+
+    def __init__(self, *args, label=None, help_text="", **kwargs):
+        super().__init__(*args, **kwargs)
+        if label:
+            self.fields["token"].label = label
+        self.fields["token"].help_text = help_text
+
+
+class OrganisationTwoFactorForm(VisibleTextMixin, forms.Form):
+    require_two_factor = forms.BooleanField(
+        required=False, label="Require two-factor sign-in of every member",
+        help_text="Members without an authenticator app are asked to set one up at their next "
+                  "page; API keys are not affected.")

@@ -45,6 +45,9 @@ class Organisation(models.Model):
         related_name="children",
         help_text="The reseller that sells to this customer organisation.",
     )
+    require_two_factor = models.BooleanField(
+        default=False, help_text="Members must sign in with a second factor (an authenticator "
+                                 "app); those without one are sent to set it up.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

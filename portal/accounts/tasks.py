@@ -95,3 +95,49 @@ def retention_task() -> dict:
     deleted = (sessions_clear_expired(now=timezone.now())
                + login_logs_prune())
     return dict(deleted)
+
+
+# What a security notice says, by event (portal.accounts.two_factor.Event, and a password change).
+_NOTICES = {
+    "enabled": ("Two-factor sign-in is on",
+                "Two-factor sign-in was turned on for your account: from now on you sign in with "
+                "your password and a code from your authenticator app. Keep your recovery codes "
+                "somewhere safe."),
+    "disabled": ("Two-factor sign-in is off",
+                 "Two-factor sign-in was turned off for your account: your password alone now "
+                 "signs you in."),
+    "codes_regenerated": ("New recovery codes",
+                          "New recovery codes were made for your account; the old ones no longer "
+                          "work."),
+    "recovery_code_used": ("A recovery code was used",
+                           "Someone signed in to your account with one of your recovery codes. "
+                           "Each code works once; make new ones on your account page if few are "
+                           "left."),
+    "reset_by_staff": ("Two-factor sign-in was reset",
+                       "Our support removed your authenticator app and recovery codes (a lost "
+                       "phone, say). If two-factor sign-in is required for you, your next sign-in "
+                       "sets up a new app."),
+    "password_changed": ("Your password was changed",
+                         "The password of your account was changed."),
+}
+
+
+@shared_task(name="accounts.security_notice_send", **RETRY)
+def security_notice_task(user_id: int, event: str) -> int:
+    """A security notice to the person: two-factor turned on or off, new recovery codes, a code
+    used, a reset by support, a changed password. Sent whoever did it, so a stranger's change is
+    noticed."""
+    user = User.objects.filter(pk=user_id).first()
+    if user is None or not user.email or event not in _NOTICES:
+        return 0
+    title, text = _NOTICES[event]
+    body = "\n".join([
+        f"Hello {user.get_full_name() or user.get_username()},", "", text, "",
+        f"If this was not you, change your password ({_page('password_change')}) and write to "
+        f"{settings.SUPPORT_EMAIL} at once.", "",
+        f"Your account: {_page('account:settings')}"])
+    return mail.send(subject=f"[Trainyard] {title}", body=body, to=[user.email])
+
+
+def _page(name: str) -> str:
+    return settings.SITE_URL.rstrip("/") + reverse(name)

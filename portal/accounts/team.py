@@ -306,3 +306,10 @@ def _user_create(*, username: str, email: str, password: str, first_name: str,
         raise ValidationError({"username": f"The username {username} is taken; choose "
                                            f"another."}) from None
     return candidate
+
+
+# --- security notices ---------------------------------------------------------------------------
+def password_changed(*, user) -> None:
+    """Tells the person by e-mail that their password changed (on their page or by a reset link),
+    so a change they did not make does not go unnoticed."""
+    _queue(tasks.security_notice_task, user.pk, "password_changed")

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from portal.accounts import views, views_team
+from portal.accounts import views, views_team, views_two_factor
 
 app_name = "accounts"
 urlpatterns = [
@@ -12,6 +12,7 @@ urlpatterns = [
          name="member-remove"),
     path("<slug:slug>/invitations/<str:reference>/revoke/", views_team.invitation_revoke,
          name="invitation-revoke"),
+    path("<slug:slug>/two-factor/", views_two_factor.organisation_two_factor, name="two-factor"),
     path("<slug:slug>/ssh-keys/", views.organisation_ssh_keys, name="ssh-keys"),
     path("<slug:slug>/ssh-keys/<int:key_id>/remove", views.organisation_ssh_key_remove,
          name="ssh-key-remove"),

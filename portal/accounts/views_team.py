@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
-from portal.accounts import team, tokens
+from portal.accounts import team, tokens, two_factor
 from portal.accounts.forms import (
     AcceptAsNewUserForm,
     EmailChangeForm,
@@ -173,7 +173,8 @@ def _joined(request, invitation):
 def account_settings(request):
     memberships = request.user.memberships.select_related("organisation").order_by(
         "organisation__name")
-    return render(request, "accounts/account.html", {"memberships": memberships})
+    return render(request, "accounts/account.html", {"memberships": memberships,
+                                                     "two_factor": two_factor.status_of(request.user)})
 
 
 @login_required

@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 
 from tests.conftest import REPO_ROOT
-from tests.factories import UserFactory
+from tests.factories import UserFactory, verified_login
 
 pytestmark = pytest.mark.django_db
 GOOD = "correct-horse-battery"
@@ -59,7 +59,7 @@ def test_an_operator_unlocks_and_customers_cannot_see_the_page(people, settings)
     customer.force_login(people.alice)
     assert customer.get("/ops/logins/").status_code in (403, 404)
     operator = Client()
-    operator.force_login(people.olga)
+    verified_login(operator, people.olga)
     page = operator.get("/ops/logins/").content.decode()
     assert "dora" in page and "Locked" in page
     from axes.models import AccessAttempt

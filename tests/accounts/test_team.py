@@ -12,7 +12,7 @@ from django.utils import timezone
 from portal.accounts import team, tokens
 from portal.accounts.models import Invitation, Membership
 from portal.accounts.tasks import invitation_send_task
-from tests.factories import UserFactory, member_of
+from tests.factories import UserFactory, member_of, verified_login
 
 PASSWORD = "a-long-passphrase-42"
 
@@ -161,7 +161,7 @@ def test_an_expired_withdrawn_or_forged_link_says_so(client, people, admin, spoi
         Invitation.objects.filter(pk=invitation.pk).update(expires_at=timezone.now() - timedelta(1))
     elif spoil == "revoked":
         login_client = client
-        login_client.force_login(admin)
+        verified_login(login_client, admin)
         login_client.post(f"/orgs/{people.acme.slug}/invitations/{invitation.reference}/revoke/")
         login_client.logout()
     else:

@@ -11,14 +11,14 @@ from portal.accounts.services import api_key_issue
 from portal.webhooks.models import WebhookDelivery, WebhookEndpoint
 from portal.webhooks.services import endpoint_create
 from tests.api.conftest import assert_problem, key_client
-from tests.factories import member_of
+from tests.factories import member_of, verified_login
 
 URL = "https://hooks.example.com/in"
 
 
 def _session(user) -> APIClient:
     client = APIClient()
-    client.force_login(user)
+    verified_login(client, user)
     return client
 
 

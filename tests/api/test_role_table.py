@@ -21,7 +21,7 @@ from portal.webhooks.models import WebhookDelivery, WebhookEndpoint
 from portal.webhooks.services import endpoint_create
 from tests.accounts.ssh_keygen import new_public_key
 from tests.conftest import REPO_ROOT
-from tests.factories import L4_SKU, make_order, make_quote, member_of
+from tests.factories import L4_SKU, make_order, make_quote, member_of, verified_login
 
 ROLES = ("reseller member", "reseller admin", "customer member", "customer admin")
 HOOK = "https://hooks.example.com/in"
@@ -205,7 +205,7 @@ def test_the_role_table(catalog, people, role, row):
     world = World(people)
     user = world.callers[role]
     client = APIClient()
-    client.force_login(user)
+    verified_login(client, user)
     mine = set(Membership.objects.filter(user=user).values_list("organisation_id", flat=True))
     hidden = [org.name for org in (people.reseller, people.client_org) if org.pk not in mine]
     hidden.append(INVITEE)

@@ -13,7 +13,7 @@ from provisioning.models import Node
 from provisioning.services import node_enrol, node_return_to_service, node_set_maintenance
 from provisioning.states import NodeState
 from provisioning.tasks import node_accept_check_task
-from tests.factories import H100_SKU, make_node
+from tests.factories import H100_SKU, make_node, verified_login
 
 ED25519 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
 
@@ -48,7 +48,7 @@ def _admin_post(client, path, **fields):
 def admin_client_of_olga(people, client):
     people.olga.is_superuser = True  # the admin site needs model permissions; operators have them
     people.olga.save()
-    client.force_login(people.olga)
+    verified_login(client, people.olga)
     return client
 
 

@@ -14,7 +14,7 @@ from provisioning.models import HealthCheck, Node
 from provisioning.selectors import node_history, node_last_health
 from provisioning.services import node_enrol, node_return_to_service, node_set_maintenance
 from provisioning.tasks import node_accept_check_task
-from tests.factories import H100_SKU, make_node
+from tests.factories import H100_SKU, make_node, verified_login
 from tests.pg import wait_until_blocked
 
 
@@ -155,7 +155,7 @@ def test_two_enrolments_racing_for_one_hostname_one_gets_a_clear_message(
 
 def test_a_node_is_enrolled_with_its_fabric_address(catalog, people, client):
     sku = ServerSKU.objects.get(slug=H100_SKU)
-    client.force_login(people.olga)
+    verified_login(client, people.olga)
     response = client.post("/ops/nodes/enrol/", {
         "hostname": "gpu-h100-f1", "sku": sku.pk, "management_address": "192.168.5.1",
         "driver": "simulated", "fabric_address": "10.50.0.1", "ready": "on",

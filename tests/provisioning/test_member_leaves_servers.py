@@ -9,7 +9,7 @@ from portal.accounts import team
 from portal.accounts.models import Membership
 from provisioning.ssh_keys import installed_keys, ssh_key_add
 from tests.accounts.ssh_keygen import new_public_key
-from tests.factories import MembershipFactory, drain
+from tests.factories import MembershipFactory, drain, verified_login
 from tests.provisioning.test_ssh_keys_sync import _sync_runs, active_order  # noqa: F401
 
 
@@ -50,7 +50,7 @@ def test_staff_deactivating_in_the_admin_takes_the_keys_off_too(people, active_o
     before = _sync_runs(active_order).count()
     people.olga.is_superuser = True
     people.olga.save()
-    client.force_login(people.olga)
+    verified_login(client, people.olga)
     response = client.post("/admin/accounts/user/", {"action": "deactivate",
                                                       "_selected_action": [bob.pk]})
     assert response.status_code == 302

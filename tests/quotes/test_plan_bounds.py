@@ -15,7 +15,7 @@ from portal.sizing.catalog_data import catalog_from_db
 from portal.sizing.plan_tokens import plan_sign
 from portal.sizing.recommend import Goal, SearchOptions, Workload, recommend
 from provisioning.fulfilment import order_submit
-from tests.factories import SIZED_PLAN, make_quote
+from tests.factories import SIZED_PLAN, make_quote, verified_login
 
 HOSTILE_PLANS = [
     ({"model": "x", "nodes": 10**400}, "nodes must be between 1 and 1,024"),
@@ -84,7 +84,7 @@ def test_one_bad_stored_plan_does_not_take_the_approval_queue_down(stored_bad_or
     good = make_quote(people.acme, by=people.alice, plan=SIZED_PLAN)
     order_submit(order=order_place(quote=good, by=people.alice), by=people.alice)
     client = Client(raise_request_exception=False)
-    client.force_login(people.sam)
+    verified_login(client, people.sam)
     response = client.get("/ops/approvals/")
     assert response.status_code == 200
     html = response.content.decode()

@@ -5,6 +5,7 @@ import pytest
 from django.test import Client
 
 from portal.orders.models import Order
+from tests.factories import verified_login
 
 pytestmark = pytest.mark.django_db
 
@@ -15,7 +16,7 @@ pytestmark = pytest.mark.django_db
 ])
 def test_a_nul_in_a_page_address_is_a_400_page(people, require_postgres, path):
     client = Client(raise_request_exception=False)
-    client.force_login(people.sam)
+    verified_login(client, people.sam)
     response = client.get(path + ("%00" if path == "/ops/approvals/" else ""))
     assert response.status_code in (400, 404)
     if response.status_code == 400:
@@ -36,7 +37,7 @@ def test_a_nul_in_a_form_field_changes_nothing(people, catalog, require_postgres
 
     order = submitted_order(people)
     client = Client(raise_request_exception=False)
-    client.force_login(people.sam)
+    verified_login(client, people.sam)
     response = client.post(f"/ops/approvals/{order.reference}/reject/", {"reason": "no\x00stock"})
     assert response.status_code == 400
     assert Order.objects.get(pk=order.pk).state == order.state

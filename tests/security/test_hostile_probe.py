@@ -10,7 +10,7 @@ from django import forms
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from tests.factories import UserFactory, make_node, submitted_order
+from tests.factories import UserFactory, make_node, submitted_order, verified_login
 
 HOSTILE = ["\x00", "a\x00b", "x" * 3000, "Zürich-€-😀", "-1", "0", "9" * 40, "1e308", "%", "..",
            "<script>", "' OR 1=1 --"]
@@ -103,7 +103,7 @@ def _client(people, role):
     elif role == "staff":  # approver and operator
         who = UserFactory(username="root", is_staff=True, is_superuser=True)
     if who is not None:
-        client.force_login(who)
+        verified_login(client, who)
     return who, client
 
 

@@ -17,3 +17,5 @@ class Command(BaseCommand):
         self.stdout.write(f"Demo logins (password for all: {password})")
         for login in logins:
             self.stdout.write(f"  {login.username:<8} {login.role}")
+        self.stdout.write("Staff logins (sam, olga, admin) set up two-factor sign-in at their first "
+                          "log-in: have an authenticator app ready.")

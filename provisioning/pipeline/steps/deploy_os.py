@@ -32,4 +32,5 @@ def deploy_os(ctx: StepContext) -> DeployResult:
         ctx.log(f"clean baseline of {ctx.node.hostname} recorded ({len(entries)} entries)",
                 staff_only=True)
     ensure_node_tools(ctx)
+    ctx.say(f"Operating system installed ({image})")
     return DeployResult(image=image, baseline_recorded=recorded)

@@ -49,12 +49,13 @@ def _handback_env(node: Node) -> dict[str, str]:
 
 def revoke_access(ctx: StepContext) -> AccessEndedResult:
     ctx.run_script(revoke_access_script(), name="revoke_access", env=_handback_env(ctx.node))
+    ctx.say("SSH access ended")
     return AccessEndedResult(login_user=login_user_for(ctx.node))
 
 
 def retain_data(ctx: StepContext) -> RetainResult:
     if not storage_ordered(ctx.order):
-        ctx.log("no bucket was ordered: local data is wiped with the disks")
+        ctx.say("No bucket was ordered: data on the server's disks is erased with them")
         return RetainResult(policy="wipe", note="no bucket ordered")
     backend = storage_backend()
     if backend is None:
@@ -72,6 +73,7 @@ def revoke_keys(ctx: StepContext) -> RevokeKeysResult:
 def sanitise(ctx: StepContext) -> SanitiseResult:
     node = ctx.node
     ctx.run_script(sanitise_script(), name="sanitise", env=_handback_env(node))
+    ctx.say("Disks erased")
     return SanitiseResult(wipe_method=node.wipe_method, devices=tuple(node.nvme_devices),
                           simulated=bool(ctx.driver.simulated))
 
@@ -80,6 +82,7 @@ def attest(ctx: StepContext) -> AttestResult:
     node = Node.objects.get(pk=ctx.node.pk)
     if ctx.driver.simulated:
         ctx.log(f"{node.hostname} is simulated: nothing on it to attest")
+        ctx.say(f"Checked: nothing of your data remains on {node.hostname}")
         return AttestResult(clean=True, simulated=True)
     if node.baseline_at is None:
         raise StepFailed(f"{node.hostname} has no clean baseline to compare with (it entered stock "
@@ -95,6 +98,7 @@ def attest(ctx: StepContext) -> AttestResult:
                              to_state=node.state, order=ctx.order,
                              note=f"{findings_summary([])} ({len(now)} entries checked)")
     ctx.log(f"attestation: nothing of the last tenant remains on {node.hostname}")
+    ctx.say(f"Checked: nothing of your data remains on {node.hostname}")
     return AttestResult(clean=True, checked=len(now))
 
 
@@ -106,4 +110,5 @@ class ReadyResult(StepResult):
 def ready(ctx: StepContext) -> ReadyResult:
     health = ctx.driver.health()
     ctx.log(f"{health.gpu_count} GPU(s) visible; {ctx.node.hostname} goes back into stock")
+    ctx.say(f"Server {ctx.node.hostname} is released")
     return ReadyResult(gpu_count=health.gpu_count)

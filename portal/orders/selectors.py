@@ -6,11 +6,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import QuerySet
+from django.utils import timezone
 
 from portal.accounts.selectors import organisations_for
 from portal.catalog.models import NetworkOption, ServerSKU
 from portal.orders.models import Order, OrderEvent
-from portal.orders.states import ORDER_TRANSITIONS, OrderState
+from portal.orders.states import ORDER_TRANSITIONS, QUOTE_FREEING_STATES, OrderState
 from portal.quotes.fit import PlanFit, plan_fit_verdict
 from portal.quotes.plans import UNREADABLE_PLAN, plan_readable
 
@@ -23,6 +24,18 @@ def orders_for(user) -> QuerySet[Order]:
     return Order.objects.filter(organisation__in=organisations_for(user)).select_related(
         "organisation", "sku__gpu", "nvme", "network", "storage_provider", "strategy", "tracker",
         "placed_by")
+
+
+def quote_order(quote) -> Order | None:
+    """The order that used ``quote`` up (live, or terminated), None while it can be ordered."""
+    return (Order.objects.filter(quote=quote).exclude(state__in=QUOTE_FREEING_STATES)
+            .order_by("-created_at").first())
+
+
+def quotes_open(quotes):
+    """Of ``quotes``, those still to be ordered: valid and not used up by an order."""
+    used = Order.objects.exclude(state__in=QUOTE_FREEING_STATES).values("quote_id")
+    return quotes.filter(valid_until__gt=timezone.now()).exclude(pk__in=used)
 
 
 def order_events(order: Order) -> QuerySet[OrderEvent]:

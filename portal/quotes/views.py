@@ -9,6 +9,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import replace_url
 
 from portal.accounts.selectors import organisations_for, primary_organisation
+from portal.orders.selectors import quote_order
 from portal.quotes.forms import ConfiguratorForm, default_initial, initial_from_plan
 from portal.quotes.plans import plan_check
 from portal.quotes.selectors import quote_for_user, stock_note
@@ -64,9 +65,12 @@ def quote_detail(request, reference: str):
     quote = quote_for_user(user=request.user, reference=reference)
     if quote is None:
         raise Http404("No such quote.")
+    ordered_as = quote_order(quote)
     return render(request, "quotes/quote.html", {
         "quote": quote, "plan": quote.plan, "reconfigure_url": _configure_url(_quote_params(quote)),
-        "stock_note": stock_note(quote.sku, requested=quote.node_count) if quote.is_valid else ""})
+        "ordered_as": ordered_as,
+        "stock_note": stock_note(quote.sku, requested=quote.node_count)
+        if quote.is_valid and ordered_as is None else ""})
 
 
 def _create_quote(request, form):

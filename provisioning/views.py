@@ -96,7 +96,8 @@ def reject(request, reference: str):
     form = RejectForm(request.POST, order=order)
     if form.is_valid():
         try:
-            approval_services.order_reject(order=order, by=request.user, reason=form.cleaned_data["reason"])
+            approval_services.order_reject(order=order, by=request.user, reason=form.cleaned_data["reason"],
+                                           internal_note=form.cleaned_data["internal_note"])
         except TransitionNotAllowed as exc:
             messages.warning(request, str(exc))
             return redirect("provisioning:approvals")

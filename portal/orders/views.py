@@ -313,7 +313,7 @@ def _detail_context(request, order: Order) -> dict:
     progress = order_progress(order)
     return {
         "order": order,
-        "history": order_history(order, staff=staff),
+        "history": order_history(order, staff=staff, viewer=request.user),
         "progress": progress,
         "fit": plan_fit(order),
         "can_cancel": _allowed(order, "cancel"),

@@ -9,6 +9,8 @@ from portal.core import views as core_views
 urlpatterns = [
     path("", core_views.home, name="home"),
     path("healthz", core_views.healthz, name="healthz"),
+    # Pages that do not extend base.html (the admin's) leave the browser asking for this.
+    path("favicon.ico", core_views.favicon, name="favicon"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("orgs/", include("portal.accounts.urls")),
     path("account/", include("portal.accounts.urls_account")),

@@ -1,5 +1,6 @@
 from django.http import JsonResponse
 from django.shortcuts import redirect, render
+from django.templatetags.static import static
 from django.views.decorators.cache import never_cache
 
 from portal.accounts.selectors import organisations_for
@@ -30,3 +31,8 @@ def healthz(request):
     report = health_report()
     healthy = report["database"] == "ok" and report["broker"] == "ok"
     return JsonResponse(report, status=200 if healthy else 503)
+
+
+def favicon(request):
+    """/favicon.ico, which browsers ask for on pages without our <link rel="icon"> (the admin's)."""
+    return redirect(static("img/favicon.svg"), permanent=True)

@@ -49,7 +49,7 @@ def is_news(event) -> bool:
         return False
     earlier = OrderEvent.objects.filter(order_id=event.order_id, pk__lt=event.pk)
     later = OrderEvent.objects.filter(order_id=event.order_id, pk__gt=event.pk)
-    if event.to_state == OrderState.PROVISION_FAILED:
+    if event.transition == "fail":
         # The customer was told of the problem at the first failure; a failed retry is the same.
         return not earlier.filter(to_state=OrderState.PROVISION_FAILED).exists()
     if event.to_state == OrderState.PENDING_APPROVAL and event.transition == "queue_for_approval":

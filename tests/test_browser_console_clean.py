@@ -36,12 +36,13 @@ def test_the_wizard_results_and_update_plans_log_no_error(live_server, browser, 
         for step in ("Next: training setup", "Next: data", "Next: goal"):
             page.get_by_role("button", name=step).click()
         page.get_by_role("button", name="Show plans").click()
-        expect(page.get_by_role("heading", name=re.compile("Recommended for"))).to_be_visible()
+        expect(page.get_by_role("heading", name=re.compile("Recommended for"))).to_be_visible(
+            timeout=PAGE_TIMEOUT_MS)
         update = page.get_by_role("button", name="Update plans")
         page.get_by_label("Shortest time").check()  # a request is under way …
         update.click()  # … and another one asked for
         update.click()
-        expect(page.locator("article.plan-card")).to_have_count(5)
+        expect(page.locator("article.plan-card")).to_have_count(5, timeout=PAGE_TIMEOUT_MS)
         page.wait_for_load_state("networkidle")
         page.screenshot(path=str(SHOTS / f"wizard-results-{width}.png"), full_page=True)
         assert errors == [], errors

@@ -14,6 +14,8 @@ urlpatterns = [
     path("accounts/password_change/", PasswordChangeView.as_view(), name="password_change"),
     path("accounts/reset/<uidb64>/<token>/", PasswordResetConfirmView.as_view(),
          name="password_reset_confirm"),
+    # Pages that do not extend base.html (the admin's) leave the browser asking for this.
+    path("favicon.ico", core_views.favicon, name="favicon"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("orgs/", include("portal.accounts.urls")),
     path("account/", include("portal.accounts.urls_account")),

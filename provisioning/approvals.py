@@ -87,11 +87,13 @@ def _approve(*, order: Order, by, node_ids, note: str) -> Order:
     return order
 
 
-def order_reject(*, order: Order, by, reason: str) -> Order:
-    """Staff: reject with a reason the customer reads."""
+def order_reject(*, order: Order, by, reason: str, internal_note: str = "") -> Order:
+    """Staff: reject with a reason the customer reads; ``internal_note`` stays with staff (the
+    event's note, which only staff read)."""
     require_approver(by)
     reason = (reason or "").strip()
     if not reason:
         raise DomainError("Give the customer a reason for the rejection.")
-    return order_transition(order=order, name="reject", by=by, note=reason,
+    return order_transition(order=order, name="reject", by=by,
+                            note=(internal_note or "").strip() or f"reason given: {reason}",
                             rejection_reason=reason)

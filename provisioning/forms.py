@@ -26,7 +26,10 @@ class ApproveForm(VisibleTextMixin, forms.Form):
                         widget=forms.CheckboxSelectMultiple, label="Nodes",
                         help_text="The suggested nodes are ticked. Leave all unticked to take the "
                                   "suggestion as it stands when you approve.")
-    note = forms.CharField(label="Note (optional)", required=False, max_length=500)
+    note = forms.CharField(label="Internal note (optional, staff only)", required=False,
+                           max_length=500,
+                           help_text="Kept in the order's history for staff; the customer does not "
+                                     "see it.")
 
     def __init__(self, *args, order, eligible=(), **kwargs):
         super().__init__(*args, prefix=f"approve-{order.pk}", **kwargs)
@@ -39,6 +42,10 @@ class RejectForm(VisibleTextMixin, forms.Form):
         label="Reason the customer reads", max_length=2000, widget=forms.Textarea(attrs={"rows": 3}),
         error_messages={"required": "Give the customer a reason for the rejection."},
         help_text="e.g. “No H100 nodes free until next week; a 4× A100 80GB fits this job.”")
+    internal_note = forms.CharField(
+        label="Internal note (optional, staff only)", required=False, max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Kept in the order's history for staff; the customer does not see it.")
 
     def __init__(self, *args, order, **kwargs):
         super().__init__(*args, prefix=f"reject-{order.pk}", **kwargs)

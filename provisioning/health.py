@@ -6,7 +6,14 @@ from django.db import transaction
 
 from portal.orders.staff_notifications import node_unhealthy_notify_staff
 from provisioning.baseline import baseline_record
-from provisioning.drivers import DriverError, HealthReport, driver_for, is_test_host
+from provisioning.drivers import (
+    DriverError,
+    HealthReport,
+    driver_for,
+    driver_options,
+    is_test_host,
+    split_address,
+)
 from provisioning.models import HealthCheck, Node, NodeEvent
 from provisioning.states import NodeState
 from provisioning.transitions import node_transition
@@ -35,6 +42,20 @@ def health_problems(report: HealthReport, *, expected_gpus: int) -> list[str]:
     return problems
 
 
+DRIVER_ERROR = "driver error: "
+
+
+def unreachable_diagnosis(node: Node, message: str) -> str:
+    """What an operator reads when the driver could not reach ``node``: where it tried (address,
+    port, driver) and the driver's own words. Never shown to customers (``UNREACHABLE_TEXT``)."""
+    try:
+        host, port = split_address(node.management_address, int(driver_options(node).get("port", 22)))
+        where = f"{host} port {port}"
+    except (DriverError, ValueError):
+        where = node.management_address or "no management address"
+    return f"could not reach {where} with the {node.driver} driver: {message}"
+
+
 def node_health_check(*, node: Node) -> HealthCheck:
     """Asks the node's driver for GPU health and stores what it said (I/O: call from a task)."""
     node = Node.objects.select_related("sku__gpu").get(pk=node.pk)
@@ -42,9 +63,9 @@ def node_health_check(*, node: Node) -> HealthCheck:
     try:
         report = driver_for(node).health()
     except DriverError as exc:
-        _tell_operators_if_new(node, [f"{UNREACHABLE}{exc.message}"])
+        _tell_operators_if_new(node, [f"{UNREACHABLE}{unreachable_diagnosis(node, exc.message)}"])
         return _record(node, dict(ok=False, expected_gpu_count=expected, problems=[UNREACHABLE_TEXT],
-                                  raw=f"driver error: {exc.message}"[:20000]))
+                                  raw=f"{DRIVER_ERROR}{exc.message}"[:20000]))
     if is_test_host(node):  # no GPUs by declaration: reachable is healthy
         return _record(node, dict(ok=True, gpu_count=report.gpu_count, expected_gpu_count=expected,
                                   problems=[], raw=f"{TEST_HOST_NOTE}\n{report.raw}"[:20000]))
@@ -99,11 +120,21 @@ def node_accept_if_healthy(*, node: Node, by) -> HealthCheck:
     return check
 
 
+def operator_problems(node: Node, check: HealthCheck) -> list[str]:
+    """A check's problems as the node page shows them to staff: an unreachable node with the
+    address, port and the driver's error instead of the customer's sentence."""
+    problems = []
+    for problem in check.problems or []:
+        if problem == UNREACHABLE_TEXT and check.raw.startswith(DRIVER_ERROR):
+            problem = unreachable_diagnosis(node, check.raw[len(DRIVER_ERROR):].strip())
+        problems.append(problem)
+    return problems
+
+
 def _tell_operators_if_new(node: Node, problems: list[str]) -> None:
-    """Operators hear when a node in service turns unhealthy, once (not at every periodic check
-    while it stays so); an enrolled node's failed acceptance check is shown to whoever asked."""
-    if node.state in CHECK_WAITING_STATES:  # not in service: whoever asked reads the result
-        return
+    """Operators hear when a node turns unhealthy, once (not at every periodic check while it
+    stays so): a node in service, and one whose check into stock (enrolment, return from
+    maintenance) failed, which runs in the background after the operator asked."""
     last = node.health_checks.order_by("-at", "-pk").first()
     if last is None or last.ok:
         node_unhealthy_notify_staff(node, problems)

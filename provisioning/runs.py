@@ -10,8 +10,9 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
+from portal.accounts.principals import api_key_of
 from portal.core.states import DomainError, actor_or_none
-from portal.orders.models import Order
+from portal.orders.models import Order, OrderEvent
 from portal.orders.states import OrderState
 from portal.orders.transitions import order_transition
 from provisioning.models import Node, ProvisioningRun, StepRun
@@ -32,9 +33,18 @@ RUN_ORDER_STATES = {
 }
 
 
+# Day-2 runs are audited on the order too, so its history says who asked for what and when.
+DAY2_KINDS = frozenset({RunKind.REBOOT, RunKind.REDEPLOY_STACK, RunKind.ROTATE_STORAGE_KEY,
+                        RunKind.SYNC_KEYS})
+
+
 def run_create(*, order: Order, kind: str, nodes, by=None) -> ProvisioningRun:
     run = ProvisioningRun.objects.create(order=order, kind=kind, created_by=actor_or_none(by))
     steps_create(run, nodes)
+    if kind in DAY2_KINDS:
+        OrderEvent.objects.create(order=order, actor=actor_or_none(by), api_key=api_key_of(by),
+                                  transition=kind, from_state=order.state, to_state=order.state,
+                                  note=f"run #{run.pk}")
     return run
 
 

@@ -94,6 +94,7 @@ class StepView:
     error: str
     log_lines: tuple[str, ...]
     result: dict
+    executions: int = 0  # every execution ever started (a staff retry resets ``attempts``)
 
 
 @dataclass(frozen=True)
@@ -151,11 +152,15 @@ def order_progress(order, *, run: ProvisioningRun | None = None, log_lines: int 
             views.append(StepView(id=sr.pk, name=sr.step, label=spec.label, status=sr.status,
                                   status_label=StepStatus(sr.status).label, attempts=sr.attempts,
                                   started_at=sr.started_at, finished_at=sr.finished_at,
-                                  error=sr.error, log_lines=tuple(lines), result=sr.result))
+                                  error=sr.error, log_lines=tuple(lines), result=sr.result,
+                                  executions=sr.executions))
             if sr.status in (StepStatus.RUNNING, StepStatus.RETRYING) and not current:
                 current = f"{spec.label} on {node.hostname}"
+        label = NodeState(node.state).label
+        if not staff and node.state in NODE_FAILED:  # "Failed: deploy" names our internals
+            label = "Needs our attention"
         nodes.append(NodeProgress(node_id=node.pk, hostname=node.hostname, state=node.state,
-                                  state_label=NodeState(node.state).label, steps=tuple(views)))
+                                  state_label=label, steps=tuple(views)))
     total = len(steps) or len(STEPS[run.kind])
     succeeded = sum(1 for sr in steps if sr.status == StepStatus.SUCCEEDED)
     return OrderProgress(run_id=run.pk, kind=run.kind, run_status=run.status,

@@ -34,6 +34,7 @@ from provisioning.forms import (
     RejectForm,
     SwapForm,
 )
+from provisioning.health import operator_problems
 from provisioning.models import Node, ProvisioningRun, StepRun
 from provisioning.retention import run_log_past_window
 from provisioning.states import NODE_FAILED, NODE_TRANSITIONS, NodeState, RunKind, RunStatus
@@ -97,7 +98,8 @@ def reject(request, reference: str):
     form = RejectForm(request.POST, order=order)
     if form.is_valid():
         try:
-            approval_services.order_reject(order=order, by=request.user, reason=form.cleaned_data["reason"])
+            approval_services.order_reject(order=order, by=request.user, reason=form.cleaned_data["reason"],
+                                           internal_note=form.cleaned_data["internal_note"])
         except TransitionNotAllowed as exc:
             messages.warning(request, str(exc))
             return redirect("provisioning:approvals")
@@ -299,9 +301,11 @@ def _add_problems(form, problems: dict[str, str]) -> None:
 @require_GET
 def node_detail(request, pk: int):
     node = get_object_or_404(Node.objects.select_related("sku__gpu", "order"), pk=pk)
+    health = selectors.node_last_health(node)
     return render(request, "provisioning/node.html", {
         "node": node, "facts": selectors.node_facts(node), "events": selectors.node_history(node),
-        "health": selectors.node_last_health(node),
+        "health": health,
+        "health_problems": operator_problems(node, health) if health else [],
         "steps": node.step_runs.select_related("run__order").order_by("-pk")[:15],
         "actions": _node_actions(node) if request.user.is_operator else [], "note_form": NodeNoteForm(),
         "can_edit": request.user.is_operator and node.order_id is None,

@@ -19,7 +19,11 @@ from portal.accounts.selectors import (
 )
 from portal.accounts.services import api_key_issue, api_key_revoke
 from portal.accounts.team_pages import team_section
+from portal.catalog.selectors import sku_list
 from portal.core.crypto import decrypt, encrypt
+from portal.core.units import usd
+from portal.quotes.pricing import unit_price
+from portal.sizing.catalog_data import price_list_for
 from provisioning import ssh_keys
 
 
@@ -68,7 +72,30 @@ def organisation_context(request, organisation, **extra) -> dict:
         "new_key": None,
         "can_manage_keys": can_manage,
         "ssh_section": organisation_ssh_section(request, organisation),
+        "price_rows": reseller_price_rows(organisation) if can_manage and organisation.kind == "reseller"
+        else None,
     } | extra
+
+
+@dataclass(frozen=True)
+class PriceRow:
+    name: str
+    list_hourly: object  # Decimal
+    your_hourly: object
+
+    @property
+    def difference(self) -> str:
+        """"+$0.22/h", "−$0.11/h" or "none"."""
+        delta = self.your_hourly - self.list_hourly
+        return "none" if not delta else f"{'+' if delta > 0 else '−'}{usd(abs(delta))}/h"
+
+
+def reseller_price_rows(organisation) -> list[PriceRow]:
+    """Each server as the catalog lists it and as the reseller's price list prices it (what its
+    customers are quoted), so a reseller admin sees its list and its markup."""
+    price_list = price_list_for(organisation)
+    return [PriceRow(sku.name, sku.price_hourly, unit_price("sku", sku, sku.price_hourly, price_list))
+            for sku in sku_list(sort="")]
 
 
 @login_required

@@ -35,6 +35,38 @@ _TRANSITION_SENTENCES = {
     "expire_reservation": "The servers reserved for you went back to stock because setup did not "
                           "start in time; our staff will look at your order again.",
 }
+# What the customer hears of: received (or waiting), approved, ready, one e-mail per problem, and
+# what they or staff decided (rejected, cancelled, termination). Setting up and testing are
+# progress the order page shows live; a staff retry or node swap is not news. (Placing and
+# submitting: the queued-for-approval or approval e-mail that follows says it was received.)
+QUIET_TRANSITIONS = frozenset({"place", "submit", "start_provisioning", "verify", "retry"})
+
+
+def is_news(event) -> bool:
+    """Whether the customer gets an e-mail for ``event`` (read when the e-mail task runs, after
+    the commit, so an automatic approval in the same submission is already recorded)."""
+    if event.transition in QUIET_TRANSITIONS:
+        return False
+    earlier = OrderEvent.objects.filter(order_id=event.order_id, pk__lt=event.pk)
+    later = OrderEvent.objects.filter(order_id=event.order_id, pk__gt=event.pk)
+    if event.transition == "fail":
+        # The customer was told of the problem at the first failure; a failed retry is the same.
+        return not earlier.filter(to_state=OrderState.PROVISION_FAILED).exists()
+    if event.to_state == OrderState.PENDING_APPROVAL and event.transition == "queue_for_approval":
+        # Approved at once by the SKU's policy: the approval e-mail says it was received.
+        return not later.filter(transition="approve", actor__isnull=True, api_key__isnull=True,
+                                from_state=OrderState.PENDING_APPROVAL).exists()
+    return True
+
+
+def _approved_at_once(event) -> bool:
+    return (event.transition == "approve" and event.actor_id is None and event.api_key_id is None
+            and OrderEvent.objects.filter(order_id=event.order_id, pk__lt=event.pk,
+                                          transition="queue_for_approval").count() == 1
+            and not OrderEvent.objects.filter(order_id=event.order_id, pk__lt=event.pk)
+            .exclude(transition__in=("place", "submit", "queue_for_approval")).exists())
+
+
 # An event's note is for staff (approval notes with node hostnames, step errors, the reservation
 # sweeper's note, …) and never goes into an e-mail. The customer reads the sentence for the new
 # state and, on rejection, the reason, which staff write for the customer.
@@ -96,11 +128,13 @@ def order_event_notify(*, event_id: int) -> int:
         return 0
     order = event.order
     to = recipients(order)
-    if not to:
+    if not to or not is_news(event):
         return 0
     state_label = OrderState(event.to_state).label
-    lines = [f"Order {order.reference} ({order.servers_label}): {state_label}.", "",
-             _TRANSITION_SENTENCES.get(event.transition) or _SENTENCES.get(event.to_state, "")]
+    sentence = _TRANSITION_SENTENCES.get(event.transition) or _SENTENCES.get(event.to_state, "")
+    if _approved_at_once(event):
+        sentence = "We have received your order and approved it; servers are reserved for you."
+    lines = [f"Order {order.reference} ({order.servers_label}): {state_label}.", "", sentence]
     if event.to_state == OrderState.REJECTED and order.rejection_reason:
         lines += ["", f"Reason: {order.rejection_reason}"]
     if event.to_state in (OrderState.TERMINATING, OrderState.TERMINATED):

@@ -6,15 +6,21 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import QuerySet
+from django.utils import timezone
 
 from portal.accounts.selectors import organisations_for
 from portal.catalog.models import NetworkOption, ServerSKU
 from portal.orders.models import Order, OrderEvent
-from portal.orders.states import ORDER_TRANSITIONS, OrderState
+from portal.orders.states import ORDER_TRANSITIONS, QUOTE_FREEING_STATES, OrderState
 from portal.quotes.fit import PlanFit, plan_fit_verdict
 from portal.quotes.plans import UNREADABLE_PLAN, plan_readable
 
 PLACE_LABEL = "Order placed"
+# Audit events that are not moves of the state machine: what they read as in the history.
+EVENT_LABELS = {"place": PLACE_LABEL, "reboot": "Reboot requested",
+                "redeploy_stack": "Training stack re-deploy requested",
+                "rotate_storage_key": "New bucket key requested",
+                "sync_keys": "SSH keys updated on the servers"}
 
 
 def orders_for(user) -> QuerySet[Order]:
@@ -23,6 +29,18 @@ def orders_for(user) -> QuerySet[Order]:
     return Order.objects.filter(organisation__in=organisations_for(user)).select_related(
         "organisation", "sku__gpu", "nvme", "network", "storage_provider", "strategy", "tracker",
         "placed_by")
+
+
+def quote_order(quote) -> Order | None:
+    """The order that used ``quote`` up (live, or terminated), None while it can be ordered."""
+    return (Order.objects.filter(quote=quote).exclude(state__in=QUOTE_FREEING_STATES)
+            .order_by("-created_at").first())
+
+
+def quotes_open(quotes):
+    """Of ``quotes``, those still to be ordered: valid and not used up by an order."""
+    used = Order.objects.exclude(state__in=QUOTE_FREEING_STATES).values("quote_id")
+    return quotes.filter(valid_until__gt=timezone.now()).exclude(pk__in=used)
 
 
 def order_events(order: Order) -> QuerySet[OrderEvent]:
@@ -34,8 +52,7 @@ def order_event_text(event: OrderEvent) -> str:
     the reason staff wrote for the customer; on cancellation, the reason given with it, which
     the cancel forms say the customer reads), never staff notes or the failure reason."""
     if event.transition not in ORDER_TRANSITIONS.by_name:
-        return PLACE_LABEL if event.transition == "place" else \
-            event.transition.replace("_", " ").capitalize()
+        return EVENT_LABELS.get(event.transition) or event.transition.replace("_", " ").capitalize()
     text = ORDER_TRANSITIONS.get(event.transition).label
     if event.to_state == OrderState.REJECTED and event.order.rejection_reason:
         text += f": {event.order.rejection_reason}"
@@ -65,15 +82,18 @@ class HistoryRow:
 STAFF_ACTOR = "Trainyard staff"
 
 
-def order_history(order: Order, *, staff: bool) -> list[HistoryRow]:
+def order_history(order: Order, *, staff: bool, viewer=None) -> list[HistoryRow]:
     """The audit trail in customer words (``order_event_text``); staff also read each note.
-    Customers see hosting staff as "Trainyard staff", not by login name."""
+    Customers see hosting staff as "Trainyard staff", not by login name; the viewer's own
+    actions read "you"."""
     labels = dict(OrderState.choices)
     rows = []
     for event in order_events(order).select_related("order"):
         actor = event.actor
         if actor is None:
             who = "system"
+        elif viewer is not None and actor.pk == getattr(viewer, "pk", None):
+            who = "you"
         elif getattr(actor, "is_hosting_staff", False) and not staff:
             who = STAFF_ACTOR
         else:

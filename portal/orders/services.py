@@ -16,8 +16,8 @@ from portal.accounts.selectors import organisations_for
 from portal.core.addresses import url_problem
 from portal.core.states import DomainError, actor_or_none
 from portal.orders.models import Order, OrderEvent
-from portal.orders.selectors import ApprovalDecision, approval_decision
-from portal.orders.states import ORDER_FINAL, OrderState, QuoteAlreadyOrdered
+from portal.orders.selectors import ApprovalDecision, approval_decision, quote_order
+from portal.orders.states import OrderState, QuoteAlreadyOrdered
 from portal.orders.transitions import order_transition
 from portal.quotes.models import Quote
 
@@ -51,7 +51,7 @@ def order_place(*, quote: Quote, by, organisation=None) -> Order:
         raise DomainError(f"Quote {quote.reference}: your S3 endpoint is refused ({problem}) "
                           f"Make a new quote with another endpoint.")
     Quote.objects.select_for_update().filter(pk=quote.pk).first()  # serialise orders of one quote
-    existing = Order.objects.filter(quote=quote).exclude(state__in=ORDER_FINAL).first()
+    existing = quote_order(quote)
     if existing is not None:
         raise QuoteAlreadyOrdered(existing)
     order = Order.objects.create(

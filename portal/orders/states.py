@@ -16,7 +16,9 @@ class QuoteAlreadyOrdered(DomainError):
     """A quote already has a live order (e.g. a double click on "Place order")."""
 
     def __init__(self, order):
-        super().__init__(f"Quote {order.quote.reference} is already ordered as {order.reference}.")
+        super().__init__(f"Quote {order.quote.reference} is already ordered as {order.reference} "
+                         f"({order.get_state_display().lower()}); a quote is ordered once: "
+                         f"configure the server again for a new quote.")
         self.order = order
 
 
@@ -62,6 +64,9 @@ ORDER_TRANSITIONS = TransitionTable("order", [
 ], labels=dict(OrderState.choices))
 
 ORDER_FINAL = frozenset({S.REJECTED, S.TERMINATED, S.CANCELLED})
+# A quote is ordered once (docs/api.md): an order in any other state uses it up for good, a
+# terminated one too; one refused or cancelled before anything was built leaves it free.
+QUOTE_FREEING_STATES = frozenset({S.REJECTED, S.CANCELLED})
 # The state an in-flight order is heading for, shown beside its state.
 ORDER_TARGETS = {S.SUBMITTED: S.PENDING_APPROVAL, S.APPROVED: S.ACTIVE, S.PROVISIONING: S.ACTIVE,
                  S.VERIFYING: S.ACTIVE, S.TERMINATING: S.TERMINATED}

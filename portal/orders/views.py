@@ -21,6 +21,7 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from portal.accounts.selectors import organisations_for
 from portal.core.states import DomainError
 from portal.orders import services as order_services
 from portal.orders.forms import CancelForm, StaffCancelForm, TerminateForm
@@ -50,10 +51,20 @@ from provisioning.storage.services import (
 @login_required
 @require_GET
 def order_list(request):
+    """The orders a user may see; one who sees several organisations (a reseller's admin: its
+    customers) gets the organisation column and a filter by it."""
     orders = orders_for(request.user).order_by("-created_at", "-pk")
+    organisations = list(organisations_for(request.user).order_by("name")) \
+        if not request.user.is_hosting_staff else []
+    chosen = request.GET.get("customer", "")
+    if chosen:
+        orders = orders.filter(organisation__slug=chosen)
     page = Paginator(orders, 25).get_page(request.GET.get("page"))
-    organisations = {o.organisation_id for o in page}
-    return render(request, "orders/list.html", {"page": page, "show_org": len(organisations) > 1})
+    show_org = len(organisations) > 1 or (request.user.is_hosting_staff and
+                                          len({o.organisation_id for o in page}) > 1)
+    return render(request, "orders/list.html", {
+        "page": page, "show_org": show_org, "organisations": organisations if len(organisations) > 1
+        else [], "chosen": chosen, "query": f"&customer={chosen}" if chosen else ""})
 
 
 @login_required
@@ -313,7 +324,7 @@ def _detail_context(request, order: Order) -> dict:
     progress = order_progress(order)
     return {
         "order": order,
-        "history": order_history(order, staff=staff),
+        "history": order_history(order, staff=staff, viewer=request.user),
         "progress": progress,
         "fit": plan_fit(order),
         "can_cancel": _allowed(order, "cancel"),

@@ -7,6 +7,7 @@ from portal.core.forms import VisibleTextMixin
 from portal.core.units import usd
 from portal.quotes.configuration import Configuration, CustomStorage
 from portal.quotes.plans import plan_check, plan_to_configuration
+from portal.quotes.pricing import unit_price
 from portal.quotes.rules import (
     MAX_NODES,
     MAX_RETENTION_DAYS,
@@ -15,31 +16,43 @@ from portal.quotes.rules import (
     pick_network,
 )
 from portal.sizing.plan_tokens import plan_unsign
+from portal.sizing.recommend.pricing import PriceList
 
 
-class SkuChoiceField(forms.ModelChoiceField):
+class PricedChoiceField(forms.ModelChoiceField):
+    """A choice whose label shows a price as the paying organisation's price list sets it
+    (``price_list``, set by the form; None: list prices)."""
+
+    price_list: PriceList | None = None
+
+    def paid(self, kind: str, item, amount):
+        return unit_price(kind, item, amount, self.price_list)
+
+
+class SkuChoiceField(PricedChoiceField):
     def label_from_instance(self, sku):
         return (f"{sku.gpu_count}× {sku.gpu.name} · {sku.get_interconnect_display()} · "
-                f"{usd(sku.price_hourly)}/h")
+                f"{usd(self.paid('sku', sku, sku.price_hourly))}/h")
 
 
-class NvmeChoiceField(forms.ModelChoiceField):
+class NvmeChoiceField(PricedChoiceField):
     def label_from_instance(self, o):
         return f"{o.size_tb} TB · {o.get_raid_display()} ({o.drives} drive{'s' if o.drives > 1 else ''})" \
-            f" · {usd(o.price_monthly)}/mo"
+            f" · {usd(self.paid('nvme', o, o.price_monthly))}/mo"
 
 
-class NetworkChoiceField(forms.ModelChoiceField):
+class NetworkChoiceField(PricedChoiceField):
     def label_from_instance(self, o):
         extra = " · on request" if o.on_request else ""
-        price = f"{usd(o.price_monthly)}/mo" if o.price_monthly else "included"
+        price = f"{usd(self.paid('network', o, o.price_monthly))}/mo" if o.price_monthly else "included"
         return f"{o.name} · {price}{extra}"
 
 
-class StorageChoiceField(forms.ModelChoiceField):
+class StorageChoiceField(PricedChoiceField):
     def label_from_instance(self, o):
-        return f"{o.name} · {usd(o.price_per_tb_monthly)}/TB·mo" if o.price_per_tb_monthly \
-            else f"{o.name} · billed by your provider"
+        if not o.price_per_tb_monthly:
+            return f"{o.name} · billed by your provider"
+        return f"{o.name} · {usd(self.paid('storage', o, o.price_per_tb_monthly))}/TB·mo"
 
 
 class ConfiguratorForm(VisibleTextMixin, forms.Form):
@@ -80,9 +93,12 @@ class ConfiguratorForm(VisibleTextMixin, forms.Form):
                                      empty_label="None")
     plan = forms.CharField(widget=forms.HiddenInput, required=False)
 
-    def __init__(self, *args, organisations=None, **kwargs):
+    def __init__(self, *args, organisations=None, price_list: PriceList | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.plan_data: dict = {}
+        for field in self.fields.values():
+            if isinstance(field, PricedChoiceField):
+                field.price_list = price_list
         if organisations is not None and len(organisations) > 1:
             self.fields["organisation"] = forms.ModelChoiceField(
                 queryset=organisations, to_field_name="slug", label="Quote for", empty_label=None)

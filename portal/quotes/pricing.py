@@ -34,3 +34,24 @@ def _key(kind: str, item) -> str:
 def _raid_label(nvme) -> str:
     display = getattr(nvme, "get_raid_display", None)
     return display() if callable(display) else str(nvme.raid)
+
+
+def unit_price(kind: str, item, amount, price_list: PriceList | None):
+    """One catalog unit price (``kind``: sku, nvme, network, storage) as ``price_list`` charges it:
+    the number the catalog and the configurator's choices show, the same the quote multiplies."""
+    if price_list is None or amount is None:
+        return amount
+    return price_list.unit(_key(kind, item), amount)
+
+
+def paid_prices(price_list: PriceList | None, *, skus=(), nvme=(), network=(), storage=()) -> None:
+    """Sets ``paid_hourly`` / ``paid_monthly`` / ``paid_per_tb_monthly`` on rows fetched for a
+    page: what the viewer's organisation pays (its or its reseller's price list)."""
+    for sku in skus:
+        sku.paid_hourly = unit_price("sku", sku, sku.price_hourly, price_list)
+        sku.paid_monthly = unit_price("sku", sku, sku.price_monthly, price_list)
+    for option, kind in [*((o, "nvme") for o in nvme), *((o, "network") for o in network)]:
+        option.paid_monthly = unit_price(kind, option, option.price_monthly, price_list)
+    for provider in storage:
+        provider.paid_per_tb_monthly = unit_price("storage", provider, provider.price_per_tb_monthly,
+                                                  price_list)

@@ -1,10 +1,19 @@
 from django.db.models import QuerySet
 
-from portal.accounts.selectors import organisations_for
+from portal.accounts.selectors import organisations_for, primary_organisation
 from portal.catalog.models import StackOption
 from portal.catalog.selectors import sku_list
 from portal.quotes.models import Quote
 from portal.quotes.rules import stock_text
+from portal.sizing.catalog_data import price_list_for
+from portal.sizing.recommend.pricing import PriceList
+
+
+def price_list_of_user(user) -> PriceList | None:
+    """What the catalog shows a signed-in member: its organisation's prices (None: list prices)."""
+    if not user.is_authenticated or getattr(user, "is_hosting_staff", False):
+        return None
+    return price_list_for(primary_organisation(user))
 
 
 def sku_stock(sku) -> int | None:

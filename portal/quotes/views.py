@@ -9,10 +9,12 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import replace_url
 
 from portal.accounts.selectors import organisations_for, primary_organisation
+from portal.orders.selectors import quote_order
 from portal.quotes.forms import ConfiguratorForm, default_initial, initial_from_plan
 from portal.quotes.plans import plan_check
 from portal.quotes.selectors import quote_for_user, stock_note
 from portal.quotes.services import ConfigurationError, configuration_evaluate, quote_create
+from portal.sizing.catalog_data import price_list_for
 from portal.sizing.plan_tokens import plan_sign, plan_unsign
 from portal.sizing.services import wizard_url
 
@@ -24,25 +26,38 @@ FORM_FIELDS = ("sku", "node_count", "nvme", "network", "storage_provider", "stor
 
 @require_http_methods(["GET", "POST"])
 def configure(request):
-    organisations = organisations_for(request.user)
     if request.method == "POST":
         if not request.user.is_authenticated:
             return redirect_to_login(_configure_url(request.POST))
-        form = ConfiguratorForm(request.POST, organisations=organisations)
+        form = _form(request, request.POST)
         quote = _create_quote(request, form)
         if quote is not None:
             return redirect("quotes:quote", reference=quote.reference)
         return render(request, "quotes/configure.html", _context(request, form), status=400)
-    form = ConfiguratorForm(_data_from_query(request.GET), organisations=organisations)
+    form = _form(request, _data_from_query(request.GET))
     return render(request, "quotes/configure.html", _context(request, form))
 
 
 @require_GET
 def price(request):
     """The live summary (price, rule messages) for htmx; the page URL follows the inputs."""
-    form = ConfiguratorForm(_data_from_query(request.GET), organisations=organisations_for(request.user))
+    form = _form(request, _data_from_query(request.GET))
     response = render(request, "quotes/_summary.html", _context(request, form))
     return replace_url(response, _configure_url(form.data))
+
+
+def _form(request, data) -> ConfiguratorForm:
+    """The configurator for ``data``; "Quote for" starts at the member's own organisation (the
+    one the page then prices), and the choices show that organisation's prices."""
+    organisations = organisations_for(request.user)
+    chosen = organisations.filter(slug=data.get("organisation")).first() if data.get(
+        "organisation") else None
+    if chosen is None and request.user.is_authenticated:
+        chosen = primary_organisation(request.user) or organisations.first()
+        if chosen is not None and "organisation" not in data and organisations.count() > 1:
+            data = data.copy()
+            data["organisation"] = chosen.slug
+    return ConfiguratorForm(data, organisations=organisations, price_list=price_list_for(chosen))
 
 
 @login_required
@@ -50,9 +65,12 @@ def quote_detail(request, reference: str):
     quote = quote_for_user(user=request.user, reference=reference)
     if quote is None:
         raise Http404("No such quote.")
+    ordered_as = quote_order(quote)
     return render(request, "quotes/quote.html", {
         "quote": quote, "plan": quote.plan, "reconfigure_url": _configure_url(_quote_params(quote)),
-        "stock_note": stock_note(quote.sku, requested=quote.node_count) if quote.is_valid else ""})
+        "ordered_as": ordered_as,
+        "stock_note": stock_note(quote.sku, requested=quote.node_count)
+        if quote.is_valid and ordered_as is None else ""})
 
 
 def _create_quote(request, form):

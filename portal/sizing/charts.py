@@ -31,7 +31,7 @@ def plan_label(plan: dict, rank: int | None = None) -> str:
     gpu = plan.get("gpu_name", plan.get("gpu", "")).replace("NVIDIA ", "")
     server = f"{plan.get('gpus_per_node', '?')}× {gpu}"
     if plan.get("nodes", 1) > 1:
-        server = f"{plan['nodes']} × {server}"
+        server = f"{plan['nodes']} nodes of {server}"
     return f"#{rank} {server}" if rank else server
 
 

@@ -27,6 +27,8 @@ def results(request):
     """Live results while the inputs change (htmx); without htmx, the full results step."""
     form = WizardForm(request.POST, request.FILES)
     context = wizard_context(form, "results", organisation=_paying(request))
+    # The results alone replace #results: the form's field errors beside it go out of band.
+    context["field_errors_oob"] = bool(request.htmx)
     return render(request, "sizing/_results.html" if request.htmx else "sizing/wizard.html", context)
 
 

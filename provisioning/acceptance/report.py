@@ -154,6 +154,7 @@ class Sparkline:
     first: float
     last: float
     steps: int
+    curve: str = "FSDP2"  # whose loss ``first`` and ``last`` are
 
     @classmethod
     def of(cls, *curves: tuple[float, ...]) -> Sparkline | None:
@@ -169,9 +170,16 @@ class Sparkline:
                             f"{2 + (cls.HEIGHT - 4) * (top - v) / span:.1f}" for i, v in enumerate(curve))
 
         ddp, fsdp = (curves + ((), ()))[:2]
-        main = fsdp or ddp
-        return cls(ddp_points=points(ddp), fsdp_points=points(fsdp), first=main[0], last=main[-1],
-                   steps=steps)
+        first, last = loss_ends(fsdp or ddp)
+        return cls(ddp_points=points(ddp), fsdp_points=points(fsdp), first=first, last=last,
+                   steps=steps, curve="FSDP2" if fsdp else "DDP")
+
+
+def loss_ends(losses) -> tuple[float, float]:
+    """The mean loss of the first and of the last sixth of the steps: what train-smoke's
+    ``loss_check`` compares, so the headline and the "loss falls" checks say the same numbers."""
+    window = max(1, len(losses) // 6)
+    return sum(losses[:window]) / window, sum(losses[-window:]) / window
 
 
 def _with_unit(value: float | None, unit: str) -> str:

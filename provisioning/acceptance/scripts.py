@@ -95,8 +95,13 @@ exit 0
 """])
 
 
+# Marks a job script whose checkpoint round trip goes through the order's bucket.
+BUCKET_COMMENT = "# trainyard: the checkpoint round trip goes through the order's bucket"
+
+
 def _bucket_settings() -> str:
-    return f"""if [ -f "$root{ENV_FILE}" ]; then
+    return f"""{BUCKET_COMMENT}
+if [ -f "$root{ENV_FILE}" ]; then
   set -a; . "$root{ENV_FILE}"; set +a
 else
   echo "acceptance: the order has a bucket but $root{ENV_FILE} is missing: run the storage step"

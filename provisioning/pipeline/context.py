@@ -57,7 +57,11 @@ class StepResult:
 class LogWriter:
     """Collects the driver's output lines and writes them in small batches (live for the page).
     ``attempt`` is the execution number, so the lines of two executions never share a label.
-    A database blip keeps the lines for the next flush instead of breaking the step."""
+    A database blip keeps the lines for the next flush instead of breaking the step.
+
+    Two audiences: a plain call writes the full detail (script output, driver messages, accounts,
+    addresses), which only staff read on the run page; ``say`` writes the customer's short
+    progress line, which both read. Each step says one line; the engine adds retries and failures."""
 
     MAX_BUFFER = 2000
 
@@ -65,8 +69,14 @@ class LogWriter:
         self.step_run_id, self.attempt = step_run_id, attempt
         self.buffer: list[StepLogLine] = []
         self.flushed_at = time.monotonic()
+        self.said = False
 
-    def __call__(self, line: str, *, staff_only: bool = False) -> None:
+    def say(self, line: str) -> None:
+        """A line in the customer's words: what happened, nothing of how (no script text)."""
+        self(line, staff_only=False)
+        self.said = True
+
+    def __call__(self, line: str, *, staff_only: bool = True) -> None:
         for part in (str(line).splitlines() or [""]):
             self.buffer.append(StepLogLine(step_run_id=self.step_run_id, at=timezone.now(),
                                            attempt=self.attempt, text=part[:4000],
@@ -95,6 +105,10 @@ class StepContext:
     log: LogWriter
     result: dict = field(default_factory=dict)  # partial result kept when the step fails
     fence: Fence | None = None  # the claim every driver operation carries
+
+    def say(self, line: str) -> None:
+        say = getattr(self.log, "say", None)  # a plain callable (a test's list.append) has none
+        say(line) if say else self.log(line)
 
     @cached_property
     def driver(self):

@@ -82,8 +82,8 @@ FAILED_LINE = "{label} could not be completed; our staff has been told"
 
 def _log_for_both(log: LogWriter, *, staff: str, customer: str) -> None:
     """The full text for staff (the run page), a safe summary for the customer's progress card."""
-    log(staff, staff_only=True)
-    log(customer)
+    log(staff)
+    log(customer, staff_only=False)
     log.flush()
 
 
@@ -240,6 +240,8 @@ def _run_claimed(sr: StepRun, token: str) -> StepOutcome:
         outcome = ("internal", f"internal error in {sr.step}: {type(exc).__name__}: {exc}")
     else:
         outcome = ("ok", result)
+        if not log.said:  # every step leaves the customer one line
+            log.say(f"{spec.label}: done")
     finally:
         heartbeat.stop()
         log.flush()
@@ -395,8 +397,9 @@ def _wait(sr: StepRun, spec: StepSpec, waiting: StepWaiting, *, token: str,
     if done != 1:
         return StepOutcome("lost", message="another worker took the step over")
     if sr.error != error:  # say it once, not at every look
-        log(f"{spec.label}: {waiting.message}; looking again every {waiting.retry_after_s:.0f} s")
-        log.flush()
+        _log_for_both(log, staff=f"{spec.label}: {waiting.message}; looking again every "
+                                 f"{waiting.retry_after_s:.0f} s",
+                      customer=f"{spec.label}: waiting for the other servers of your order")
     return StepOutcome("waiting", retry_in_s=waiting.retry_after_s, message=waiting.message)
 
 

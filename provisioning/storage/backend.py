@@ -60,6 +60,7 @@ class ServiceStorageBackend:
         ctx.log(f"bucket {result.bucket} on {order.storage_provider} ready at {result.endpoint}; "
                 f"key {result.access_key_id} verified")
         self._write_credentials(ctx, result)
+        ctx.say(f"Bucket {result.bucket} ready at {result.endpoint}")
         return result
 
     def rotate(self, ctx: StepContext) -> StorageResult:
@@ -70,35 +71,37 @@ class ServiceStorageBackend:
                              "with your provider")
         result = credential_rotate(order=order, log=ctx.log, since=ctx.run.created_at)
         self._write_credentials(ctx, result)
+        ctx.say(f"New access key for bucket {result.bucket} issued; the old one is revoked")
         return result
 
     def revoke(self, ctx: StepContext) -> dict:
         """Termination: revokes the bucket's keys once every node has copied its checkpoints
         (the last node through ``retain_data`` revokes; the others leave it to that one)."""
         if not Bucket.objects.filter(order=ctx.order).exists():
-            ctx.log("no bucket keys to revoke")
+            ctx.say("No bucket keys to revoke")
             return {"revoked": 0}
         waiting = (StepRun.objects.filter(run=ctx.run, step="retain_data")
                    .exclude(node=ctx.node).exclude(status__in=STEP_DONE).count())
         if waiting:
-            ctx.log(f"bucket keys stay until {waiting} more node(s) have copied their checkpoints; "
-                    f"the last one revokes them")
+            ctx.say(f"Bucket keys stay until {waiting} more server(s) have copied their "
+                    f"checkpoints")
             return {"revoked": 0, "deferred": True}
         count = storage_revoke(order=ctx.order, log=ctx.log, custom=order_custom_access(ctx.order))
-        ctx.log(f"{count} bucket key(s) revoked" if count else "bucket keys already revoked")
+        ctx.say(f"Bucket access keys revoked ({count})" if count else "Bucket keys already revoked")
         return {"revoked": count}
 
     def retain(self, ctx: StepContext) -> RetainResult:
         order = ctx.order
         bucket = Bucket.objects.filter(order=order).first()
         if bucket is None or bucket.state == BucketState.DELETED:
-            ctx.log("no bucket was created for this order: local data is wiped with the disks")
+            ctx.say("No bucket was created for this order: data on the disks is erased with them")
             return RetainResult(policy="wipe", note="no bucket")
         result = self._copy(ctx, bucket)
         kept = bucket_retain(order=order, until=retention_until(order), extend=False)
         until = kept.retain_until
-        ctx.log(f"bucket {bucket.name} is kept until {until:%Y-%m-%d} "
-                f"({order.storage_retention_days} days), then deleted")
+        copied = f" ({result.files} checkpoint file(s) copied from this server)" if result.files else ""
+        ctx.say(f"Bucket {bucket.name} is kept until {until:%Y-%m-%d} "
+                f"({order.storage_retention_days} days), then deleted{copied}")
         return RetainResult(**{**result.__dict__, "retain_until": until.isoformat()})
 
     # --- on the node -------------------------------------------------------------------------

@@ -22,10 +22,11 @@ def test_the_order_label_counts_nodes_only_for_clusters(catalog, people):
 
 def test_the_customer_email_has_no_doubled_count(catalog, people, mailoutbox):
     order = make_order(people.acme, by=people.alice, sku="1x-l4-24gb")
-    event = order.events.create(transition="submit", from_state="draft", to_state="submitted")
+    event = order.events.create(transition="queue_for_approval", from_state="submitted",
+                                to_state="pending_approval")
     assert order_event_notify(event_id=event.pk) == 1
     body = mailoutbox[0].body
-    assert f"Order {order.reference} (1× L4 (PCIe)): Submitted." in body
+    assert f"Order {order.reference} (1× L4 (PCIe)): Pending approval." in body
     assert "1× 1×" not in body
 
 

@@ -49,7 +49,9 @@ def test_an_approved_order_becomes_active(catalog, people, sim_dir):
     assert progress.percent == 100 and progress.done
     assert [s.name for s in progress.nodes[0].steps] == PROVISION_STEPS
     deploy = progress.nodes[0].steps[1]
-    assert "ubuntu-24.04-cuda-12.8 installed; node rebooted into the new system" in deploy.log_lines
+    assert deploy.log_lines == ("Operating system installed (ubuntu-24.04-cuda-12.8)",)
+    staff_deploy = order_progress(order, staff=True).nodes[0].steps[1]
+    assert "ubuntu-24.04-cuda-12.8 installed; node rebooted into the new system" in staff_deploy.log_lines
 
 
 def test_a_succeeded_step_is_never_executed_again(catalog, people, sim_dir):

@@ -32,7 +32,7 @@ def test_memory_chart_is_accessible_and_states_the_values():
     assert "#1 8× H100 SXM5 80GB: 61.2 GB of 80.0 GB per GPU" in desc
     assert "Activations 40.0 GB" in desc
     texts = [t.text for t in root.iter(f"{SVG}text")]
-    assert "61.2 GB of 80 GB" in texts and "#2 2 × 8× H100 SXM5 80GB" in texts
+    assert "61.2 GB of 80 GB" in texts and "#2 2 nodes of 8× H100 SXM5 80GB" in texts
     assert len(root.findall(f"{SVG}g")) == 2
     titles = [t.text for t in root.iter(f"{SVG}title")]
     assert "Optimizer states: 12.0 GB" in titles and "Capacity: 80.0 GB" in titles

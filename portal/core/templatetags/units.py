@@ -6,6 +6,7 @@ figure); a few display helpers for forms, steps and logs sit alongside.
 
 from django import template
 from django.utils import timezone
+from django.utils.timesince import timesince
 
 from portal.core import units
 
@@ -85,3 +86,13 @@ def get(mapping, key):
 def get_errors(form, name):
     """A bound form's errors for one field (empty before validation or when valid)."""
     return form.errors.get(name, []) if form.is_bound else []
+
+
+@register.filter
+def since(value) -> str:
+    """How long ago ``value`` was: "under a minute" rather than Django's "0 minutes"."""
+    if not value:
+        return ""
+    if (timezone.now() - value).total_seconds() < 60:
+        return "under a minute"
+    return timesince(value)

@@ -133,6 +133,7 @@ def _recommendation(searcher: Searcher, states: list, sizes: list[Size], workloa
 
     front = pareto_front(found, t, c)
     ranked, goal_met, delivery = _deliverable_first(found, front, goal, t, c)
+    ranked = _each_once(ranked)
     plans = tuple(_plan(x, workload, catalog, model, extras, searcher) for x in ranked[: options.top_n])
     best = plans[0]
     on_front = {id(x) for x in front}
@@ -150,8 +151,9 @@ def _recommendation(searcher: Searcher, states: list, sizes: list[Size], workloa
         goal=goal, goal_met=goal_met, plans=plans,
         explanations=(explain.why(best, goal, goal_met, get_strategy(best.strategy).label),
                       *((delivery,) if delivery else ()), *(r.message for r in rejections)),
-        alternatives=(*_alternatives(front, ranked[0], best, workload, catalog, model, extras, searcher),
-                      *(explain.other_gpu(p, best, catalog.sku(p.sku).name) for p in other)),
+        alternatives=_alternatives(front, ranked, options.top_n, best, other_gpus=_other_gpus(
+            found, ranked[0], goal), point_of=point_of, plan_of=lambda x: _plan(
+                x, workload, catalog, model, extras, searcher), sku_name=lambda s: catalog.sku(s).name),
         other_gpus=tuple(other),
         rejections=rejections, points=points, data=data, warnings=warnings,
         candidates_evaluated=searcher.evaluated, estimator_calls=searcher.calls,
@@ -269,8 +271,9 @@ def _plan(x: Candidate, workload: Workload, catalog: CatalogData, model: ModelSp
     warnings = []
     availability = "unknown" if size.sku.stock_nodes is None else "ready" if ready(x) else "on-request"
     if availability == "on-request":
-        warnings.append(f"on request: {size.nodes} {size.sku.name} node(s) needed, {size.sku.stock_nodes}"
-                        " ready in stock; staff confirm an ETA before approval")
+        needed = f"{size.nodes} nodes of {size.sku.name}" if size.nodes > 1 else f"one {size.sku.name}"
+        warnings.append(f"on request: needs {needed}, {size.sku.stock_nodes} ready in stock; staff "
+                        "confirm an ETA before approval")
     if size.network and size.network.on_request:
         warnings.append(f"{size.network.name} is on request: staff check the fabric before approval")
     nvme, provider = extras["nvme"], extras["provider"]
@@ -302,21 +305,51 @@ def _plan(x: Candidate, workload: Workload, catalog: CatalogData, model: ModelSp
     )
 
 
-def _alternatives(front, chosen: Candidate, ref: Plan, workload, catalog, model, extras,
-                  searcher) -> tuple[str, ...]:
-    """The next cheaper and next faster plans of the front, against `ref` (chosen's plan)."""
+def _dominated(x: Candidate, by: Candidate) -> bool:
+    """``x`` is no faster and no cheaper than ``by``, and differs from it."""
+    return (x.train_seconds >= by.train_seconds and x.price_total_usd >= by.price_total_usd
+            and (x.train_seconds, x.price_total_usd) != (by.train_seconds, by.price_total_usd))
+
+
+def _alternatives(front, ranked: list[Candidate], top_n: int, ref: Plan, *, other_gpus, point_of,
+                  plan_of, sku_name) -> tuple[str, ...]:
+    """The next cheaper and next faster plans of the front, then the best of each other GPU,
+    against ``ref`` (the chosen plan). None is slower and dearer than the chosen plan, none is a
+    plan listed above or twice."""
+    chosen = ranked[0]
+    shown = {_identity(x) for x in ranked[:top_n]}
+    out = []
     cheaper = [x for x in front if x.price_total_usd < chosen.price_total_usd]
     faster = [x for x in front if x.train_seconds < chosen.train_seconds]
-    out = []
-    if cheaper:
-        nxt = max(cheaper, key=lambda x: x.price_total_usd)
-        plan = _plan(nxt, workload, catalog, model, extras, searcher)
-        out.append(explain.alternative("Next cheaper", plan, ref))
-    if faster:
-        nxt = max(faster, key=lambda x: x.train_seconds)
-        plan = _plan(nxt, workload, catalog, model, extras, searcher)
-        out.append(explain.alternative("Next faster", plan, ref))
+    for label, pool, key in (("Next cheaper", cheaper, lambda x: x.price_total_usd),
+                             ("Next faster", faster, lambda x: x.train_seconds)):
+        nxt = max(pool, key=key) if pool else None
+        if nxt is not None and _identity(nxt) not in shown:
+            shown.add(_identity(nxt))
+            out.append(explain.alternative(label, plan_of(nxt), ref))
+    for x in other_gpus:
+        if _identity(x) in shown or _dominated(x, chosen):
+            continue
+        shown.add(_identity(x))
+        p = point_of[id(x)]
+        out.append(explain.other_gpu(p, ref, sku_name(p.sku)))
     return tuple(out)
+
+
+def _each_once(ranked: list[Candidate]) -> list[Candidate]:
+    seen, out = set(), []
+    for x in ranked:
+        if _identity(x) not in seen:
+            seen.add(_identity(x))
+            out.append(x)
+    return out
+
+
+def _identity(x: Candidate) -> tuple:
+    """What a reader tells two plans apart by: server, nodes, network and layout."""
+    lay = x.layout
+    return (x.size.sku.slug, x.size.nodes, x.size.network.slug if x.size.network else "",
+            lay.strategy.name, lay.tp, lay.pp, x.micro_batch, lay.checkpointing)
 
 
 def _rejections(misses: list[tuple[Size, Miss]], chosen: Candidate) -> tuple[Rejection, ...]:

@@ -87,7 +87,15 @@ def acceptance(ctx: StepContext) -> AcceptanceResult:
     if not report.passed:
         raise StepFailed(f"acceptance test failed: {report.failed_checks}",
                          result=AcceptanceResult(report=report).to_dict())
+    ctx.say(_customer_summary(report))
     return AcceptanceResult(report=report)
+
+
+def _customer_summary(report: AcceptanceReport) -> str:
+    ran = [c for c in report.checks if c.outcome != "skip"]
+    if not ran:  # a node of a cluster whose job runs from the first node, checks all skipped
+        return "Acceptance test: nothing to check on this server by itself"
+    return f"Acceptance test passed: {len(ran)} check{'s' if len(ran) != 1 else ''} passed"
 
 
 def _wait_for_cluster(ctx: StepContext, nodes) -> None:

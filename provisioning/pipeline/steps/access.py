@@ -60,6 +60,9 @@ def access(ctx: StepContext) -> AccessResult:
     ctx.log(f"{len(installed)} SSH key(s) installed for {login_user}")
     for key in installed:
         ctx.log(f"key {key.name}: {key.fingerprint}")
-    if not installed:
-        ctx.log("no SSH key yet: add one on your account or organisation page")
+    if installed:
+        ctx.say(f"{len(installed)} SSH key{'s' if len(installed) != 1 else ''} installed: "
+                f"{', '.join(key.name for key in installed)}")
+    else:
+        ctx.say("No SSH key yet: add one on your account or organisation page")
     return AccessResult(key_count=len(installed), keys=tuple(installed), login_user=login_user)

@@ -28,6 +28,7 @@ def configure(ctx: StepContext) -> ConfigureResult:
     ctx.log(f"NVMe: {order.nvme} on {len(node.nvme_devices)} device(s); network: {order.network}")
     ctx.run_script(disk_layout_script(hostname=node.hostname, devices=node.nvme_devices,
                                       raid=raid, wipe=wipe), name="configure")
+    ctx.say(f"Data disks ready on {MOUNT} ({order.nvme})")
     return ConfigureResult(nvme=str(order.nvme), network=str(order.network), raid=raid,
                            devices=tuple(node.nvme_devices), wiped_allowed=wipe,
                            exit_status=ctx.result.get("exit_status", 0))

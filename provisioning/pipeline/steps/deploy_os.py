@@ -30,7 +30,7 @@ def deploy_os(ctx: StepContext) -> DeployResult:
     if facts.host_keys:
         node_pin_host_keys(node=ctx.node, host_keys=facts.host_keys, order=ctx.order)
         ctx.node.refresh_from_db(fields=["driver_options"])
-        ctx.log(f"{len(facts.host_keys)} new host key(s) of {ctx.node.hostname} pinned", staff_only=True)
+        ctx.log(f"{len(facts.host_keys)} new host key(s) of {ctx.node.hostname} pinned")
     recorded = ctx.node.baseline_at is None and not ctx.driver.simulated
     if recorded:
         entries = baseline_record(node=ctx.node, driver=ctx.driver,
@@ -39,5 +39,6 @@ def deploy_os(ctx: StepContext) -> DeployResult:
         ctx.log(f"clean baseline of {ctx.node.hostname} recorded ({len(entries)} entries)",
                 staff_only=True)
     ensure_node_tools(ctx)
+    ctx.say(f"Operating system installed ({image})")
     return DeployResult(image=image, installed=facts.installed, host_keys_pinned=len(facts.host_keys),
                         baseline_recorded=recorded)

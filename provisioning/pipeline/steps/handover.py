@@ -56,6 +56,7 @@ def handover(ctx: StepContext) -> HandoverResult:
     else:
         host, port = split_address(node.management_address, int(options.get("port", SSH_PORT)))
     ctx.log(f"{node.hostname} handed over to {ctx.order.organisation}")
+    ctx.say(f"Server {node.hostname} is ready and handed over to you")
     return HandoverResult(hostname=node.hostname, ssh_user=login_user, ssh_host=host,
                           ssh_port=port, address=node.management_address, simulated=simulated,
                           handed_over_at=timezone.now().isoformat(),

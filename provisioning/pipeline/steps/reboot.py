@@ -21,5 +21,5 @@ def reboot(ctx: StepContext) -> RebootResult:
         ctx.log(f"rebooting {ctx.node.hostname}")
     ctx.driver.power("reboot")
     health = ctx.driver.health()
-    ctx.log(f"back up: {health.gpu_count} GPU(s) visible")
+    ctx.say(f"Rebooted: {health.gpu_count} GPU{'s' if health.gpu_count != 1 else ''} visible")
     return RebootResult(gpu_count=health.gpu_count)

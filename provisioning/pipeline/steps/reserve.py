@@ -21,5 +21,5 @@ def reserve(ctx: StepContext) -> ReserveResult:
     if node.order_id != ctx.order.pk or node.state != NodeState.RESERVED:
         raise StepFailed(f"{node.hostname} is no longer reserved for order {ctx.order.reference} "
                          f"(it is {node.get_state_display().lower()}); swap the node.")
-    ctx.log(f"{node.hostname} is reserved for {ctx.order.reference}")
+    ctx.say(f"Server {node.hostname} is reserved for your order")
     return ReserveResult(node=node.hostname, fabric_group=node.fabric_group)

@@ -90,6 +90,8 @@ def stack(ctx: StepContext) -> StackResult:
     # A new deploy id re-runs the hardware preflight; a retry of this step keeps the id.
     ctx.run_script(rendered.bootstrap, name="stack",
                    env={"TRAINYARD_DEPLOY_ID": f"{ctx.run.pk}-{ctx.step_run.pk}"})
+    ctx.say(f"Training stack installed: {ctx.order.strategy or rendered.inputs.strategy}, "
+            f"{len(rendered.files)} files")
     return StackResult(strategy=rendered.inputs.strategy, tracker=rendered.inputs.tracker,
                        renderer=settings.PROVISIONING_STACK_RENDERER, facts=facts.to_dict(),
                        files=tuple(StackFile(name=f.name, path=f.path, sha256=f.sha256)

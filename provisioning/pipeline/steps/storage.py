@@ -47,7 +47,7 @@ def _required_backend(order) -> StorageBackend:
 def storage(ctx: StepContext) -> StorageResult:
     order = ctx.order
     if not order.has_object_storage:
-        ctx.log("no object storage ordered; nothing to do")
+        ctx.say("No object storage ordered: nothing to set up")
         return StorageResult()
     return _required_backend(order).provision(ctx)
 

@@ -50,12 +50,13 @@ def _handback_env(node: Node) -> dict[str, str]:
 
 def revoke_access(ctx: StepContext) -> AccessEndedResult:
     ctx.run_script(revoke_access_script(), name="revoke_access", env=_handback_env(ctx.node))
+    ctx.say("SSH access ended")
     return AccessEndedResult(login_user=login_user_for(ctx.node))
 
 
 def retain_data(ctx: StepContext) -> RetainResult:
     if not ctx.order.has_object_storage:
-        ctx.log("no bucket was ordered: local data is wiped with the disks")
+        ctx.say("No bucket was ordered: data on the server's disks is erased with them")
         return RetainResult(policy="wipe", note="no bucket ordered")
     backend = storage_backend()
     if backend is None:
@@ -76,8 +77,10 @@ def sanitise(ctx: StepContext) -> SanitiseResult:
              "simulated": bool(ctx.driver.simulated)}
     if ctx.driver.release(erase=True, on_line=ctx.log):
         ctx.log(f"{node.hostname}'s disks erased by its imaging engine")
+        ctx.say("Disks erased")
         return SanitiseResult(**facts, erased_by_engine=True)
     ctx.run_script(sanitise_script(), name="sanitise", env=_handback_env(node))
+    ctx.say("Disks erased")
     return SanitiseResult(**facts)
 
 
@@ -85,6 +88,7 @@ def attest(ctx: StepContext) -> AttestResult:
     node = Node.objects.get(pk=ctx.node.pk)
     if ctx.driver.simulated:
         ctx.log(f"{node.hostname} is simulated: nothing on it to attest")
+        ctx.say(f"Checked: nothing of your data remains on {node.hostname}")
         return AttestResult(clean=True, simulated=True)
     if node.baseline_at is None:
         raise StepFailed(f"{node.hostname} has no clean baseline to compare with (it entered stock "
@@ -100,6 +104,7 @@ def attest(ctx: StepContext) -> AttestResult:
                              to_state=node.state, order=ctx.order,
                              note=f"{findings_summary([])} ({len(now)} entries checked)")
     ctx.log(f"attestation: nothing of the last tenant remains on {node.hostname}")
+    ctx.say(f"Checked: nothing of your data remains on {node.hostname}")
     return AttestResult(clean=True, checked=len(now))
 
 
@@ -111,4 +116,5 @@ class ReadyResult(StepResult):
 def ready(ctx: StepContext) -> ReadyResult:
     health = ctx.driver.health()
     ctx.log(f"{health.gpu_count} GPU(s) visible; {ctx.node.hostname} goes back into stock")
+    ctx.say(f"Server {ctx.node.hostname} is released")
     return ReadyResult(gpu_count=health.gpu_count)

@@ -2,6 +2,7 @@ from django import forms
 from django.conf import settings
 
 from portal.catalog.models import NetworkOption, NvmeOption, StackOption, StorageProvider
+from portal.catalog.pricing import PriceList
 from portal.catalog.selectors import sku_list
 from portal.core.forms import VisibleTextMixin
 from portal.core.units import usd
@@ -16,7 +17,6 @@ from portal.quotes.rules import (
     pick_network,
 )
 from portal.sizing.plan_tokens import plan_unsign
-from portal.sizing.recommend.pricing import PriceList
 
 
 class PricedChoiceField(forms.ModelChoiceField):

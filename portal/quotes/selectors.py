@@ -2,11 +2,11 @@ from django.db.models import QuerySet
 
 from portal.accounts.selectors import organisations_for, primary_organisation
 from portal.catalog.models import StackOption
+from portal.catalog.pricing import PriceList
 from portal.catalog.selectors import sku_list
 from portal.quotes.models import Quote
 from portal.quotes.rules import stock_text
 from portal.sizing.catalog_data import price_list_for
-from portal.sizing.recommend.pricing import PriceList
 
 
 def price_list_of_user(user) -> PriceList | None:

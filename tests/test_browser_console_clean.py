@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
+from tests.browser_login import log_in
 from tests.conftest import PAGE_TIMEOUT_MS
-from tests.test_browser_walk import PASSWORD
 
 WIDTHS = (390, 1280)
 SHOTS = Path(os.environ.get("TRAINYARD_SHOTS", "/tmp/trainyard-shots"))
@@ -57,11 +57,8 @@ def test_admin_pages_ask_for_no_missing_favicon(live_server, browser, people):
     page = context.new_page()
     page.set_default_timeout(PAGE_TIMEOUT_MS)
     errors = _watch(page)
-    page.goto(f"{live_server.url}/admin/login/")
-    page.get_by_label("Username").fill("olga")
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/admin/")
+    log_in(page, live_server.url, "olga")  # the admin is behind the portal's two-factor sign-in
+    page.goto(f"{live_server.url}/admin/")
     page.goto(f"{live_server.url}/favicon.ico")
     assert errors == [], errors
     context.close()

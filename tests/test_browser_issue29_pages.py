@@ -11,10 +11,10 @@ from portal.catalog.models import ServerSKU
 from provisioning.health import node_accept_if_healthy
 from provisioning.models import Node
 from provisioning.states import NodeState
+from tests.browser_login import log_in
 from tests.conftest import PAGE_TIMEOUT_MS
 from tests.factories import H100_SKU, SIZED_PLAN, approved_order, drain, make_node, submitted_order
 from tests.provisioning.test_node_check_diagnosis import HOST_KEY
-from tests.test_browser_walk import _log_in
 
 WIDTHS = (390, 1280)
 SHOTS = Path(os.environ.get("TRAINYARD_SHOTS", "/tmp/trainyard-shots"))
@@ -30,7 +30,7 @@ def _visit(browser, base, username, pages):
         errors: list[str] = []
         page.on("console", lambda msg, errors=errors: msg.type == "error" and errors.append(msg.text))
         page.on("pageerror", lambda exc, errors=errors: errors.append(str(exc)))
-        _log_in(page, base, username)
+        log_in(page, base, username)
         for name, path, must, must_not in pages:
             page.goto(base + path)
             page.wait_for_load_state("networkidle")

@@ -9,9 +9,9 @@ import pytest
 from playwright.sync_api import expect
 
 from portal.catalog.models import PriceList
+from tests.browser_login import log_in
 from tests.conftest import PAGE_TIMEOUT_MS
 from tests.factories import make_order
-from tests.test_browser_walk import _log_in
 
 WIDTHS = (390, 1280)
 SHOTS = Path(os.environ.get("TRAINYARD_SHOTS", "/tmp/trainyard-shots"))
@@ -29,7 +29,7 @@ def test_the_reseller_sees_and_filters_by_customer(live_server, browser, people,
         page.set_default_timeout(PAGE_TIMEOUT_MS)
         errors: list[str] = []
         page.on("console", lambda msg, errors=errors: msg.type == "error" and errors.append(msg.text))
-        _log_in(page, live_server.url, "rita")
+        log_in(page, live_server.url, "rita")
         page.goto(f"{live_server.url}/orders/")
         table = page.locator("#order-table")
         expect(table).to_contain_text(people.client_org.name)

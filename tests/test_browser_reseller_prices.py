@@ -11,8 +11,8 @@ from playwright.sync_api import expect
 
 from portal.catalog.models import PriceList, ServerSKU
 from portal.core.units import usd
+from tests.browser_login import log_in
 from tests.conftest import PAGE_TIMEOUT_MS
-from tests.test_browser_walk import _log_in
 
 WIDTHS = (390, 1280)
 SKU = "1x-l4-24gb"
@@ -26,7 +26,7 @@ def _page(browser, width, base, username):
     errors: list[str] = []
     page.on("console", lambda msg: msg.type == "error" and errors.append(msg.text))
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    _log_in(page, base, username)
+    log_in(page, base, username)
     return context, page, errors
 
 

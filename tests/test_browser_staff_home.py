@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
+from tests.browser_login import log_in
 from tests.conftest import PAGE_TIMEOUT_MS
 from tests.factories import H100_SKU, L4_SKU, make_node, submitted_order
-from tests.test_browser_walk import _log_in
 
 WIDTHS = (390, 1280)
 SHOTS = Path(os.environ.get("TRAINYARD_SHOTS", "/tmp/trainyard-shots"))
@@ -28,7 +28,7 @@ def test_stock_rows_line_up_and_waiting_reads_well(live_server, browser, people,
         page.set_default_timeout(PAGE_TIMEOUT_MS)
         errors: list[str] = []
         page.on("console", lambda msg, errors=errors: msg.type == "error" and errors.append(msg.text))
-        _log_in(page, live_server.url, "sam")
+        log_in(page, live_server.url, "sam")
         page.goto(f"{live_server.url}/")
         expect(page.get_by_role("heading", name="Stock")).to_be_visible()
         rows = page.locator("#stock-title ~ ul li")

@@ -6,14 +6,22 @@ from django.urls import reverse
 
 from portal.orders.states import OrderState
 from provisioning import services
-from tests.factories import H100_SKU, SIZED_PLAN, approved_order, drain, make_node, submitted_order
+from tests.factories import (
+    H100_SKU,
+    SIZED_PLAN,
+    approved_order,
+    drain,
+    make_node,
+    submitted_order,
+    verified_login,
+)
 
 
 def test_reject_keeps_the_internal_note_from_the_customer(people, catalog, client, emails_inline,
                                                           mailoutbox,
                                                           django_capture_on_commit_callbacks):
     order = submitted_order(people)
-    client.force_login(people.sam)
+    verified_login(client, people.sam)
     page = client.get(reverse("provisioning:approvals")).content.decode()
     assert "Internal note (optional, staff only)" in page  # reject and approve alike
     assert page.count("Internal note (optional, staff only)") == 2
@@ -47,6 +55,6 @@ def test_day_two_actions_are_in_the_history_and_mine_read_you(people, catalog, c
 
 def test_the_approval_card_names_the_stack(people, catalog, client):
     submitted_order(people, plan=SIZED_PLAN)
-    client.force_login(people.sam)
+    verified_login(client, people.sam)
     page = client.get(reverse("provisioning:approvals")).content.decode()
     assert "FSDP full shard" in page

@@ -13,7 +13,7 @@ from provisioning.health import node_accept_if_healthy
 from provisioning.models import Node
 from provisioning.states import NodeState
 from provisioning.webhooks import UNREACHABLE_TEXT
-from tests.factories import H100_SKU
+from tests.factories import H100_SKU, verified_login
 
 HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
 
@@ -41,7 +41,7 @@ def test_the_operator_reads_the_diagnosis_and_gets_an_email(people, catalog, cli
     assert not check.ok and node.state == NodeState.ENROLLED
     assert check.problems == [UNREACHABLE_TEXT]  # what a customer would read
 
-    client.force_login(people.olga)
+    verified_login(client, people.olga)
     html = client.get(reverse("provisioning:node", args=[node.pk])).content.decode()
     assert f"could not reach 127.0.0.1 port {port} with the ssh driver: " in html
     assert "operators have been told" not in html

@@ -70,10 +70,15 @@ def test_honest_alternatives_show_each_other_gpu_family_with_price_and_time():
     assert {p.gpu for p in rec.other_gpus} == families and len(families) > 3
     prices = [p.price_total_usd for p in rec.other_gpus]
     assert prices == sorted(prices)
+    best = rec.best
     for point in rec.other_gpus:  # each is that family's cheapest
         assert point.price_total_usd == min(p.price_total_usd for p in rec.points if p.gpu == point.gpu)
         sku_name = catalog.sku(point.sku).name
-        assert any(line.startswith("On ") and sku_name in line for line in rec.alternatives)
+        listed = any(line.startswith("On ") and sku_name in line for line in rec.alternatives)
+        ranked = (point.sku, point.nodes) in {(p.sku, p.nodes) for p in rec.plans}  # never twice
+        # one slower and dearer than the chosen plan is no alternative to it (issue 29, item 14)
+        worse = point.train_hours >= best.train_hours and point.price_total_usd >= best.price_total_usd
+        assert (listed or ranked) != worse and not (listed and ranked), (sku_name, listed, ranked, worse)
     assert rec.to_dict()["other_gpus"][0]["train_hours"] > 0
 
 

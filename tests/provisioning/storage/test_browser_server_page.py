@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
+from tests.browser_login import log_in
 from tests.conftest import PAGE_TIMEOUT_MS
 from tests.factories import H100_SKU, approved_order, drain, make_node
-from tests.test_browser_walk import _log_in
 
 WIDTHS = (390, 1280)
 SHOTS = Path(os.environ.get("TRAINYARD_SHOTS", "/tmp/trainyard-shots"))
@@ -30,7 +30,7 @@ def test_bucket_first_values_whole_and_copyable(live_server, browser, people, ca
         page.set_default_timeout(PAGE_TIMEOUT_MS)
         errors: list[str] = []
         page.on("console", lambda msg, errors=errors: msg.type == "error" and errors.append(msg.text))
-        _log_in(page, live_server.url, "alice")
+        log_in(page, live_server.url, "alice")
         page.goto(f"{live_server.url}/orders/{order.reference}/server/")
         bucket = page.locator("#storage").bounding_box()
         files = page.locator("#stack-files").bounding_box()

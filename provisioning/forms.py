@@ -28,10 +28,9 @@ class ApproveForm(VisibleTextMixin, forms.Form):
                                   "suggestion as it stands when you approve.")
     note = forms.CharField(label="Note (optional)", required=False, max_length=500)
 
-    def __init__(self, *args, order, eligible=(), **kwargs):
+    def __init__(self, *args, order, **kwargs):
         super().__init__(*args, prefix=f"approve-{order.pk}", **kwargs)
         self.order = order
-        self.eligible = list(eligible)  # the ready nodes of the SKU, shown as checkboxes
 
 
 class RejectForm(VisibleTextMixin, forms.Form):

@@ -8,6 +8,7 @@ from datetime import datetime
 
 from django.db.models import Count, Prefetch, Q, QuerySet
 
+from portal.core.keyset import KeysetPage, keyset_page
 from portal.orders.models import Order
 from portal.orders.states import OrderState
 from provisioning.drivers import driver_options, is_test_host, login_user_for
@@ -29,9 +30,9 @@ from provisioning.storage.services import StorageResult
 
 
 def nodes_for_operator(*, state: str | None = None, sku=None, search: str = "") -> QuerySet[Node]:
-    """The inventory list: by state, SKU and a search in hostname, address, SKU and order."""
-    nodes = Node.objects.select_related("sku__gpu", "order").annotate(
-        health_problems=Count("health_checks", filter=Q(health_checks__ok=False))).order_by("hostname", "pk")
+    """The inventory list: by state, SKU and a search in hostname, address, SKU and order. Each
+    node's health is what its row keeps of the latest check: the list never reads checks."""
+    nodes = Node.objects.select_related("sku__gpu", "order").order_by("hostname", "pk")
     if search:
         nodes = nodes.filter(Q(hostname__icontains=search) | Q(management_address__icontains=search)
                              | Q(sku__slug__icontains=search) | Q(sku__name__icontains=search)
@@ -67,6 +68,15 @@ def node_facts(node: Node) -> NodeFacts:
 
 def node_history(node: Node) -> QuerySet[NodeEvent]:
     return node.events.select_related("actor", "order").order_by("at", "pk")
+
+
+NODE_EVENTS_PER_PAGE = 25
+
+
+def node_events_page(node: Node, *, older: str | None = None, newer: str | None = None) -> KeysetPage:
+    """A page of the node's history, newest first (index ``nodeevent_node_latest``)."""
+    return keyset_page(node.events.select_related("actor", "order"), field="at",
+                       size=NODE_EVENTS_PER_PAGE, older=older, newer=newer)
 
 
 def node_last_health(node: Node) -> HealthCheck | None:

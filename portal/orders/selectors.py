@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 
+from portal.accounts.models import Organisation
 from portal.accounts.selectors import organisations_for
 from portal.catalog.models import NetworkOption, ServerSKU
 from portal.orders.models import Order, OrderEvent
@@ -88,8 +89,14 @@ def order_history(order: Order, *, staff: bool) -> list[HistoryRow]:
 
 def organisation_is_existing_customer(organisation_id: int) -> bool:
     """An organisation with at least one order that reached active."""
-    return OrderEvent.objects.filter(order__organisation_id=organisation_id,
-                                     to_state=OrderState.ACTIVE).exists()
+    return bool(existing_customers([organisation_id]))
+
+
+def existing_customers(organisation_ids) -> set[int]:
+    """Which of ``organisation_ids`` have an order that reached active, in one query."""
+    reached = OrderEvent.objects.filter(order__organisation_id=OuterRef("pk"), to_state=OrderState.ACTIVE)
+    return set(Organisation.objects.filter(pk__in=list(organisation_ids))
+               .filter(Exists(reached)).values_list("pk", flat=True))
 
 
 @dataclass(frozen=True)
@@ -98,15 +105,18 @@ class ApprovalDecision:
     reason: str
 
 
-def approval_decision(order: Order) -> ApprovalDecision:
-    """The SKU's approval policy applied to ``order``; multi-node and InfiniBand stay manual."""
+def approval_decision(order: Order, *, existing_customer: bool | None = None) -> ApprovalDecision:
+    """The SKU's approval policy applied to ``order``; multi-node and InfiniBand stay manual.
+    ``existing_customer``: whether its organisation is one, when the caller read it already."""
     if order.sku.approval_policy != ServerSKU.ApprovalPolicy.AUTO_SMALL:
         return ApprovalDecision(False, f"{order.sku.name} orders are approved by staff.")
     if order.node_count > 1:
         return ApprovalDecision(False, "Multi-node orders are always approved by staff.")
     if order.network.kind == NetworkOption.Kind.INFINIBAND:
         return ApprovalDecision(False, "InfiniBand orders need a staff check of the fabric.")
-    if not organisation_is_existing_customer(order.organisation_id):
+    if existing_customer is None:
+        existing_customer = organisation_is_existing_customer(order.organisation_id)
+    if not existing_customer:
         return ApprovalDecision(False, "A new customer's first order is approved by staff.")
     return ApprovalDecision(True, "single-node order of an existing customer "
                                   f"({order.sku.name}: automatic approval)")

@@ -5,15 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.utils import timezone
 
 from portal.accounts.models import Organisation
-from portal.accounts.selectors import organisations_for
+from portal.accounts.selectors import tenant_filter
 from portal.catalog.models import NetworkOption, ServerSKU
 from portal.orders.models import Order, OrderEvent
-from portal.orders.states import ORDER_TRANSITIONS, OrderState
+from portal.orders.states import ORDER_FINAL, ORDER_TRANSITIONS, OrderState
 from portal.quotes.fit import PlanFit, plan_fit_verdict
 from portal.quotes.plans import UNREADABLE_PLAN, plan_readable
+from portal.quotes.selectors import quotes_visible
 
 PLACE_LABEL = "Order placed"
 
@@ -21,9 +23,20 @@ PLACE_LABEL = "Order placed"
 def orders_for(user) -> QuerySet[Order]:
     """Orders a user may see: members their organisation's, reseller admins also their
     customers', hosting staff all. Look single orders up in this queryset (outsiders: 404)."""
-    return Order.objects.filter(organisation__in=organisations_for(user)).select_related(
+    return Order.objects.filter(tenant_filter(user)).select_related(
         "organisation", "sku__gpu", "nvme", "network", "storage_provider", "strategy", "tracker",
         "placed_by")
+
+
+def customer_home(user, *, rows: int) -> dict:
+    """The customer's start page: the newest orders still live and the newest open quotes (valid,
+    no live order placed from them), each read by an index range of the person's organisations."""
+    live = Q(state__in=ORDER_FINAL)
+    placed_live = Order.objects.filter(quote=OuterRef("pk")).exclude(live)
+    quotes = (quotes_visible(organisations=None).filter(tenant_filter(user))
+              .filter(valid_until__gt=timezone.now()).exclude(Exists(placed_live)))
+    return {"orders": list(orders_for(user).exclude(live).order_by("-created_at", "-pk")[:rows]),
+            "quotes": list(quotes.order_by("-created_at", "-pk")[:rows])}
 
 
 def order_events(order: Order) -> QuerySet[OrderEvent]:

@@ -12,7 +12,6 @@ from datetime import timedelta
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.db import transaction
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -21,6 +20,7 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from portal.core.keyset import keyset_page
 from portal.core.states import DomainError
 from portal.orders import services as order_services
 from portal.orders.forms import CancelForm, StaffCancelForm, TerminateForm
@@ -46,12 +46,14 @@ from provisioning.storage.services import (
     storage_result_for,
 )
 
+ORDERS_PER_PAGE = 25
+
 
 @login_required
 @require_GET
 def order_list(request):
-    orders = orders_for(request.user).order_by("-created_at", "-pk")
-    page = Paginator(orders, 25).get_page(request.GET.get("page"))
+    page = keyset_page(orders_for(request.user), field="created_at", size=ORDERS_PER_PAGE,
+                       older=request.GET.get("older"), newer=request.GET.get("newer"))
     organisations = {o.organisation_id for o in page}
     return render(request, "orders/list.html", {"page": page, "show_org": len(organisations) > 1})
 

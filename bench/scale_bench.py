@@ -222,9 +222,11 @@ def main() -> None:
     if args.measure:
         print(json.dumps(_measure(args.measure, args.scale, args.repeats)))
         return
-    if "DATABASE_URL" not in os.environ or not os.environ["DATABASE_URL"].startswith("postgres"):
-        raise SystemExit("Set DATABASE_URL to a PostgreSQL server (the bench creates and drops "
-                         "its own databases there).")
+    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
+        # `make bench` on the embedded default (SQLite): say why nothing is measured, go on.
+        print("scale_bench: skipped: set DATABASE_URL to a PostgreSQL server (the bench creates "
+              "and drops its own databases there).")
+        return
     runs = {}
     for size in ("small", "large"):
         started = time.monotonic()

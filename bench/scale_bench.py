@@ -164,8 +164,8 @@ def _label(url: str) -> str:
     """The page's shape, not its ids: /orders/O-S0000ab12/ → /orders/<ref>/."""
     import re
 
-    url = re.sub(r"O-[0-9A-F]+|O-S[0-9a-f]+", "<ref>", url)
-    url = re.sub(r"Q-[0-9A-Z]+|Q-S[0-9a-f]+", "<quote>", url)
+    url = re.sub(r"O-S[0-9a-f]+|O-[0-9A-F]+", "<ref>", url)  # the filler's references first
+    url = re.sub(r"Q-S[0-9a-f]+|Q-[0-9A-Z]+", "<quote>", url)
     url = re.sub(r"/\d+/", "/<id>/", url)
     return re.sub(r"older=[0-9.]*", "older=<cursor>", url)
 

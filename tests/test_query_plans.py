@@ -68,8 +68,8 @@ def test_every_list_reads_by_index_on_a_filled_database(client, people, catalog)
         people.alice: ["/", "/orders/", f"/orders/{alice_order.reference}/"],
         people.rita: ["/", "/orders/"],
         people.sam: ["/", "/ops/approvals/", f"/ops/approvals/{pending.reference}/nodes/",
-                     "/orders/"],
-        people.olga: ["/ops/nodes/", "/ops/nodes/?state=ready", "/ops/nodes/?q=scale-gpu-0042",
+                     "/orders/", f"/orders/{pending.reference}/"],
+        people.olga: ["/", "/ops/nodes/", "/ops/nodes/?state=ready", "/ops/nodes/?q=scale-gpu-0042",
                       f"/ops/nodes/{node.pk}/"],
     }
     problems = []

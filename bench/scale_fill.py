@@ -40,7 +40,7 @@ class Sizes:
 
 
 SMALL = Sizes(organisations=10, orders=100, nodes=50, health_checks=2_000, quotes=40,
-              events_per_order=8, events_per_node=10, pending_orders=6)
+              events_per_order=8, events_per_node=10, pending_orders=12)
 LARGE = Sizes(organisations=1_000, orders=50_000, nodes=5_000, health_checks=2_000_000,
               quotes=20_000)
 

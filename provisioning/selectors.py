@@ -6,8 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from django.db.models import Count, Prefetch, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
 
+from portal.catalog.models import ServerSKU
 from portal.core.keyset import KeysetPage, keyset_page
 from portal.orders.models import Order
 from portal.orders.states import OrderState
@@ -46,6 +47,13 @@ def nodes_for_operator(*, state: str | None = None, sku=None, search: str = "") 
     if sku is not None:
         nodes = nodes.filter(sku=sku)
     return nodes
+
+
+def skus_in_fleet() -> QuerySet[ServerSKU]:
+    """SKUs with at least one node (the inventory's filter): a probe of the node index per SKU,
+    not a join over every node."""
+    return (ServerSKU.objects.filter(Exists(Node.objects.filter(sku=OuterRef("pk"))))
+            .select_related("gpu"))
 
 
 @dataclass(frozen=True)

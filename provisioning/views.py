@@ -281,7 +281,7 @@ def node_list(request):
     return render(request, "provisioning/nodes.html", {
         "nodes": page.object_list, "page": page, "q": search,
         "summary": selectors.inventory_summary(), "states": NodeState.choices,
-        "skus": ServerSKU.objects.filter(nodes__isnull=False).distinct().select_related("gpu"),
+        "skus": selectors.skus_in_fleet(),
         "state": state, "sku": sku, "can_edit": request.user.is_operator,
     })
 

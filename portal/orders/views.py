@@ -25,7 +25,7 @@ from portal.core.states import DomainError
 from portal.orders import services as order_services
 from portal.orders.forms import CancelForm, StaffCancelForm, TerminateForm
 from portal.orders.models import Order
-from portal.orders.selectors import order_history, orders_for, plan_fit
+from portal.orders.selectors import order_history, order_rows_for, orders_for, plan_fit
 from portal.orders.states import ORDER_TRANSITIONS, OrderState, QuoteAlreadyOrdered
 from portal.quotes.selectors import quote_for_user, stock_note
 from provisioning import fulfilment
@@ -52,7 +52,7 @@ ORDERS_PER_PAGE = 25
 @login_required
 @require_GET
 def order_list(request):
-    page = keyset_page(orders_for(request.user), field="created_at", size=ORDERS_PER_PAGE,
+    page = keyset_page(order_rows_for(request.user), field="created_at", size=ORDERS_PER_PAGE,
                        older=request.GET.get("older"), newer=request.GET.get("newer"))
     organisations = {o.organisation_id for o in page}
     return render(request, "orders/list.html", {"page": page, "show_org": len(organisations) > 1})

@@ -3,15 +3,17 @@
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/trainyard .venv/bin/python bench/scale_bench.py
     … --scale 0.1          # LARGE at a tenth (5,000 orders, 200k health checks): a quick run
     … --large-orders 5000  # the same, by the number of orders
-    … --repeats 20         # requests per page and size (p50/p95 over them; default 15)
+    … --rounds 3 --repeats 5  # (the default) 15 requests per page and size, in 3 rounds
 
 For each size it creates a database on the server of DATABASE_URL (``trainyard_scale_small``,
 ``trainyard_scale_large``), migrates it, seeds the catalog, adds the people who look (alice, a
 customer; rita, a reseller admin with customers; sam, an approver; olga, an operator; the
-reseller's API key), fills it in bulk (``bench/scale_fill.py``) and requests each page and API
-read ``--repeats`` times with Django's test client (after one warm-up request), counting the
-queries of each (CaptureQueriesContext). Each size runs in its own process; both databases are
-dropped at the end, also when a run fails.
+reseller's API key) and fills it in bulk (``bench/scale_fill.py``). Then, in alternating rounds
+(SMALL, LARGE, SMALL, …: a shared machine's speed drifts, and measuring one size minutes after
+the other would put the drift into the ratio), it requests each page and API read ``--repeats``
+times with Django's test client (after one warm-up request), counting the queries of each
+(CaptureQueriesContext). Each step runs in its own process; both databases are dropped at the
+end, also when a run fails.
 
 The table shows, per page: queries, p50 and p95 in ms, and the response size, at both sizes,
 with the ratio LARGE/SMALL of p95; then whether LARGE meets the targets of issue 27 (≤ 20
@@ -51,19 +53,23 @@ def _admin(sql: str) -> None:
 
 
 # --- one size, in its own process --------------------------------------------------------------
-def _measure(size: str, scale: float, repeats: int) -> dict:
+def _django():
     import django
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
     django.setup()
-    from django.core.management import call_command
-    from django.db import connection
-    from django.test import Client
-    from django.test.utils import CaptureQueriesContext, setup_test_environment
-
-    from bench.scale_fill import LARGE, SMALL, fill
+    from django.test.utils import setup_test_environment
 
     setup_test_environment()  # the test client's host; mail stays in memory
+
+
+def _prepare(size: str, scale: float) -> dict:
+    """Migrates, seeds and fills this size's database (run once, before the rounds)."""
+    _django()
+    from django.core.management import call_command
+    from django.db import connection
+
+    from bench.scale_fill import LARGE, SMALL, fill
 
     call_command("migrate", verbosity=0)
     call_command("seed_catalog", verbosity=0)
@@ -72,11 +78,21 @@ def _measure(size: str, scale: float, repeats: int) -> dict:
     started = time.monotonic()
     with connection.cursor() as cursor:
         counts = fill(cursor, sizes, reseller_id=people["rita"].memberships.get().organisation_id)
-    fill_s = time.monotonic() - started
-    pages = _pages(people)
+    return {"counts": counts, "fill_s": time.monotonic() - started, "api_key": api_key}
 
+
+def _measure(repeats: int, api_key: str) -> dict:
+    """One round: each page ``repeats`` times (after a warm-up request), its queries and size."""
+    _django()
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    from portal.accounts.models import User
+
+    people = {u.username: u for u in User.objects.filter(username__in=("alice", "rita", "sam", "olga"))}
     results = {}
-    for who, url in pages:
+    for who, url in _pages(people):
         client = Client()
         if who == "api":
             client.defaults["HTTP_AUTHORIZATION"] = f"Api-Key {api_key}"
@@ -92,11 +108,8 @@ def _measure(size: str, scale: float, repeats: int) -> dict:
             if response.status_code != 200:
                 raise SystemExit(f"{who} {url}: HTTP {response.status_code}")
             queries, size_b = len(ctx), len(response.content)
-        times.sort()
-        results[f"{who} {_label(url)}"] = {
-            "queries": queries, "p50": statistics.median(times),
-            "p95": times[min(len(times) - 1, round(0.95 * (len(times) - 1)))], "bytes": size_b}
-    return {"counts": counts, "fill_s": fill_s, "pages": results}
+        results[f"{who} {_label(url)}"] = {"queries": queries, "times": times, "bytes": size_b}
+    return results
 
 
 def _people():
@@ -171,21 +184,44 @@ def _label(url: str) -> str:
 
 
 # --- both sizes and the table ------------------------------------------------------------------
-def _run_size(size: str, scale: float, repeats: int) -> dict:
-    name = f"trainyard_scale_{size}"
-    _admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-    _admin(f"CREATE DATABASE {name}")
+def _child(size: str, *args: str) -> dict:
+    env = {**os.environ, "DATABASE_URL": _database_url(f"trainyard_scale_{size}")}
+    done = subprocess.run([sys.executable, __file__, *args], env=env, cwd=REPO,
+                          capture_output=True, text=True)
+    if done.returncode:  # the log of the failed process, then stop
+        sys.stderr.write(done.stderr[-6000:])
+        raise SystemExit(f"{size}: {args[0]} failed (exit {done.returncode})")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _run(scale: float, repeats: int, rounds: int) -> dict:
+    """Both sizes side by side: filled first, then measured in alternating rounds (a shared
+    machine changes speed from one minute to the next; SMALL then LARGE minutes apart would
+    put that change into the ratio)."""
+    runs = {size: {"pages": {}} for size in ("small", "large")}
     try:
-        env = {**os.environ, "DATABASE_URL": _database_url(name)}
-        done = subprocess.run([sys.executable, __file__, "--measure", size, "--scale", str(scale),
-                               "--repeats", str(repeats)], env=env, cwd=REPO,
-                              capture_output=True, text=True)
-        if done.returncode:  # the log of a failed size, then stop
-            sys.stderr.write(done.stderr[-6000:])
-            raise SystemExit(f"{size}: the measuring process failed (exit {done.returncode})")
-        return json.loads(done.stdout.strip().splitlines()[-1])
+        for size, run in runs.items():
+            _admin(f"DROP DATABASE IF EXISTS trainyard_scale_{size} WITH (FORCE)")
+            _admin(f"CREATE DATABASE trainyard_scale_{size}")
+            run.update(_child(size, "--prepare", size, "--scale", str(scale)))
+            print(f"{size.upper()}: filled in {run['fill_s']:.0f} s: " + ", ".join(
+                f"{t.split('_', 1)[1]} {n:,}" for t, n in run["counts"].items()), flush=True)
+        for _ in range(rounds):
+            for size, run in runs.items():
+                got = _child(size, "--measure", "--repeats", str(repeats), "--api-key", run["api_key"])
+                for page, result in got.items():
+                    into = run["pages"].setdefault(page, {"times": []})
+                    into.update(queries=result["queries"], bytes=result["bytes"])
+                    into["times"] += result["times"]
     finally:
-        _admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        for size in runs:
+            _admin(f"DROP DATABASE IF EXISTS trainyard_scale_{size} WITH (FORCE)")
+    for run in runs.values():
+        for result in run["pages"].values():
+            times = sorted(result.pop("times"))
+            result["p50"] = statistics.median(times)
+            result["p95"] = times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]
+    return runs
 
 
 def _table(small: dict, large: dict) -> list[str]:
@@ -214,28 +250,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scale", type=float, default=1.0, help="LARGE times this (default 1)")
     parser.add_argument("--large-orders", type=int, help="LARGE scaled to this many orders")
-    parser.add_argument("--repeats", type=int, default=15, help="requests per page and size")
-    parser.add_argument("--measure", choices=("small", "large"), help=argparse.SUPPRESS)
+    parser.add_argument("--repeats", type=int, default=5, help="requests per page, size and round")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of SMALL and LARGE")
+    parser.add_argument("--prepare", choices=("small", "large"), help=argparse.SUPPRESS)
+    parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--api-key", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.large_orders:
         args.scale = args.large_orders / 50_000
+    if args.prepare:
+        print(json.dumps(_prepare(args.prepare, args.scale)))
+        return
     if args.measure:
-        print(json.dumps(_measure(args.measure, args.scale, args.repeats)))
+        print(json.dumps(_measure(args.repeats, args.api_key)))
         return
     if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
         # `make bench` on the embedded default (SQLite): say why nothing is measured, go on.
         print("scale_bench: skipped: set DATABASE_URL to a PostgreSQL server (the bench creates "
               "and drops its own databases there).")
         return
-    runs = {}
-    for size in ("small", "large"):
-        started = time.monotonic()
-        runs[size] = _run_size(size, args.scale, args.repeats)
-        print(f"{size.upper()}: filled in {runs[size]['fill_s']:.0f} s, measured in "
-              f"{time.monotonic() - started - runs[size]['fill_s']:.0f} s: "
-              + ", ".join(f"{t.split('_', 1)[1]} {n:,}" for t, n in runs[size]["counts"].items()),
-              flush=True)
-    print(f"\nscale_bench --scale {args.scale:g} --repeats {args.repeats}\n")
+    runs = _run(args.scale, args.repeats, args.rounds)
+    print(f"\nscale_bench --scale {args.scale:g} --repeats {args.repeats} --rounds {args.rounds} "
+          f"({args.repeats * args.rounds} requests per page and size)\n")
     print("\n".join(_table(runs["small"], runs["large"])))
 
 

@@ -26,10 +26,7 @@ def strategy_stacks() -> tuple:
 
 
 def quotes_visible(*, organisations) -> QuerySet[Quote]:
-    """Quotes of ``organisations`` (None: the caller filters them itself)."""
-    quotes = Quote.objects.all() if organisations is None else Quote.objects.filter(
-        organisation__in=organisations)
-    return quotes.select_related(
+    return Quote.objects.filter(organisation__in=organisations).select_related(
         "organisation", "sku__gpu", "nvme", "network", "storage_provider", "strategy", "tracker")
 
 

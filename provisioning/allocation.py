@@ -3,12 +3,13 @@ two approvals racing for stock never take the same node and never wait on each o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import Count, F, Q, Window
+from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from portal.core.states import DomainError
@@ -53,41 +54,117 @@ def _shortage(order, *, count: int, ready: int, group_note: str = "") -> str:
                           f"right now; this order needs {count}. Try again in a moment.")
 
 
+@dataclass(frozen=True)
+class ReadyStock:
+    """The ready nodes of one SKU: how many, and how many in each fabric group ("" for none)."""
+
+    total: int = 0
+    groups: dict[str, int] = field(default_factory=dict)
+
+    def fitting_groups(self, count: int, fabric_group: str | None) -> list[str]:
+        """Groups holding ``count`` ready nodes, smallest first (big groups stay free for big
+        orders); only ``fabric_group`` when given (a replacement joins its cluster's group)."""
+        groups = sorted((n, g) for g, n in self.groups.items() if g and n >= count)
+        return [g for _, g in groups if fabric_group is None or g == fabric_group]
+
+    def largest_group(self) -> int:
+        return max((n for g, n in self.groups.items() if g), default=0)
+
+
+def ready_stock(sku_ids) -> dict[int, ReadyStock]:
+    """Ready nodes per SKU of ``sku_ids`` and per fabric group, in one query."""
+    rows = (Node.objects.filter(sku_id__in=list(sku_ids), state=NodeState.READY)
+            .values_list("sku_id", "fabric_group").annotate(n=Count("pk")).order_by())
+    stock: dict[int, ReadyStock] = {}
+    for sku_id, group, n in rows:
+        entry = stock.get(sku_id, ReadyStock())
+        stock[sku_id] = ReadyStock(total=entry.total + n, groups={**entry.groups, group: n})
+    return stock
+
+
 def _groups_that_fit(sku, count: int, fabric_group: str | None) -> list[str]:
-    rows = (_ready(sku).exclude(fabric_group="").values("fabric_group")
-            .annotate(n=Count("pk")).filter(n__gte=count).order_by("n", "fabric_group"))
-    groups = [r["fabric_group"] for r in rows]
-    if fabric_group is not None:
-        groups = [g for g in groups if g == fabric_group]
-    return groups  # smallest group that fits first: big groups stay free for big orders
+    return ready_stock([sku.pk]).get(sku.pk, ReadyStock()).fitting_groups(count, fabric_group)
 
 
-def _group_note(order, count: int, fabric_group: str | None) -> str:
+def _group_note(order, count: int, fabric_group: str | None,
+                stock: ReadyStock | None = None) -> str:
     if fabric_group is not None:
         return (f"Fabric group {fabric_group!r} has fewer than {count} ready nodes of "
                 f"{order.sku.name}; the nodes of a cluster must share one fabric.")
-    largest = (_ready(order.sku).exclude(fabric_group="").values("fabric_group")
-               .annotate(n=Count("pk")).order_by("-n").first())
+    if stock is None:
+        stock = ready_stock([order.sku_id]).get(order.sku_id, ReadyStock())
     return (f"No fabric group has {count} ready nodes of {order.sku.name} together "
-            f"(largest: {largest['n'] if largest else 0}); the nodes of a cluster must share one "
+            f"(largest: {stock.largest_group()}); the nodes of a cluster must share one "
             f"fabric.")
 
 
 def nodes_suggest(*, order, count: int | None = None, fabric_group: str | None = None) -> Pick:
     """What ``nodes_reserve`` would take now, without locking anything (for the approval page)."""
-    count = count or order.node_count
-    ready = _ready(order.sku).count()
-    if count == 1 and fabric_group is None:
-        nodes = tuple(_ready(order.sku).order_by("hostname")[:1])
-    else:
-        groups = _groups_that_fit(order.sku, count, fabric_group)
-        nodes = tuple(_ready(order.sku).filter(fabric_group=groups[0]).order_by("hostname")[:count]
-                      ) if groups else ()
-    if len(nodes) == count:
-        return Pick(nodes=nodes, ready_total=ready)
-    note = _group_note(order, count, fabric_group) if ready >= count else ""
-    return Pick(nodes=(), ready_total=ready, problem=_shortage(order, count=count, ready=ready,
-                                                               group_note=note))
+    return nodes_suggest_many([order], count=count, fabric_group=fabric_group)[order.pk]
+
+
+def nodes_suggest_many(orders, *, count: int | None = None,
+                       fabric_group: str | None = None) -> dict[int, Pick]:
+    """``nodes_suggest`` for each of ``orders`` (a page of the approval queue) in at most three
+    queries whatever the number of orders or nodes: the ready stock per SKU and fabric group,
+    the first ready node of each SKU (single-node orders), the first nodes of each chosen
+    group (clusters). Orders of one SKU are suggested the same nodes: nothing is reserved."""
+    stock = ready_stock({o.sku_id for o in orders})
+    wants: dict[int, tuple[int, str | None]] = {}  # order → (count, its group; None: any node)
+    for order in orders:
+        needed = count or order.node_count
+        sku_stock = stock.get(order.sku_id, ReadyStock())
+        if needed == 1 and fabric_group is None:
+            wants[order.pk] = (needed, None if sku_stock.total else "")
+        else:
+            groups = sku_stock.fitting_groups(needed, fabric_group)
+            wants[order.pk] = (needed, groups[0] if groups else "")
+    singles = _first_ready({o.sku_id for o in orders if wants[o.pk][1] is None})
+    clusters = _first_ready_in_groups({(o.sku_id, wants[o.pk][1]) for o in orders if wants[o.pk][1]},
+                                      most=max((n for n, g in wants.values() if g), default=0))
+    picks = {}
+    for order in orders:
+        needed, group = wants[order.pk]
+        sku_stock = stock.get(order.sku_id, ReadyStock())
+        nodes = (singles.get(order.sku_id, ()) if group is None
+                 else tuple(clusters.get((order.sku_id, group), ())[:needed]))
+        if len(nodes) == needed:
+            picks[order.pk] = Pick(nodes=nodes, ready_total=sku_stock.total)
+            continue
+        note = (_group_note(order, needed, fabric_group, sku_stock)
+                if sku_stock.total >= needed else "")
+        picks[order.pk] = Pick(nodes=(), ready_total=sku_stock.total, problem=_shortage(
+            order, count=needed, ready=sku_stock.total, group_note=note))
+    return picks
+
+
+def _first_ready(sku_ids) -> dict[int, tuple[Node]]:
+    """The ready node of each SKU that a single-node order takes (the first by hostname)."""
+    if not sku_ids:
+        return {}
+    rows = (Node.objects.filter(sku_id__in=list(sku_ids), state=NodeState.READY)
+            .annotate(rank=Window(RowNumber(), partition_by=[F("sku_id")],
+                                  order_by=[F("hostname").asc()]))
+            .filter(rank=1))
+    return {node.sku_id: (node,) for node in rows}
+
+
+def _first_ready_in_groups(wanted: set[tuple[int, str]], *,
+                           most: int) -> dict[tuple[int, str], list[Node]]:
+    """The first ``most`` ready nodes by hostname of each (SKU, fabric group) in ``wanted``."""
+    if not wanted:
+        return {}
+    where = Q()
+    for sku_id, group in wanted:
+        where |= Q(sku_id=sku_id, fabric_group=group)
+    rows = (Node.objects.filter(where, state=NodeState.READY)
+            .annotate(rank=Window(RowNumber(), partition_by=[F("sku_id"), F("fabric_group")],
+                                  order_by=[F("hostname").asc()]))
+            .filter(rank__lte=most).order_by("sku_id", "fabric_group", "hostname"))
+    found: dict[tuple[int, str], list[Node]] = {}
+    for node in rows:
+        found.setdefault((node.sku_id, node.fabric_group), []).append(node)
+    return found
 
 
 def _lock_chosen(order, node_ids, count: int, fabric_group: str | None) -> list[Node]:

@@ -10,11 +10,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from portal.core.states import DomainError, actor_or_none
 from portal.orders.models import Order, OrderEvent
-from portal.orders.selectors import ApprovalDecision, PlanFit, approval_decision, plan_fit
+from portal.orders.selectors import (
+    ApprovalDecision,
+    PlanFit,
+    approval_decision,
+    existing_customers,
+    plan_fit,
+)
 from portal.orders.services import require_approver
 from portal.orders.states import ORDER_TRANSITIONS, OrderState
 from portal.orders.transitions import order_transition
@@ -34,19 +41,33 @@ class ApprovalQueueItem:
     decision: ApprovalDecision
 
 
-def approval_queue() -> list[ApprovalQueueItem]:
-    """Orders pending approval, oldest first, with fit, stock and suggested nodes."""
-    orders = (Order.objects.filter(state=OrderState.PENDING_APPROVAL)
-              .select_related("organisation", "sku__gpu", "nvme", "network", "storage_provider",
-                              "strategy", "tracker", "placed_by")
-              .order_by("state_changed_at", "pk"))
-    items = []
-    for order in orders:
-        pick = allocation.nodes_suggest(order=order)
-        items.append(ApprovalQueueItem(order=order, fit=plan_fit(order), ready_nodes=pick.ready_total,
-                                       suggested=pick.nodes, stock_problem=pick.problem,
-                                       decision=approval_decision(order)))
-    return items
+QUEUE_PAGE_SIZE = 10
+
+
+def approval_queue_orders() -> QuerySet[Order]:
+    """Orders pending approval, oldest first (page it: ``approval_queue_items`` per page)."""
+    return (Order.objects.filter(state=OrderState.PENDING_APPROVAL)
+            .select_related("organisation", "sku__gpu", "nvme", "network", "storage_provider",
+                            "strategy", "tracker", "placed_by")
+            .order_by("state_changed_at", "pk"))
+
+
+def approval_queue_items(orders) -> list[ApprovalQueueItem]:
+    """Fit, stock, suggested nodes and policy of each of ``orders`` (a page of the queue), in a
+    fixed number of queries whatever the number of orders and nodes."""
+    orders = list(orders)
+    picks = allocation.nodes_suggest_many(orders)
+    existing = existing_customers({o.organisation_id for o in orders}) if orders else set()
+    return [ApprovalQueueItem(
+        order=order, fit=plan_fit(order), ready_nodes=picks[order.pk].ready_total,
+        suggested=picks[order.pk].nodes, stock_problem=picks[order.pk].problem,
+        decision=approval_decision(order, existing_customer=order.organisation_id in existing))
+        for order in orders]
+
+
+def approval_queue(limit: int = QUEUE_PAGE_SIZE) -> list[ApprovalQueueItem]:
+    """The first ``limit`` orders of the queue with fit, stock and suggested nodes."""
+    return approval_queue_items(approval_queue_orders()[:limit])
 
 
 def order_approve(*, order: Order, by, node_ids=None, note: str = "") -> Order:

@@ -31,10 +31,9 @@ class ApproveForm(VisibleTextMixin, forms.Form):
                            help_text="Kept in the order's history for staff; the customer does not "
                                      "see it.")
 
-    def __init__(self, *args, order, eligible=(), **kwargs):
+    def __init__(self, *args, order, **kwargs):
         super().__init__(*args, prefix=f"approve-{order.pk}", **kwargs)
         self.order = order
-        self.eligible = list(eligible)  # the ready nodes of the SKU, shown as checkboxes
 
 
 class RejectForm(VisibleTextMixin, forms.Form):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db import transaction
+from django.db.models import F
 
 from portal.orders.staff_notifications import node_unhealthy_notify_staff
 from provisioning.baseline import baseline_record
@@ -79,9 +80,15 @@ def node_health_check(*, node: Node) -> HealthCheck:
 
 
 def _record(node: Node, fields: dict) -> HealthCheck:
+    """Stores the check and, in the same transaction, the node's latest health on its row (what
+    the inventory shows): a write that reads none of the node's earlier checks."""
     with transaction.atomic():
+        was_ok = Node.objects.select_for_update().values_list("health_ok", flat=True).get(pk=node.pk)
         check = HealthCheck.objects.create(node=node, **fields)
-        health_degraded_publish(node=node, check=check)
+        Node.objects.filter(pk=node.pk).update(
+            health_ok=check.ok, health_checked_at=check.at,
+            health_failures=0 if check.ok else F("health_failures") + 1)
+        health_degraded_publish(node=node, check=check, was_ok=was_ok)
     return check
 
 
@@ -135,6 +142,5 @@ def _tell_operators_if_new(node: Node, problems: list[str]) -> None:
     """Operators hear when a node turns unhealthy, once (not at every periodic check while it
     stays so): a node in service, and one whose check into stock (enrolment, return from
     maintenance) failed, which runs in the background after the operator asked."""
-    last = node.health_checks.order_by("-at", "-pk").first()
-    if last is None or last.ok:
+    if node.health_ok is not False:  # the latest check (kept on the row) passed, or none yet
         node_unhealthy_notify_staff(node, problems)

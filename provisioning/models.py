@@ -1,6 +1,7 @@
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.db.models import F
 from django.db.models.functions import Lower
 
 from portal.core.models import TransitionEvent
@@ -51,10 +52,19 @@ class Node(models.Model):
         default=0, help_text="The last fencing token issued for work on this node; the node "
                              "refuses an operation that carries an older one.")
     created_at = models.DateTimeField(auto_now_add=True)
+    # The latest health check, kept on the row (written with each check, in its transaction) so
+    # the inventory reads a node's health without touching its history of checks.
+    health_ok = models.BooleanField(null=True, blank=True,
+                                    help_text="Whether the latest health check passed; empty "
+                                              "until the first check.")
+    health_checked_at = models.DateTimeField(null=True, blank=True)
+    health_failures = models.PositiveIntegerField(
+        default=0, help_text="Failed health checks in a row up to the latest (0 when it passed).")
 
     class Meta:
         ordering = ["hostname"]
-        indexes = [models.Index(fields=["sku", "state"])]
+        indexes = [models.Index(fields=["sku", "state"]),
+                   models.Index(fields=["state", "hostname"], name="node_state_hostname")]
         constraints = [
             # DNS names are case-insensitive: gpu-a01 and GPU-A01 are one machine.
             models.UniqueConstraint(Lower("hostname"), name="node_hostname_unique_ci"),
@@ -79,6 +89,10 @@ class NodeEvent(TransitionEvent):
     to_state = models.CharField(max_length=20, choices=NodeState.choices)
     order = models.ForeignKey("orders.Order", null=True, blank=True, on_delete=models.SET_NULL,
                               related_name="+")
+
+    class Meta(TransitionEvent.Meta):
+        # The node page reads a node's latest events, newest first, a page at a time.
+        indexes = [models.Index("node", F("at").desc(), F("id").desc(), name="nodeevent_node_latest")]
 
     def __str__(self) -> str:
         return f"{self.node}: {self.from_state} → {self.to_state}"
@@ -191,8 +205,10 @@ class HealthCheck(models.Model):
     class Meta:
         ordering = ["-at", "-pk"]
         get_latest_by = "at"
-        # Retention asks, for each old check, whether its node has a newer one.
-        indexes = [models.Index(fields=["node", "at"], name="healthcheck_node_at")]
+        # Retention asks, for each old check, whether its node has a newer one; a node's latest
+        # checks (node page, the order's health) are read without sorting its history.
+        indexes = [models.Index(fields=["node", "at"], name="healthcheck_node_at"),
+                   models.Index("node", F("at").desc(), F("id").desc(), name="healthcheck_node_latest")]
 
     def __str__(self) -> str:
         return f"{self.node} {'ok' if self.ok else 'unhealthy'} at {self.at:%Y-%m-%d %H:%M}"

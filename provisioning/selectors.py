@@ -6,8 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from django.db.models import Count, Prefetch, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
 
+from portal.catalog.models import ServerSKU
+from portal.core.keyset import KeysetPage, keyset_page
 from portal.orders.models import Order
 from portal.orders.states import OrderState
 from provisioning.drivers import OptionsSchema, driver_options, is_test_host, login_user_for, options_schema
@@ -29,13 +31,15 @@ from provisioning.storage.services import StorageResult
 
 
 def nodes_for_operator(*, state: str | None = None, sku=None, search: str = "") -> QuerySet[Node]:
-    """The inventory list: by state, SKU and a search in hostname, address, SKU and order."""
-    nodes = Node.objects.select_related("sku__gpu", "order").annotate(
-        health_problems=Count("health_checks", filter=Q(health_checks__ok=False))).order_by("hostname", "pk")
+    """The inventory list: by state, SKU and a search in hostname, address, SKU and order. Each
+    node's health is what its row keeps of the latest check: the list never reads checks. The
+    order is matched by its reference (unique, upper case) in a subquery, not a join over all
+    orders."""
+    nodes = Node.objects.select_related("sku__gpu", "order").order_by("hostname", "pk")
     if search:
         nodes = nodes.filter(Q(hostname__icontains=search) | Q(management_address__icontains=search)
                              | Q(sku__slug__icontains=search) | Q(sku__name__icontains=search)
-                             | Q(order__reference__iexact=search))
+                             | Q(order__in=Order.objects.filter(reference=search.upper())))
     if state:
         nodes = nodes.filter(state=state)
     else:  # retired nodes are out of the fleet: listed only when asked for
@@ -43,6 +47,13 @@ def nodes_for_operator(*, state: str | None = None, sku=None, search: str = "") 
     if sku is not None:
         nodes = nodes.filter(sku=sku)
     return nodes
+
+
+def skus_in_fleet() -> QuerySet[ServerSKU]:
+    """SKUs with at least one node (the inventory's filter): a probe of the node index per SKU,
+    not a join over every node."""
+    return (ServerSKU.objects.filter(Exists(Node.objects.filter(sku=OuterRef("pk"))))
+            .select_related("gpu"))
 
 
 @dataclass(frozen=True)
@@ -69,6 +80,15 @@ def node_facts(node: Node) -> NodeFacts:
 
 def node_history(node: Node) -> QuerySet[NodeEvent]:
     return node.events.select_related("actor", "order").order_by("at", "pk")
+
+
+NODE_EVENTS_PER_PAGE = 25
+
+
+def node_events_page(node: Node, *, older: str | None = None, newer: str | None = None) -> KeysetPage:
+    """A page of the node's history, newest first (index ``nodeevent_node_latest``)."""
+    return keyset_page(node.events.select_related("actor", "order"), field="at",
+                       size=NODE_EVENTS_PER_PAGE, older=older, newer=newer)
 
 
 def node_last_health(node: Node) -> HealthCheck | None:

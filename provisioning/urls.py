@@ -5,6 +5,7 @@ from provisioning import views
 app_name = "provisioning"
 urlpatterns = [
     path("approvals/", views.approvals, name="approvals"),
+    path("approvals/<str:reference>/nodes/", views.approval_nodes, name="approval-nodes"),
     path("approvals/<str:reference>/approve/", views.approve, name="approve"),
     path("approvals/<str:reference>/reject/", views.reject, name="reject"),
     path("runs/<int:pk>/", views.run_detail, name="run"),

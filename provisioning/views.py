@@ -64,6 +64,10 @@ operator_only = staff_only(lambda u: u.is_operator, role="operators")
 
 
 # --- approval queue ---------------------------------------------------------------------------
+QUEUE_PER_PAGE = approval_services.QUEUE_PAGE_SIZE
+NODE_CHOICES_PER_PAGE = 20
+
+
 @approver_only
 @require_GET
 def approvals(request):
@@ -71,10 +75,21 @@ def approvals(request):
 
 
 @approver_only
+@require_GET
+def approval_nodes(request, reference: str):
+    """The node choice of one queued order (htmx loads it into the order's card on demand)."""
+    order = get_object_or_404(approval_services.approval_queue_orders(), reference=reference)
+    [item] = approval_services.approval_queue_items([order])
+    return render(request, "provisioning/_node_choice.html", {
+        "order": order, "form": ApproveForm(order=order),
+        "choice": _node_choice(item, None, request.GET.get("nodes_page"))})
+
+
+@approver_only
 @require_POST
 def approve(request, reference: str):
-    order = get_object_or_404(Order.objects.select_related("sku__gpu"), reference=reference)
-    form = ApproveForm(request.POST, order=order, eligible=selectors.eligible_nodes_for(order))
+    order = get_object_or_404(_queue_order_rows(), reference=reference)
+    form = ApproveForm(request.POST, order=order)
     if form.is_valid():
         node_ids = [n.pk for n in form.cleaned_data["nodes"]] or None
         try:
@@ -94,7 +109,7 @@ def approve(request, reference: str):
 @approver_only
 @require_POST
 def reject(request, reference: str):
-    order = get_object_or_404(Order, reference=reference)
+    order = get_object_or_404(_queue_order_rows(), reference=reference)
     form = RejectForm(request.POST, order=order)
     if form.is_valid():
         try:
@@ -111,24 +126,54 @@ def reject(request, reference: str):
     return _render_queue(request, bound=form, status=400)
 
 
+def _queue_order_rows():
+    """Orders as the queue reads them, in any state (a decided one says so, not 404)."""
+    return Order.objects.select_related(
+        "organisation", "sku__gpu", "nvme", "network", "storage_provider", "strategy", "tracker",
+        "placed_by")
+
+
 def _render_queue(request, *, bound=None, status=200):
+    """A page of the queue. The order of a refused decision is shown (with its node choice
+    open when nodes were picked) whichever page it is on; ``?choose=`` opens one order's node
+    choice without JavaScript."""
+    params = request.POST if bound is not None else request.GET
+    page = Paginator(approval_services.approval_queue_orders(), QUEUE_PER_PAGE).get_page(
+        params.get("page"))
+    orders = list(page.object_list)
+    if bound is not None and bound.order.pk not in {o.pk for o in orders}:
+        orders.insert(0, bound.order)
+    choose = bound.order.reference if isinstance(bound, ApproveForm) else request.GET.get("choose")
     entries = []
-    for item in approval_services.approval_queue():
-        eligible = list(selectors.eligible_nodes_for(item.order))
+    for item in approval_services.approval_queue_items(orders):
         approve_form = reject_form = None
         if bound is not None and bound.order.pk == item.order.pk:
             approve_form = bound if isinstance(bound, ApproveForm) else None
             reject_form = bound if isinstance(bound, RejectForm) else None
-        form = approve_form or ApproveForm(
-            order=item.order, eligible=eligible, initial={"nodes": [n.pk for n in item.suggested]})
+        form = approve_form or ApproveForm(order=item.order)
         entries.append({
-            "item": item, "order": item.order, "fit": item.fit, "eligible": eligible,
-            "approve_form": form, "selected": _picked(form),
+            "item": item, "order": item.order, "fit": item.fit, "approve_form": form,
+            "choice": (_node_choice(item, approve_form, request.GET.get("nodes_page"))
+                       if item.order.reference == choose else None),
             "reject_form": reject_form or RejectForm(order=item.order),
             "open_reject": reject_form is not None,
         })
+    attention = selectors.runs_needing_attention()
     return render(request, "provisioning/approvals.html", {
-        "entries": entries, "attention": selectors.runs_needing_attention()}, status=status)
+        "entries": entries, "page": page, "attention": attention[:ATTENTION_ROWS],
+        "attention_count": attention.count()}, status=status)
+
+
+ATTENTION_ROWS = 10
+
+
+def _node_choice(item, bound, page_number) -> dict:
+    """A page of the ready nodes of the order's SKU to pick from; the suggestion ticked unless
+    the approver's own picks came back with an error."""
+    nodes = Paginator(selectors.eligible_nodes_for(item.order), NODE_CHOICES_PER_PAGE)
+    suggested = {n.pk for n in item.suggested}
+    return {"page": nodes.get_page(page_number), "suggested": suggested,
+            "selected": _picked(bound) if bound is not None else suggested}
 
 
 def _picked(form) -> set[int]:
@@ -242,7 +287,7 @@ def node_list(request):
     return render(request, "provisioning/nodes.html", {
         "nodes": page.object_list, "page": page, "q": search,
         "summary": selectors.inventory_summary(), "states": NodeState.choices,
-        "skus": ServerSKU.objects.filter(nodes__isnull=False).distinct().select_related("gpu"),
+        "skus": selectors.skus_in_fleet(),
         "state": state, "sku": sku, "can_edit": request.user.is_operator,
     })
 
@@ -303,7 +348,9 @@ def node_detail(request, pk: int):
     node = get_object_or_404(Node.objects.select_related("sku__gpu", "order"), pk=pk)
     health = selectors.node_last_health(node)
     return render(request, "provisioning/node.html", {
-        "node": node, "facts": selectors.node_facts(node), "events": selectors.node_history(node),
+        "node": node, "facts": selectors.node_facts(node),
+        "events": selectors.node_events_page(node, older=request.GET.get("older"),
+                                             newer=request.GET.get("newer")),
         "health": health,
         "health_problems": operator_problems(node, health) if health else [],
         "steps": node.step_runs.select_related("run__order").order_by("-pk")[:15],

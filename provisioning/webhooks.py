@@ -48,12 +48,10 @@ def termination_stalled_publish(*, order: Order, hostname: str, step: str,
                                 "access_ended": access_ended, "text": text})
 
 
-def health_degraded_publish(*, node: Node, check: HealthCheck) -> None:
-    """Publishes when an order's node turns unhealthy (the first bad check after a good one)."""
-    if check.ok or node.order_id is None:
-        return
-    previous = node.health_checks.exclude(pk=check.pk).order_by("-at", "-pk").first()
-    if previous is not None and not previous.ok:
+def health_degraded_publish(*, node: Node, check: HealthCheck, was_ok: bool | None) -> None:
+    """Publishes when an order's node turns unhealthy (the first bad check after a good one, or
+    the first check at all); ``was_ok`` is the node's health before ``check``."""
+    if check.ok or node.order_id is None or was_ok is False:
         return
     order = Order.objects.select_related("organisation", "sku").get(pk=node.order_id)
     event_publish(organisation=order.organisation, type=EventType.HEALTH_DEGRADED,

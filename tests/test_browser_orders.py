@@ -46,6 +46,8 @@ def test_order_approve_and_watch_it_come_up(live_server, page, catalog, require_
     staff_page.get_by_role("link", name="Approvals").click()
     card = staff_page.locator(f"#order-{reference}")
     expect(card.get_by_text("Fits:")).to_be_visible()
+    expect(card.get_by_text("Approving takes gpu-h100-a01")).to_be_visible()
+    card.get_by_role("link", name="Choose nodes…").click()  # htmx loads the node choice
     expect(card.get_by_label(re.compile("gpu-h100-a01"))).to_be_checked()
     card.get_by_role("button", name=f"Approve {reference}").click()
     expect(staff_page.get_by_text(f"Order {reference} approved")).to_be_visible()

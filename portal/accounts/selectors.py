@@ -14,6 +14,22 @@ def organisations_for(user) -> QuerySet[Organisation]:
     return Organisation.objects.filter(visible_to(user))
 
 
+def organisation_ids_for(user) -> list[int] | None:
+    """The ids of ``organisations_for(user)``, read first (one query on the person's
+    memberships), or None for staff, who see all. A list filtered ``organisation_id__in=`` these
+    ids is planned from exact values: the rule as a subquery with an OR is estimated to match
+    most organisations and makes PostgreSQL read every order of every tenant."""
+    if user.is_authenticated and not isinstance(user, ApiKeyPrincipal) and user.is_hosting_staff:
+        return None
+    return list(organisations_for(user).values_list("pk", flat=True))
+
+
+def tenant_filter(user, field: str = "organisation") -> Q:
+    """Rows of ``user``'s organisations (``organisation_ids_for``): ``Q()`` for staff."""
+    ids = organisation_ids_for(user)
+    return Q() if ids is None else Q(**{f"{field}_id__in": ids})
+
+
 def visible_to(user, via: str = "") -> Q:
     """The rule of ``organisations_for`` as a filter on organisations or, with
     ``via="organisation__"``, on the rows of a model with a foreign key ``organisation``. A lookup

@@ -3,11 +3,8 @@ from django.shortcuts import redirect, render
 from django.templatetags.static import static
 from django.views.decorators.cache import never_cache
 
-from portal.accounts.selectors import organisations_for
 from portal.core.health import health_report
-from portal.orders.selectors import orders_for, quotes_open
-from portal.orders.states import ORDER_FINAL
-from portal.quotes.selectors import quotes_visible
+from portal.orders.selectors import customer_home
 from provisioning.selectors import staff_dashboard
 
 DASHBOARD_ROWS = 5
@@ -18,12 +15,7 @@ def home(request):
         return redirect("catalog:list")
     if request.user.is_hosting_staff:
         return render(request, "staff_home.html", staff_dashboard(request.user, rows=DASHBOARD_ROWS))
-    live_orders = orders_for(request.user).exclude(state__in=ORDER_FINAL)
-    open_quotes = quotes_open(quotes_visible(organisations=organisations_for(request.user)))
-    return render(request, "home.html", {
-        "orders": live_orders.order_by("-created_at")[:DASHBOARD_ROWS],
-        "quotes": open_quotes.order_by("-created_at")[:DASHBOARD_ROWS],
-    })
+    return render(request, "home.html", customer_home(request.user, rows=DASHBOARD_ROWS))
 
 
 @never_cache

@@ -2,6 +2,7 @@ import secrets
 
 from django.conf import settings
 from django.db import models
+from django.db.models import F
 from django.utils import timezone
 
 from portal.core.models import TransitionEvent
@@ -64,6 +65,13 @@ class Order(StorageChoice):
         ordering = ["-created_at", "-pk"]
         constraints = [
             models.CheckConstraint(condition=models.Q(node_count__gte=1), name="order_has_nodes"),
+        ]
+        # Lists are newest first: all orders (staff), one organisation's (its members), each
+        # page read by an index range (keyset: portal.core.keyset).
+        indexes = [
+            models.Index(F("created_at").desc(), F("id").desc(), name="order_newest"),
+            models.Index("organisation", F("created_at").desc(), F("id").desc(),
+                         name="order_org_newest"),
         ]
 
     def __str__(self) -> str:

@@ -5,14 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from portal.accounts.selectors import organisations_for
+from portal.accounts.models import Organisation
+from portal.accounts.selectors import tenant_filter
 from portal.catalog.models import NetworkOption, ServerSKU
 from portal.orders.models import Order, OrderEvent
-from portal.orders.states import ORDER_TRANSITIONS, QUOTE_FREEING_STATES, OrderState
+from portal.orders.states import ORDER_FINAL, ORDER_TRANSITIONS, QUOTE_FREEING_STATES, OrderState
 from portal.quotes.fit import PlanFit, plan_fit_verdict
+from portal.quotes.models import Quote
 from portal.quotes.plans import UNREADABLE_PLAN, plan_readable
 
 PLACE_LABEL = "Order placed"
@@ -26,7 +28,7 @@ EVENT_LABELS = {"place": PLACE_LABEL, "reboot": "Reboot requested",
 def orders_for(user) -> QuerySet[Order]:
     """Orders a user may see: members their organisation's, reseller admins also their
     customers', hosting staff all. Look single orders up in this queryset (outsiders: 404)."""
-    return Order.objects.filter(organisation__in=organisations_for(user)).select_related(
+    return Order.objects.filter(tenant_filter(user)).select_related(
         "organisation", "sku__gpu", "nvme", "network", "storage_provider", "strategy", "tracker",
         "placed_by")
 
@@ -41,6 +43,28 @@ def quotes_open(quotes):
     """Of ``quotes``, those still to be ordered: valid and not used up by an order."""
     used = Order.objects.exclude(state__in=QUOTE_FREEING_STATES).values("quote_id")
     return quotes.filter(valid_until__gt=timezone.now()).exclude(pk__in=used)
+
+
+# What a list row shows: the joins it needs only (each more join costs the planner more than the
+# rows cost to read), none of the encrypted or large columns.
+LIST_ROW_UNUSED = ("storage_access_key_id", "storage_secret_key", "plan", "price_lines")
+
+
+def order_rows_for(user) -> QuerySet[Order]:
+    """``orders_for`` as a list reads it: organisation and server, nothing else."""
+    return (Order.objects.filter(tenant_filter(user)).select_related("organisation", "sku__gpu")
+            .defer(*LIST_ROW_UNUSED))
+
+
+def customer_home(user, *, rows: int) -> dict:
+    """The customer's start page: the newest orders still live and the newest open quotes (valid,
+    not used up by an order: quote_order), each read by an index range of the person's organisations."""
+    live = Q(state__in=ORDER_FINAL)
+    used_up = Order.objects.filter(quote=OuterRef("pk")).exclude(state__in=QUOTE_FREEING_STATES)
+    quotes = (Quote.objects.filter(tenant_filter(user), valid_until__gt=timezone.now())
+              .exclude(Exists(used_up)).select_related("sku").defer(*LIST_ROW_UNUSED))
+    return {"orders": list(order_rows_for(user).exclude(live).order_by("-created_at", "-pk")[:rows]),
+            "quotes": list(quotes.order_by("-created_at", "-pk")[:rows])}
 
 
 def order_events(order: Order) -> QuerySet[OrderEvent]:
@@ -108,8 +132,14 @@ def order_history(order: Order, *, staff: bool, viewer=None) -> list[HistoryRow]
 
 def organisation_is_existing_customer(organisation_id: int) -> bool:
     """An organisation with at least one order that reached active."""
-    return OrderEvent.objects.filter(order__organisation_id=organisation_id,
-                                     to_state=OrderState.ACTIVE).exists()
+    return bool(existing_customers([organisation_id]))
+
+
+def existing_customers(organisation_ids) -> set[int]:
+    """Which of ``organisation_ids`` have an order that reached active, in one query."""
+    reached = OrderEvent.objects.filter(order__organisation_id=OuterRef("pk"), to_state=OrderState.ACTIVE)
+    return set(Organisation.objects.filter(pk__in=list(organisation_ids))
+               .filter(Exists(reached)).values_list("pk", flat=True))
 
 
 @dataclass(frozen=True)
@@ -118,15 +148,18 @@ class ApprovalDecision:
     reason: str
 
 
-def approval_decision(order: Order) -> ApprovalDecision:
-    """The SKU's approval policy applied to ``order``; multi-node and InfiniBand stay manual."""
+def approval_decision(order: Order, *, existing_customer: bool | None = None) -> ApprovalDecision:
+    """The SKU's approval policy applied to ``order``; multi-node and InfiniBand stay manual.
+    ``existing_customer``: whether its organisation is one, when the caller read it already."""
     if order.sku.approval_policy != ServerSKU.ApprovalPolicy.AUTO_SMALL:
         return ApprovalDecision(False, f"{order.sku.name} orders are approved by staff.")
     if order.node_count > 1:
         return ApprovalDecision(False, "Multi-node orders are always approved by staff.")
     if order.network.kind == NetworkOption.Kind.INFINIBAND:
         return ApprovalDecision(False, "InfiniBand orders need a staff check of the fabric.")
-    if not organisation_is_existing_customer(order.organisation_id):
+    if existing_customer is None:
+        existing_customer = organisation_is_existing_customer(order.organisation_id)
+    if not existing_customer:
         return ApprovalDecision(False, "A new customer's first order is approved by staff.")
     return ApprovalDecision(True, "single-node order of an existing customer "
                                   f"({order.sku.name}: automatic approval)")

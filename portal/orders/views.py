@@ -12,7 +12,6 @@ from datetime import timedelta
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.db import transaction
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -22,11 +21,12 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from portal.accounts.selectors import organisations_for
+from portal.core.keyset import keyset_page
 from portal.core.states import DomainError
 from portal.orders import services as order_services
 from portal.orders.forms import CancelForm, StaffCancelForm, TerminateForm
 from portal.orders.models import Order
-from portal.orders.selectors import order_history, orders_for, plan_fit
+from portal.orders.selectors import order_history, order_rows_for, orders_for, plan_fit
 from portal.orders.states import ORDER_TRANSITIONS, OrderState, QuoteAlreadyOrdered
 from portal.quotes.selectors import quote_for_user, stock_note
 from provisioning import fulfilment
@@ -47,24 +47,27 @@ from provisioning.storage.services import (
     storage_result_for,
 )
 
+ORDERS_PER_PAGE = 25
+
 
 @login_required
 @require_GET
 def order_list(request):
-    """The orders a user may see; one who sees several organisations (a reseller's admin: its
-    customers) gets the organisation column and a filter by it."""
-    orders = orders_for(request.user).order_by("-created_at", "-pk")
-    organisations = list(organisations_for(request.user).order_by("name")) \
-        if not request.user.is_hosting_staff else []
+    """The orders a user may see, newest first by keyset pages; one who sees several
+    organisations (a reseller's admin: its customers) gets the organisation column and a filter."""
+    orders = order_rows_for(request.user)
+    organisations = [] if request.user.is_hosting_staff else list(
+        organisations_for(request.user).order_by("name"))
     chosen = request.GET.get("customer", "")
     if chosen:
         orders = orders.filter(organisation__slug=chosen)
-    page = Paginator(orders, 25).get_page(request.GET.get("page"))
+    page = keyset_page(orders, field="created_at", size=ORDERS_PER_PAGE,
+                       older=request.GET.get("older"), newer=request.GET.get("newer"))
     show_org = len(organisations) > 1 or (request.user.is_hosting_staff and
                                           len({o.organisation_id for o in page}) > 1)
     return render(request, "orders/list.html", {
         "page": page, "show_org": show_org, "organisations": organisations if len(organisations) > 1
-        else [], "chosen": chosen, "query": f"&customer={chosen}" if chosen else ""})
+        else [], "chosen": chosen})
 
 
 @login_required

@@ -4,6 +4,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.db.models import F
 from django.utils import timezone
 
 from portal.core.crypto import EncryptedTextField
@@ -90,6 +91,9 @@ class Quote(StorageChoice):
         abstract = False
         db_table = "orders_quote"  # the table it had before quotes left the orders app (data kept)
         ordering = ["-created_at"]
+        # An organisation's quotes newest first (the home page's open quotes, the quote list).
+        indexes = [models.Index("organisation", F("created_at").desc(), F("id").desc(),
+                                name="quote_org_newest")]
 
     def __str__(self) -> str:
         return f"{self.reference} ({self.sku})"

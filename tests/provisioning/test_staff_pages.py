@@ -99,8 +99,51 @@ def test_the_queue_shows_customer_configuration_fit_stock_and_price(login, peopl
     assert "8× NVIDIA H100 SXM5 80GB" in html and "per month" in html
     assert "Fits:" in html and "61.4 GB of 80.0 GB per GPU" in html
     assert "2 ready" in html and "this order needs 1" in html
-    assert "gpu-h100-a01" in html and "suggested" in html
-    assert f'value="{stock[0].pk}" checked' in html  # the suggestion is ticked
+    assert "Approving takes <strong>gpu-h100-a01</strong>" in html and "suggested" in html
+    assert f'name="approve-{pending.pk}-nodes"' not in html  # node choice opens on demand
+    assert f'hx-get="/ops/approvals/{pending.reference}/nodes/"' in html
+
+
+def test_node_choice_loads_on_demand_with_the_suggestion_ticked(login, people, pending, stock):
+    client = login(people.sam)
+    part = client.get(f"/ops/approvals/{pending.reference}/nodes/", HTTP_HX_REQUEST="true")
+    html = part.content.decode()
+    assert part.status_code == 200 and "<html" not in html  # a fragment for the card
+    prefix = f"approve-{pending.pk}"
+    assert f'name="{prefix}-nodes" value="{stock[0].pk}" checked' in html  # the suggestion
+    assert f'name="{prefix}-nodes" value="{stock[1].pk}">' in html and "gpu-h100-a02" in html
+    # without JavaScript the link opens the same choice in the page
+    page = client.get(f"/ops/approvals/?choose={pending.reference}").content.decode()
+    assert f'name="{prefix}-nodes" value="{stock[0].pk}" checked' in page
+
+
+def test_node_choice_pages_through_many_ready_nodes(login, people, pending, sim_dir, catalog):
+    for i in range(25):
+        make_node(sku=H100_SKU, state_dir=sim_dir, hostname=f"gpu-h100-{i:02}")
+    client = login(people.sam)
+    first = client.get(f"/ops/approvals/{pending.reference}/nodes/").content.decode()
+    assert first.count('type="checkbox"') == 20 and "Nodes 1–20 of 25 ready" in first
+    assert "gpu-h100-00" in first and "gpu-h100-24" not in first
+    second = client.get(f"/ops/approvals/{pending.reference}/nodes/?nodes_page=2").content.decode()
+    assert second.count('type="checkbox"') == 5 and "gpu-h100-24" in second
+
+
+def test_node_choice_of_an_order_not_in_the_queue_is_404(login, people, pending, stock):
+    approvals.order_approve(order=pending, by=people.sam)
+    assert login(people.sam).get(f"/ops/approvals/{pending.reference}/nodes/").status_code == 404
+    assert login(people.alice).get(f"/ops/approvals/{pending.reference}/nodes/").status_code == 404
+
+
+def test_the_queue_is_paged_oldest_first(login, people, catalog):
+    placed = [fulfilment.order_submit(order=order_services.order_place(
+        quote=make_quote(people.acme, by=people.alice), by=people.alice), by=people.alice)
+        for _ in range(12)]
+    client = login(people.sam)
+    first = client.get("/ops/approvals/").content.decode()
+    assert all(o.reference in first for o in placed[:10]) and placed[10].reference not in first
+    assert "12 in all" in first and 'rel="next"' in first
+    second = client.get("/ops/approvals/?page=2").content.decode()
+    assert placed[10].reference in second and placed[0].reference not in second
 
 
 def test_the_queue_says_when_there_is_no_plan_or_it_does_not_fit(login, people, catalog):

@@ -67,9 +67,9 @@ def fill(cursor, sizes: Sizes, *, reseller_id: int | None = None) -> dict[str, i
     no_secret = encrypt("")  # the encrypted columns hold a token even when empty
     sql = [
         # organisations and one member each (the membership rule sees a realistic table)
-        f"""INSERT INTO accounts_organisation (name, slug, kind, created_at, parent_id)
+        f"""INSERT INTO accounts_organisation (name, slug, kind, created_at, parent_id, require_two_factor)
             SELECT 'Scale lab ' || g, 'scale-lab-' || g, 'customer', now() - g * interval '1 hour',
-                   CASE WHEN g % 50 = 0 THEN {reseller}::bigint END
+                   CASE WHEN g % 50 = 0 THEN {reseller}::bigint END, false
             FROM generate_series(1, {s.organisations}) g""",
         f"""INSERT INTO accounts_user (password, is_superuser, username, first_name, last_name, email,
                                        is_staff, is_active, date_joined, staff_role)

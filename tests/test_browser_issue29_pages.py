@@ -11,7 +11,7 @@ from portal.catalog.models import ServerSKU
 from provisioning.health import node_accept_if_healthy
 from provisioning.models import Node
 from provisioning.states import NodeState
-from tests.browser_login import log_in
+from tests.browser_login import signed_in_page
 from tests.conftest import PAGE_TIMEOUT_MS
 from tests.factories import H100_SKU, SIZED_PLAN, approved_order, drain, make_node, submitted_order
 from tests.provisioning.test_node_check_diagnosis import HOST_KEY
@@ -24,13 +24,8 @@ def _visit(browser, base, username, pages):
     """pages: (name, path, text the page must show, text it must not show)."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     for width in WIDTHS:
-        context = browser.new_context(viewport={"width": width, "height": 900})
-        page = context.new_page()
-        page.set_default_timeout(PAGE_TIMEOUT_MS)
-        errors: list[str] = []
-        page.on("console", lambda msg, errors=errors: msg.type == "error" and errors.append(msg.text))
-        page.on("pageerror", lambda exc, errors=errors: errors.append(str(exc)))
-        log_in(page, base, username)
+        context, page, errors = signed_in_page(browser, base, username,
+                                               width=width, timeout_ms=PAGE_TIMEOUT_MS)
         for name, path, must, must_not in pages:
             page.goto(base + path)
             page.wait_for_load_state("networkidle")

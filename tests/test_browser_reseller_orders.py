@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from portal.catalog.models import PriceList
-from tests.browser_login import log_in
+from tests.browser_login import signed_in_page
 from tests.conftest import PAGE_TIMEOUT_MS
 from tests.factories import make_order
 
@@ -24,12 +24,8 @@ def test_the_reseller_sees_and_filters_by_customer(live_server, browser, people,
     theirs = make_order(people.client_org, by=people.rita)
     SHOTS.mkdir(parents=True, exist_ok=True)
     for width in WIDTHS:
-        context = browser.new_context(viewport={"width": width, "height": 900})
-        page = context.new_page()
-        page.set_default_timeout(PAGE_TIMEOUT_MS)
-        errors: list[str] = []
-        page.on("console", lambda msg, errors=errors: msg.type == "error" and errors.append(msg.text))
-        log_in(page, live_server.url, "rita")
+        context, page, errors = signed_in_page(browser, live_server.url, "rita",
+                                               width=width, timeout_ms=PAGE_TIMEOUT_MS)
         page.goto(f"{live_server.url}/orders/")
         table = page.locator("#order-table")
         expect(table).to_contain_text(people.client_org.name)

@@ -14,8 +14,9 @@ from portal.orders import services as order_services
 from portal.orders.states import OrderState
 from provisioning import fulfilment
 from provisioning.models import NodeEvent
+from tests.browser_login import log_in
 from tests.factories import H100_SKU, SIZED_PLAN, make_node, make_order, make_quote
-from tests.test_browser_walk import NO_SCROLL, WIDTHS, _log_in
+from tests.test_browser_walk import NO_SCROLL, WIDTHS
 
 
 @pytest.fixture
@@ -51,7 +52,7 @@ def test_long_lists_page_cleanly_at_phone_and_desktop_width(live_server, browser
         errors = []
         page.on("console", lambda msg, errors=errors: msg.type == "error" and errors.append(msg.text))
         page.on("pageerror", lambda exc, errors=errors: errors.append(str(exc)))
-        _log_in(page, base, username)
+        log_in(page, base, username)
         for width in WIDTHS:
             page.set_viewport_size({"width": width, "height": 900})
             for path in paths:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser_login import log_in
+from tests.browser_login import signed_in_page
 from tests.conftest import PAGE_TIMEOUT_MS
 from tests.factories import H100_SKU, L4_SKU, make_node, submitted_order
 
@@ -23,12 +23,8 @@ def test_stock_rows_line_up_and_waiting_reads_well(live_server, browser, people,
     order = submitted_order(people)
     SHOTS.mkdir(parents=True, exist_ok=True)
     for width in WIDTHS:
-        context = browser.new_context(viewport={"width": width, "height": 900})
-        page = context.new_page()
-        page.set_default_timeout(PAGE_TIMEOUT_MS)
-        errors: list[str] = []
-        page.on("console", lambda msg, errors=errors: msg.type == "error" and errors.append(msg.text))
-        log_in(page, live_server.url, "sam")
+        context, page, errors = signed_in_page(browser, live_server.url, "sam",
+                                               width=width, timeout_ms=PAGE_TIMEOUT_MS)
         page.goto(f"{live_server.url}/")
         expect(page.get_by_role("heading", name="Stock")).to_be_visible()
         rows = page.locator("#stock-title ~ ul li")

@@ -19,6 +19,7 @@ from portal.accounts.services import api_key_issue
 from portal.orders.models import Order
 from portal.orders.states import OrderState
 from provisioning.models import Node
+from tests.factories import verified_login
 
 pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="plans of PostgreSQL")
 
@@ -74,11 +75,11 @@ def test_every_list_reads_by_index_on_a_filled_database(client, people, catalog)
     }
     problems = []
     for user, urls in pages.items():
-        client.force_login(user)
+        verified_login(client, user)
         for url in urls:
             problems += _plans_of(client, url)
     # an older page of the lists: the keyset reads from the cursor on
-    client.force_login(people.sam)
+    verified_login(client, people.sam)
     older = client.get("/orders/").content.decode().split('rel="next"')[0].rsplit("older=", 1)[1]
     problems += _plans_of(client, "/orders/?older=" + older.split('"')[0])
     for url in ("/api/v1/orders", "/api/v1/quotes"):

@@ -138,7 +138,7 @@ def test_a_health_check_keeps_the_latest_health_on_the_node_without_reading_chec
 
 def test_the_migration_fills_health_from_existing_checks(catalog, sim_dir):
     fill = importlib.import_module(
-        "provisioning.migrations.0013_node_health_on_row").fill_health_from_checks
+        "provisioning.migrations.0014_node_health_on_row").fill_health_from_checks
     flaky = make_node(sku=H100_SKU, state_dir=sim_dir)
     fine = make_node(sku=H100_SKU, state_dir=sim_dir)
     unchecked = make_node(sku=H100_SKU, state_dir=sim_dir)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser_login import log_in
+from tests.browser_login import signed_in_page
 from tests.conftest import PAGE_TIMEOUT_MS
 from tests.factories import H100_SKU, approved_order, drain, make_node
 
@@ -24,13 +24,9 @@ def test_bucket_first_values_whole_and_copyable(live_server, browser, people, ca
     drain(order.runs.get().pk)
     SHOTS.mkdir(parents=True, exist_ok=True)
     for width in WIDTHS:
-        context = browser.new_context(viewport={"width": width, "height": 900})
-        context.grant_permissions(["clipboard-read", "clipboard-write"])
-        page = context.new_page()
-        page.set_default_timeout(PAGE_TIMEOUT_MS)
-        errors: list[str] = []
-        page.on("console", lambda msg, errors=errors: msg.type == "error" and errors.append(msg.text))
-        log_in(page, live_server.url, "alice")
+        context, page, errors = signed_in_page(browser, live_server.url, "alice",
+                                               width=width, timeout_ms=PAGE_TIMEOUT_MS,
+                                               permissions=["clipboard-read", "clipboard-write"])
         page.goto(f"{live_server.url}/orders/{order.reference}/server/")
         bucket = page.locator("#storage").bounding_box()
         files = page.locator("#stack-files").bounding_box()

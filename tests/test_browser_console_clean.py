@@ -34,8 +34,8 @@ def test_the_wizard_results_and_update_plans_log_no_error(live_server, browser, 
         errors = _watch(page)
         page.goto(f"{live_server.url}/sizing/")
         for step in ("Next: training setup", "Next: data", "Next: goal"):
-            page.get_by_role("button", name=step).click()
-        page.get_by_role("button", name="Show plans").click()
+            page.get_by_role("button", name=step, exact=True).click()
+        page.get_by_role("button", name="Show plans", exact=True).click()  # not "Show plans now"
         expect(page.get_by_role("heading", name=re.compile("Recommended for"))).to_be_visible(
             timeout=PAGE_TIMEOUT_MS)
         update = page.get_by_role("button", name="Update plans")

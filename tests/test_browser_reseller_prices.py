@@ -11,23 +11,12 @@ from playwright.sync_api import expect
 
 from portal.catalog.models import PriceList, ServerSKU
 from portal.core.units import usd
-from tests.browser_login import log_in
+from tests.browser_login import signed_in_page
 from tests.conftest import PAGE_TIMEOUT_MS
 
 WIDTHS = (390, 1280)
 SKU = "1x-l4-24gb"
 SHOTS = Path(os.environ.get("TRAINYARD_SHOTS", "/tmp/trainyard-shots"))
-
-
-def _page(browser, width, base, username):
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(PAGE_TIMEOUT_MS)
-    errors: list[str] = []
-    page.on("console", lambda msg: msg.type == "error" and errors.append(msg.text))
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    log_in(page, base, username)
-    return context, page, errors
 
 
 @pytest.mark.browser
@@ -40,7 +29,8 @@ def test_the_reseller_sees_its_own_prices_on_the_catalog_and_the_configurator(
     assert paid != listed
     SHOTS.mkdir(parents=True, exist_ok=True)
     for width in WIDTHS:
-        context, page, errors = _page(browser, width, live_server.url, "rita")
+        context, page, errors = signed_in_page(browser, live_server.url, "rita", width=width,
+                                               timeout_ms=PAGE_TIMEOUT_MS)
         page.goto(f"{live_server.url}/catalog/")
         row = page.locator("#sku-table tbody tr").filter(has=page.get_by_role(
             "link", name=f"{sku.gpu_count}× {sku.gpu.name}", exact=True))
@@ -60,7 +50,8 @@ def test_the_reseller_sees_its_own_prices_on_the_catalog_and_the_configurator(
 def test_a_reseller_can_create_a_quote_on_first_load(live_server, browser, people, catalog):
     SHOTS.mkdir(parents=True, exist_ok=True)
     for width in WIDTHS:
-        context, page, errors = _page(browser, width, live_server.url, "rita")
+        context, page, errors = signed_in_page(browser, live_server.url, "rita", width=width,
+                                               timeout_ms=PAGE_TIMEOUT_MS)
         page.goto(f"{live_server.url}/configure/")
         quote_for = page.get_by_label("Quote for")
         expect(quote_for).to_have_value(people.reseller.slug)

@@ -14,7 +14,7 @@ from portal.orders import services as order_services
 from portal.orders.states import OrderState
 from provisioning import fulfilment
 from provisioning.models import NodeEvent
-from tests.browser_login import log_in
+from tests.browser_login import signed_in_page
 from tests.factories import H100_SKU, SIZED_PLAN, make_node, make_order, make_quote
 from tests.test_browser_walk import NO_SCROLL, WIDTHS
 
@@ -46,13 +46,7 @@ def test_long_lists_page_cleanly_at_phone_and_desktop_width(live_server, browser
     pages = {"sam": ["/ops/approvals/"], "alice": ["/orders/"],
              "olga": ["/ops/nodes/", f"/ops/nodes/{crowd['nodes'][0].pk}/"]}
     for username, paths in pages.items():
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
-        page = context.new_page()
-        page.set_default_timeout(30_000)
-        errors = []
-        page.on("console", lambda msg, errors=errors: msg.type == "error" and errors.append(msg.text))
-        page.on("pageerror", lambda exc, errors=errors: errors.append(str(exc)))
-        log_in(page, base, username)
+        context, page, errors = signed_in_page(browser, base, username, width=1280, timeout_ms=30_000)
         for width in WIDTHS:
             page.set_viewport_size({"width": width, "height": 900})
             for path in paths:

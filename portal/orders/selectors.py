@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
 from portal.accounts.models import Organisation
@@ -40,9 +40,10 @@ def quote_order(quote) -> Order | None:
 
 
 def quotes_open(quotes):
-    """Of ``quotes``, those still to be ordered: valid and not used up by an order."""
-    used = Order.objects.exclude(state__in=QUOTE_FREEING_STATES).values("quote_id")
-    return quotes.filter(valid_until__gt=timezone.now()).exclude(pk__in=used)
+    """Of ``quotes``, those still to be ordered: valid and not used up by an order (``quote_order``),
+    an anti-join by each quote's orders."""
+    used_up = Order.objects.filter(quote=OuterRef("pk")).exclude(state__in=QUOTE_FREEING_STATES)
+    return quotes.filter(valid_until__gt=timezone.now()).exclude(Exists(used_up))
 
 
 # What a list row shows: the joins it needs only (each more join costs the planner more than the
@@ -58,12 +59,11 @@ def order_rows_for(user) -> QuerySet[Order]:
 
 def customer_home(user, *, rows: int) -> dict:
     """The customer's start page: the newest orders still live and the newest open quotes (valid,
-    not used up by an order: quote_order), each read by an index range of the person's organisations."""
-    live = Q(state__in=ORDER_FINAL)
-    used_up = Order.objects.filter(quote=OuterRef("pk")).exclude(state__in=QUOTE_FREEING_STATES)
-    quotes = (Quote.objects.filter(tenant_filter(user), valid_until__gt=timezone.now())
-              .exclude(Exists(used_up)).select_related("sku").defer(*LIST_ROW_UNUSED))
-    return {"orders": list(order_rows_for(user).exclude(live).order_by("-created_at", "-pk")[:rows]),
+    not used up by an order), each read by an index range of the person's organisations."""
+    quotes = quotes_open(Quote.objects.filter(tenant_filter(user)))
+    quotes = quotes.select_related("sku").defer(*LIST_ROW_UNUSED)
+    return {"orders": list(order_rows_for(user).exclude(state__in=ORDER_FINAL)
+                           .order_by("-created_at", "-pk")[:rows]),
             "quotes": list(quotes.order_by("-created_at", "-pk")[:rows])}
 
 

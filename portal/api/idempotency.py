@@ -29,6 +29,7 @@ from portal.accounts.principals import ApiKeyPrincipal
 from portal.accounts.services import api_key_verify
 from portal.api.errors import Unprocessable
 from portal.api.models import IdempotencyKey
+from portal.core.retention import delete_in_batches
 
 HEADER = "Idempotency-Key"
 TTL = timedelta(hours=24)
@@ -132,6 +133,7 @@ def self_rotation_replay(request, plaintext: str) -> ReplayOnlyPrincipal | None:
 
 
 def idempotency_keys_purge(*, now=None) -> int:
-    """Deletes answers older than TTL (beat task); returns how many."""
-    deleted, _ = IdempotencyKey.objects.filter(created_at__lt=(now or timezone.now()) - TTL).delete()
-    return deleted
+    """Deletes answers older than TTL (beat task), in the retention's short batches; returns how
+    many."""
+    old = IdempotencyKey.objects.filter(created_at__lt=(now or timezone.now()) - TTL)
+    return sum(delete_in_batches(old).values())

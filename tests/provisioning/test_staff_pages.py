@@ -354,3 +354,13 @@ def test_a_node_serving_an_order_cannot_go_into_maintenance(login, people, pendi
 
 def test_an_unknown_node_action_is_404(login, people, stock):
     assert login(people.olga).post(f"/ops/nodes/{stock[0].pk}/explode/").status_code == 404
+
+
+def test_node_choice_is_for_approvers_and_a_page_that_is_no_number_shows_the_first(login, people, pending,
+                                                                                   stock):
+    url = f"/ops/approvals/{pending.reference}/nodes/"
+    assert login(people.alice).get(url).status_code == 404  # the order's own customer
+    assert login(people.olga).get(url).status_code == 403  # staff of another role
+    page = login(people.sam).get(url + "?nodes_page=not-a-number")
+    html = page.content.decode()
+    assert page.status_code == 200 and html.count('type="checkbox"') == 2 and "gpu-h100-a01" in html

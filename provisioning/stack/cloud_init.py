@@ -1,0 +1,37 @@
+"""The first-boot configuration an imaging engine (Ironic's configdrive, MAAS's user_data) hands
+the node: Trainyard's management user with its key, the hostname, no password login. Customers'
+keys are added later by the access step, never here."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import yaml
+
+
+def render_user_data(*, hostname: str, management_user: str,
+                     management_keys: Sequence[str]) -> str:
+    """``#cloud-config`` text. A key list that is empty, or a key that is not one OpenSSH line,
+    is a ValueError: a node imaged without Trainyard's key could never be configured."""
+    keys = [key.strip() for key in management_keys if key.strip()]
+    if not keys:
+        raise ValueError("no management SSH public key: set the driver's private key file")
+    for key in keys:
+        if "\n" in key or len(key.split()) < 2:
+            raise ValueError(f"not an OpenSSH public key line: {key[:40]!r}")
+    if not hostname or not management_user:
+        raise ValueError("a hostname and a management user are needed")
+    config = {
+        "hostname": hostname,
+        "preserve_hostname": False,
+        "ssh_pwauth": False,
+        "disable_root": management_user != "root",
+        "users": [{
+            "name": management_user,
+            "lock_passwd": True,
+            "shell": "/bin/bash",
+            "sudo": "ALL=(ALL) NOPASSWD:ALL",
+            "ssh_authorized_keys": keys,
+        }],
+    }
+    return "#cloud-config\n" + yaml.safe_dump(config, sort_keys=False)

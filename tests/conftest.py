@@ -20,7 +20,7 @@ from portal.accounts.models import Membership, Organisation, User
 from tests.factories import OrganisationFactory, member_of, staff, verified_login
 
 pytest_plugins = ["tests.provisioning.conftest_sshd", "tests.provisioning.storage.s3server",
-                  "tests.security.outbound"]
+                  "tests.security.outbound", "tests.engines.conftest_ironic"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 IN_CI = os.environ.get("CI", "").lower() == "true"

@@ -6,6 +6,7 @@ SQLite, an embedded Celery broker. TRAINYARD_ENV=production requires every secre
 
 import base64
 import hashlib
+import json
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -395,6 +396,32 @@ if (_ipmi_password := env_file("IPMI_PASSWORD_FILE")) is not None:
     if not _ipmi_password:
         raise ImproperlyConfigured("IPMI_PASSWORD_FILE names an empty file")
     NODE_DRIVER_OPTIONS["ssh"]["ipmi"] = {"password": _ipmi_password}
+
+# OpenStack Ironic (standalone) images the nodes of the ``ironic`` driver; after the install
+# the ssh driver's key logs in as IRONIC_SSH_USER (cloud-init creates it). Images by name:
+# IRONIC_IMAGES='{"ubuntu-24.04-cuda-12.8": {"url": "https://…", "checksum": "sha256:…"}}'.
+NODE_DRIVERS["ironic"] = "provisioning.drivers.ironic.IronicDriver"
+IRONIC_AUTH = env_str("IRONIC_AUTH", "noauth")
+if IRONIC_AUTH not in ("noauth", "http_basic"):
+    raise ImproperlyConfigured("IRONIC_AUTH must be noauth or http_basic")
+try:
+    IRONIC_IMAGES = json.loads(env_str("IRONIC_IMAGES", "") or "{}")
+except ValueError as exc:
+    raise ImproperlyConfigured(f"IRONIC_IMAGES is not JSON: {exc}") from None
+if not isinstance(IRONIC_IMAGES, dict):
+    raise ImproperlyConfigured("IRONIC_IMAGES must be a JSON object of image name → {url, checksum}")
+NODE_DRIVER_OPTIONS["ironic"] = {
+    "ironic": {"url": env_str("IRONIC_URL", ""), "auth": IRONIC_AUTH,
+               "username": env_str("IRONIC_USER", ""),
+               "password": env_file("IRONIC_PASSWORD_FILE") or ""},
+    "images": IRONIC_IMAGES,
+    "user": env_str("IRONIC_SSH_USER", "trainyard"),
+    "deploy_timeout_s": env_int("IRONIC_DEPLOY_TIMEOUT_S", 3600, minimum=1),
+    "clean_timeout_s": env_int("IRONIC_CLEAN_TIMEOUT_S", 7200, minimum=1),
+    "poll_interval_s": env_float("IRONIC_POLL_INTERVAL_S", 10.0, minimum=0.05),
+}
+if _ssh_key_file:
+    NODE_DRIVER_OPTIONS["ironic"]["private_key_file"] = _ssh_key_file
 
 
 # Simulated nodes: 1.0 = realistic delays (seconds to minutes), 0 = instant (tests, bench).

@@ -10,9 +10,14 @@ import yaml
 
 
 def render_user_data(*, hostname: str, management_user: str,
-                     management_keys: Sequence[str]) -> str:
+                     management_keys: Sequence[str],
+                     host_key: tuple[str, str] | None = None) -> str:
     """``#cloud-config`` text. A key list that is empty, or a key that is not one OpenSSH line,
-    is a ValueError: a node imaged without Trainyard's key could never be configured."""
+    is a ValueError: a node imaged without Trainyard's key could never be configured.
+
+    ``host_key`` (OpenSSH private key text, public key line): the SSH host key the installed
+    system presents, made by the caller so it can pin the public half before the first
+    connection (cloud-init drops the image's keys and generates none of its own)."""
     keys = [key.strip() for key in management_keys if key.strip()]
     if not keys:
         raise ValueError("no management SSH public key: set the driver's private key file")
@@ -34,4 +39,13 @@ def render_user_data(*, hostname: str, management_user: str,
             "ssh_authorized_keys": keys,
         }],
     }
+    if host_key is not None:
+        private, public = host_key
+        kind = {"ssh-ed25519": "ed25519", "ssh-rsa": "rsa",
+                "ecdsa-sha2-nistp256": "ecdsa"}.get(public.split()[0] if public.split() else "")
+        if kind is None or "PRIVATE KEY" not in private:
+            raise ValueError("host_key must be (OpenSSH private key, 'ssh-ed25519 AAAA…' line)")
+        config["ssh_deletekeys"] = True
+        config["ssh_genkeytypes"] = []
+        config["ssh_keys"] = {f"{kind}_private": private, f"{kind}_public": public.strip()}
     return "#cloud-config\n" + yaml.safe_dump(config, sort_keys=False)

@@ -7,13 +7,17 @@ cannot be built or does not start, the tests fail under CI=true and are skipped 
 
 from __future__ import annotations
 
+import json
 import os
+import sqlite3
 import time
 import uuid
 
 import pytest
 import requests
 
+from provisioning.drivers.base import NodeTarget
+from provisioning.drivers.ironic import IronicDriver
 from tests.conftest import missing_service
 from tests.engines.ironic import IronicServer, IronicUnavailable, start_ironic
 
@@ -95,3 +99,49 @@ class IronicAdmin:
 @pytest.fixture(scope="session")
 def ironic_admin(ironic_engine) -> IronicAdmin:
     return IronicAdmin(ironic_engine)
+
+
+def stored_configdrive(server: IronicServer, node_uuid: str) -> dict:
+    """The configdrive as Ironic stored it for the deploy interface (its API shows '******'):
+    read from the engine's own SQLite database."""
+    with sqlite3.connect(server.root / "ironic.sqlite") as db:
+        (text,) = db.execute("select instance_info from nodes where uuid = ?",
+                             (node_uuid,)).fetchone()
+    return json.loads(text).get("configdrive") or {}
+
+
+def deploy_steps_run(server: IronicServer, node_uuid: str) -> int:
+    """How many times the conductor ran the deploy step on the node (its log says each)."""
+    text = (server.root / "ironic.log").read_text(errors="replace")
+    return sum(1 for line in text.splitlines()
+               if "'step': 'deploy'" in line and "Executing" in line and node_uuid in line)
+
+
+@pytest.fixture
+def ironic_driver_for(ironic_engine, sshd_host):
+    """Builds an IronicDriver for an Ironic node whose installed system is the sshd test host;
+    keyword arguments override its options (``ironic`` ones merge)."""
+    def build(node: str = "", *, hostname: str = "ironic-test-node", fence=None,
+              address: str | None = None, ironic: dict | None = None, **options) -> IronicDriver:
+        user, password = ironic_engine.htpasswd
+        base = {
+            "ironic": {"url": ironic_engine.url, "auth": "http_basic", "username": user,
+                       "password": password, "node": node, "timeout_s": 5, **(ironic or {})},
+            "images": {TEST_IMAGE: dict(TEST_IMAGE_SPEC)},
+            "poll_interval_s": 0.2, "deploy_timeout_s": 60, "clean_timeout_s": 60,
+            "host_key": sshd_host.host_public_key, "private_key": sshd_host.client_key_pem,
+            "user": sshd_host.user, "connect_timeout_s": 5, "auth_timeout_s": 5,
+            "test_host": True,
+        }
+        base.update(options)
+        return IronicDriver(NodeTarget(hostname=hostname,
+                                       address=address or f"{sshd_host.host}:{sshd_host.port}",
+                                       gpu_count=0, options=base, fence=fence))
+
+    return build
+
+
+TEST_IMAGE = "ubuntu-24.04"
+# Fake hardware writes nothing, so the URL is never fetched; the checksum is still required.
+TEST_IMAGE_SPEC = {"url": "http://images.invalid/ubuntu-24.04.qcow2",
+                   "checksum": "sha256:" + "ab" * 32}

@@ -20,6 +20,7 @@ from provisioning.drivers.base import NodeTarget
 from provisioning.drivers.ironic import IronicDriver
 from tests.conftest import missing_service
 from tests.engines.ironic import IronicServer, IronicUnavailable, start_ironic
+from tests.provisioning.sshd import SshdUnavailable, SshTestHost, start_sshd
 
 API_VERSION = "1.115"  # what Ironic 39 speaks; runbooks need >= 1.92
 IRONIC_USER = "trainyard"
@@ -101,6 +102,12 @@ def ironic_admin(ironic_engine) -> IronicAdmin:
     return IronicAdmin(ironic_engine)
 
 
+@pytest.fixture(scope="session")
+def ironic_contract_node(ironic_admin) -> str:
+    """One available node for the driver contract's cases (tests/provisioning/test_driver_contract.py)."""
+    return ironic_admin.enrol("contract-node")["uuid"]
+
+
 def stored_configdrive(server: IronicServer, node_uuid: str) -> dict:
     """The configdrive as Ironic stored it for the deploy interface (its API shows '******'):
     read from the engine's own SQLite database."""
@@ -117,10 +124,27 @@ def deploy_steps_run(server: IronicServer, node_uuid: str) -> int:
                if "'step': 'deploy'" in line and "Executing" in line and node_uuid in line)
 
 
+@pytest.fixture(scope="session")
+def installed_host(tmp_path_factory) -> SshTestHost:
+    """A real sshd test host standing in for the system Ironic installs: a host of its own (its
+    own fence files), apart from the ssh driver's ``sshd_host``."""
+    try:
+        base = tmp_path_factory.mktemp("installed-sshd")
+        (base / "node-root").mkdir()
+        host = start_sshd(base, env={"TRAINYARD_ROOT": str(base / "node-root")})
+    except SshdUnavailable as exc:
+        missing_service(f"this test needs a real sshd test host: {exc}")
+    try:
+        yield host
+    finally:
+        host.stop()
+
+
 @pytest.fixture
-def ironic_driver_for(ironic_engine, sshd_host):
-    """Builds an IronicDriver for an Ironic node whose installed system is the sshd test host;
-    keyword arguments override its options (``ironic`` ones merge)."""
+def ironic_driver_for(ironic_engine, installed_host):
+    """Builds an IronicDriver for an Ironic node whose installed system is the sshd test host
+    ``installed_host``; keyword arguments override its options (``ironic`` ones merge)."""
+    sshd_host = installed_host
     def build(node: str = "", *, hostname: str = "ironic-test-node", fence=None,
               address: str | None = None, ironic: dict | None = None, **options) -> IronicDriver:
         user, password = ironic_engine.htpasswd

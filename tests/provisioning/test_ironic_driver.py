@@ -26,7 +26,7 @@ def collect():
 
 def test_deploy_goes_available_deploying_active_with_the_configdrive(ironic_admin,
                                                                        ironic_driver_for,
-                                                                       sshd_host):
+                                                                       installed_host):
     node = ironic_admin.enrol()
     driver = ironic_driver_for(node["uuid"], fence=Fence(3), test_host=False)
     lines, on_line = collect()
@@ -49,8 +49,8 @@ def test_deploy_goes_available_deploying_active_with_the_configdrive(ironic_admi
     assert drive["user_data"].startswith("#cloud-config\n")
     assert config["hostname"] == "ironic-test-node" and config["ssh_pwauth"] is False
     (user,) = config["users"]
-    assert user["name"] == sshd_host.user
-    assert user["ssh_authorized_keys"][0].split()[1] == sshd_host.client_public_key.split()[1]
+    assert user["name"] == installed_host.user
+    assert user["ssh_authorized_keys"][0].split()[1] == installed_host.client_public_key.split()[1]
     (host_key,) = facts.host_keys
     assert config["ssh_keys"]["ed25519_public"] == host_key
     assert _parse_pins(host_key)[0][0] == "ssh-ed25519"

@@ -27,8 +27,10 @@ generates none), and returns its public half in ``DeployFacts.host_keys`` for th
 pin before the first SSH connection. The public half is kept in ``node.extra`` so a retried
 deploy_os that adopts the deploy already under way answers the same key; the private half
 goes only into the configdrive (Ironic shows it as ``******`` and drops it at undeploy). A
-declared CPU test host (``test_host: true``) is not really imaged (fake hardware stands in),
-so there its enrolled ``host_key`` stands and no new key is returned.
+declared CPU test host (``test_host: true``) is not really imaged nor erased (fake hardware
+stands in for the machine, an sshd host for the installed system), so there its enrolled
+``host_key`` stands, no new key is returned, and ``release`` answers False after Ironic's
+cleaning so the pipeline's sanitise script cleans the stand-in host.
 
 Fencing: ``node.extra["trainyard_fence"]`` holds the newest fencing token seen. An operation
 with an older token is refused (``ExecutionStopped``); the token is checked again at each poll
@@ -204,6 +206,10 @@ class IronicDriver:
             self._call(lambda bm: bm.patch_node(done, [{"op": "remove",
                                                         "path": f"/extra/{DEPLOY_KEY}"}]))
         on_line(f"ironic: {self.node_ident} is cleaned and available")
+        if self.test_host:
+            on_line("declared test host: fake hardware erased nothing on the stand-in host; "
+                    "the sanitise script cleans it")
+            return False
         return True
 
     def run(self, script: str, *, name: str, on_line: LineCallback,

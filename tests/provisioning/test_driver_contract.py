@@ -77,7 +77,7 @@ class IronicCase:
         self.node = request.getfixturevalue("ironic_contract_node")
 
     def driver(self, **options) -> NodeDriver:
-        return self.build(self.node, **options)
+        return self.build(self.node, **{"test_host": False, **options})
 
     def failing(self, name: str, exit_status: int) -> NodeDriver:
         return self.build(self.node)

@@ -74,7 +74,8 @@ def test_release_undeploys_and_cleans_back_to_available(ironic_admin, ironic_dri
     node = ironic_admin.enrol()
     ironic_driver_for(node["uuid"], fence=Fence(1)).deploy_os(image=TEST_IMAGE, on_line=print)
     lines, on_line = collect()
-    assert ironic_driver_for(node["uuid"], fence=Fence(2)).release(erase=True, on_line=on_line) is True
+    driver = ironic_driver_for(node["uuid"], fence=Fence(2), test_host=False)
+    assert driver.release(erase=True, on_line=on_line) is True
     after = ironic_admin.node(node["uuid"])
     assert after["provision_state"] == "available" and not after["maintenance"]
     assert "configdrive" not in after["instance_info"]
@@ -82,7 +83,11 @@ def test_release_undeploys_and_cleans_back_to_available(ironic_admin, ironic_dri
     seen = " ".join(lines)
     assert "deleting" in seen and "cleaning" in seen and "available" in seen
     # Released twice (a redelivered task): nothing to undo, still clean.
-    assert ironic_driver_for(node["uuid"], fence=Fence(2)).release(erase=True, on_line=print)
+    assert ironic_driver_for(node["uuid"], fence=Fence(2), test_host=False).release(
+        erase=True, on_line=print) is True
+    # A declared test host: Ironic cleaned, but nothing real was erased on the stand-in host.
+    assert ironic_driver_for(node["uuid"], fence=Fence(2)).release(erase=True,
+                                                                   on_line=print) is False
 
 
 def test_a_failing_clean_is_permanent_with_ironics_message(ironic_admin, ironic_driver_for):

@@ -440,6 +440,31 @@ class IronicDriver:
                               f"{type(exc).__name__}: {str(exc)[:300]}", permanent=False) from None
 
 
+@dataclass(frozen=True)
+class EngineNode:
+    """One node as Ironic lists it, for the inventory import."""
+
+    uuid: str
+    name: str
+    resource_class: str
+    provision_state: str
+    maintenance: bool
+    properties: Mapping[str, Any]
+    extra: Mapping[str, Any]
+
+
+def list_nodes(options: Mapping[str, Any], *, resource_class: str) -> list[EngineNode]:
+    """The nodes of one resource class in the Ironic of ``options`` (settings'
+    ``NODE_DRIVER_OPTIONS["ironic"]``), by name. Errors as the driver's (DriverError)."""
+    lister = IronicDriver(NodeTarget(hostname="(inventory import)", address="", options=options))
+    found = lister._call(lambda bm: list(bm.nodes(details=True, resource_class=resource_class)))
+    return sorted((EngineNode(uuid=n.id, name=n.name or "", resource_class=n.resource_class or "",
+                              provision_state=n.provision_state or "",
+                              maintenance=bool(n.is_maintenance),
+                              properties=dict(n.properties or {}), extra=dict(n.extra or {}))
+                   for n in found), key=lambda n: (n.name, n.uuid))
+
+
 def _detail(exc: sdk_exceptions.HttpException) -> str:
     """Ironic's own message (``faultstring`` in its error body), else the SDK's text."""
     text = exc.details or str(exc)

@@ -95,3 +95,20 @@ def test_an_order_goes_active_on_ironic_and_comes_back_to_stock_after_cleaning(i
     assert order.state == OrderState.TERMINATED
     assert ironic_node.state == NodeState.READY  # back in stock
     assert StepRun.objects.get(run=teardown, step="attest").result["clean"] is True
+
+
+@pytest.mark.django_db
+def test_a_deploy_ironic_refuses_fails_the_step_with_ironics_reason(ironic_node, ironic_admin):
+    ironic_admin.maintenance(ironic_node.engine_uuid, "BMC firmware update pending")
+    order = approved_order(ironic_node)
+    run = ProvisioningRun.objects.get(order=order, kind=RunKind.PROVISION)
+
+    assert drive(run)[-1] == "deploy_os:failed"
+    step = StepRun.objects.get(run=run, step="deploy_os")
+    assert step.attempts == 1  # permanent: not retried
+    assert "in maintenance in Ironic (BMC firmware update pending)" in step.error
+    ironic_node.refresh_from_db()
+    order.refresh_from_db()
+    assert ironic_node.state == NodeState.FAILED_DEPLOY
+    assert order.state == OrderState.PROVISION_FAILED
+    assert ironic_admin.node(ironic_node.engine_uuid)["provision_state"] == "available"

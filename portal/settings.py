@@ -410,10 +410,11 @@ except ValueError as exc:
     raise ImproperlyConfigured(f"IRONIC_IMAGES is not JSON: {exc}") from None
 if not isinstance(IRONIC_IMAGES, dict):
     raise ImproperlyConfigured("IRONIC_IMAGES must be a JSON object of image name → {url, checksum}")
+if (_ironic_password := env_file("IRONIC_PASSWORD_FILE")) == "":
+    raise ImproperlyConfigured("IRONIC_PASSWORD_FILE names an empty file")
 NODE_DRIVER_OPTIONS["ironic"] = {
     "ironic": {"url": env_str("IRONIC_URL", ""), "auth": IRONIC_AUTH,
-               "username": env_str("IRONIC_USER", ""),
-               "password": env_file("IRONIC_PASSWORD_FILE") or ""},
+               "username": env_str("IRONIC_USER", ""), "password": _ironic_password or ""},
     "images": IRONIC_IMAGES,
     "user": env_str("IRONIC_SSH_USER", "trainyard"),
     "deploy_timeout_s": env_int("IRONIC_DEPLOY_TIMEOUT_S", 3600, minimum=1),

@@ -194,7 +194,10 @@ class IronicDriver:
         state = node.provision_state
         if state in FAILED and state != "deploy failed":
             raise self._failed(node, "clean" if state == "clean failed" else "release")
-        if state in ("active", "deploy failed") or state in DEPLOYING:
+        if state in DEPLOYING:
+            raise DriverError(f"{self._where()}: still {state} in Ironic; it is undeployed once "
+                              "the deploy ends (retried)", permanent=False)
+        if state in ("active", "deploy failed"):
             on_line(f"ironic: undeploying {self.node_ident} ({state}); cleaning follows")
             self._call(lambda bm: bm.set_node_provision_state(node, "deleted"))
         elif state not in RELEASING and state != "available":

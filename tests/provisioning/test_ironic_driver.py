@@ -261,6 +261,26 @@ def test_a_cancelled_claim_stops_waiting_and_leaves_the_deploy_to_the_next(ironi
     assert deploy_steps_run(ironic_admin.server, node["uuid"]) == 1
 
 
+def test_a_release_while_ironic_still_deploys_waits_for_the_deploy(ironic_admin,
+                                                                   ironic_driver_for):
+    node = ironic_admin.enrol()
+    outcome: dict = {}
+    driver = ironic_driver_for(node["uuid"], fence=Fence(1))
+    thread = threading.Thread(target=lambda: _into(outcome, driver.deploy_os, image=TEST_IMAGE,
+                                                   on_line=print))
+    thread.start()
+    _wait_for(lambda: ironic_admin.node(node["uuid"])["provision_state"] == "deploying")
+    with pytest.raises(DriverError) as info:
+        ironic_driver_for(node["uuid"], fence=Fence(2)).release(erase=True, on_line=print)
+    thread.join(30)
+    # The conductor holds the node (its token cannot be recorded yet) or it is still deploying.
+    assert info.value.permanent is False
+    assert "busy with the node (409)" in str(info.value) or "still deploying" in str(info.value)
+    assert _retried(lambda: ironic_driver_for(node["uuid"], fence=Fence(2), test_host=False)
+                    .release(erase=True, on_line=print)) is True
+    assert ironic_admin.node(node["uuid"])["provision_state"] == "available"
+
+
 def test_power_goes_through_ironics_power_api(ironic_admin, ironic_driver_for):
     node = ironic_admin.enrol()
     driver = ironic_driver_for(node["uuid"], fence=Fence(1))

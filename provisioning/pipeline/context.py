@@ -114,6 +114,11 @@ class StepContext:
     def driver(self):
         return driver_for(self.node, fence=self.fence)
 
+    def driver_options_changed(self) -> None:
+        """The node's driver options changed (host keys a new install made were pinned): the
+        driver is built anew from them on its next use."""
+        self.__dict__.pop("driver", None)
+
     @cached_property
     def cluster(self) -> list[Node]:
         swapped_out = StepRun.objects.filter(run=self.run, status=StepStatus.SKIPPED).values("node_id")

@@ -10,11 +10,14 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import threading
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 import requests
+import yaml
 
 from provisioning.drivers.base import NodeTarget
 from provisioning.drivers.ironic import IronicDriver
@@ -169,3 +172,40 @@ TEST_IMAGE = "ubuntu-24.04"
 # Fake hardware writes nothing, so the URL is never fetched; the checksum is still required.
 TEST_IMAGE_SPEC = {"url": "http://images.invalid/ubuntu-24.04.qcow2",
                    "checksum": "sha256:" + "ab" * 32}
+
+
+class FirstBoot(threading.Thread):
+    """Stands in for cloud-init on the system Ironic installs: once Ironic holds the node's
+    configdrive, starts an sshd on ``port`` that presents the host key of its ``#cloud-config``
+    (``ssh_keys``) and accepts the management user's keys (``users[0].ssh_authorized_keys``).
+    Fake hardware boots nothing; this is what the image's cloud-init does at first boot."""
+
+    def __init__(self, server: IronicServer, node_uuid: str, root: Path, port: int,
+                 env: dict[str, str] | None = None):
+        super().__init__(daemon=True)
+        self.server, self.node_uuid, self.root, self.port, self.env = (
+            server, node_uuid, root, port, env)
+        self.host: SshTestHost | None = None
+        self.error: Exception | None = None
+
+    def run(self) -> None:
+        try:
+            deadline = time.monotonic() + 60
+            while not (drive := stored_configdrive(self.server, self.node_uuid)):
+                if time.monotonic() > deadline:
+                    raise TimeoutError("Ironic never stored a configdrive for the node")
+                time.sleep(0.05)
+            config = yaml.safe_load(drive["user_data"])
+            keys = self.root / "management_keys"
+            self.root.mkdir(parents=True, exist_ok=True)
+            keys.write_text("\n".join(config["users"][0]["ssh_authorized_keys"]) + "\n")
+            host_key = (config["ssh_keys"]["ed25519_private"], config["ssh_keys"]["ed25519_public"])
+            self.host = start_sshd(self.root / "sshd", env=self.env, host_key=host_key,
+                                   authorized_keys_files=(str(keys),), port=self.port)
+        except Exception as exc:  # noqa: BLE001 (handed to the test)
+            self.error = exc
+
+    def stop(self) -> None:
+        self.join(60)
+        if self.host is not None:
+            self.host.stop()

@@ -12,7 +12,7 @@ Failure knobs the engine itself offers (nothing here fakes a reply):
 - a cleaning runbook named in a node's ``driver_info.cleaning_runbook`` replaces its automated
   cleaning (``[conductor] automated_cleaning_runbook_from_node``): a runbook whose BIOS step gets
   malformed settings fails the clean in the conductor (``clean failed``).
-- ``pause()``/``resume()`` stop and continue the process (SIGSTOP/SIGCONT): the API hangs, as a
+- ``pause()``/``resume()`` stop and continue the process (SIGSTOP/SIGCONT): the API hangs, as an
   overloaded or partitioned engine does.
 """
 
@@ -32,7 +32,6 @@ import requests
 REPO_ROOT = Path(__file__).resolve().parents[2]
 VENV_SCRIPT = REPO_ROOT / "tests" / "engines" / "ironic_venv.sh"
 IRONIC_VERSION = "39.0.0"
-# The newest API version the driver asks for (openstacksdk's baremetal default is older).
 START_TIMEOUT_S = 90
 
 

@@ -97,12 +97,14 @@ def _write_secret(path: Path, text: str) -> None:
 
 def start_sshd(root: Path, *, env: dict[str, str] | None = None, timeout: float = 15.0,
                authorized_keys_files: tuple[str, ...] = (),
-               user_keys: dict[str, str] | None = None) -> SshTestHost:
+               user_keys: dict[str, str] | None = None,
+               host_key: tuple[str, str] | None = None, port: int | None = None) -> SshTestHost:
     """Starts sshd; ``env`` is set in every session (``SetEnv``), e.g. a PATH with fake tools.
     ``authorized_keys_files`` are read too, after the driver's own (e.g. the customer keys the
     pipeline installs under the host's scratch root). ``user_keys``: other accounts that may log
     in, each with the only keys file read for it (a customer account, as the access step's sshd
-    drop-in makes it on a real node)."""
+    drop-in makes it on a real node). ``host_key`` (private, public): the host key to present
+    (default: a new one); ``port``: the port to listen on (default: a free one)."""
     binary = sshd_path()
     if binary is None:
         raise SshdUnavailable("sshd is not installed (apt-get install openssh-server)")
@@ -111,7 +113,7 @@ def start_sshd(root: Path, *, env: dict[str, str] | None = None, timeout: float 
         # As root, sshd insists on its privilege-separation directory.
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
 
-    host_private, host_public = generate_ed25519()
+    host_private, host_public = host_key or generate_ed25519()
     client_private, client_public = generate_ed25519()
     _write_secret(root / "ssh_host_ed25519_key", host_private)
     (root / "ssh_host_ed25519_key.pub").write_text(host_public + "\n")
@@ -119,8 +121,9 @@ def start_sshd(root: Path, *, env: dict[str, str] | None = None, timeout: float 
 
     user = getpass.getuser()
     last_error = ""
+    fixed_port = port
     for _ in range(3):  # the port we picked may be taken between bind() and sshd's listen()
-        port = free_port()
+        port = fixed_port or free_port()
         config = root / "sshd_config"
         config.write_text("\n".join([
             f"Port {port}",

@@ -13,6 +13,7 @@ from provisioning.drivers.base import DriverError, ExecutionStopped, Fence
 from provisioning.drivers.ssh import _parse_pins
 from tests.engines.conftest_ironic import (
     TEST_IMAGE,
+    FirstBoot,
     deploy_steps_run,
     stored_configdrive,
 )
@@ -55,6 +56,35 @@ def test_deploy_goes_available_deploying_active_with_the_configdrive(ironic_admi
     assert config["ssh_keys"]["ed25519_public"] == host_key
     assert _parse_pins(host_key)[0][0] == "ssh-ed25519"
     assert after["extra"]["trainyard_deploy"]["host_key"] == host_key
+
+
+def test_the_pinned_host_key_is_the_one_the_installed_system_presents(ironic_admin,
+                                                                      ironic_driver_for,
+                                                                      installed_host, tmp_path):
+    node = ironic_admin.enrol()
+    address = f"127.0.0.1:{free_port()}"
+    boot = FirstBoot(ironic_admin.server, node["uuid"], tmp_path / "first-boot",
+                     int(address.split(":")[1]))
+    boot.start()
+    try:
+        facts = ironic_driver_for(node["uuid"], fence=Fence(1), test_host=False, address=address,
+                                  host_key=None).deploy_os(image=TEST_IMAGE, on_line=print)
+        boot.join(60)
+        assert boot.error is None and boot.host is not None, boot.error
+        (pin,) = facts.host_keys
+        lines, on_line = collect()
+        pinned = ironic_driver_for(node["uuid"], fence=Fence(1), test_host=False,
+                                   address=address, host_key=pin)
+        assert pinned.run("echo first login\n", name="configure", on_line=on_line).ok
+        assert lines == ["first login"]
+        # Any other key (the image's own, another machine's) is refused before a credential goes.
+        with pytest.raises(DriverError) as info:
+            ironic_driver_for(node["uuid"], fence=Fence(1), address=address,
+                              host_key=installed_host.host_public_key).run(
+                "echo hi\n", name="x", on_line=print)
+        assert info.value.permanent is True and "HOST KEY MISMATCH" in str(info.value)
+    finally:
+        boot.stop()
 
 
 def test_on_a_declared_test_host_the_enrolled_key_stands_and_ssh_runs(ironic_admin,

@@ -18,8 +18,10 @@ from provisioning.models import ProvisioningRun, StepRun
 from provisioning.services import node_enrol
 from provisioning.states import STEPS, NodeState, RunKind
 from provisioning.transitions import node_transition
-from tests.engines.conftest_ironic import stored_configdrive
+from tests.engines.conftest_ironic import FirstBoot, stored_configdrive
 from tests.factories import staff
+from tests.provisioning.sshd import free_port
+from tests.provisioning.stack.venv_cache import link_cached_tools
 from tests.provisioning.test_pipeline_ssh import (  # noqa: F401 (fixtures)
     SKU,
     _os_image,
@@ -44,14 +46,18 @@ def ironic_node(catalog, gpu_host, ironic_admin, settings):  # noqa: F811
         "poll_interval_s": 0.2, "deploy_timeout_s": 120, "clean_timeout_s": 120,
         "user": gpu_host.user,
     }}
+    return _enrol(ironic_admin, "l4-ironic-01", f"{gpu_host.host}:{gpu_host.port}",
+                  host_key=gpu_host.host_public_key, private_key_file=str(gpu_host.key_file),
+                  test_host=True)
+
+
+def _enrol(ironic_admin, hostname: str, address: str, **options):
     engine_node = ironic_admin.enrol()
     operator = staff("operator")
-    node = node_enrol(by=operator, sku=ServerSKU.objects.get(slug=SKU), hostname="l4-ironic-01",
-                      management_address=f"{gpu_host.host}:{gpu_host.port}", driver="ironic",
+    node = node_enrol(by=operator, sku=ServerSKU.objects.get(slug=SKU), hostname=hostname,
+                      management_address=address, driver="ironic",
                       driver_options={"ironic": {"node": engine_node["uuid"]},
-                                      "host_key": gpu_host.host_public_key,
-                                      "private_key_file": str(gpu_host.key_file),
-                                      "connect_timeout_s": 5, "test_host": True})
+                                      "connect_timeout_s": 5, **options})
     node = node_transition(node=node, name="accept", by=operator, note="test fixture")
     node.engine_uuid = engine_node["uuid"]
     return node
@@ -112,3 +118,34 @@ def test_a_deploy_ironic_refuses_fails_the_step_with_ironics_reason(ironic_node,
     assert ironic_node.state == NodeState.FAILED_DEPLOY
     assert order.state == OrderState.PROVISION_FAILED
     assert ironic_admin.node(ironic_node.engine_uuid)["provision_state"] == "available"
+
+
+@pytest.mark.django_db
+def test_a_real_install_is_reached_by_the_host_key_it_was_given(ironic_node, ironic_admin,
+                                                               gpu_host, tmp_path):  # noqa: F811
+    """Not a test host: the installed system (cloud-init's stand-in, FirstBoot) presents the
+    host key Trainyard made for this install; the deploy step pins it before its first SSH
+    connection (the clean baseline, the node tools) and never trusts a key off the wire."""
+    port = free_port()
+    node = _enrol(ironic_admin, "l4-ironic-02", f"127.0.0.1:{port}",
+                  private_key_file=str(gpu_host.key_file))
+    root = tmp_path / "installed-root"
+    link_cached_tools(root)  # the node tools, as the bootstrap would find them built
+    boot = FirstBoot(ironic_admin.server, node.engine_uuid, tmp_path / "first-boot", port,
+                     env={"TRAINYARD_ROOT": str(root)})
+    boot.start()
+    try:
+        order = approved_order(node)
+        run = ProvisioningRun.objects.get(order=order, kind=RunKind.PROVISION)
+        outcomes = drive(run)
+    finally:
+        boot.stop()
+    assert boot.error is None, boot.error
+    assert outcomes[:2] == ["reserve:succeeded", "deploy_os:succeeded"], outcomes
+    deploy = StepRun.objects.get(run=run, step="deploy_os")
+    assert deploy.result["host_keys_pinned"] == 1 and deploy.result["baseline_recorded"] is True
+    node.refresh_from_db()
+    made = ironic_admin.node(node.engine_uuid)["extra"]["trainyard_deploy"]["host_key"]
+    assert node.driver_options["host_key"] == made == boot.host.host_public_key
+    assert node.events.filter(transition="pin_host_keys", order=order).exists()
+    assert node.baseline_at is not None

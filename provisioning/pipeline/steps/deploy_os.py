@@ -30,6 +30,7 @@ def deploy_os(ctx: StepContext) -> DeployResult:
     if facts.host_keys:
         node_pin_host_keys(node=ctx.node, host_keys=facts.host_keys, order=ctx.order)
         ctx.node.refresh_from_db(fields=["driver_options"])
+        ctx.driver_options_changed()  # what follows connects to the new install, by its key
         ctx.log(f"{len(facts.host_keys)} new host key(s) of {ctx.node.hostname} pinned")
     recorded = ctx.node.baseline_at is None and not ctx.driver.simulated
     if recorded:

@@ -243,6 +243,28 @@ def limited(name: str, *, number=serializers.IntegerField, **kwargs):
     return number(min_value=low, max_value=high, **kwargs)
 
 
+class ExactFloatField(serializers.FloatField):
+    """A JSON number (not a string of one, as the schema says) whose bounds hold for the number as
+    sent: 10**18 + 1 is above a maximum of 10**18, although as a float it is 1e18."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        value = super().to_internal_value(data)
+        if isinstance(data, int) and self.max_value is not None and data > self.max_value:
+            self.fail("max_value", max_value=self.max_value)
+        return value
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """JSON true or false only, as the schema says (DRF's field also takes 0, 1, "yes", "on" …)."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
 def tokens(**kwargs):
     """A count of tokens or bytes: 0 to MAX_TOKENS."""
     return serializers.IntegerField(min_value=0, max_value=rec_types.MAX_TOKENS, **kwargs)
@@ -282,7 +304,7 @@ class EstimateInputSerializer(ModelInputMixin):
     gpu = serializers.CharField(required=False, help_text="Catalog GPU slug: makes the estimate timed.")
     sku = serializers.CharField(required=False, help_text="Catalog SKU slug: sets GPU and links.")
     network = serializers.CharField(required=False, help_text="Network option slug between nodes.")
-    train_tokens = serializers.FloatField(required=False, min_value=0, max_value=rec_types.MAX_TOKENS)
+    train_tokens = ExactFloatField(required=False, min_value=0, max_value=rec_types.MAX_TOKENS)
     plan = serializers.DictField(
         required=False, help_text="Or a stored plan (with schema_version, as POST /api/v1/recommendations "
                                   "returned it, or a quote's plan): re-estimated on its own model, settings "

@@ -20,6 +20,7 @@ from portal.orders.states import OrderState
 from provisioning.webhooks import customer_problems
 
 CUSTOMER_HELP = "A reseller acts for one of its customers: the customer's slug. Default: the key's own."
+FILTER_HELP = "A customer's slug (resellers); empty: every customer, as when not given."
 
 
 # --- quotes -------------------------------------------------------------------------------
@@ -28,7 +29,7 @@ class QuoteCreateInputSerializer(QuoteInputSerializer):
 
 
 class QuoteListFilterSerializer(serializers.Serializer):
-    customer = serializers.SlugField(required=False)
+    customer = serializers.SlugField(required=False, allow_blank=True, help_text=FILTER_HELP)
 
 
 # --- orders -------------------------------------------------------------------------------
@@ -57,7 +58,7 @@ class OrderTerminateInputSerializer(serializers.Serializer):
 class OrderListFilterSerializer(serializers.Serializer):
     state = serializers.MultipleChoiceField(choices=OrderState.choices, required=False,
                                             help_text="One or more states (repeat the parameter).")
-    customer = serializers.SlugField(required=False, help_text="A customer's slug (resellers).")
+    customer = serializers.SlugField(required=False, allow_blank=True, help_text=FILTER_HELP)
     created_after = serializers.DateTimeField(required=False)
     created_before = serializers.DateTimeField(required=False)
 

@@ -33,13 +33,15 @@ from provisioning.storage.services import StorageResult
 def nodes_for_operator(*, state: str | None = None, sku=None, search: str = "") -> QuerySet[Node]:
     """The inventory list: by state, SKU and a search in hostname, address, SKU and order. Each
     node's health is what its row keeps of the latest check: the list never reads checks. The
-    order is matched by its reference (unique, upper case) in a subquery, not a join over all
-    orders."""
+    SKUs and the order (by its reference, unique, upper case) are matched in subqueries, not on
+    a join over all SKUs and orders."""
     nodes = Node.objects.select_related("sku__gpu", "order").order_by("hostname", "pk")
     if search:
+        # Each part a test of the node's own row (SKUs and the order by subquery): on the join,
+        # PostgreSQL tested the OR on every node × SKU pair.
+        skus = ServerSKU.objects.filter(Q(slug__icontains=search) | Q(name__icontains=search))
         nodes = nodes.filter(Q(hostname__icontains=search) | Q(management_address__icontains=search)
-                             | Q(sku__slug__icontains=search) | Q(sku__name__icontains=search)
-                             | Q(order__in=Order.objects.filter(reference=search.upper())))
+                             | Q(sku__in=skus) | Q(order__in=Order.objects.filter(reference=search.upper())))
     if state:
         nodes = nodes.filter(state=state)
     else:  # retired nodes are out of the fleet: listed only when asked for

@@ -375,7 +375,7 @@ LOGGING = {
     # (CreateAccessKey): its loggers stay at INFO or above whatever LOG_LEVEL says.
     "loggers": {"django.db.backends": {"level": "WARNING"},
                 **{name: {"level": "INFO"} for name in ("botocore", "boto3", "s3transfer",
-                                                         "urllib3", "minio")}},
+                                                         "urllib3", "minio", "sushy")}},
 }
 
 # --- Provisioning -------------------------------------------------------------------------
@@ -395,6 +395,11 @@ if (_ipmi_password := env_file("IPMI_PASSWORD_FILE")) is not None:
     if not _ipmi_password:
         raise ImproperlyConfigured("IPMI_PASSWORD_FILE names an empty file")
     NODE_DRIVER_OPTIONS["ssh"]["ipmi"] = {"password": _ipmi_password}
+# The same for a Redfish BMC (driver_options.redfish gives address, user and system id).
+if (_redfish_password := env_file("REDFISH_PASSWORD_FILE")) is not None:
+    if not _redfish_password:
+        raise ImproperlyConfigured("REDFISH_PASSWORD_FILE names an empty file")
+    NODE_DRIVER_OPTIONS["ssh"]["redfish"] = {"password": _redfish_password}
 
 
 # Simulated nodes: 1.0 = realistic delays (seconds to minutes), 0 = instant (tests, bench).

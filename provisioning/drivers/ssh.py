@@ -31,6 +31,9 @@ Built for one node: ``SshDriver(target)``. ``target.address`` is ``"host"`` or `
   drives the BMC with the local ``ipmitool`` (password through ``IPMI_PASSWORD``, not argv).
   The password comes from settings (``IPMI_PASSWORD_FILE``), merged under the node's ``ipmi``;
   a node's driver_options may not hold it.
+- ``redfish``: ``{"address", "user", "system_id", "verify_tls"}``: a Redfish BMC
+  (``provisioning.power.redfish``), which ``power`` uses before ``ipmi``; the password comes from
+  settings (``REDFISH_PASSWORD_FILE``) the same way.
 
 Scripts travel over the SSH channel's stdin into a private temp file (``mktemp``, mode 0600)
 and run with ``bash FILE </dev/null``, so a command in the script that reads stdin cannot eat
@@ -93,6 +96,8 @@ from provisioning.drivers.base import (
     RunResult,
     split_address,
 )
+from provisioning.power import bmc_kind
+from provisioning.power.redfish import RedfishBmc, RedfishPower
 
 logger = logging.getLogger(__name__)
 
@@ -272,6 +277,10 @@ class SshDriver:
         if self.test_host:
             with self._session():  # reachable; nothing is powered on a declared test host
                 return
+        if bmc_kind(self.target.options) == "redfish":
+            bmc = RedfishBmc.from_options(self.target.options["redfish"])
+            RedfishPower(bmc, where=self.target.hostname, fence=self.target.fence).power(action)
+            return
         if self.ipmi:
             self._ipmi_power(action)
             return

@@ -7,8 +7,9 @@ Built for one node: ``MaasDriver(target)``. ``target.options`` (``settings.NODE_
 
 - ``url`` and ``api_key`` (settings: ``MAAS_URL``, ``MAAS_API_KEY_FILE``; a node may not hold the
   key), ``verify_tls``, ``timeout_s`` (one request, 30).
-- ``system_id`` (the node's, required): the MAAS machine this node is; ``tags``: tags MAAS must
-  also find on it when allocating (a check that the machine is what the SKU says).
+- ``system_id`` (the node's): the MAAS machine this node is; without it, the one MAAS machine with
+  the node's hostname. ``tags``: tags MAAS must also find on it when allocating (a check that
+  the machine is what the SKU says).
 - ``distro_series``: what MAAS installs (``ubuntu/noble``); empty: from the ordered image
   (``ubuntu-24.04-cuda-12.8`` → ``ubuntu/24.04``; a variant is not installed by MAAS: the
   acceptance test judges the GPUs).
@@ -229,9 +230,14 @@ class MaasDriver:
         return f"{self.target.hostname} (MAAS {self.system_id or '?'})"
 
     def _require_system_id(self) -> str:
+        """The node's ``system_id`` option, else the one MAAS machine with the node's hostname."""
         if not self.system_id:
-            raise DriverError(f"{self.target.hostname}: no MAAS system_id in the node's driver "
-                              "options", permanent=True)
+            found = self.api.machines(hostname=self.target.hostname)
+            if len(found) != 1:
+                raise DriverError(f"{self.target.hostname}: MAAS has {len(found)} machines of that "
+                                  "hostname; set the node's driver option system_id",
+                                  permanent=True)
+            self.system_id = str(found[0]["system_id"])
         return self.system_id
 
     def _check_fence(self, machine: Mapping) -> None:

@@ -71,9 +71,10 @@ class MaasApi:
         return f"<MaasApi {self.base}>"
 
     # --- machines ------------------------------------------------------------------------------
-    def machines(self) -> list[dict]:
-        """Every machine the key's user can see (read only: the live test's first call)."""
-        return self._call("GET", "machines/").get("items", [])
+    def machines(self, *, hostname: str = "") -> list[dict]:
+        """The machines the key's user can see, or those named ``hostname``."""
+        params = [("hostname", hostname)] if hostname else None
+        return self._call("GET", "machines/", params=params).get("items", [])
 
     def machine(self, system_id: str) -> dict:
         return self._call("GET", f"machines/{system_id}/")

@@ -95,6 +95,7 @@ class Seen:
 @dataclass
 class RecordedMaas:
     system_id: str = "4y3h7n"
+    hostname: str = "gpu-maas-01"
     status: str = "Ready"
     owner_data: dict = field(default_factory=dict)
     power_state: str = "off"
@@ -128,7 +129,9 @@ class RecordedMaas:
         if path == "events/op-query":
             return self._events(request)
         if path == "machines/":
-            return _json([self._machine()])
+            wanted = request.args.getlist("hostname")
+            machine = self._machine()
+            return _json([machine] if not wanted or machine["hostname"] in wanted else [])
         if path == "machines/op-allocate":
             if self.status != "Ready":
                 return Response(f"No machine with system ID {self.system_id} available.",
@@ -168,6 +171,7 @@ class RecordedMaas:
 
     def _machine(self) -> dict:
         return machine_json(self.system_id, self.status, owner_data=dict(self.owner_data),
+                            hostname=self.hostname, fqdn=f"{self.hostname}.maas",
                             power_state=self.power_state,
                             owner="trainyard" if self.status != "Ready" else None)
 

@@ -214,6 +214,18 @@ def test_power_goes_through_maas_and_waits_for_the_state(maas):
     assert len(maas.requests("power_on")) == 1
 
 
+def test_without_a_system_id_the_machine_is_found_by_the_node_hostname(maas):
+    maas.status, maas.power_state = "Deployed", "off"
+    _driver(maas.url, system_id="").power("on")
+    lookup = maas.seen[0]
+    assert lookup.path == "/MAAS/api/2.0/machines/" and lookup.args == [("hostname", "gpu-maas-01")]
+    assert maas.requests("power_on")[0].path == "/MAAS/api/2.0/machines/4y3h7n/op-power_on"
+    maas.hostname = "another-name"
+    with pytest.raises(DriverError, match="MAAS has 0 machines of that hostname") as caught:
+        _driver(maas.url, system_id="").power("on")
+    assert caught.value.permanent
+
+
 def test_the_image_names_its_distro_series():
     assert distro_series_for("ubuntu-24.04-cuda-12.8") == "ubuntu/24.04"
     assert distro_series_for("ubuntu-22.04") == "ubuntu/22.04"

@@ -57,3 +57,21 @@ def test_an_operator_power_cycles_a_node_from_its_page(live_server, browser, peo
         assert errors == [], errors
         context.close()
     assert redfish_emulator.power_state("sys-page") == "On"
+
+
+@pytest.mark.browser
+def test_the_enrol_form_takes_a_redfish_bmc(live_server, browser, people, catalog):
+    base = live_server.url
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for width in WIDTHS:
+        context, page, errors = signed_in_page(browser, base, "olga", width=width,
+                                               timeout_ms=PAGE_TIMEOUT_MS)
+        page.goto(f"{base}/ops/nodes/enrol/")
+        page.get_by_label("BMC protocol").select_option("redfish")
+        page.get_by_label("BMC address").fill("https://10.9.1.1")
+        page.get_by_label("Redfish system id").fill("1")
+        page.get_by_label("BMC protocol").scroll_into_view_if_needed()
+        page.screenshot(path=str(SHOTS / f"node-enrol-redfish-{width}.png"), full_page=True)
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        assert errors == [], errors
+        context.close()

@@ -83,3 +83,34 @@ def test_a_node_without_a_bmc_has_no_power_actions(login, people, catalog, sim_d
     response = client.post(f"/ops/nodes/{node.pk}/power/cycle/", {"confirm": "yes"}, follow=True)
     assert "has no BMC (Redfish or IPMI)" in response.content.decode()
     assert client.post(f"/ops/nodes/{node.pk}/power/dance/", {"confirm": "yes"}).status_code == 404
+
+
+def test_an_operator_enrols_and_edits_a_redfish_bmc(login, people, catalog):
+    client = login(people.olga)
+    data = {"hostname": "gpu-rf-01", "sku": ServerSKU.objects.get(slug=H100_SKU).pk,
+            "management_address": "10.9.0.1:22", "driver": "ssh", "wipe_method": "files",
+            "host_key": "SHA256:" + "A" * 43, "bmc_kind": "redfish",
+            "bmc_address": "https://10.9.1.1", "bmc_user": "trainyard", "bmc_system_id": "1"}
+    bad = client.post("/ops/nodes/enrol/", {**data, "bmc_address": "https://bad_host"})
+    assert bad.status_code == 400 and "neither an IP address nor a valid host name" in \
+        bad.content.decode()
+    client.post("/ops/nodes/enrol/", data)
+    node = Node.objects.get(hostname="gpu-rf-01")
+    assert node.driver_options["redfish"] == {"address": "https://10.9.1.1", "user": "trainyard",
+                                              "system_id": "1"}
+    assert "ipmi" not in node.driver_options
+    assert "Redfish trainyard@https://10.9.1.1 (system 1)" in \
+        client.get(f"/ops/nodes/{node.pk}/").content.decode()
+
+    form = client.get(f"/ops/nodes/{node.pk}/edit/").content.decode()
+    assert 'value="redfish" selected' in form and 'value="1"' in form
+    node.driver_options = {**node.driver_options,
+                           "redfish": {**node.driver_options["redfish"], "verify_tls": False}}
+    node.save(update_fields=["driver_options"])
+    client.post(f"/ops/nodes/{node.pk}/edit/", {
+        **{k: v for k, v in data.items() if k not in ("hostname", "sku", "driver")},
+        "bmc_system_id": "2", "fabric_group": "", "fabric_address": "", "nvme_devices": "",
+        "login_user": "", "notes": ""})
+    node.refresh_from_db()
+    assert node.driver_options["redfish"] == {"address": "https://10.9.1.1", "user": "trainyard",
+                                              "system_id": "2", "verify_tls": False}

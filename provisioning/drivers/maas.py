@@ -129,7 +129,7 @@ class MaasDriver:
         self._check_fence(machine)
         status, owner_data = machine.get("status_name"), machine.get("owner_data") or {}
         recorded_key = str(owner_data.get(HOST_KEY_KEY) or "")
-        after: int | None = None
+        after = self._last_event_id(sid)  # progress: only what happens from now on
         if status in (DEPLOYING, DEPLOYED) and recorded_key:
             # An earlier execution's deploy: adopt it (fence it out), never start a second one.
             on_line(f"MAAS: {sid} is {status.lower()} by an earlier attempt; following it")
@@ -148,7 +148,6 @@ class MaasDriver:
                                   "deployed", permanent=True)
             private, recorded_key = new_host_key()
             self._take_fence(sid, {HOST_KEY_KEY: recorded_key})
-            after = self._last_event_id(sid)
             on_line(f"MAAS: deploying {series} on {sid}")
             self.api.deploy(sid, user_data_b64=base64.b64encode(
                 self._user_data(private, recorded_key).encode()).decode(),
@@ -173,17 +172,15 @@ class MaasDriver:
         if status == READY:
             on_line(f"MAAS: {sid} is already released (Ready)")
             return erase
+        after = self._last_event_id(sid)
         if status in RELEASABLE:
             self._check_fence(machine)
             flags = ERASE_FLAGS.get(self.wipe_method, {}) if erase else {}
-            after = self._last_event_id(sid)
             on_line(f"MAAS: releasing {sid}" + (f" with erase ({', '.join(flags) or 'zeros'})"
                                                  if erase else " without erasing"))
             self.api.release(sid, erase=erase, **flags,
                              comment=f"Trainyard: {self.target.hostname} handed back")
-        elif status in RELEASING:
-            after = None
-        else:
+        elif status not in RELEASING:
             raise DriverError(f"{self._where()}: the machine is {status!r} in MAAS and cannot be "
                               "released from there", permanent=True)
         self._wait(sid, until=READY, busy=RELEASING + (DEPLOYED, "Allocated"),

@@ -184,6 +184,15 @@ def test_a_failed_erase_is_permanent_with_the_last_event(maas):
     assert "Failed to erase disks: nvme0n1: secure erase failed" in caught.value.message
 
 
+def test_a_retried_release_follows_the_erase_under_way(maas):
+    maas.status, maas._walk = "Disk erasing", ["Disk erasing", "Ready"]
+    lines = []
+    assert _driver(maas.url).release(erase=True, on_line=lines.append) is True
+    assert maas.requests("release") == []
+    assert "MAAS: Node changed status: From 'Disk erasing' to 'Ready'" in lines
+    assert not any("Commissioning complete" in line for line in lines)  # only what is new
+
+
 def test_a_released_machine_is_not_released_again(maas):
     assert _driver(maas.url).release(erase=True, on_line=lambda line: None) is True
     assert maas.requests("release") == []

@@ -8,7 +8,7 @@ from __future__ import annotations
 from portal.core.states import actor_or_none
 from provisioning.drivers import DriverError, driver_for, driver_options, is_test_host
 from provisioning.models import Node, NodeEvent
-from provisioning.power import bmc_kind
+from provisioning.power import bmc_kind, bmc_label
 
 # action → what the history and the buttons call it
 NODE_POWER_ACTIONS = {"on": "Power on", "off": "Power off", "cycle": "Power cycle"}
@@ -38,6 +38,5 @@ def node_power_apply(*, node: Node, by, action: str) -> bool:
         return False
     NodeEvent.objects.create(node=node, actor=actor_or_none(by), transition=f"power_{action}",
                              from_state=node.state, to_state=node.state,
-                             note=f"{label}: done; the BMC reports the node "
-                                  f"{'off' if action == 'off' else 'on'}")
+                             note=f"{label}: done through {bmc_label(driver_options(node))}")
     return True

@@ -108,3 +108,21 @@ def test_the_ssh_driver_powers_a_hung_node_through_its_redfish_bmc(redfish_emula
     driver.power("reboot")
     assert redfish_emulator.resets_asked("sys-ssh") == resets + 1
     assert redfish_emulator.power_state("sys-ssh") == "On"
+
+
+def test_a_bmc_answering_5xx_is_transient(httpserver):
+    """A BMC whose service root answers but whose system fails (HTTP 503, as a busy BMC does)."""
+    httpserver.expect_request("/redfish/v1/").respond_with_json({
+        "@odata.id": "/redfish/v1/", "@odata.type": "#ServiceRoot.v1_5_0.ServiceRoot",
+        "Id": "RootService", "Name": "Root Service", "RedfishVersion": "1.5.0",
+        "UUID": "85775665-c110-4b85-8989-e6162170b3ec",
+        "Systems": {"@odata.id": "/redfish/v1/Systems"}})
+    httpserver.expect_request("/redfish/v1/Systems/1").respond_with_json(
+        {"error": {"code": "Base.1.0.GeneralError", "message": "BMC busy, try later"}}, status=503)
+    power = RedfishPower(RedfishBmc.from_options({
+        "address": httpserver.url_for("/").rstrip("/"), "user": "trainyard", "password": "x",
+        "system_id": "1", "timeout_s": 5}), where="gpu-test")
+    with pytest.raises(DriverError) as caught:
+        power.status()
+    assert not caught.value.permanent
+    assert "HTTP 503" in caught.value.message and "BMC busy, try later" in caught.value.message

@@ -17,6 +17,7 @@ from provisioning.drivers.ssh import host_key_fingerprints
 from provisioning.models import HealthCheck, Node, NodeEvent, ProvisioningRun, StepLogLine, StepRun
 from provisioning.pipeline.steps.acceptance import AcceptanceReport, AcceptanceResult
 from provisioning.pipeline.steps.handover import HandoverResult
+from provisioning.power import bmc_label
 from provisioning.states import (
     NODE_FAILED,
     RUN_DONE,
@@ -66,14 +67,13 @@ class NodeFacts:
     login_user: str
     test_host: bool
     host_key_fingerprints: tuple[str, ...]
-    bmc: str  # "IPMI admin@10.0.0.5" or ""
+    bmc: str  # "IPMI admin@10.0.0.5", "Redfish admin@https://10.0.0.5 (system 1)" or ""
     baseline_entries: int
 
 
 def node_facts(node: Node) -> NodeFacts:
     options = driver_options(node)
-    ipmi = options.get("ipmi") if isinstance(options.get("ipmi"), dict) else {}
-    bmc = (f"IPMI {ipmi.get('user')}@{ipmi['address']}" if ipmi.get("address") else "")
+    bmc = bmc_label(options)
     return NodeFacts(schema=options_schema(node.driver), login_user=login_user_for(node),
                      test_host=is_test_host(node),
                      host_key_fingerprints=host_key_fingerprints(options.get("host_key")),

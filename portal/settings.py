@@ -376,7 +376,7 @@ LOGGING = {
     # (CreateAccessKey): its loggers stay at INFO or above whatever LOG_LEVEL says.
     "loggers": {"django.db.backends": {"level": "WARNING"},
                 **{name: {"level": "INFO"} for name in ("botocore", "boto3", "s3transfer",
-                                                         "urllib3", "minio")}},
+                                                         "urllib3", "minio", "sushy")}},
 }
 
 # --- Provisioning -------------------------------------------------------------------------
@@ -396,6 +396,30 @@ if (_ipmi_password := env_file("IPMI_PASSWORD_FILE")) is not None:
     if not _ipmi_password:
         raise ImproperlyConfigured("IPMI_PASSWORD_FILE names an empty file")
     NODE_DRIVER_OPTIONS["ssh"]["ipmi"] = {"password": _ipmi_password}
+# The same for a Redfish BMC (driver_options.redfish gives address, user and system id).
+if (_redfish_password := env_file("REDFISH_PASSWORD_FILE")) is not None:
+    if not _redfish_password:
+        raise ImproperlyConfigured("REDFISH_PASSWORD_FILE names an empty file")
+    NODE_DRIVER_OPTIONS["ssh"]["redfish"] = {"password": _redfish_password}
+
+# MAAS installs, erases and powers "maas" nodes (provisioning/drivers/maas.py); Trainyard then works
+# on them over SSH with the same key as ssh nodes. The API key (consumer:token:secret) is a mounted
+# secret file, never in the database; an unset MAAS_URL leaves the driver unconfigured.
+NODE_DRIVERS["maas"] = "provisioning.drivers.maas.MaasDriver"
+NODE_DRIVER_OPTIONS["maas"] = {
+    "url": env_str("MAAS_URL", ""),
+    "distro_series": env_str("MAAS_DISTRO_SERIES", ""),
+    "user": env_str("MAAS_SSH_USER", "trainyard"),
+    "deploy_timeout_s": env_int("MAAS_DEPLOY_TIMEOUT_S", 3600, minimum=60),
+    "release_timeout_s": env_int("MAAS_RELEASE_TIMEOUT_S", 3 * 3600, minimum=60),
+}
+if _ssh_key_file:
+    NODE_DRIVER_OPTIONS["maas"]["private_key_file"] = _ssh_key_file
+if (_maas_api_key := env_file("MAAS_API_KEY_FILE")) is not None:
+    if len(_maas_api_key.split(":")) != 3:
+        raise ImproperlyConfigured("MAAS_API_KEY_FILE must hold one MAAS API key, "
+                                   "consumer_key:token_key:token_secret")
+    NODE_DRIVER_OPTIONS["maas"]["api_key"] = _maas_api_key
 
 # OpenStack Ironic (standalone) images the nodes of the ``ironic`` driver; after the install
 # the ssh driver's key logs in as IRONIC_SSH_USER (cloud-init creates it). Images by name:

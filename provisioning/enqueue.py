@@ -76,3 +76,17 @@ def enqueue_node_accept_check(node, by) -> None:
         except Exception:
             logger.exception("could not queue the acceptance check of node %s", node_id)
     transaction.on_commit(send)
+
+
+def enqueue_node_power(node, by, action: str) -> None:
+    """After commit: an operator's power action through the node's driver (a worker). A broker
+    outage is logged; the node's history shows the request without an outcome, and the operator
+    asks again."""
+    node_id, by_id = node.pk, getattr(by, "pk", None)
+
+    def send():
+        try:
+            tasks.node_power_task.delay(node_id, by_id, action)
+        except Exception:
+            logger.exception("could not queue power %s of node %s", action, node_id)
+    transaction.on_commit(send)

@@ -61,12 +61,15 @@ def host_key_problem(host_key: str) -> str | None:
     return None
 
 
-def bmc_problem(address: str, user: str) -> str | None:
-    """The BMC (IPMI) is optional; named, it needs both an address and a user."""
+def bmc_problem(address: str, user: str, kind: str = "ipmi") -> str | None:
+    """The BMC (IPMI or Redfish) is optional; named, it needs both an address and a user. A
+    Redfish address may be a URL (``https://10.0.0.5``)."""
     if not address and not user:
         return None
     if not (address and user):
         return "Give both the BMC address and the BMC user, or neither (no power control)."
+    if kind == "redfish":
+        address = re.sub(r"^https?://", "", address).rstrip("/")
     return address_problem(address)
 
 
@@ -92,12 +95,14 @@ def enrolment_problems(*, hostname: str, management_address: str, driver: str,
     if schema.host_key and (problem := host_key_problem(str(options.get("host_key") or ""))):
         problems["host_key"] = problem
     if schema.bmc:
-        ipmi = options.get("ipmi") or {}
-        if not isinstance(ipmi, dict):
-            problems["bmc_address"] = 'driver_options.ipmi is {"address": "host[:port]", "user": …}.'
-        elif problem := bmc_problem(str(ipmi.get("address") or "").strip(),
-                                    str(ipmi.get("user") or "").strip()):
-            problems["bmc_address"] = problem
+        for kind in ("ipmi", "redfish"):
+            bmc = options.get(kind) or {}
+            if not isinstance(bmc, dict):
+                problems["bmc_address"] = (f'driver_options.{kind} is {{"address": "host[:port]", '
+                                           f'"user": …}}.')
+            elif problem := bmc_problem(str(bmc.get("address") or "").strip(),
+                                        str(bmc.get("user") or "").strip(), kind=kind):
+                problems["bmc_address"] = problem
     return problems
 
 

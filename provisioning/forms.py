@@ -90,10 +90,16 @@ class NodeFactsForm(VisibleTextMixin, forms.Form):
                                          "SHA256: fingerprint. Compare it with the node's console "
                                          "before you paste it.")
     login_user = forms.CharField(required=False, max_length=32, label="Customer login")
+    bmc_kind = forms.ChoiceField(required=False, label="BMC protocol", initial="ipmi",
+                                 choices=[("ipmi", "IPMI (ipmitool)"), ("redfish", "Redfish")])
     bmc_address = forms.CharField(required=False, max_length=255, label="BMC address",
-                                  help_text="IPMI host[:port] for power control; the password "
-                                            "comes from IPMI_PASSWORD_FILE.")
+                                  help_text="IPMI host[:port], or the Redfish BMC's https://host, "
+                                            "for power control; the password comes from "
+                                            "IPMI_PASSWORD_FILE or REDFISH_PASSWORD_FILE.")
     bmc_user = forms.CharField(required=False, max_length=64, label="BMC user")
+    bmc_system_id = forms.CharField(required=False, max_length=120, label="Redfish system id",
+                                    help_text="Its id under /redfish/v1/Systems/ (e.g. 1); empty: "
+                                              "the BMC's only system.")
     test_host = forms.BooleanField(
         required=False, label="Declared test host (no GPUs)",
         help_text="A CPU machine for trying the pipeline: acceptance trains on the CPU, and power "
@@ -145,7 +151,8 @@ class NodeFactsForm(VisibleTextMixin, forms.Form):
         if schema.host_key and (problem := enrolment.host_key_problem(data.get("host_key", ""))):
             self.add_error("host_key", problem)
         if schema.bmc and (problem := enrolment.bmc_problem(data.get("bmc_address", "").strip(),
-                                                            data.get("bmc_user", "").strip())):
+                                                            data.get("bmc_user", "").strip(),
+                                                            kind=data.get("bmc_kind") or "ipmi")):
             self.add_error("bmc_address", problem)
         return data
 
@@ -153,13 +160,20 @@ class NodeFactsForm(VisibleTextMixin, forms.Form):
         """The public facts the driver needs (never a secret: those come from settings),
         over ``base`` (a node's options, when editing)."""
         data, options = self.cleaned_data, dict(base or {})
-        for key in ("host_key", "ipmi", "login_user", "test_host"):
+        previous_redfish = options.get("redfish") if isinstance(options.get("redfish"), dict) else {}
+        for key in ("host_key", "ipmi", "redfish", "login_user", "test_host"):
             options.pop(key, None)
         schema = self.schema()
         if schema.host_key:
             options["host_key"] = data["host_key"].strip()
         if schema.bmc and data.get("bmc_address"):
-            options["ipmi"] = {"address": data["bmc_address"].strip(), "user": data["bmc_user"].strip()}
+            bmc = {"address": data["bmc_address"].strip(), "user": data["bmc_user"].strip()}
+            if data.get("bmc_kind") == "redfish":
+                # Keep what only the admin sets (verify_tls, timeouts).
+                bmc = {**previous_redfish, **bmc, "system_id": data.get("bmc_system_id", "").strip()}
+                options["redfish"] = bmc
+            else:
+                options["ipmi"] = bmc
         if schema.login_user and data.get("login_user"):
             options["login_user"] = data["login_user"]
         if data.get("test_host"):
@@ -199,7 +213,9 @@ class NodeEditForm(NodeFactsForm):
 
     def __init__(self, *args, node: Node, **kwargs):
         options = node.driver_options or {}
-        ipmi = options.get("ipmi") or {}
+        redfish = options.get("redfish") if isinstance(options.get("redfish"), dict) else {}
+        kind = "redfish" if redfish.get("address") else "ipmi"
+        ipmi = redfish if kind == "redfish" else (options.get("ipmi") or {})
         initial = {"management_address": node.management_address,
                    "fabric_group": node.fabric_group, "fabric_address": node.fabric_address,
                    "nvme_devices": " ".join(node.nvme_devices or ()),
@@ -207,6 +223,7 @@ class NodeEditForm(NodeFactsForm):
                    "login_user": options.get("login_user", ""),
                    "bmc_address": ipmi.get("address", "") if isinstance(ipmi, dict) else "",
                    "bmc_user": ipmi.get("user", "") if isinstance(ipmi, dict) else "",
+                   "bmc_kind": kind, "bmc_system_id": redfish.get("system_id", ""),
                    "test_host": options.get("test_host") is True, "notes": node.notes}
         super().__init__(*args, initial=initial, **kwargs)
         self.node = node

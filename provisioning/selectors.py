@@ -17,6 +17,7 @@ from provisioning.drivers.ssh import host_key_fingerprints
 from provisioning.models import HealthCheck, Node, NodeEvent, ProvisioningRun, StepLogLine, StepRun
 from provisioning.pipeline.steps.acceptance import AcceptanceReport, AcceptanceResult
 from provisioning.pipeline.steps.handover import HandoverResult
+from provisioning.power import bmc_label
 from provisioning.states import (
     NODE_FAILED,
     RUN_DONE,
@@ -33,13 +34,15 @@ from provisioning.storage.services import StorageResult
 def nodes_for_operator(*, state: str | None = None, sku=None, search: str = "") -> QuerySet[Node]:
     """The inventory list: by state, SKU and a search in hostname, address, SKU and order. Each
     node's health is what its row keeps of the latest check: the list never reads checks. The
-    order is matched by its reference (unique, upper case) in a subquery, not a join over all
-    orders."""
+    SKUs and the order (by its reference, unique, upper case) are matched in subqueries, not on
+    a join over all SKUs and orders."""
     nodes = Node.objects.select_related("sku__gpu", "order").order_by("hostname", "pk")
     if search:
+        # Each part a test of the node's own row (SKUs and the order by subquery): on the join,
+        # PostgreSQL tested the OR on every node × SKU pair.
+        skus = ServerSKU.objects.filter(Q(slug__icontains=search) | Q(name__icontains=search))
         nodes = nodes.filter(Q(hostname__icontains=search) | Q(management_address__icontains=search)
-                             | Q(sku__slug__icontains=search) | Q(sku__name__icontains=search)
-                             | Q(order__in=Order.objects.filter(reference=search.upper())))
+                             | Q(sku__in=skus) | Q(order__in=Order.objects.filter(reference=search.upper())))
     if state:
         nodes = nodes.filter(state=state)
     else:  # retired nodes are out of the fleet: listed only when asked for
@@ -64,14 +67,13 @@ class NodeFacts:
     login_user: str
     test_host: bool
     host_key_fingerprints: tuple[str, ...]
-    bmc: str  # "IPMI admin@10.0.0.5" or ""
+    bmc: str  # "IPMI admin@10.0.0.5", "Redfish admin@https://10.0.0.5 (system 1)" or ""
     baseline_entries: int
 
 
 def node_facts(node: Node) -> NodeFacts:
     options = driver_options(node)
-    ipmi = options.get("ipmi") if isinstance(options.get("ipmi"), dict) else {}
-    bmc = (f"IPMI {ipmi.get('user')}@{ipmi['address']}" if ipmi.get("address") else "")
+    bmc = bmc_label(options)
     return NodeFacts(schema=options_schema(node.driver), login_user=login_user_for(node),
                      test_host=is_test_host(node),
                      host_key_fingerprints=host_key_fingerprints(options.get("host_key")),

@@ -26,12 +26,14 @@ from provisioning.drivers import DriverError, driver_names, secret_option_paths
 from provisioning.enqueue import (
     enqueue_baseline_record,
     enqueue_node_accept_check,
+    enqueue_node_power,
     enqueue_retention_key,
     enqueue_run_start,
     enqueue_steps,
 )
 from provisioning.enrolment import EnrolmentRefused, enrolment_problems
 from provisioning.models import Node, NodeEvent, ProvisioningRun, StepRun
+from provisioning.node_power import NODE_POWER_ACTIONS, node_power_refusal
 from provisioning.runs import require_run_order_state, run_create, run_resume, steps_create
 from provisioning.states import (
     HANDBACK_FAILED,
@@ -415,3 +417,19 @@ def _drop_bucket(order: Order, *, by) -> None:
                                        f"revoke them at the provider")
     storage_services.bucket_transition(bucket=bucket, name="drop", by=actor_or_none(by),
                                        note="object storage dropped from the order")
+
+
+# --- power (operators) -------------------------------------------------------------------------
+def node_power_request(*, node: Node, by, action: str, note: str = "") -> NodeEvent:
+    """Operators: asks for power on, off or cycle of ``node``; audited now, done by a worker."""
+    _require_operator(by)
+    if action not in NODE_POWER_ACTIONS:
+        raise DomainError(f"Unknown power action {action!r}: on, off or cycle.")
+    if problem := node_power_refusal(node):
+        raise DomainError(problem)
+    with transaction.atomic():
+        event = NodeEvent.objects.create(
+            node=node, actor=actor_or_none(by), transition=f"power_{action}_requested",
+            from_state=node.state, to_state=node.state, note=note[:500])
+        enqueue_node_power(node, by, action)
+    return event

@@ -18,6 +18,7 @@ from provisioning.baseline import baseline_record
 from provisioning.drivers import DriverError, driver_for
 from provisioning.health import CHECK_WAITING_STATES, node_accept_if_healthy, node_health_check
 from provisioning.models import Node
+from provisioning.node_power import node_power_apply
 from provisioning.pipeline.engine import step_deadline_s, step_execute
 from provisioning.retention import health_retention, step_logs_prune
 from provisioning.runs import run_start
@@ -143,3 +144,15 @@ def retention_health_checks_task() -> dict:
 def retention_step_logs_task() -> dict:
     """Beat: log lines of runs finished longer ago than STEP_LOG_RETENTION_DAYS."""
     return dict(step_logs_prune(now=timezone.now()))
+
+
+@shared_task(name="provisioning.node_power", acks_late=True)
+def node_power_task(node_id: int, by_id: int | None, action: str) -> bool | None:
+    """An operator's power action on a node. Not retried by itself: a failure is recorded in the
+    node's history and the operator decides (a second cycle of a node that came back would hurt).
+    A redelivery repeats it, which on, off and a cycle of a hung node survive."""
+    node = Node.objects.filter(pk=node_id).select_related("sku__gpu").first()
+    if node is None:
+        return None
+    by = get_user_model().objects.filter(pk=by_id).first() if by_id else None
+    return node_power_apply(node=node, by=by, action=action)

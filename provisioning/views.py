@@ -36,6 +36,7 @@ from provisioning.forms import (
 )
 from provisioning.health import operator_problems
 from provisioning.models import Node, ProvisioningRun, StepRun
+from provisioning.node_power import NODE_POWER_ACTIONS, node_power_refusal
 from provisioning.retention import run_log_past_window
 from provisioning.states import NODE_FAILED, NODE_TRANSITIONS, NodeState, RunKind, RunStatus
 
@@ -356,6 +357,8 @@ def node_detail(request, pk: int):
         "steps": node.step_runs.select_related("run__order").order_by("-pk")[:15],
         "actions": _node_actions(node) if request.user.is_operator else [], "note_form": NodeNoteForm(),
         "can_edit": request.user.is_operator and node.order_id is None,
+        "power_actions": (NODE_POWER_ACTIONS if request.user.is_operator
+                          and node_power_refusal(node) is None else {}),
     })
 
 
@@ -383,6 +386,26 @@ def node_action(request, pk: int, action: str):
     try:
         service(node=node, by=request.user, note=form.cleaned_data["note"] if form.is_valid() else "")
         messages.success(request, f"{node.hostname} {done}.")
+    except DomainError as exc:
+        messages.error(request, str(exc))
+    return redirect("provisioning:node", pk=node.pk)
+
+
+@operator_only
+@require_POST
+def node_power(request, pk: int, action: str):
+    node = get_object_or_404(Node, pk=pk)
+    if action not in NODE_POWER_ACTIONS:
+        raise Http404("No such action.")
+    if request.POST.get("confirm") != "yes":
+        messages.error(request, "Nothing was sent: confirm the power action first.")
+        return redirect("provisioning:node", pk=node.pk)
+    form = NodeNoteForm(request.POST)
+    try:
+        services.node_power_request(node=node, by=request.user, action=action,
+                                    note=form.cleaned_data["note"] if form.is_valid() else "")
+        messages.success(request, f"{NODE_POWER_ACTIONS[action]} of {node.hostname} sent to its "
+                                  f"BMC; the history shows when it is done.")
     except DomainError as exc:
         messages.error(request, str(exc))
     return redirect("provisioning:node", pk=node.pk)

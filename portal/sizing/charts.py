@@ -277,62 +277,90 @@ def cost_time_chart(points: list[dict], plans: list[dict], *, chart_id: str = "c
     x_axis = axis([p["train_hours"] for p in rows + marks], unit="hours")
     y_axis = axis([p["price_total_usd"] for p in rows + marks], unit="usd")
     fx, fy = x_axis.scale(ml, width - mr), y_axis.scale(height - mb, mt)
+
+    def at(p: dict) -> tuple[float, float]:
+        return fx(p["train_hours"]), fy(p["price_total_usd"])
+
     front = sorted((p for p in rows if p.get("pareto")), key=lambda p: p["train_hours"])
-    out = [
+    return "".join([
         f'<svg class="chart" id="{chart_id}" viewBox="0 0 {width} {height}" role="img" '
         f'aria-labelledby="{chart_id}-title {chart_id}-desc" xmlns="http://www.w3.org/2000/svg">',
         f'<title id="{chart_id}-title">Job cost against training time for {len(rows)} '
         f'feasible configurations</title>',
         f'<desc id="{chart_id}-desc">{escape(_cost_desc(rows, front, marks))}</desc>',
-        '<g class="axis">',
-    ]
+        *_cost_axes(x_axis, y_axis, fx, fy, box=(ml, mt, width - mr, height - mb), height=height),
+        *_cost_points(rows, at), *_cost_front(front, at),
+        *_plan_rings(marks, at, box=(ml, mt, width - mr, height - mb)),
+        "</svg>",
+    ])
+
+
+def _cost_axes(x_axis, y_axis, fx, fy, *, box, height: int) -> list[str]:
+    left, top, right, bottom = box
+    out = ['<g class="axis">']
     x_ticks = _spaced(x_axis.ticks, fx, size=8, font=13, horizontal=True)
     y_ticks = _spaced(y_axis.ticks, fy, size=4, font=13, horizontal=False)
-    x_ticks, y_ticks = _clear_corner(x_ticks, y_ticks, left=ml, axis_y=height - mb)
+    x_ticks, y_ticks = _clear_corner(x_ticks, y_ticks, left=left, axis_y=bottom)
     for i, (_t, label, px) in enumerate(x_ticks):
         minor = " tick-minor" if i % 2 and len(x_ticks) > 3 else ""
-        out.append(f'<line class="grid-line" x1="{px:.1f}" x2="{px:.1f}" y1="{mt}" y2="{height - mb}"/>'
-                   f'<text class="tick{minor}" x="{px:.1f}" y="{height - mb + 20}" font-size="13" '
+        out.append(f'<line class="grid-line" x1="{px:.1f}" x2="{px:.1f}" y1="{top}" y2="{bottom}"/>'
+                   f'<text class="tick{minor}" x="{px:.1f}" y="{bottom + 20}" font-size="13" '
                    f'text-anchor="middle">{escape(label)}</text>')
     for i, (_t, label, py) in enumerate(y_ticks):
         minor = " tick-minor" if i % 2 and len(y_ticks) > 4 else ""
-        out.append(f'<line class="grid-line" x1="{ml}" x2="{width - mr}" y1="{py:.1f}" y2="{py:.1f}"/>'
-                   f'<text class="tick{minor}" x="{ml - 8}" y="{py + 5:.1f}" font-size="13" '
+        out.append(f'<line class="grid-line" x1="{left}" x2="{right}" y1="{py:.1f}" y2="{py:.1f}"/>'
+                   f'<text class="tick{minor}" x="{left - 8}" y="{py + 5:.1f}" font-size="13" '
                    f'text-anchor="end">{escape(label)}</text>')
-    out.append(f'<line class="axis-line" x1="{ml}" x2="{width - mr}" y1="{height - mb}" y2="{height - mb}"/>'
-               f'<line class="axis-line" x1="{ml}" x2="{ml}" y1="{mt}" y2="{height - mb}"/>')
-    out.append(f'<text class="axis-title" x="{(ml + width - mr) / 2}" y="{height - 10}" font-size="14" '
+    out.append(f'<line class="axis-line" x1="{left}" x2="{right}" y1="{bottom}" y2="{bottom}"/>'
+               f'<line class="axis-line" x1="{left}" x2="{left}" y1="{top}" y2="{bottom}"/>')
+    out.append(f'<text class="axis-title" x="{(left + right) / 2}" y="{height - 10}" font-size="14" '
                f'text-anchor="middle">Training time{" (log scale)" if x_axis.log else ""}</text>')
     out.append(f'<text class="axis-title" x="4" y="18" font-size="14" text-anchor="start">'
                f'Job cost (USD{", log scale" if y_axis.log else ""})</text>')
     out.append("</g>")
-    out.append('<g class="points">')
+    return out
+
+
+def _cost_points(rows: list[dict], at) -> list[str]:
+    """The configurations off the Pareto front, as grey dots."""
+    out = ['<g class="points">']
     for p in rows:
         if p.get("pareto"):
             continue
-        out.append(f'<circle cx="{fx(p["train_hours"]):.1f}" cy="{fy(p["price_total_usd"]):.1f}" r="3.5" '
+        x, y = at(p)
+        out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.5" '
                    f'fill="#98a2b3" fill-opacity=".55"><title>{escape(_point_title(p))}</title></circle>')
     out.append("</g>")
-    if front:
-        path = " ".join(f'{fx(p["train_hours"]):.1f},{fy(p["price_total_usd"]):.1f}' for p in front)
-        out.append(f'<polyline class="pareto-line" points="{path}" fill="none" stroke="#2457d6" '
-                   f'stroke-width="2" stroke-dasharray="5 3"/>')
-        out.append('<g class="pareto">')
-        for p in front:
-            out.append(f'<circle cx="{fx(p["train_hours"]):.1f}" cy="{fy(p["price_total_usd"]):.1f}" r="5.5" '
-                       f'fill="#2457d6"><title>Pareto front: {escape(_point_title(p))}</title></circle>')
-        out.append("</g>")
-    out.append('<g class="plans">')
-    rings = [(fx(p["train_hours"]), fy(p["price_total_usd"]), f"#{i + 1}") for i, p in enumerate(marks)]
+    return out
+
+
+def _cost_front(front: list[dict], at) -> list[str]:
+    if not front:
+        return []
+    path = " ".join(f"{x:.1f},{y:.1f}" for x, y in map(at, front))
+    out = [f'<polyline class="pareto-line" points="{path}" fill="none" stroke="#2457d6" '
+           f'stroke-width="2" stroke-dasharray="5 3"/>', '<g class="pareto">']
+    for p in front:
+        x, y = at(p)
+        out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5.5" '
+                   f'fill="#2457d6"><title>Pareto front: {escape(_point_title(p))}</title></circle>')
+    out.append("</g>")
+    return out
+
+
+def _plan_rings(marks: list[dict], at, *, box) -> list[str]:
+    """The ranked plans ringed, numbered #1, #2, … with labels placed clear of each other."""
+    out = ['<g class="plans">']
+    rings = [(*at(p), f"#{i + 1}") for i, p in enumerate(marks)]
     for p, (cx, cy, text) in zip(marks, rings, strict=True):
         out.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="9" fill="none" stroke="#17202c" stroke-width="2">'
                    f'<title>{escape(plan_label(p, int(text[1:])))}: {hours_compact(p["train_hours"])}, '
                    f'{usd_compact(p["price_total_usd"])}</title></circle>')
-    for tx, ty, anchor, text in _place_labels(rings, box=(ml, mt, width - mr, height - mb)):
+    for tx, ty, anchor, text in _place_labels(rings, box=box):
         out.append(f'<text x="{tx:.1f}" y="{ty:.1f}" font-size="14" font-weight="700" '
                    f'text-anchor="{anchor}">{text}</text>')
-    out.append("</g></svg>")
-    return "".join(out)
+    out.append("</g>")
+    return out
 
 
 def _point_title(p: dict) -> str:

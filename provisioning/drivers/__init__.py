@@ -28,7 +28,7 @@ __all__ = ["DeployFacts", "DriverError", "ExecutionStopped", "Fence", "GpuReadin
 # Option names that hold secrets. They come from settings (secret files), never from the
 # plain-text ``Node.driver_options`` column.
 SECRET_OPTION_KEYS = frozenset({"private_key", "private_key_passphrase", "passphrase", "password",
-                                "secret_key"})
+                                "secret_key", "api_key"})
 
 
 def secret_option_paths(options, prefix: str = "") -> list[str]:
@@ -93,6 +93,8 @@ def driver_for(node, *, fence: Fence | None = None) -> NodeDriver:
     """A driver instance for a ``provisioning.Node``: settings options overlaid by the node's.
     The pipeline passes the claim's ``fence``; every operation then carries it."""
     options = driver_options(node)
+    # How the node's data is erased: an imaging engine's release(erase=True) asks for it.
+    options.setdefault("wipe_method", node.wipe_method)
     target = NodeTarget(
         hostname=node.hostname,
         address=node.management_address,

@@ -213,7 +213,7 @@ class IronicDriver:
             on_line("declared test host: fake hardware erased nothing on the stand-in host; "
                     "the sanitise script cleans it")
             return False
-        return True
+        return erase  # cleaned either way; an erase not asked for is not claimed
 
     def run(self, script: str, *, name: str, on_line: LineCallback,
             env: Mapping[str, str] | None = None, timeout_s: float = 1800) -> RunResult:

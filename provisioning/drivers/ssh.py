@@ -28,9 +28,13 @@ Built for one node: ``SshDriver(target)``. ``target.address`` is ``"host"`` or `
   checks it is reachable (no reboot, power-off or BMC command is run) and ``deploy_os`` checks
   the prerequisites without installing any.
 - ``ipmi``: ``{"address", "user", "password", "interface": "lanplus"}``: with it, ``power``
-  drives the BMC with the local ``ipmitool`` (password through ``IPMI_PASSWORD``, not argv).
+  drives the BMC with the local ``ipmitool`` (``provisioning.power.ipmi``; password through
+  ``IPMI_PASSWORD``, not argv).
   The password comes from settings (``IPMI_PASSWORD_FILE``), merged under the node's ``ipmi``;
   a node's driver_options may not hold it.
+- ``redfish``: ``{"address", "user", "system_id", "verify_tls"}``: a Redfish BMC
+  (``provisioning.power.redfish``), which ``power`` uses before ``ipmi``; the password comes from
+  settings (``REDFISH_PASSWORD_FILE``) the same way.
 
 Scripts travel over the SSH channel's stdin into a private temp file (``mktemp``, mode 0600)
 and run with ``bash FILE </dev/null``, so a command in the script that reads stdin cannot eat
@@ -61,13 +65,10 @@ import base64
 import hashlib
 import io
 import logging
-import os
 import re
 import select
 import shlex
-import shutil
 import socket
-import subprocess
 import time
 from collections import deque
 from collections.abc import Iterator, Mapping
@@ -93,6 +94,9 @@ from provisioning.drivers.base import (
     RunResult,
     split_address,
 )
+from provisioning.power import bmc_kind
+from provisioning.power.ipmi import ipmi_power
+from provisioning.power.redfish import RedfishBmc, RedfishPower
 
 logger = logging.getLogger(__name__)
 
@@ -272,8 +276,12 @@ class SshDriver:
         if self.test_host:
             with self._session():  # reachable; nothing is powered on a declared test host
                 return
+        if bmc_kind(self.target.options) == "redfish":
+            bmc = RedfishBmc.from_options(self.target.options["redfish"])
+            RedfishPower(bmc, where=self.target.hostname, fence=self.target.fence).power(action)
+            return
         if self.ipmi:
-            self._ipmi_power(action)
+            ipmi_power(self.ipmi, action, where=self.target.hostname)
             return
         if action == "on":
             # Without a BMC, "on" can only mean "is it up?": a node that answers SSH is on.
@@ -495,28 +503,6 @@ class SshDriver:
         except (paramiko.SSHException, EOFError, OSError):
             logger.warning("could not cancel %s on %s", self.target.fence.execution,
                            self.target.hostname)
-
-    def _ipmi_power(self, action: str) -> None:
-        binary = shutil.which("ipmitool")
-        if binary is None:
-            raise DriverError("ipmitool is not installed on the worker (apt-get install ipmitool)",
-                              permanent=True)
-        address = self.ipmi.get("address")
-        if not address:
-            raise DriverError(f"{self.target.hostname}: driver_options.ipmi has no address",
-                              permanent=True)
-        verb = {"on": "on", "off": "off", "reboot": "cycle"}[action]
-        argv = [binary, "-I", str(self.ipmi.get("interface", "lanplus")), "-H", str(address),
-                "-U", str(self.ipmi.get("user", "ADMIN")), "-E", "chassis", "power", verb]
-        env = {**os.environ, "IPMI_PASSWORD": str(self.ipmi.get("password", ""))}
-        try:
-            done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
-        except subprocess.TimeoutExpired:
-            raise DriverError(f"{self.target.hostname}: BMC {address} did not answer within 60s",
-                              permanent=False) from None
-        if done.returncode != 0:
-            raise DriverError(f"{self.target.hostname}: ipmitool chassis power {verb} failed: "
-                              f"{(done.stderr or done.stdout).strip()[-300:]}", permanent=False)
 
 
 # --- helpers (pure) ----------------------------------------------------------------------------

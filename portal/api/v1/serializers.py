@@ -3,7 +3,6 @@
 import datetime
 import json
 
-from django.db import models
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -11,7 +10,7 @@ from rest_framework import serializers
 from portal.catalog.cache import catalog_cache_clear, catalog_names
 from portal.catalog.models import NetworkOption, NvmeOption, ServerSKU, StackOption, StorageProvider
 from portal.quotes.configuration import Configuration, CustomStorage
-from portal.quotes.models import Quote
+from portal.quotes.models import StorageChoice
 from portal.quotes.plans import plan_check, plan_nvme_tb
 from portal.quotes.rules import (
     MAX_NODES,
@@ -28,6 +27,8 @@ from portal.sizing.estimator import config as est_config
 from portal.sizing.forms import BYTES_PER_TOKEN_GUESS, WizardForm, parse_count
 from portal.sizing.recommend import Goal, SearchOptions, Workload
 from portal.sizing.recommend import types as rec_types
+
+RETENTION_HELP = StorageChoice._meta.get_field("storage_retention_days").help_text
 
 
 # --- Quotes -------------------------------------------------------------------------------
@@ -113,12 +114,23 @@ class UtcDateTimeField(serializers.DateTimeField):
         super().__init__(**kwargs)
 
 
-# The output of a dict row of rows.py (its keys are the fields' sources): a ModelSerializer whose
-# times are UTC. (No docstring: drf-spectacular would make it the description of every serializer
-# using this.)
-class RowSerializer(serializers.ModelSerializer):
-    serializer_field_mapping = {**serializers.ModelSerializer.serializer_field_mapping,
-                                models.DateTimeField: UtcDateTimeField}
+def read_only(field_class, **kwargs):
+    """A field of an output row (every output field is read-only)."""
+    return field_class(read_only=True, **kwargs)
+
+
+def utc_time(**kwargs) -> serializers.DateTimeField:
+    """A time as ISO 8601 in UTC (`…Z`) whatever zone is active."""
+    return read_only(UtcDateTimeField, **kwargs)
+
+
+def money(max_digits: int) -> serializers.DecimalField:
+    return read_only(serializers.DecimalField, max_digits=max_digits, decimal_places=2)
+
+
+@extend_schema_field({"type": "object", "additionalProperties": {}})
+class JsonObjectField(serializers.JSONField):
+    """A stored JSON object answered as it is (a sizing plan): no per-key field to walk."""
 
 
 class CatalogSlugField(serializers.CharField):
@@ -157,29 +169,32 @@ class StillValidField(serializers.BooleanField):
         return timezone.now() < value
 
 
-# Serialises a row of rows.quote_rows (no docstring: it would become the schema's description).
-class QuoteOutputSerializer(RowSerializer):
-    organisation = serializers.CharField(source="organisation__slug", read_only=True)
+# Serialises a row of rows.quote_rows: a plain Serializer with its fields declared (no model
+# introspection per answer). No docstring: it would become the schema's description.
+class QuoteOutputSerializer(serializers.Serializer):
+    reference = read_only(serializers.CharField)
+    organisation = read_only(serializers.CharField, source="organisation__slug")
     sku = CatalogSlugField("sku")
     sku_name = CatalogSlugField("sku", part=1, source="sku")
+    node_count = read_only(serializers.IntegerField)
     nvme = CatalogSlugField("nvme")
     network = CatalogSlugField("network")
     storage_provider = CatalogSlugField("storage", allow_null=True)
+    storage_tb = read_only(serializers.IntegerField)
+    storage_retention_days = read_only(serializers.IntegerField, help_text=RETENTION_HELP)
+    storage_endpoint_url = read_only(serializers.CharField,
+                                     help_text="Custom S3 endpoint only; empty otherwise.")
+    storage_bucket = read_only(serializers.CharField, help_text="Custom S3 bucket only.")
     strategy = CatalogSlugField("stack", allow_null=True)
     tracker = CatalogSlugField("stack", allow_null=True)
+    plan = read_only(JsonObjectField)
     price_lines = PriceLineSerializer(many=True, read_only=True)
-    plan = serializers.DictField(read_only=True)
+    price_hourly = money(10)
+    price_monthly = money(12)
+    currency = read_only(serializers.CharField)
+    valid_until = utc_time()
     is_valid = StillValidField()
-    storage_endpoint_url = serializers.CharField(read_only=True,
-                                                 help_text="Custom S3 endpoint only; empty otherwise.")
-
-    class Meta:
-        model = Quote
-        fields = ["reference", "organisation", "sku", "sku_name", "node_count", "nvme", "network",
-                  "storage_provider", "storage_tb", "storage_retention_days", "storage_endpoint_url",
-                  "storage_bucket", "strategy", "tracker", "plan", "price_lines", "price_hourly",
-                  "price_monthly", "currency", "valid_until", "is_valid", "created_at"]
-        read_only_fields = fields
+    created_at = utc_time()
 
 
 # --- Sizing: inputs -------------------------------------------------------------------------
@@ -228,6 +243,28 @@ def limited(name: str, *, number=serializers.IntegerField, **kwargs):
     return number(min_value=low, max_value=high, **kwargs)
 
 
+class ExactFloatField(serializers.FloatField):
+    """A JSON number (not a string of one, as the schema says) whose bounds hold for the number as
+    sent: 10**18 + 1 is above a maximum of 10**18, although as a float it is 1e18."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        value = super().to_internal_value(data)
+        if isinstance(data, int) and self.max_value is not None and data > self.max_value:
+            self.fail("max_value", max_value=self.max_value)
+        return value
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """JSON true or false only, as the schema says (DRF's field also takes 0, 1, "yes", "on" …)."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
 def tokens(**kwargs):
     """A count of tokens or bytes: 0 to MAX_TOKENS."""
     return serializers.IntegerField(min_value=0, max_value=rec_types.MAX_TOKENS, **kwargs)
@@ -267,7 +304,7 @@ class EstimateInputSerializer(ModelInputMixin):
     gpu = serializers.CharField(required=False, help_text="Catalog GPU slug: makes the estimate timed.")
     sku = serializers.CharField(required=False, help_text="Catalog SKU slug: sets GPU and links.")
     network = serializers.CharField(required=False, help_text="Network option slug between nodes.")
-    train_tokens = serializers.FloatField(required=False, min_value=0, max_value=rec_types.MAX_TOKENS)
+    train_tokens = ExactFloatField(required=False, min_value=0, max_value=rec_types.MAX_TOKENS)
     plan = serializers.DictField(
         required=False, help_text="Or a stored plan (with schema_version, as POST /api/v1/recommendations "
                                   "returned it, or a quote's plan): re-estimated on its own model, settings "

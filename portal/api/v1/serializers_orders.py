@@ -4,18 +4,23 @@ from rest_framework import serializers
 
 from portal.accounts.models import Organisation
 from portal.api.v1.serializers import (
+    RETENTION_HELP,
     CatalogSlugField,
+    JsonObjectField,
     QuoteInputSerializer,
-    RowSerializer,
+    money,
+    read_only,
+    utc_time,
 )
 from portal.catalog.models import GPUModel, NetworkOption, NvmeOption, ServerSKU, StackOption, StorageProvider
 from portal.core.text import VisibleText
-from portal.orders.models import Order, OrderEvent
+from portal.orders.models import OrderEvent
 from portal.orders.selectors import order_event_text
 from portal.orders.states import OrderState
 from provisioning.webhooks import customer_problems
 
 CUSTOMER_HELP = "A reseller acts for one of its customers: the customer's slug. Default: the key's own."
+FILTER_HELP = "A customer's slug (resellers); empty: every customer, as when not given."
 
 
 # --- quotes -------------------------------------------------------------------------------
@@ -24,7 +29,7 @@ class QuoteCreateInputSerializer(QuoteInputSerializer):
 
 
 class QuoteListFilterSerializer(serializers.Serializer):
-    customer = serializers.SlugField(required=False)
+    customer = serializers.SlugField(required=False, allow_blank=True, help_text=FILTER_HELP)
 
 
 # --- orders -------------------------------------------------------------------------------
@@ -53,7 +58,7 @@ class OrderTerminateInputSerializer(serializers.Serializer):
 class OrderListFilterSerializer(serializers.Serializer):
     state = serializers.MultipleChoiceField(choices=OrderState.choices, required=False,
                                             help_text="One or more states (repeat the parameter).")
-    customer = serializers.SlugField(required=False, help_text="A customer's slug (resellers).")
+    customer = serializers.SlugField(required=False, allow_blank=True, help_text=FILTER_HELP)
     created_after = serializers.DateTimeField(required=False)
     created_before = serializers.DateTimeField(required=False)
 
@@ -70,30 +75,32 @@ class ChoiceLabelField(serializers.CharField):
 
 
 # Serialises a row of rows.order_rows (no docstring: it would become the schema's description).
-class OrderOutputSerializer(RowSerializer):
-    organisation = serializers.CharField(source="organisation__slug", read_only=True)
-    quote = serializers.CharField(source="quote__reference", read_only=True, allow_null=True)
+# Never failure_reason (a step's message for staff) nor the storage secret.
+class OrderOutputSerializer(serializers.Serializer):
+    reference = read_only(serializers.CharField)
+    organisation = read_only(serializers.CharField, source="organisation__slug")
+    quote = read_only(serializers.CharField, source="quote__reference", allow_null=True)
+    state = read_only(serializers.ChoiceField, choices=OrderState.choices)
     state_label = ChoiceLabelField(OrderState.choices, source="state")
-    target_state = serializers.ChoiceField(choices=OrderState.choices, allow_blank=True, read_only=True,
-                                           help_text="Where in-flight work takes the order; empty when none.")
+    target_state = read_only(serializers.ChoiceField, choices=OrderState.choices, allow_blank=True,
+                        help_text="Where in-flight work takes the order; empty when none.")
+    state_changed_at = utc_time()
+    rejection_reason = read_only(serializers.CharField, help_text="Shown to the customer.")
     sku = CatalogSlugField("sku")
+    node_count = read_only(serializers.IntegerField)
     nvme = CatalogSlugField("nvme")
     network = CatalogSlugField("network")
     storage_provider = CatalogSlugField("storage", allow_null=True)
+    storage_tb = read_only(serializers.IntegerField)
+    storage_retention_days = read_only(serializers.IntegerField, help_text=RETENTION_HELP)
     strategy = CatalogSlugField("stack", allow_null=True)
     tracker = CatalogSlugField("stack", allow_null=True)
-    plan = serializers.DictField(read_only=True)
-
-    class Meta:
-        model = Order
-        # Never failure_reason (a step's message for staff) nor the storage secret.
-        fields = ["reference", "organisation", "quote", "state", "state_label", "target_state",
-                  "state_changed_at", "rejection_reason", "sku", "node_count", "nvme", "network",
-                  "storage_provider", "storage_tb", "storage_retention_days", "strategy", "tracker",
-                  "plan", "price_hourly", "price_monthly", "currency", "created_at", "updated_at"]
-        read_only_fields = fields
-
-
+    plan = read_only(JsonObjectField)
+    price_hourly = money(10)
+    price_monthly = money(12)
+    currency = read_only(serializers.CharField)
+    created_at = utc_time()
+    updated_at = utc_time()
 
 
 class CopiedFromNodeSerializer(serializers.Serializer):
@@ -124,10 +131,6 @@ class OrderDetailOutputSerializer(OrderOutputSerializer):
         help_text="A terminating or terminated order's bucket: what was copied, until when it is "
                   "kept, its read-only key. Null otherwise.")
 
-    class Meta(OrderOutputSerializer.Meta):
-        fields = [*OrderOutputSerializer.Meta.fields, "retained_data"]
-        read_only_fields = fields
-
 
 class OrderEventOutputSerializer(serializers.ModelSerializer):
     """What happened, in words a customer may read: the transition's label, never staff notes."""
@@ -151,13 +154,11 @@ class OrderEventOutputSerializer(serializers.ModelSerializer):
             return "system"
         return "staff" if event.actor.is_hosting_staff else "member"
 
-
 class RunOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     kind = serializers.CharField()
     status = serializers.CharField()
     created_at = serializers.DateTimeField()
-
 
 # --- servers ------------------------------------------------------------------------------
 class NodeAccessSerializer(serializers.Serializer):
@@ -169,7 +170,6 @@ class NodeAccessSerializer(serializers.Serializer):
     ssh_port = serializers.IntegerField(source="handover.ssh_port")
     simulated = serializers.BooleanField()
     handed_over_at = serializers.CharField(source="handover.handed_over_at")
-
 
 class StorageAccessSerializer(serializers.Serializer):
     bucket = serializers.CharField()
@@ -183,7 +183,6 @@ class StorageAccessSerializer(serializers.Serializer):
     secret_revealable = serializers.BooleanField(
         help_text="The key's secret has not been shown yet: POST …/server/storage/reveal.")
 
-
 class StorageSecretSerializer(serializers.Serializer):
     bucket = serializers.CharField()
     endpoint = serializers.CharField()
@@ -193,19 +192,16 @@ class StorageSecretSerializer(serializers.Serializer):
     credentials_file = serializers.CharField(help_text="A ready ~/.aws/credentials block and the "
                                                        "AWS_ENDPOINT_URL line.")
 
-
 class StackFileSerializer(serializers.Serializer):
     name = serializers.CharField()
     path = serializers.CharField(help_text="Where it lives on the node.")
     sha256 = serializers.CharField()
     url = serializers.CharField(help_text="Download it here (the same API key).")
 
-
 class NodeStackFilesSerializer(serializers.Serializer):
     hostname = serializers.CharField()
     rank = serializers.IntegerField()
     files = StackFileSerializer(many=True)
-
 
 class AcceptanceCheckSerializer(serializers.Serializer):
     name = serializers.CharField()
@@ -217,7 +213,6 @@ class AcceptanceCheckSerializer(serializers.Serializer):
     threshold = serializers.FloatField(allow_null=True)
     unit = serializers.CharField()
 
-
 class CheckpointRoundTripSerializer(serializers.Serializer):
     ok = serializers.BooleanField()
     bucket = serializers.BooleanField(help_text="False: no bucket ordered; saved and loaded on the node.")
@@ -227,7 +222,6 @@ class CheckpointRoundTripSerializer(serializers.Serializer):
     mismatched = serializers.IntegerField()
     upload_mib_per_s = serializers.FloatField(allow_null=True)
     download_mib_per_s = serializers.FloatField(allow_null=True)
-
 
 class AcceptanceReportSerializer(serializers.Serializer):
     """On a cluster ``checks`` holds the training job's checks and every node's own checks
@@ -256,7 +250,6 @@ class AcceptanceReportSerializer(serializers.Serializer):
                                    "over its GPUs; null on a CPU test host.")
     checkpoint = CheckpointRoundTripSerializer(allow_null=True)
 
-
 class HealthOutputSerializer(serializers.Serializer):
     hostname = serializers.CharField(source="node.hostname")
     at = serializers.DateTimeField()
@@ -270,7 +263,6 @@ class HealthOutputSerializer(serializers.Serializer):
     def get_problems(self, check) -> list[str]:
         return customer_problems(check.problems)
 
-
 class ServerOutputSerializer(serializers.Serializer):
     order = serializers.CharField()
     state = serializers.CharField()
@@ -279,7 +271,6 @@ class ServerOutputSerializer(serializers.Serializer):
     acceptance = AcceptanceReportSerializer(allow_null=True)
     health = HealthOutputSerializer(many=True)
 
-
 # --- catalog ------------------------------------------------------------------------------
 class GPUOutputSerializer(serializers.ModelSerializer):
     class Meta:
@@ -287,7 +278,6 @@ class GPUOutputSerializer(serializers.ModelSerializer):
         fields = ["slug", "name", "arch", "form_factor", "memory_gb", "memory_type",
                   "memory_bandwidth_gbps", "fp32_tflops", "bf16_tflops", "fp8_tflops", "nvlink_gbps",
                   "pcie_gen", "tdp_w"]
-
 
 class PaidPriceField(serializers.DecimalField):
     """A catalog price as the requesting organisation pays it: the price list in the
@@ -302,9 +292,7 @@ class PaidPriceField(serializers.DecimalField):
         price_list = self.context.get("price_list")
         return price if price_list is None else price_list.unit(f"{self.kind}:{instance.slug}", price)
 
-
 PAID = "As your organisation pays it (its price list applied; USD)."
-
 
 class SKUOutputSerializer(serializers.ModelSerializer):
     gpu = serializers.SlugRelatedField(slug_field="slug", read_only=True)
@@ -317,14 +305,12 @@ class SKUOutputSerializer(serializers.ModelSerializer):
         fields = ["slug", "name", "gpu", "gpu_count", "interconnect", "cpu_cores", "ram_gb",
                   "price_hourly", "price_monthly", "approval_policy", "stock"]
 
-
 class NvmeOutputSerializer(serializers.ModelSerializer):
     price_monthly = PaidPriceField("nvme", help_text=PAID)
 
     class Meta:
         model = NvmeOption
         fields = ["slug", "size_tb", "drives", "raid", "price_monthly"]
-
 
 class NetworkOutputSerializer(serializers.ModelSerializer):
     price_monthly = PaidPriceField("network", help_text=PAID)
@@ -333,7 +319,6 @@ class NetworkOutputSerializer(serializers.ModelSerializer):
         model = NetworkOption
         fields = ["slug", "name", "kind", "speed_gbps", "on_request", "is_default", "price_monthly"]
 
-
 class StorageOutputSerializer(serializers.ModelSerializer):
     price_per_tb_monthly = PaidPriceField("storage", help_text=PAID)
 
@@ -341,12 +326,10 @@ class StorageOutputSerializer(serializers.ModelSerializer):
         model = StorageProvider
         fields = ["slug", "name", "kind", "region", "price_per_tb_monthly"]
 
-
 class StackOutputSerializer(serializers.ModelSerializer):
     class Meta:
         model = StackOption
         fields = ["slug", "name", "kind"]
-
 
 class CatalogOutputSerializer(serializers.Serializer):
     currency = serializers.CharField()
@@ -357,17 +340,14 @@ class CatalogOutputSerializer(serializers.Serializer):
     storage = StorageOutputSerializer(many=True)
     stack = StackOutputSerializer(many=True)
 
-
 # --- customers ----------------------------------------------------------------------------
 class CustomerInputSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200, validators=[VisibleText()])
     slug = serializers.SlugField(required=False, max_length=50,
                                  help_text="Default: made from the name. Unique across Trainyard.")
 
-
 class CustomerUpdateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200, validators=[VisibleText()])
-
 
 class CustomerOutputSerializer(serializers.ModelSerializer):
     class Meta:

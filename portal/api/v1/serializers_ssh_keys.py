@@ -3,7 +3,7 @@
 from rest_framework import serializers
 
 from portal.accounts.models import SSHKey
-from portal.api.v1.serializers_orders import CUSTOMER_HELP
+from portal.api.v1.serializers_orders import CUSTOMER_HELP, FILTER_HELP
 from portal.core.text import VisibleText
 
 
@@ -18,7 +18,7 @@ class SSHKeyInputSerializer(serializers.Serializer):
 
 
 class SSHKeyListFilterSerializer(serializers.Serializer):
-    customer = serializers.SlugField(required=False, help_text="A customer's slug (resellers).")
+    customer = serializers.SlugField(required=False, allow_blank=True, help_text=FILTER_HELP)
 
 
 class SSHKeyOutputSerializer(serializers.ModelSerializer):

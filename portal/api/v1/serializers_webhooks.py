@@ -2,6 +2,7 @@
 
 from rest_framework import serializers
 
+from portal.api.v1.serializers import StrictBooleanField
 from portal.core.text import VisibleText
 from portal.webhooks.events import SUBSCRIBABLE
 from portal.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
@@ -21,8 +22,8 @@ class WebhookEndpointInputSerializer(serializers.Serializer):
 
 class WebhookEndpointUpdateSerializer(WebhookEndpointInputSerializer):
     url = serializers.URLField(max_length=500, required=False)
-    enabled = serializers.BooleanField(required=False, help_text="Enabling a disabled endpoint "
-                                                                 "clears its failure record.")
+    enabled = StrictBooleanField(required=False, help_text="Enabling a disabled endpoint "
+                                                         "clears its failure record.")
 
 
 class WebhookEndpointOutputSerializer(serializers.ModelSerializer):

@@ -478,21 +478,8 @@ def estimate_compute(
     f = memory.step
     rate, mfu = flop_rate(memory.spec, training, gpu, parallel.replicated_tp, mfu=mfu,
                           tensor_parallel=parallel.tp, cp=parallel.cp)
-    compute_s = f.hardware_flops_per_token * f.tokens_per_gpu_group / f.model_parallel / rate
-    attention_s = 0.0
-    if parallel.cp > 1:  # ring attention: its blocks hide its traffic; unbalanced, it waits
-        attention_s = f.attention_flops_per_token * f.tokens_per_gpu_group / f.model_parallel / rate
-        compute_s += attention_s * cmp.cp_imbalance(parallel)
-    # kernels cannot run faster than they are launched; pipeline stages pay per micro-batch
-    microbatches = f.tokens_per_gpu_group // (training.micro_batch * training.seq_len)
-    stage_layers = math.ceil(memory.spec.num_layers / parallel.pp)
-    launch = cmp.LAYER_LAUNCH_SECONDS[training.kernel_stack] * stage_layers * microbatches
-    compute_s = max(compute_s, launch)
-    memory_bound_s = 0.0 if mfu_given else cmp.memory_bound_seconds(memory.spec, training, parallel,
-                                                                     f.tokens_per_gpu_group, gpu)
-    compute_s += memory_bound_s
-    if parallel.pp > 1:
-        compute_s += cmp.PIPELINE_MICROBATCH_SECONDS * microbatches
+    compute_s, attention_s, microbatches, memory_bound_s = _compute_seconds(
+        memory, gpu, rate, memory_bound=not mfu_given)
     link = interconnect or DEFAULT_LINK
     latency = cmp.latency_seconds(f.comm_calls, parallel, link)
     comm_s = cmp.comm_seconds(f.comm_bytes, parallel, link, latency)
@@ -526,6 +513,30 @@ def estimate_compute(
         memory_bound_seconds=memory_bound_s,
         comm_latency_seconds=latency,
     )
+
+
+def _compute_seconds(memory: MemoryEstimate, gpu: GPUSpec, rate: float, *,
+                     memory_bound: bool) -> tuple[float, float, int, float]:
+    """A step's compute time on one GPU group at ``rate`` FLOP/s, with its ring-attention part,
+    its micro-batch count and its memory-bound part: (compute, attention, micro-batches,
+    memory-bound) seconds."""
+    training, parallel, f = memory.training, memory.parallel, memory.step
+    compute_s = f.hardware_flops_per_token * f.tokens_per_gpu_group / f.model_parallel / rate
+    attention_s = 0.0
+    if parallel.cp > 1:  # ring attention: its blocks hide its traffic; unbalanced, it waits
+        attention_s = f.attention_flops_per_token * f.tokens_per_gpu_group / f.model_parallel / rate
+        compute_s += attention_s * cmp.cp_imbalance(parallel)
+    # kernels cannot run faster than they are launched; pipeline stages pay per micro-batch
+    microbatches = f.tokens_per_gpu_group // (training.micro_batch * training.seq_len)
+    stage_layers = math.ceil(memory.spec.num_layers / parallel.pp)
+    launch = cmp.LAYER_LAUNCH_SECONDS[training.kernel_stack] * stage_layers * microbatches
+    compute_s = max(compute_s, launch)
+    memory_bound_s = (cmp.memory_bound_seconds(memory.spec, training, parallel, f.tokens_per_gpu_group, gpu)
+                      if memory_bound else 0.0)
+    compute_s += memory_bound_s
+    if parallel.pp > 1:
+        compute_s += cmp.PIPELINE_MICROBATCH_SECONDS * microbatches
+    return compute_s, attention_s, microbatches, memory_bound_s
 
 
 def flop_rate(model: ModelSpec, training: TrainingConfig, gpu: GPUSpec, tp: int = 1, *,

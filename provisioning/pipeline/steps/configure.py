@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from provisioning.pipeline.context import StepContext, StepResult
-from provisioning.stack.disk import MOUNT, disk_layout_script
+from provisioning.stack.disk import MOUNT, disk_layout_env, disk_layout_script
 
 
 @dataclass(frozen=True)
@@ -26,8 +26,8 @@ def configure(ctx: StepContext) -> ConfigureResult:
     raid = order.nvme.raid
     wipe = bool(getattr(order, "wipe_data_devices", False))
     ctx.log(f"NVMe: {order.nvme} on {len(node.nvme_devices)} device(s); network: {order.network}")
-    ctx.run_script(disk_layout_script(hostname=node.hostname, devices=node.nvme_devices,
-                                      raid=raid, wipe=wipe), name="configure")
+    ctx.run_script(disk_layout_script(), name="configure",
+                   env=disk_layout_env(devices=node.nvme_devices, raid=raid, wipe=wipe))
     ctx.say(f"Data disks ready on {MOUNT} ({order.nvme})")
     return ConfigureResult(nvme=str(order.nvme), network=str(order.network), raid=raid,
                            devices=tuple(node.nvme_devices), wiped_allowed=wipe,

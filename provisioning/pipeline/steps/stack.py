@@ -13,7 +13,7 @@ from django.utils.module_loading import import_string
 
 from provisioning.models import Node
 from provisioning.pipeline.context import StepContext, StepFailed, StepResult
-from provisioning.stack.discover import discover_script, parse_facts
+from provisioning.stack.discover import discover_env, discover_script, parse_facts
 from provisioning.stack.inputs import NodeFacts, stack_inputs
 
 
@@ -71,8 +71,8 @@ def discover(ctx: StepContext, nodes: list[Node]) -> NodeFacts:
         lines.append(line)
         ctx.log(line)
 
-    result = ctx.driver.run(discover_script(inputs), name="stack_discover", on_line=capture,
-                            env=ctx.env)
+    result = ctx.driver.run(discover_script(), name="stack_discover", on_line=capture,
+                            env=ctx.env | discover_env(inputs))
     if not result.ok:
         raise StepFailed(f"fabric discovery on {ctx.node.hostname} failed (exit "
                          f"{result.exit_status}): {lines[-1] if lines else 'no output'}")

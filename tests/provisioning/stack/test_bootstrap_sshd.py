@@ -19,7 +19,7 @@ import pytest
 from provisioning.drivers.base import NodeTarget
 from provisioning.drivers.ssh import SshDriver
 from provisioning.stack.bundle import render_stack
-from provisioning.stack.discover import discover_script, parse_facts
+from provisioning.stack.discover import discover_env, discover_script, parse_facts
 from tests.conftest import missing_service
 from tests.provisioning.sshd import SshdUnavailable, start_sshd
 from tests.provisioning.stack.variants import L4, order
@@ -54,10 +54,10 @@ class Host:
             options={"host_key": self.sshd.host_public_key, "private_key_file": str(key),
                      "connect_timeout_s": 5, "test_host": True}))
 
-    def run(self, script: str, name: str) -> tuple[int, list[str]]:
+    def run(self, script: str, name: str, env=None) -> tuple[int, list[str]]:
         lines: list[str] = []
         result = self.driver.run(script, name=name, on_line=lines.append,
-                                 env={"TRAINYARD_TEST_HOST": "1"}, timeout_s=900)
+                                 env={"TRAINYARD_TEST_HOST": "1", **(env or {})}, timeout_s=900)
         return result.exit_status, lines
 
 
@@ -140,7 +140,7 @@ def test_a_two_host_cluster_gets_its_ranks_and_the_fabric_interface(hosts):
     nodes = [h.node for h in hosts]
     for rank, host in enumerate(hosts):
         stack0 = render_stack(order=order("ddp", sku=L4), node=host.node, nodes=nodes)
-        status, lines = host.run(discover_script(stack0.inputs), "stack_discover")
+        status, lines = host.run(discover_script(), "stack_discover", env=discover_env(stack0.inputs))
         assert status == 0, lines
         facts = parse_facts(lines)
         assert facts.socket_ifname == "lo"  # the interface that holds 127.0.0.1

@@ -158,7 +158,7 @@ def test_discovery_lists_every_infiniband_port_and_leaves_ethernet_ports_out(tmp
     NCCL_IB_HCA. A down InfiniBand port is listed: the preflight fails naming it."""
     import subprocess
 
-    from provisioning.stack.discover import discover_script, parse_facts
+    from provisioning.stack.discover import discover_env, discover_script, parse_facts
 
     for hca, layer, state in (("mlx5_0", "InfiniBand", "4: ACTIVE"), ("mlx5_1", "Ethernet", "4: ACTIVE"),
                               ("mlx5_2", "InfiniBand", "1: DOWN")):
@@ -174,9 +174,9 @@ def test_discovery_lists_every_infiniband_port_and_leaves_ethernet_ports_out(tmp
     stack = render("ddp", {}, cluster=True)
     inputs = render_stack(order=order("ddp", network=("infiniband", 400)), node=CLUSTER[1],
                           nodes=CLUSTER, facts=IB_FACTS).inputs
-    done = subprocess.run(["bash", "-c", discover_script(inputs)], capture_output=True, text=True,
+    done = subprocess.run(["bash", "-c", discover_script()], capture_output=True, text=True,
                           env={"PATH": f"{bin_dir}:/usr/bin:/bin",
-                               "TRAINYARD_SYSFS": str(tmp_path / "sys")})
+                               "TRAINYARD_SYSFS": str(tmp_path / "sys"), **discover_env(inputs)})
     assert done.returncode == 0, done.stdout + done.stderr
     facts = parse_facts(done.stdout.splitlines())
     assert facts.socket_ifname == "ib0" and facts.ib_hcas == ("mlx5_0:1", "mlx5_2:1")

@@ -325,13 +325,3 @@ def importlib_spec(name):
     return importlib.util.find_spec(name)
 
 
-@pytest.mark.parametrize("name", ["ddp-single-empty-plan", "ddp-cluster-ib-rank1",
-                                  "fsdp-cluster-eth-hybrid", "ddp-test-host-cluster"])
-def test_the_discovery_script_passes_shellcheck(name, tmp_path):
-    from provisioning.stack.discover import discover_script
-
-    path = tmp_path / "discover.sh"
-    path.write_text(discover_script(VARIANTS[name].inputs))
-    done = subprocess.run([shellcheck(), "--severity=style", str(path)], capture_output=True,
-                          text=True)
-    assert done.returncode == 0, done.stdout

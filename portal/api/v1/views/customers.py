@@ -71,13 +71,14 @@ class CustomerDetailView(APIView):
         _, customer = _customer(request, slug)
         return Response(so.CustomerOutputSerializer(customer).data)
 
-    @extend_schema(operation_id="customers_update", request=so.CustomerUpdateSerializer,
+    @extend_schema(operation_id="customers_update", request=so.CustomerUpdateSerializer(partial=True),
                    examples=ex.CUSTOMER_RENAME,
                    responses={200: so.CustomerOutputSerializer}, summary="Rename a customer")
     def patch(self, request, slug: str):
         reseller, customer = _customer(request, slug)
         require_org_admin(request.user, reseller, what="rename customers")
-        data = so.CustomerUpdateSerializer(data=request.data)
+        data = so.CustomerUpdateSerializer(data=request.data, partial=True)  # PATCH: what is sent
         data.is_valid(raise_exception=True)
-        customer = customer_update(customer=customer, name=data.validated_data["name"])
+        if "name" in data.validated_data:
+            customer = customer_update(customer=customer, name=data.validated_data["name"])
         return Response(so.CustomerOutputSerializer(customer).data)

@@ -1,0 +1,99 @@
+"""Where schemathesis (`--checks all`) found the API answering otherwise than its schema says:
+each case now agrees, refused with a problem (or accepted) as the schema states."""
+
+import pytest
+import yaml
+
+from portal.sizing.recommend.types import MAX_TOKENS
+from portal.webhooks.services import endpoint_create
+from tests.api.conftest import assert_problem, key_client
+from tests.factories import make_order
+
+ESTIMATE = {"model": "llama-3.1-8b", "sku": "8x-h100-sxm-80gb", "training": {"seq_len": 4096},
+            "parallel": {"dp": 8, "sharding": "zero3"}}
+
+
+@pytest.fixture
+def reseller_api(people, catalog):
+    return key_client(people.reseller)
+
+
+def _schema(client) -> dict:
+    return yaml.safe_load(client.get("/api/schema/").content)
+
+
+@pytest.mark.parametrize("limit", ["null", "0", "201", "-1", "2.5", "two"])
+def test_a_limit_the_schema_forbids_is_a_400_not_the_default_page(reseller_api, limit):
+    for path in ("/api/v1/orders", "/api/v1/quotes", "/api/v1/webhooks", "/api/v1/api-keys"):
+        problem = assert_problem(reseller_api.get(f"{path}?limit={limit}"), 400)
+        assert "from 1 to 200" in problem["errors"]["limit"][0]
+
+
+def test_a_limit_given_twice_is_a_400_and_one_in_range_pages(reseller_api, people):
+    assert_problem(reseller_api.get("/api/v1/orders?limit=1&limit=2"), 400)
+    make_order(people.client_org)
+    make_order(people.client_org)
+    page = reseller_api.get("/api/v1/orders?limit=1").json()
+    assert len(page["results"]) == 1 and page["next"]
+
+
+def test_the_schema_states_the_limit_range_and_the_path_patterns(reseller_api):
+    schema = _schema(reseller_api)
+    orders = schema["paths"]["/api/v1/orders"]["get"]["parameters"]
+    (limit,) = [p for p in orders if p["name"] == "limit"]
+    assert limit["schema"] == {"type": "integer", "minimum": 1, "maximum": 200}
+    (reference,) = schema["paths"]["/api/v1/orders/{reference}"]["get"]["parameters"]
+    assert reference["schema"]["pattern"] == "^[A-Z]{1,2}-[0-9A-F]{8}$"
+    (slug,) = schema["paths"]["/api/v1/customers/{slug}"]["get"]["parameters"]
+    assert slug["schema"]["pattern"] == "^[-a-zA-Z0-9_]+$"
+
+
+@pytest.mark.parametrize("path", ["/api/v1/orders/o-1234abcd", "/api/v1/quotes/Q-123",
+                                  "/api/v1/webhooks/WH-12345678x", "/api/v1/api-keys/XYZ/revoke",
+                                  "/api/v1/customers/a%20b"])
+def test_a_path_that_names_no_object_by_its_pattern_is_a_problem_404(reseller_api, path):
+    call = reseller_api.post if path.endswith("/revoke") else reseller_api.get
+    assert_problem(call(path), 404)
+
+
+def test_an_empty_customer_filter_lists_every_customer_as_the_schema_now_says(reseller_api, people):
+    make_order(people.client_org)
+    everything = reseller_api.get("/api/v1/orders").json()["results"]
+    assert reseller_api.get("/api/v1/orders?customer=").json()["results"] == everything
+    parameters = _schema(reseller_api)["paths"]["/api/v1/orders"]["get"]["parameters"]
+    (customer,) = [p for p in parameters if p["name"] == "customer"]
+    assert "minLength" not in customer["schema"]
+
+
+def test_patch_renames_only_what_is_sent(reseller_api, people):
+    slug = people.client_org.slug
+    unchanged = reseller_api.patch(f"/api/v1/customers/{slug}", {}, format="json")
+    assert unchanged.status_code == 200, unchanged.content
+    assert unchanged.json()["name"] == people.client_org.name
+    renamed = reseller_api.patch(f"/api/v1/customers/{slug}", {"name": "Renamed Ltd"}, format="json")
+    assert renamed.json()["name"] == "Renamed Ltd"
+
+
+@pytest.mark.parametrize("enabled", [0, 1, "true", "yes", None])
+def test_a_webhook_flag_is_json_true_or_false_only(reseller_api, people, enabled):
+    endpoint, _secret = endpoint_create(organisation=people.reseller, url="https://hooks.example.com/in")
+    response = reseller_api.patch(f"/api/v1/webhooks/{endpoint.reference}", {"enabled": enabled},
+                                  format="json")
+    assert "enabled" in assert_problem(response, 400)["errors"]
+    endpoint.refresh_from_db()
+    assert endpoint.enabled is True  # nothing changed
+    turned_off = reseller_api.patch(f"/api/v1/webhooks/{endpoint.reference}", {"enabled": False},
+                                    format="json")
+    assert turned_off.status_code == 200 and turned_off.json()["enabled"] is False
+
+
+@pytest.mark.parametrize("tokens", [MAX_TOKENS + 1, "1e12", True])
+def test_train_tokens_past_the_maximum_or_not_a_number_is_refused(reseller_api, tokens):
+    response = reseller_api.post("/api/v1/estimates", {**ESTIMATE, "train_tokens": tokens}, format="json")
+    assert "train_tokens" in assert_problem(response, 400)["errors"]
+
+
+def test_train_tokens_in_range_is_estimated(reseller_api):
+    response = reseller_api.post("/api/v1/estimates", {**ESTIMATE, "train_tokens": 1e12}, format="json")
+    assert response.status_code == 200, response.content
+    assert response.json()["compute"]["train_tokens"] == 1e12

@@ -21,6 +21,7 @@ from provisioning.transitions import node_transition
 from provisioning.webhooks import UNREACHABLE, UNREACHABLE_TEXT, health_degraded_publish
 
 TEST_HOST_NOTE = "declared test host: no GPUs by declaration, GPU checks skipped"
+NOT_AVAILABLE = "not available in its imaging engine: "
 # Above this a GPU is too hot: the periodic health check reports it and acceptance fails it.
 MAX_GPU_TEMPERATURE_C = 85.0
 
@@ -58,11 +59,20 @@ def unreachable_diagnosis(node: Node, message: str) -> str:
 
 
 def node_health_check(*, node: Node) -> HealthCheck:
-    """Asks the node's driver for GPU health and stores what it said (I/O: call from a task)."""
+    """Asks the node's driver for GPU health and stores what it said (I/O: call from a task). A
+    node waiting to enter stock whose imaging engine erases it has no system of ours to ask: the
+    engine's word that it is available stands in (its GPUs are checked by each order's
+    acceptance)."""
     node = Node.objects.select_related("sku__gpu").get(pk=node.pk)
     expected = node.sku.gpu_count
     try:
-        report = driver_for(node).health()
+        driver = driver_for(node)
+        engine = driver.engine_check() if node.state in CHECK_WAITING_STATES else None
+        if engine is not None:
+            problems = [] if engine.available else [f"{NOT_AVAILABLE}{engine.text}"]
+            return _record(node, dict(ok=engine.available, expected_gpu_count=expected,
+                                      problems=problems, raw=engine.text[:20000]))
+        report = driver.health()
     except DriverError as exc:
         _tell_operators_if_new(node, [f"{UNREACHABLE}{unreachable_diagnosis(node, exc.message)}"])
         return _record(node, dict(ok=False, expected_gpu_count=expected, problems=[UNREACHABLE_TEXT],
@@ -110,6 +120,13 @@ def node_accept_if_healthy(*, node: Node, by) -> HealthCheck:
     if move is None or not check.ok:
         return check  # accepted, or taken elsewhere, meanwhile; or not healthy
     driver = driver_for(node)
+    try:
+        engine = driver.engine_check()
+    except DriverError:
+        return check  # the engine answered the check a moment ago: the next check decides
+    if engine is not None:  # erased by its engine at each hand-back: no baseline to record
+        node_transition(node=node, name=move, by=by, note=f"available in its imaging engine: {engine.text}")
+        return check
     try:
         entries = baseline_record(node=node, driver=driver)
     except DriverError as exc:

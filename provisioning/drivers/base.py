@@ -150,6 +150,17 @@ class DeployFacts:
 
 
 @dataclass(frozen=True)
+class EngineCheck:
+    """What an imaging engine says of a machine in its pool, with no OS of ours on it: whether it
+    is cleaned and free to deploy (Ironic ``available``, MAAS ``Ready``; not in maintenance),
+    in the engine's own words. Nodes an engine erases enter and return to stock on this, not on
+    an SSH check of a system that is not there."""
+
+    available: bool
+    text: str
+
+
+@dataclass(frozen=True)
 class OptionsSchema:
     """What a driver reads of a node besides its address, declared by the driver: the enrol form
     and its checks, the node page and the stack inputs ask this, never the driver's name."""
@@ -179,6 +190,11 @@ class NodeDriver(Protocol):
         """Hands the node back after a tenant. With ``erase`` an imaging engine erases the disks
         itself (Ironic's cleaning, MAAS's erase) and this answers True; a driver that cannot
         answers False, and the pipeline's sanitise script cleans the node."""
+        ...
+
+    def engine_check(self) -> EngineCheck | None:
+        """The engine's word on a machine in its pool; None where no engine erases this node
+        (it is checked, baselined and attested over SSH)."""
         ...
 
     def run(self, script: str, *, name: str, on_line: LineCallback,

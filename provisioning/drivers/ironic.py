@@ -70,6 +70,7 @@ from provisioning.drivers.base import (
     POWER_ACTIONS,
     DeployFacts,
     DriverError,
+    EngineCheck,
     ExecutionStopped,
     HealthReport,
     LineCallback,
@@ -248,6 +249,15 @@ class IronicDriver:
     # --- more than the protocol -------------------------------------------------------------
     def engine_state(self) -> EngineState:
         return _state(self._call(lambda bm: bm.get_node(self.node_ident)))
+
+    def engine_check(self) -> EngineCheck | None:
+        """Ironic's word: ``available`` (cleaned) and not in maintenance. A declared test host is
+        a stand-in sshd host, checked over SSH like one."""
+        if self.test_host:
+            return None
+        state = self.engine_state()
+        return EngineCheck(available=state.provision_state == "available" and not state.maintenance,
+                           text=state.text)
 
     @property
     def ssh(self) -> SshDriver:

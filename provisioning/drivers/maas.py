@@ -51,6 +51,7 @@ from provisioning.drivers.base import (
     POWER_ACTIONS,
     DeployFacts,
     DriverError,
+    EngineCheck,
     ExecutionStopped,
     HealthReport,
     LineCallback,
@@ -188,6 +189,12 @@ class MaasDriver:
                    after=after, what="release", fenced=False)
         on_line(f"MAAS: {sid} is Ready again")
         return erase
+
+    def engine_check(self) -> EngineCheck | None:
+        """MAAS's word: the machine is Ready (released and erased as its wipe method says)."""
+        sid = self._require_system_id()
+        status = self.api.machine(sid).get("status_name") or "unknown"
+        return EngineCheck(available=status == READY, text=f"MAAS: {sid} is {status}")
 
     def run(self, script: str, *, name: str, on_line: LineCallback,
             env: Mapping[str, str] | None = None, timeout_s: float = 1800) -> RunResult:

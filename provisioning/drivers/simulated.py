@@ -42,6 +42,7 @@ from provisioning.drivers.base import (
     POWER_ACTIONS,
     DeployFacts,
     DriverError,
+    EngineCheck,
     ExecutionStopped,
     GpuReading,
     HealthReport,
@@ -129,6 +130,15 @@ class SimulatedDriver:
         # an imaging engine's new host keys, when a test asks for them (option host_keys_after_deploy)
         return DeployFacts(image=image, installed=True,
                            host_keys=tuple(self.options.get("host_keys_after_deploy") or ()))
+
+    def engine_check(self) -> EngineCheck | None:
+        """With option ``engine_erases``: an engine whose pool holds the machine, cleaned (or, with
+        ``engine_unavailable``, one that reports it in maintenance)."""
+        if not self.options.get("engine_erases"):
+            return None
+        if self.options.get("engine_unavailable"):
+            return EngineCheck(available=False, text="simulated engine: in maintenance")
+        return EngineCheck(available=True, text="simulated engine: available")
 
     def release(self, *, erase: bool, on_line: LineCallback) -> bool:
         """Like an imaging engine with option ``engine_erases``; otherwise the sanitise script."""

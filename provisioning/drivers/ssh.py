@@ -242,6 +242,9 @@ class SshDriver:
         """No engine behind an ssh node: the sanitise script cleans it."""
         return False
 
+    def engine_check(self) -> None:
+        return None
+
     def run(self, script: str, *, name: str, on_line: LineCallback,
             env: Mapping[str, str] | None = None, timeout_s: float = 1800) -> RunResult:
         body = _exports(env or {})

@@ -5,6 +5,7 @@ such an engine when its options ask; the ssh driver has none (tests/provisioning
 
 from provisioning.drivers.simulated import read_journal
 from provisioning.fulfilment import order_request_termination
+from provisioning.health import node_accept_if_healthy
 from provisioning.models import StepRun
 from tests.factories import H100_SKU, approved_order, drain, make_node
 from tests.provisioning.sshd import generate_ed25519
@@ -54,3 +55,49 @@ def test_without_an_engine_the_sanitise_script_cleans(catalog, people, sim_dir):
     sanitise = _terminate(people, approved_order(people))
     done = [e["name"] for e in read_journal(node.hostname, sim_dir) if e["event"] == "ok"]
     assert sanitise.result["erased_by_engine"] is False and "sanitise" in done and "release" not in done
+
+
+def test_an_engine_erased_node_is_attested_and_restocked_on_the_engines_word(catalog, people, sim_dir):
+    """No system of ours is left on an erased machine: attest and ready read the engine, not SSH
+    (here the machine's own health answer fails once it is handed back)."""
+    node = make_node(sku=H100_SKU, state_dir=sim_dir, engine_erases=True)
+    order = approved_order(people)
+    drain(order.runs.get().pk)
+    node.refresh_from_db()
+    node.driver_options["fail"] = {"health": {"permanent": "no system on an erased machine"}}
+    node.save(update_fields=["driver_options"])
+    order_request_termination(order=order, by=people.alice)
+    run = order.runs.get(kind="terminate")
+    drain(run.pk)
+    node.refresh_from_db()
+    assert node.state == "ready"
+    attest = run.steps.get(step="attest")
+    assert attest.result["clean"] is True and attest.result["by_engine"] == "simulated engine: available"
+    note = node.events.get(transition="attest").note
+    assert note == "erased by its imaging engine; simulated engine: available"
+    assert "checked by the next order's acceptance" in "\n".join(
+        run.steps.get(step="ready").log_lines.values_list("text", flat=True))
+
+
+def test_a_node_its_engine_does_not_report_available_stays_out_of_stock(catalog, people, sim_dir):
+    node = make_node(sku=H100_SKU, state_dir=sim_dir, engine_erases=True, engine_unavailable=True)
+    order = approved_order(people)
+    _terminate(people, order)
+    node.refresh_from_db()
+    attest = order.runs.get(kind="terminate").steps.get(step="attest")
+    assert node.state == "failed_attest" and attest.status == "failed"
+    assert "does not report it cleaned and available: simulated engine: in maintenance" in attest.error
+
+
+def test_an_engine_node_enters_stock_on_the_engines_word_without_a_baseline(catalog, people, sim_dir):
+    available = make_node(sku=H100_SKU, state_dir=sim_dir, state="enrolled", engine_erases=True)
+    held = make_node(sku=H100_SKU, state_dir=sim_dir, state="enrolled", engine_erases=True,
+                     engine_unavailable=True)
+    assert node_accept_if_healthy(node=available, by=people.olga).ok is True
+    available.refresh_from_db()
+    assert available.state == "ready" and available.baseline_at is None
+    assert "available in its imaging engine" in available.events.get(transition="accept").note
+    check = node_accept_if_healthy(node=held, by=people.olga)
+    held.refresh_from_db()
+    assert held.state == "enrolled" and check.ok is False
+    assert check.problems == ["not available in its imaging engine: simulated engine: in maintenance"]

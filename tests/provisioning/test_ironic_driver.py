@@ -354,3 +354,20 @@ def test_no_secret_reaches_a_log_line_or_an_error(ironic_admin, ironic_driver_fo
     text = "\n".join(lines) + repr(driver)
     assert "PRIVATE KEY" not in text and private_host_key not in text
     assert ironic_admin.server.htpasswd[1] not in text
+
+
+def test_the_engines_word_on_a_machine_in_its_pool(ironic_admin, ironic_driver_for):
+    """What attest, ready and stock acceptance read for an Ironic node (no system of ours on it)."""
+    node = ironic_admin.enrol()
+    driver = ironic_driver_for(node["uuid"], fence=Fence(1), test_host=False)
+    available = driver.engine_check()
+    assert available.available is True and available.text.startswith("ironic: available")
+    driver.deploy_os(image=TEST_IMAGE, on_line=print)
+    deployed = driver.engine_check()
+    assert deployed.available is False and deployed.text.startswith("ironic: active")
+    ironic_driver_for(node["uuid"], fence=Fence(2), test_host=False).release(erase=True, on_line=print)
+    ironic_admin.maintenance(node["uuid"], "fan 3 loud")
+    held = driver.engine_check()
+    assert held.available is False and "maintenance: fan 3 loud" in held.text
+    # A declared test host is a stand-in sshd host: checked over SSH like one.
+    assert ironic_driver_for(node["uuid"], fence=Fence(3)).engine_check() is None

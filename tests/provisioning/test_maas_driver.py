@@ -198,6 +198,16 @@ def test_a_released_machine_is_not_released_again(maas):
     assert maas.requests("release") == []
 
 
+def test_the_engines_word_is_the_machines_status(maas):
+    """What attest, ready and stock acceptance read for a MAAS node: Ready is available."""
+    driver = _driver(maas.url, fence=Fence(1))
+    ready = driver.engine_check()
+    assert ready.available is True and ready.text == "MAAS: 4y3h7n is Ready"
+    driver.deploy_os(image="ubuntu-24.04-cuda-12.8", on_line=lambda line: None)
+    deployed = driver.engine_check()
+    assert deployed.available is False and deployed.text == "MAAS: 4y3h7n is Deployed"
+
+
 def test_a_newer_execution_stops_an_older_one_and_deploys_never_overlap(maas):
     _, host_key = generate_ed25519()
     maas.status = "Deploying"

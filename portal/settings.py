@@ -69,6 +69,7 @@ INSTALLED_APPS = [
     "portal.quotes",
     "portal.orders",
     "portal.webhooks",
+    "portal.billing",
     "provisioning",
     "portal.api",
     "axes",
@@ -541,3 +542,7 @@ CELERY_BEAT_SCHEDULE |= {
                        "retention-sessions-and-login-logs": "accounts.retention",
                        "retention-quotes": "orders.retention"}.items()
 }
+
+# --- Billing (portal.billing; docs/operations.md "Billing") ---
+# Usage is billed by started units of this many seconds (3600: by the started hour, as quoted).
+BILLING_GRANULARITY_S = env_int("BILLING_GRANULARITY_S", 3600, minimum=60)

@@ -18,6 +18,7 @@ from portal.quotes.models import Quote
 from portal.quotes.services import quote_create
 from provisioning.approvals import order_approve_automatically
 from provisioning.enqueue import enqueue_run_start
+from provisioning.metering import order_meter
 from provisioning.models import Node, ProvisioningRun
 from provisioning.runs import run_create, runs_cancel
 from provisioning.states import NodeState, RunKind, RunStatus
@@ -69,6 +70,7 @@ def order_request_termination(*, order: Order, by, note: str = "") -> Order:
     require_order_access(by, order.organisation_id)
     with transaction.atomic():
         order_transition(order=order, name="request_termination", by=by, note=note)
+        order_meter(order=order, cause="termination requested")  # billing stops here
         termination_start(order=order, by=by)
     order.refresh_from_db()
     return order
@@ -88,6 +90,7 @@ def termination_start(*, order: Order, by=None) -> ProvisioningRun | None:
     run = nodes_release(order=order, by=by)
     if run is None:
         order_transition(order=order, name="finish_termination", note="no node was assigned")
+        order_meter(order=order, cause="hand-back done")
     return run
 
 

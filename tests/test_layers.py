@@ -1,8 +1,8 @@
 """The house is one-way: each layer imports only the layers below it (docs/architecture.md).
 
-core ← accounts ← webhooks ← catalog ← sizing ← quotes ← orders ← billing ← provisioning. Views, API views, admin,
-URL confs, template tags and management commands sit on top and may import any layer. The
-check reads every import in the source (module level and inside functions, so an import moved
+core ← accounts ← webhooks ← catalog ← sizing ← quotes ← orders ← billing ← provisioning. Views,
+API views, admin, URL confs, template tags and management commands sit on top and may import any
+layer. The check reads every import in the source (module level and inside functions, so an import moved
 into a function to dodge a cycle is caught too), and the import graph has no cycle, neither at
 module level nor through imports inside functions.
 """

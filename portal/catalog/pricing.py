@@ -219,7 +219,9 @@ def _month_start(moment):
 
 def _next_month(moment):
     start = _month_start(moment)
-    return start.replace(year=start.year + 1, month=1) if start.month == 12 else start.replace(month=start.month + 1)
+    if start.month == 12:
+        return start.replace(year=start.year + 1, month=1)
+    return start.replace(month=start.month + 1)
 
 
 def _micros(delta) -> int:

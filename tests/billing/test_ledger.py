@@ -23,8 +23,6 @@ from provisioning.storage.services import buckets_delete_expired
 from provisioning.storage.states import BucketState
 from tests.factories import H100_SKU, approved_order, drain, make_node, make_order
 
-UTC_ = UTC
-
 
 def at(*args) -> datetime:
     return datetime(*args, tzinfo=UTC)
@@ -146,7 +144,8 @@ class TestPricedAsQuoted:
         usage_sync(order=order, nodes={1: "gpu-1"}, storage=False, at=at(2026, 10, 20), cause="t")
         usage_sync(order=order, nodes={}, storage=False, at=at(2026, 12, 10), cause="t")
         assert 720 * order.price_hourly > order.price_monthly  # the cap matters for this size
-        costs = [order_cost(order, at=at(2026, m, d, 23, 59)).so_far for m, d in ((10, 31), (11, 30), (12, 31))]
+        costs = [order_cost(order, at=at(2026, m, d, 23, 59)).so_far
+                 for m, d in ((10, 31), (11, 30), (12, 31))]
         assert costs[1] == order.price_monthly
         assert costs[0] == min(12 * 24 * order.price_hourly, order.price_monthly)
         assert costs[2] == min(9 * 24 * order.price_hourly, order.price_monthly)

@@ -22,6 +22,7 @@ urlpatterns = [
     path("catalog/", include("portal.catalog.urls")),
     path("sizing/", include("portal.sizing.urls")),
     path("orders/", include("portal.orders.urls")),
+    path("billing/", include("portal.billing.urls")),
     path("configure/", include("portal.quotes.urls")),
     path("ops/", include("provisioning.urls")),
     path("api/v1/", include("portal.api.v1.urls")),

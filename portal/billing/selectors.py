@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 from django.conf import settings
@@ -16,7 +16,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from portal.billing.models import UsageInterval
-from portal.catalog.pricing import Metered, metered_charges, money
+from portal.catalog.pricing import Metered, job_price, metered_charges, money
+from portal.orders.models import Order
 
 ZERO = Decimal("0.00")
 
@@ -124,3 +125,97 @@ def usage_costs(*, order_ids=None, organisation_id: int | None = None,
 def order_cost(order, *, at: datetime | None = None) -> OrderCost:
     costs = usage_costs(order_ids=[order.pk], at=at)
     return costs[0] if costs else OrderCost(order.pk)
+
+
+def month_parse(text: str, *, now: datetime | None = None) -> Period:
+    """``YYYY-MM`` (a past or the current month), ValueError with a message otherwise."""
+    current = month_of(now or timezone.now())
+    try:
+        moment = datetime.strptime(text, "%Y-%m").replace(tzinfo=UTC)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a month: write it as YYYY-MM, e.g. "
+                         f"{current.start:%Y-%m}.") from None
+    if moment > current.start:
+        raise ValueError(f"{text} has not begun: usage is known up to {current.start:%Y-%m}.")
+    return month_of(moment)
+
+
+def as_of(period: Period, *, now: datetime | None = None) -> datetime:
+    """The instant a month's usage is read at: now for the current month, its last instant
+    (everything it billed) for a past one."""
+    now = (now or timezone.now()).astimezone(UTC)
+    return min(now, period.end - timedelta(microseconds=1))
+
+
+@dataclass(frozen=True)
+class OrderSummary:
+    period: Period
+    cost: OrderCost
+    lifetime: Decimal  # every month since hand-over, to now
+    estimate: Decimal | None  # the sizing wizard's price of the job (its plan's training hours)
+    estimate_hours: int | None
+
+
+def order_summary(order, *, at: datetime | None = None) -> OrderSummary:
+    """This month's cost so far and forecast, the whole order's cost to now, and beside it the
+    price the sizing wizard estimated for the job (when it was sized in the wizard)."""
+    at = (at or timezone.now()).astimezone(UTC)
+    rows = list(UsageInterval.objects.filter(order=order, started_at__lt=at)
+                .order_by("kind", "meter", "started_at"))
+    lifetime = Decimal(0)
+    by_meter = defaultdict(list)
+    for row in rows:
+        by_meter[(row.kind, row.meter)].append(row)
+    for meter_rows in by_meter.values():
+        stretches = [Metered(r.started_at.astimezone(UTC), min(r.ended_at or at, at).astimezone(UTC),
+                             r.hourly, r.monthly, r.share) for r in meter_rows]
+        charges = metered_charges([s for s in stretches if s.end > s.start],
+                                  granularity_s=settings.BILLING_GRANULARITY_S)
+        lifetime += sum((money(c.total) for c in charges), Decimal(0))
+    estimate = hours = None
+    train_hours = (order.plan or {}).get("train_hours")
+    if isinstance(train_hours, int | float) and train_hours >= 0:
+        job = job_price(hourly_usd=order.price_hourly, monthly_usd=order.price_monthly,
+                        train_hours=float(train_hours))
+        estimate, hours = job.total_usd, job.billed_hours
+    return OrderSummary(month_of(at), order_cost(order, at=at), money(lifetime), estimate, hours)
+
+
+@dataclass(frozen=True)
+class OrganisationUsage:
+    period: Period
+    orders: list[tuple[object, OrderCost]]  # (order, its cost), most expensive first
+
+    @property
+    def so_far(self) -> Decimal:
+        return money(sum((c.so_far for _, c in self.orders), ZERO))
+
+    @property
+    def forecast(self) -> Decimal:
+        return money(sum((c.forecast for _, c in self.orders), ZERO))
+
+    @property
+    def storage(self) -> Decimal:
+        return money(sum((c.storage for _, c in self.orders), ZERO))
+
+    @property
+    def servers(self) -> Decimal:
+        return money(self.so_far - self.storage)
+
+
+def organisation_usage(organisation, *, period: Period | None = None,
+                       now: datetime | None = None) -> OrganisationUsage:
+    """An organisation's month by order, node and storage (default: the current month)."""
+    period = period or month_of(now or timezone.now())
+    costs = usage_costs(organisation_id=organisation.pk, at=as_of(period, now=now))
+    orders = Order.objects.in_bulk([c.order_id for c in costs])
+    rows = sorted(((orders[c.order_id], c) for c in costs), key=lambda pair: -pair[1].so_far)
+    return OrganisationUsage(period, rows)
+
+
+def recent_months(current: Period, count: int = 12) -> list[Period]:
+    """``current`` and the ``count - 1`` months before it, newest first."""
+    months = [current]
+    while len(months) < count:
+        months.append(month_of(months[-1].start - timedelta(microseconds=1)))
+    return months

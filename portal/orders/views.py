@@ -21,6 +21,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from portal.accounts.selectors import organisations_for
+from portal.billing.selectors import order_summary
 from portal.core.keyset import keyset_page
 from portal.core.states import DomainError
 from portal.orders import services as order_services
@@ -48,6 +49,10 @@ from provisioning.storage.services import (
 )
 
 ORDERS_PER_PAGE = 25
+
+
+# Orders that were handed over: they have (or had) a cost.
+BILLED_STATES = frozenset({OrderState.ACTIVE, OrderState.TERMINATING, OrderState.TERMINATED})
 
 
 @login_required
@@ -184,6 +189,7 @@ def server_detail(request, reference: str):
         "is_staff": request.user.is_hosting_staff, "storage": storage_for(order),
         "stack_files": stack_downloads(order),
         "ssh_keys": order_ssh_keys(order),
+        "summary": order_summary(order),
     })
 
 
@@ -339,4 +345,5 @@ def _detail_context(request, order: Order) -> dict:
         "is_staff": staff,
         "retained": (retained_data_for(order)
                      if order.state in (OrderState.TERMINATING, OrderState.TERMINATED) else None),
+        "summary": order_summary(order) if order.state in BILLED_STATES else None,
     }

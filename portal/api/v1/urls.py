@@ -10,6 +10,7 @@ from portal.api.v1.views import (
     servers,
     sizing,
     ssh_keys,
+    usage,
     webhooks,
 )
 
@@ -57,4 +58,5 @@ urlpatterns = [
     path("webhooks/<str:reference>/test", webhooks.WebhookTestView.as_view(), name="webhook-test"),
     path("webhooks/<str:reference>/deliveries", webhooks.WebhookDeliveryListView.as_view(),
          name="webhook-deliveries"),
+    path("usage", usage.UsageView.as_view(), name="usage"),
 ]

@@ -49,6 +49,10 @@ class OrderCost:
         return money(sum((m.forecast for m in self.meters), ZERO))
 
     @property
+    def units(self) -> int:
+        return sum(m.units for m in self.meters)
+
+    @property
     def nodes(self) -> list[MeterCost]:
         return [m for m in self.meters if m.kind == UsageInterval.Kind.NODE]
 

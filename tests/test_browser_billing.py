@@ -1,0 +1,47 @@
+"""In real Chromium at phone and desktop width: the organisation's billing page and the cost card
+of the server page, with no console error; screenshots for a person to look at."""
+
+import os
+from datetime import UTC, timedelta
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+from playwright.sync_api import expect
+
+from portal.billing.selectors import month_of
+from portal.billing.services import usage_sync
+from portal.orders.states import OrderState
+from tests.browser_login import signed_in_page
+from tests.conftest import PAGE_TIMEOUT_MS
+from tests.factories import make_order
+
+WIDTHS = (390, 1280)
+SHOTS = Path(os.environ.get("TRAINYARD_SHOTS", "/tmp/trainyard-shots"))
+
+
+@pytest.mark.browser
+def test_the_billing_page_and_the_server_cost(live_server, browser, people, catalog):
+    now = timezone.now().astimezone(UTC)
+    start = max(now - timedelta(hours=5, minutes=20), month_of(now).start)
+    cluster = make_order(people.acme, state=OrderState.ACTIVE, node_count=2, network="ib-ndr-400g",
+                         plan={"model": "Llama", "train_hours": 30.0})
+    usage_sync(order=cluster, nodes={1: "gpu-h100-a01", 2: "gpu-h100-a02"}, storage=False, at=start,
+               cause="hand-over")
+    single = make_order(people.acme, state=OrderState.TERMINATED, sku="1x-l4-24gb")
+    usage_sync(order=single, nodes={3: "gpu-l4-07"}, storage=False, at=start, cause="hand-over")
+    usage_sync(order=single, nodes={}, storage=False, at=start + timedelta(hours=2), cause="end")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for width in WIDTHS:
+        context, page, errors = signed_in_page(browser, live_server.url, "alice", width=width,
+                                               timeout_ms=PAGE_TIMEOUT_MS)
+        page.goto(f"{live_server.url}/billing/")
+        expect(page.get_by_role("heading", name="Billing", exact=True)).to_be_visible()
+        expect(page.locator("#usage-table")).to_contain_text(cluster.reference)
+        expect(page.locator("#usage-table")).to_contain_text("gpu-l4-07")
+        page.screenshot(path=str(SHOTS / f"billing-{width}.png"), full_page=True)
+        page.goto(f"{live_server.url}/orders/{cluster.reference}/server/")
+        expect(page.locator("#order-cost")).to_contain_text("so far in")
+        page.locator("#order-cost").screenshot(path=str(SHOTS / f"server-cost-{width}.png"))
+        assert errors == [], errors
+        context.close()

@@ -546,3 +546,24 @@ CELERY_BEAT_SCHEDULE |= {
 # --- Billing (portal.billing; docs/operations.md "Billing") ---
 # Usage is billed by started units of this many seconds (3600: by the started hour, as quoted).
 BILLING_GRANULARITY_S = env_int("BILLING_GRANULARITY_S", 3600, minimum=60)
+# The issuer on invoices (copied onto each at issue) and its gapless number sequence's prefix.
+BILLING_ISSUER = {
+    "name": env_str("BILLING_ISSUER_NAME", "Trainyard GPU Hosting"),
+    "address": env_str("BILLING_ISSUER_ADDRESS", "Example Street 1\n10115 Berlin\nGermany"),
+    "country": env_str("BILLING_ISSUER_COUNTRY", "DE").upper(),
+    "vat_id": env_str("BILLING_ISSUER_VAT_ID", ""),
+    "email": env_str("BILLING_ISSUER_EMAIL", "billing@example.com"),
+}
+BILLING_NUMBER_PREFIX = env_str("BILLING_NUMBER_PREFIX", "TY")
+# Tax rate per customer country, COUNTRY=PERCENT,…; a country not listed: 0 (see docs/operations.md).
+try:
+    from portal.billing.tax import parse_rates  # pure: the same parser the invoices use
+
+    BILLING_TAX_RATES = parse_rates(env_str("BILLING_TAX_RATES", "DE=19"))
+except ValueError as exc:
+    raise ImproperlyConfigured(f"BILLING_TAX_RATES: {exc}") from None
+CELERY_BEAT_SCHEDULE |= {
+    # Drafts last month's invoices (idempotent: a second run changes nothing once drafted).
+    "billing-close-month": {"task": "billing.close_month", "schedule": 3600.0,
+                            "options": {"expires": 3600.0}},
+}

@@ -7,6 +7,8 @@ Charges are computed from them by ``portal.catalog.pricing.metered_charges``."""
 from django.db import models
 from django.db.models import Q
 
+from portal.core.models import TransitionEvent
+
 
 class UsageInterval(models.Model):
     class Kind(models.TextChoices):
@@ -43,3 +45,174 @@ class UsageInterval(models.Model):
 
     def __str__(self) -> str:
         return f"{self.order_id} {self.label} {self.started_at:%Y-%m-%d %H:%M}–{self.ended_at or '…'}"
+
+
+class BillingProfile(models.Model):
+    """Who an organisation's invoices are made out to (copied onto each invoice at issue)."""
+
+    organisation = models.OneToOneField("accounts.Organisation", on_delete=models.CASCADE,
+                                        related_name="billing_profile")
+    legal_name = models.CharField(max_length=200)
+    address = models.TextField(help_text="Street, postcode and city, one per line.")
+    country = models.CharField(max_length=2, help_text="ISO 3166 code, e.g. DE.")
+    vat_id = models.CharField(max_length=20, blank=True, help_text="EU VAT id, e.g. DE123456789.")
+    email = models.EmailField(blank=True, help_text="Where invoices go (default: the members).")
+
+    def __str__(self) -> str:
+        return self.legal_name
+
+
+class InvoiceNumberCounter(models.Model):
+    """The next number of one issuer's gapless sequence; locked (SELECT … FOR UPDATE) by the
+    transaction that finalises a document, so two finalisations never share or skip a number."""
+
+    issuer = models.CharField(max_length=40, unique=True)
+    last_number = models.PositiveIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.issuer}: {self.last_number}"
+
+
+class FinalisedDocument(Exception):
+    """An issued invoice or credit note does not change: correct it with a credit note."""
+
+
+class InvoiceQuerySet(models.QuerySet):
+    def update(self, **kwargs):
+        if self.filter(state=Invoice.State.ISSUED).exists():
+            raise FinalisedDocument("An issued invoice cannot be changed; issue a credit note.")
+        return super().update(**kwargs)
+
+    def delete(self):
+        if self.filter(state=Invoice.State.ISSUED).exists():
+            raise FinalisedDocument("An issued invoice cannot be deleted; issue a credit note.")
+        return super().delete()
+
+
+class Invoice(models.Model):
+    """A monthly invoice of one organisation, or a credit note correcting an issued invoice.
+    Drafts are reviewed by staff; finalising numbers it and copies the customer's and issuer's
+    details; from then on nothing of it changes (model, queryset, admin and API refuse)."""
+
+    class Kind(models.TextChoices):
+        INVOICE = "invoice", "Invoice"
+        CREDIT_NOTE = "credit_note", "Credit note"
+
+    class State(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        ISSUED = "issued", "Issued"
+
+    organisation = models.ForeignKey("accounts.Organisation", on_delete=models.PROTECT,
+                                     related_name="invoices")
+    kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.INVOICE)
+    period_start = models.DateField(help_text="The month billed (its first day, UTC).")
+    credit_for = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT,
+                                   related_name="credit_notes")
+    reason = models.TextField(blank=True, help_text="A credit note's reason, shown on it.")
+    state = models.CharField(max_length=8, choices=State.choices, default=State.DRAFT)
+    state_changed_at = models.DateTimeField(auto_now_add=True)
+    issuer = models.CharField(max_length=40)
+    number = models.CharField(max_length=40, null=True, blank=True, unique=True)
+    issued_at = models.DateTimeField(null=True, blank=True)
+    customer = models.JSONField(default=dict, blank=True, help_text="Copied at issue.")
+    issuer_details = models.JSONField(default=dict, blank=True, help_text="Copied at issue.")
+    currency = models.CharField(max_length=3, default="USD")
+    subtotal = models.DecimalField(max_digits=14, decimal_places=2, default=0)
+    tax_rate = models.DecimalField(max_digits=5, decimal_places=2, default=0)
+    tax = models.DecimalField(max_digits=14, decimal_places=2, default=0)
+    total = models.DecimalField(max_digits=14, decimal_places=2, default=0)
+    tax_note = models.TextField(blank=True, help_text="The wording the tax treatment requires.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = InvoiceQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-period_start", "-pk"]
+        constraints = [
+            # One invoice per organisation and month: a second close finds it.
+            models.UniqueConstraint(fields=["organisation", "period_start"],
+                                    condition=Q(kind="invoice"), name="invoice_one_per_month"),
+            models.CheckConstraint(condition=Q(state="draft") | Q(number__isnull=False),
+                                   name="invoice_issued_has_number"),
+            models.CheckConstraint(condition=Q(kind="invoice") | Q(credit_for__isnull=False),
+                                   name="credit_note_references_invoice"),
+        ]
+
+    def __str__(self) -> str:
+        return self.number or f"draft {self.get_kind_display().lower()} #{self.pk}"
+
+    def save(self, *args, **kwargs):
+        if self._stored_state() == self.State.ISSUED:
+            raise FinalisedDocument(f"{self} is issued and cannot be changed; issue a credit note.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        if self._stored_state() == self.State.ISSUED:
+            raise FinalisedDocument(f"{self} is issued and cannot be deleted.")
+        return super().delete(*args, **kwargs)
+
+    def _stored_state(self) -> str | None:
+        if self.pk is None:
+            return None
+        return type(self)._base_manager.filter(pk=self.pk).values_list("state", flat=True).first()
+
+    @property
+    def is_issued(self) -> bool:
+        return self.state == self.State.ISSUED
+
+
+class InvoiceLineQuerySet(models.QuerySet):
+    def _refuse_issued(self):
+        if self.filter(invoice__state=Invoice.State.ISSUED).exists():
+            raise FinalisedDocument("The lines of an issued invoice cannot be changed.")
+
+    def update(self, **kwargs):
+        self._refuse_issued()
+        return super().update(**kwargs)
+
+    def delete(self):
+        self._refuse_issued()
+        return super().delete()
+
+
+class InvoiceLine(models.Model):
+    invoice = models.ForeignKey(Invoice, on_delete=models.PROTECT, related_name="lines")
+    # What the line bills, unique per document: "<order id>:<node|storage>:<meter>" or "adj:<n>".
+    key = models.CharField(max_length=60)
+    order = models.ForeignKey("orders.Order", null=True, blank=True, on_delete=models.PROTECT,
+                              related_name="+")
+    description = models.CharField(max_length=300)
+    quantity = models.DecimalField(max_digits=12, decimal_places=2, default=0,
+                                   help_text="Billed hours (or 1 for an adjustment).")
+    amount = models.DecimalField(max_digits=14, decimal_places=2)
+    position = models.PositiveIntegerField(default=0)
+
+    objects = InvoiceLineQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["invoice_id", "position", "pk"]
+        constraints = [models.UniqueConstraint(fields=["invoice", "key"], name="invoice_line_once")]
+
+    def __str__(self) -> str:
+        return self.description
+
+    def save(self, *args, **kwargs):
+        if self._invoice_issued():
+            raise FinalisedDocument("The lines of an issued invoice cannot be changed.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        if self._invoice_issued():
+            raise FinalisedDocument("The lines of an issued invoice cannot be changed.")
+        return super().delete(*args, **kwargs)
+
+    def _invoice_issued(self) -> bool:
+        return Invoice._base_manager.filter(pk=self.invoice_id, state=Invoice.State.ISSUED).exists()
+
+
+class InvoiceEvent(TransitionEvent):
+    """The audit trail of a document: drafted, refreshed, finalised (who, when, note)."""
+
+    invoice = models.ForeignKey(Invoice, on_delete=models.CASCADE, related_name="events")
+    from_state = models.CharField(max_length=8, choices=Invoice.State.choices)
+    to_state = models.CharField(max_length=8, choices=Invoice.State.choices)

@@ -2,12 +2,15 @@
 forecast to the month's end. Anyone who sees the organisation sees it (others: 404)."""
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from portal.accounts.selectors import organisations_for, primary_organisation
+from portal.accounts.selectors import can_manage_api_keys, organisations_for, primary_organisation
+from portal.billing.documents import invoice_context, invoice_csv, invoice_pdf
+from portal.billing.models import Invoice
 from portal.billing.selectors import month_of, month_parse, organisation_usage, recent_months
 
 
@@ -34,4 +37,43 @@ def organisation_billing(request, slug: str):
     return render(request, "billing/organisation.html", {
         "organisation": organisation, "usage": organisation_usage(organisation, period=period),
         "error": error, "is_current": period == this_month, "months": recent_months(this_month),
+        "invoices": (Invoice.objects.filter(organisation=organisation, state=Invoice.State.ISSUED)[:24]
+                     if can_manage_api_keys(request.user, organisation) else None),
     }, status=400 if error else 200)
+
+
+def _issued_invoice(request, slug: str, number: str) -> Invoice:
+    """An issued document of an organisation the user sees (others: 404), for its admins (403
+    for its other members: a reseller's plain member)."""
+    organisation = get_object_or_404(organisations_for(request.user), slug=slug)
+    invoice = get_object_or_404(Invoice.objects.select_related("organisation", "credit_for"),
+                                organisation=organisation, number=number, state=Invoice.State.ISSUED)
+    if not can_manage_api_keys(request.user, organisation):
+        raise PermissionDenied(f"Only an admin of {organisation.name} can read its invoices.")
+    return invoice
+
+
+@login_required
+@require_GET
+def invoice_detail(request, slug: str, number: str):
+    invoice = _issued_invoice(request, slug, number)
+    return render(request, "billing/invoice.html", {
+        **invoice_context(invoice), "credit_notes": invoice.credit_notes.filter(state="issued")})
+
+
+@login_required
+@require_GET
+def invoice_pdf_download(request, slug: str, number: str):
+    invoice = _issued_invoice(request, slug, number)
+    response = HttpResponse(invoice_pdf(invoice), content_type="application/pdf")
+    response["Content-Disposition"] = f'attachment; filename="{invoice.number}.pdf"'
+    return response
+
+
+@login_required
+@require_GET
+def invoice_csv_download(request, slug: str, number: str):
+    invoice = _issued_invoice(request, slug, number)
+    response = HttpResponse(invoice_csv(invoice), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{invoice.number}.csv"'
+    return response

@@ -4,9 +4,11 @@ Rows are written by ``portal.billing.services`` in the transaction of the move t
 (hand-over, termination, a node failing or coming back, a price change, a bucket deleted).
 Charges are computed from them by ``portal.catalog.pricing.metered_charges``."""
 
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
+from portal.billing.tax import vat_id_problem
 from portal.core.models import TransitionEvent
 
 
@@ -60,6 +62,11 @@ class BillingProfile(models.Model):
 
     def __str__(self) -> str:
         return self.legal_name
+
+    def clean(self):
+        self.country = self.country.upper()
+        if self.vat_id and (problem := vat_id_problem(self.vat_id, self.country)):
+            raise ValidationError({"vat_id": problem})
 
 
 class InvoiceNumberCounter(models.Model):

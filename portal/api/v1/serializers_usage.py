@@ -51,3 +51,39 @@ class UsageSerializer(serializers.Serializer):
     cost_so_far = serializers.DecimalField(**MONEY, help_text="Excluding tax.")
     forecast = serializers.DecimalField(**MONEY)
     orders = OrderUsageSerializer(many=True)
+
+
+class InvoiceQuerySerializer(serializers.Serializer):
+    customer = serializers.SlugField(required=False,
+                                     help_text="A reseller's customer (its slug); default: your own "
+                                               "organisation.")
+
+
+class InvoiceLineSerializer(serializers.Serializer):
+    description = serializers.CharField()
+    order = serializers.CharField(source="order.reference", allow_null=True, default=None)
+    hours = serializers.DecimalField(source="quantity", max_digits=12, decimal_places=2)
+    amount = serializers.DecimalField(**MONEY)
+
+
+class InvoiceSerializer(serializers.Serializer):
+    number = serializers.CharField()
+    kind = serializers.ChoiceField(choices=["invoice", "credit_note"])
+    organisation = serializers.CharField(source="organisation.slug")
+    month = serializers.DateField(source="period_start", format="%Y-%m")
+    issued_at = serializers.DateTimeField()
+    credit_for = serializers.CharField(source="credit_for.number", allow_null=True, default=None,
+                                       help_text="The invoice a credit note corrects.")
+    reason = serializers.CharField(help_text="A credit note's reason.")
+    customer = serializers.DictField(child=serializers.CharField(allow_blank=True),
+                                     help_text="As issued: legal_name, address, country, vat_id.")
+    issuer = serializers.DictField(source="issuer_details",
+                                   child=serializers.CharField(allow_blank=True))
+    currency = serializers.CharField()
+    subtotal = serializers.DecimalField(**MONEY)
+    tax_rate = serializers.DecimalField(max_digits=5, decimal_places=2, help_text="Percent.")
+    tax = serializers.DecimalField(**MONEY)
+    total = serializers.DecimalField(**MONEY)
+    tax_note = serializers.CharField(help_text="The wording the tax treatment requires "
+                                               "(e.g. the reverse charge).")
+    lines = InvoiceLineSerializer(many=True)

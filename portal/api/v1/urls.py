@@ -4,6 +4,7 @@ from portal.api.v1.views import (
     catalog,
     customers,
     invitations,
+    invoices,
     keys,
     orders,
     quotes,
@@ -59,4 +60,7 @@ urlpatterns = [
     path("webhooks/<str:reference>/deliveries", webhooks.WebhookDeliveryListView.as_view(),
          name="webhook-deliveries"),
     path("usage", usage.UsageView.as_view(), name="usage"),
+    path("invoices", invoices.InvoiceListView.as_view(), name="invoices"),
+    path("invoices/<str:number>", invoices.InvoiceDetailView.as_view(), name="invoice"),
+    path("invoices/<str:number>/pdf", invoices.InvoicePdfView.as_view(), name="invoice-pdf"),
 ]

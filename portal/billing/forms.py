@@ -1,0 +1,11 @@
+from decimal import Decimal
+
+from django import forms
+
+
+class CreditNoteForm(forms.Form):
+    amount = forms.DecimalField(label="Amount to credit (USD, before tax)", min_value=Decimal("0.01"),
+                                max_digits=14, decimal_places=2)
+    reason = forms.CharField(label="Reason (the customer reads it)", max_length=500,
+                             widget=forms.Textarea(attrs={"rows": 2}),
+                             initial="Failed provisioning charged")

@@ -567,3 +567,8 @@ CELERY_BEAT_SCHEDULE |= {
     "billing-close-month": {"task": "billing.close_month", "schedule": 3600.0,
                             "options": {"expires": 3600.0}},
 }
+CELERY_BEAT_SCHEDULE |= {
+    # Spend alerts at 50/80/100 % of an organisation's limit (each sent once per month).
+    "billing-spend-check": {"task": "billing.spend_check", "schedule": 600.0,
+                            "options": {"expires": 600.0}},
+}

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from portal.billing.spend import spend_limit_reached
 from portal.core.states import DomainError
-from portal.orders.models import Order
+from portal.orders.models import Order, OrderEvent
 from portal.orders.services import order_place, order_send_for_approval, require_order_access
 from portal.orders.transitions import order_transition
 from portal.quotes.configuration import Configuration
@@ -32,7 +33,12 @@ def order_submit(*, order: Order, by) -> Order:
     """Draft → submitted → pending approval; approved at once where the SKU's policy allows it."""
     with transaction.atomic():
         decision = order_send_for_approval(order=order, by=by)
-        if decision.automatic:
+        if decision.automatic and spend_limit_reached(order.organisation):
+            OrderEvent.objects.create(order=order, transition="spend_hold",
+                                      from_state=order.state, to_state=order.state,
+                                      note="the organisation's monthly spend limit is reached: "
+                                           "the order waits for staff approval")
+        elif decision.automatic:
             order_approve_automatically(order=order, decision=decision)
     return order
 

@@ -9,3 +9,10 @@ class CreditNoteForm(forms.Form):
     reason = forms.CharField(label="Reason (the customer reads it)", max_length=500,
                              widget=forms.Textarea(attrs={"rows": 2}),
                              initial="Failed provisioning charged")
+
+
+class SpendLimitForm(forms.Form):
+    monthly_usd = forms.DecimalField(label="Monthly limit (USD, before tax)", required=False,
+                                     min_value=Decimal("1"), max_digits=12, decimal_places=2,
+                                     help_text="Alerts at 50, 80 and 100 %; from 100 % new orders "
+                                               "wait for our approval. Empty: no limit.")

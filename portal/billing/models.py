@@ -223,3 +223,39 @@ class InvoiceEvent(TransitionEvent):
     invoice = models.ForeignKey(Invoice, on_delete=models.CASCADE, related_name="events")
     from_state = models.CharField(max_length=8, choices=Invoice.State.choices)
     to_state = models.CharField(max_length=8, choices=Invoice.State.choices)
+
+
+class SpendLimit(models.Model):
+    """An organisation's monthly spend limit (USD, before tax): alerts at 50, 80 and 100 %, and
+    from 100 % its new orders wait for staff approval (running servers keep running)."""
+
+    organisation = models.OneToOneField("accounts.Organisation", on_delete=models.CASCADE,
+                                        related_name="spend_limit")
+    monthly_usd = models.DecimalField(max_digits=12, decimal_places=2)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.CheckConstraint(condition=Q(monthly_usd__gt=0),
+                                              name="spend_limit_positive")]
+
+    def __str__(self) -> str:
+        return f"{self.organisation}: {self.monthly_usd} USD/month"
+
+
+class SpendAlert(models.Model):
+    """One threshold reached in one month: sent once (the unique key)."""
+
+    organisation = models.ForeignKey("accounts.Organisation", on_delete=models.CASCADE,
+                                     related_name="spend_alerts")
+    month = models.DateField()
+    threshold = models.PositiveSmallIntegerField()
+    spent_usd = models.DecimalField(max_digits=14, decimal_places=2)
+    limit_usd = models.DecimalField(max_digits=12, decimal_places=2)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["organisation", "month", "threshold"],
+                                               name="spend_alert_once")]
+
+    def __str__(self) -> str:
+        return f"{self.organisation} {self.month:%Y-%m} {self.threshold} %"

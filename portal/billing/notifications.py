@@ -8,7 +8,7 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from portal.billing.models import BillingProfile, Invoice, InvoiceEvent
+from portal.billing.models import BillingProfile, Invoice, InvoiceEvent, SpendAlert
 from portal.core import mail
 from portal.webhooks.notifications import admin_emails
 
@@ -40,3 +40,19 @@ def invoice_issued_notify(*, invoice_id: int) -> int:
                                     to_state=invoice.state, note=f"e-mailed to {', '.join(to)} "
                                                                  f"at {timezone.now():%Y-%m-%d %H:%M}")
     return sent
+
+
+def spend_alert_notify(*, alert_id: int) -> int:
+    """The spend alert's e-mail to the organisation's admins (a redelivery may send it twice;
+    the alert itself is recorded once)."""
+    alert = SpendAlert.objects.select_related("organisation").filter(pk=alert_id).first()
+    if alert is None:
+        return 0
+    org = alert.organisation
+    lines = [f"{org.name} has spent {alert.spent_usd} USD in {alert.month:%B %Y} (UTC), "
+             f"{alert.threshold} % of its monthly limit of {alert.limit_usd} USD."]
+    if alert.threshold >= 100:
+        lines.append("New orders now wait for our staff's approval; running servers keep running.")
+    lines.append(f"Usage by order: {settings.SITE_URL}{reverse('billing:organisation', args=[org.slug])}")
+    return mail.send(subject=f"[Trainyard] Spend at {alert.threshold} % of your limit",
+                     body="\n\n".join(lines), to=admin_emails(org))

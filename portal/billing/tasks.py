@@ -4,7 +4,7 @@
 from celery import shared_task
 from django.utils import timezone
 
-from portal.billing import invoices
+from portal.billing import invoices, spend
 from portal.billing.mail_tasks import invoice_issued_notify_task  # noqa: F401 (registered with the worker)
 
 
@@ -12,3 +12,8 @@ from portal.billing.mail_tasks import invoice_issued_notify_task  # noqa: F401 (
 def close_month_task() -> int:
     """Drafts last month's invoices; idempotent, so the hourly beat may run it any number of times."""
     return len(invoices.month_close(period=invoices.previous_month(timezone.now())))
+
+
+@shared_task(name="billing.spend_check", acks_late=True)
+def spend_check_task() -> int:
+    return spend.spend_check_all()

@@ -2,15 +2,18 @@
 of the server page, with no console error; screenshots for a person to look at."""
 
 import os
-from datetime import UTC, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from portal.billing import invoices
+from portal.billing.models import BillingProfile, Invoice
 from portal.billing.selectors import month_of
 from portal.billing.services import usage_sync
+from portal.billing.spend import spend_limit_set
 from portal.orders.states import OrderState
 from tests.browser_login import signed_in_page
 from tests.conftest import PAGE_TIMEOUT_MS
@@ -43,5 +46,36 @@ def test_the_billing_page_and_the_server_cost(live_server, browser, people, cata
         page.goto(f"{live_server.url}/orders/{cluster.reference}/server/")
         expect(page.locator("#order-cost")).to_contain_text("so far in")
         page.locator("#order-cost").screenshot(path=str(SHOTS / f"server-cost-{width}.png"))
+        assert errors == [], errors
+        context.close()
+
+
+@pytest.mark.browser
+def test_an_invoice_at_phone_and_desktop_width(live_server, browser, people, catalog, monkeypatch):
+    monkeypatch.setattr(invoices.invoice_issued_notify_task, "delay", lambda pk: None)
+    order = make_order(people.acme, state=OrderState.ACTIVE, node_count=2, network="ib-ndr-400g")
+    usage_sync(order=order, nodes={1: "gpu-h100-a01", 2: "gpu-h100-a02"}, storage=False,
+               at=datetime(2026, 3, 3, 9, tzinfo=UTC), cause="t")
+    usage_sync(order=order, nodes={}, storage=False, at=datetime(2026, 3, 6, 17, 20, tzinfo=UTC),
+               cause="t")
+    BillingProfile.objects.create(organisation=people.acme, legal_name="Acme AI SAS",
+                                  address="1 rue de la Paix\n75002 Paris", country="FR",
+                                  vat_id="FR40303265045")
+    [pk] = invoices.month_close(period=month_of(datetime(2026, 3, 1, tzinfo=UTC)),
+                                now=datetime(2026, 4, 2, tzinfo=UTC))
+    invoice = invoices.invoice_finalise(invoice=Invoice.objects.get(pk=pk), by=people.olga)
+    spend_limit_set(organisation=people.acme, monthly_usd="5000")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for width in WIDTHS:
+        context, page, errors = signed_in_page(browser, live_server.url, "alice", width=width,
+                                               timeout_ms=PAGE_TIMEOUT_MS)
+        page.goto(f"{live_server.url}/billing/{people.acme.slug}/")
+        expect(page.locator("#invoice-table")).to_contain_text(invoice.number)
+        expect(page.locator("#spend-limit")).to_contain_text("$5,000.00")
+        page.screenshot(path=str(SHOTS / f"billing-invoices-{width}.png"), full_page=True)
+        page.get_by_role("link", name=invoice.number).click()
+        expect(page.get_by_role("heading", name=f"Invoice {invoice.number}")).to_be_visible()
+        expect(page.locator(".invoice-tax-note")).to_contain_text("Reverse charge")
+        page.screenshot(path=str(SHOTS / f"invoice-{width}.png"), full_page=True)
         assert errors == [], errors
         context.close()

@@ -549,7 +549,9 @@ BILLING_GRANULARITY_S = env_int("BILLING_GRANULARITY_S", 3600, minimum=60)
 # The issuer on invoices (copied onto each at issue) and its gapless number sequence's prefix.
 BILLING_ISSUER = {
     "name": env_str("BILLING_ISSUER_NAME", "Trainyard GPU Hosting"),
-    "address": env_str("BILLING_ISSUER_ADDRESS", "Example Street 1\n10115 Berlin\nGermany"),
+    # Lines as "\n" in one environment value.
+    "address": env_str("BILLING_ISSUER_ADDRESS", r"Example Street 1\n10115 Berlin\nGermany")
+    .replace("\\n", "\n"),
     "country": env_str("BILLING_ISSUER_COUNTRY", "DE").upper(),
     "vat_id": env_str("BILLING_ISSUER_VAT_ID", ""),
     "email": env_str("BILLING_ISSUER_EMAIL", "billing@example.com"),

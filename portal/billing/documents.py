@@ -37,3 +37,18 @@ def invoice_csv(invoice: Invoice) -> str:
                      invoice.currency])
     writer.writerow([*head, "", "Total", "", invoice.total, invoice.currency])
     return out.getvalue()
+
+
+def usage_statement_csv(organisation, usage) -> str:
+    """A month's usage of one organisation (e.g. a reseller's customer, to re-bill): a row per
+    order meter at the prices it was ordered at, and the total."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["organisation", "month", "order", "item", "billed_hours", "amount", "currency"])
+    month = f"{usage.period.start:%Y-%m}"
+    for order, cost in usage.orders:
+        for meter in cost.meters:
+            writer.writerow([organisation.name, month, order.reference, meter.label, meter.units,
+                             meter.so_far, "USD"])
+    writer.writerow([organisation.name, month, "", "Total", "", usage.so_far, "USD"])
+    return out.getvalue()

@@ -65,8 +65,11 @@ def month_close(*, period: Period | None = None, now: datetime | None = None) ->
     org_ids = (UsageInterval.objects.filter(started_at__lt=period.end)
                .exclude(ended_at__lte=period.start).values_list("order__organisation_id", flat=True)
                .distinct())
+    # A reseller's customers are billed to the reseller (lines per customer), not themselves.
+    payers = {org.parent_id or org.pk
+              for org in Organisation.objects.filter(pk__in=set(org_ids)).only("pk", "parent_id")}
     return [invoice_draft(organisation=org, period=period).pk
-            for org in Organisation.objects.filter(pk__in=set(org_ids)).order_by("pk")]
+            for org in Organisation.objects.filter(pk__in=payers).order_by("pk")]
 
 
 def previous_month(now: datetime) -> Period:
@@ -94,16 +97,23 @@ def invoice_draft(*, organisation: Organisation, period: Period) -> Invoice:
 
 
 def _usage_lines(organisation: Organisation, period: Period) -> list[dict]:
-    costs = usage_costs(organisation_id=organisation.pk, at=as_of(period))
-    refs = dict(Order.objects.filter(pk__in=[c.order_id for c in costs])
-                .values_list("pk", "reference"))
+    """A line per order meter of ``organisation`` and, for a reseller, of each of its customers
+    (named on the line, the reseller's own first)."""
+    customers = dict(Organisation.objects.filter(parent=organisation).values_list("pk", "name"))
+    costs = usage_costs(organisation_ids=[organisation.pk, *customers], at=as_of(period))
+    orders = {o.pk: o for o in Order.objects.filter(pk__in=[c.order_id for c in costs])
+              .only("pk", "reference", "organisation_id")}
+    costs.sort(key=lambda c: (orders[c.order_id].organisation_id != organisation.pk,
+                              customers.get(orders[c.order_id].organisation_id, ""), c.order_id))
     lines = []
     for cost in costs:
+        order = orders[cost.order_id]
+        customer = f"{customers[order.organisation_id]}: " if order.organisation_id in customers else ""
         for m in cost.meters:
             what = "object storage" if m.kind == UsageInterval.Kind.STORAGE else f"node {m.label}"
             capped = ", monthly rate" if m.by_month else ""
             lines.append({"key": f"{cost.order_id}:{m.kind}:{m.meter}", "order_id": cost.order_id,
-                          "description": f"Order {refs[cost.order_id]}, {what} "
+                          "description": f"{customer}Order {order.reference}, {what} "
                                          f"({m.units} h{capped})",
                           "quantity": Decimal(m.units), "amount": m.so_far})
     return lines

@@ -93,10 +93,11 @@ def _month_total(rows, period: Period, until: datetime) -> tuple[Decimal, int, b
     return Decimal(0), 0, False
 
 
-def usage_costs(*, order_ids=None, organisation_id: int | None = None,
+def usage_costs(*, order_ids=None, organisation_id: int | None = None, organisation_ids=None,
                 at: datetime | None = None) -> list[OrderCost]:
     """Cost so far and forecast for the month of ``at`` (default now), per order and meter:
-    the orders ``order_ids``, or every order of ``organisation_id`` with usage this month."""
+    the orders ``order_ids``, or every order of ``organisation_id`` (or of ``organisation_ids``)
+    with usage this month."""
     at = (at or timezone.now()).astimezone(UTC)
     period = month_of(at)
     live = Q(ended_at=None) | Q(ended_at__gt=period.start)
@@ -105,6 +106,8 @@ def usage_costs(*, order_ids=None, organisation_id: int | None = None,
         meters_this_month = meters_this_month.filter(order_id__in=list(order_ids))
     if organisation_id is not None:
         meters_this_month = meters_this_month.filter(order__organisation_id=organisation_id)
+    if organisation_ids is not None:
+        meters_this_month = meters_this_month.filter(order__organisation_id__in=list(organisation_ids))
     keys = set(meters_this_month.values_list("order_id", "kind", "meter"))
     if not keys:
         return []

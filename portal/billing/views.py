@@ -10,7 +10,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from portal.accounts.selectors import can_manage_api_keys, organisations_for, primary_organisation
-from portal.billing.documents import invoice_context, invoice_csv, invoice_pdf
+from portal.billing.documents import invoice_context, invoice_csv, invoice_pdf, usage_statement_csv
 from portal.billing.forms import SpendLimitForm
 from portal.billing.models import Invoice, SpendLimit
 from portal.billing.selectors import month_of, month_parse, organisation_usage, recent_months
@@ -39,6 +39,8 @@ def organisation_billing(request, slug: str):
             error = str(exc)
     return render(request, "billing/organisation.html", {
         "organisation": organisation, "usage": organisation_usage(organisation, period=period),
+        "customers": [(child, organisation_usage(child, period=period))
+                      for child in organisations_for(request.user).filter(parent=organisation)],
         "error": error, "is_current": period == this_month, "months": recent_months(this_month),
         "invoices": (Invoice.objects.filter(organisation=organisation, state=Invoice.State.ISSUED)[:24]
                      if can_manage_api_keys(request.user, organisation) else None),
@@ -105,4 +107,20 @@ def invoice_csv_download(request, slug: str, number: str):
     invoice = _issued_invoice(request, slug, number)
     response = HttpResponse(invoice_csv(invoice), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{invoice.number}.csv"'
+    return response
+
+
+@login_required
+@require_GET
+def usage_statement(request, slug: str):
+    """The month's usage of an organisation as CSV (a reseller re-bills its customer from it)."""
+    organisation = get_object_or_404(organisations_for(request.user), slug=slug)
+    try:
+        period = month_parse(request.GET["month"]) if request.GET.get("month") else None
+    except ValueError as exc:
+        return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
+    usage = organisation_usage(organisation, period=period)
+    response = HttpResponse(usage_statement_csv(organisation, usage), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = (f'attachment; filename="{organisation.slug}-'
+                                       f'{usage.period.start:%Y-%m}.csv"')
     return response

@@ -16,6 +16,8 @@ from portal.billing.models import SpendAlert, SpendLimit
 from portal.billing.selectors import month_of, usage_costs
 from portal.catalog.pricing import money
 from portal.core.states import DomainError
+from portal.orders.models import Order
+from portal.orders.states import OrderState
 from portal.webhooks.events import EventType
 from portal.webhooks.publish import event_publish
 
@@ -87,3 +89,9 @@ def spend_check_all(*, at: datetime | None = None) -> int:
     """Every organisation with a limit (beat task)."""
     return sum(len(spend_check(organisation=limit.organisation, at=at))
                for limit in SpendLimit.objects.select_related("organisation"))
+
+
+def spend_holds():
+    """Orders waiting for approval because their organisation's spend limit was reached."""
+    return (Order.objects.filter(state=OrderState.PENDING_APPROVAL, events__transition="spend_hold")
+            .select_related("organisation", "sku").distinct().order_by("created_at")[:200])

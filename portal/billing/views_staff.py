@@ -10,6 +10,7 @@ from portal.billing import invoices
 from portal.billing.documents import invoice_context
 from portal.billing.forms import CreditNoteForm
 from portal.billing.models import Invoice
+from portal.billing.spend import spend_holds
 from portal.core.staff import operator_only
 from portal.core.states import DomainError
 
@@ -22,6 +23,7 @@ def staff_billing(request):
         "drafts": documents.filter(state=Invoice.State.DRAFT).order_by("period_start", "pk")[:200],
         "issued": documents.filter(state=Invoice.State.ISSUED).order_by("-issued_at")[:50],
         "last_month": invoices.previous_month(timezone.now()),
+        "holds": spend_holds(),
     })
 
 

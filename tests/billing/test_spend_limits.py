@@ -89,6 +89,7 @@ def test_at_100_percent_a_new_order_waits_for_staff(catalog, people, sim_dir, qu
     assert order.events.get(transition="spend_hold").note.startswith("the organisation's monthly spend")
     running.refresh_from_db()
     assert running.state == OrderState.ACTIVE  # running servers are not touched
+    assert list(spend.spend_holds()) == [order]
     spend.spend_limit_set(organisation=people.acme, monthly_usd=None)
     second = submitted_order(people, sku=L4_SKU, network="eth-10g")
     assert second.state == OrderState.APPROVED

@@ -574,3 +574,9 @@ CELERY_BEAT_SCHEDULE |= {
     "billing-spend-check": {"task": "billing.spend_check", "schedule": 600.0,
                             "options": {"expires": 600.0}},
 }
+CELERY_BEAT_SCHEDULE |= {
+    # Orders whose customer-set "terminate at" time has passed are terminated (as a request would).
+    "billing-terminate-due": {"task": "billing.terminate_due", "schedule": 60.0,
+                              "options": {"expires": 60.0}},
+}
+BILLING_TERMINATE_DUE = "provisioning.fulfilment.orders_terminate_due"

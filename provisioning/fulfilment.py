@@ -8,11 +8,14 @@ the workers is queued on commit. Views and API views call these, not the order t
 from __future__ import annotations
 
 from django.db import transaction
+from django.utils import timezone
 
+from portal.billing.models import TerminationDeadline
 from portal.billing.spend import spend_limit_reached
 from portal.core.states import DomainError
 from portal.orders.models import Order, OrderEvent
 from portal.orders.services import order_place, order_send_for_approval, require_order_access
+from portal.orders.states import OrderState
 from portal.orders.transitions import order_transition
 from portal.quotes.configuration import Configuration
 from portal.quotes.models import Quote
@@ -109,3 +112,25 @@ def nodes_release(*, order: Order, by=None) -> ProvisioningRun | None:
     run = run_create(order=order, kind=RunKind.TERMINATE, nodes=nodes, by=by)
     enqueue_run_start(run)
     return run
+
+
+def orders_terminate_due(*, now=None) -> list[str]:
+    """Terminates every active order whose customer-set "terminate at" has passed (beat task),
+    as a customer's request would: the hand-back keeps its checkpoints for the order's retention.
+    One busy with a reboot or re-deploy is tried again at the next run. Returns the references."""
+    now = now or timezone.now()
+    done = []
+    for deadline in TerminationDeadline.objects.filter(terminate_at__lte=now,
+                                                       order__state=OrderState.ACTIVE):
+        try:
+            with transaction.atomic():
+                order = deadline.order
+                order_transition(order=order, name="request_termination",
+                                 note=f"the customer's termination time "
+                                      f"{deadline.terminate_at:%Y-%m-%d %H:%M} UTC was reached")
+                order_meter(order=order, cause="terminate-at reached")
+                termination_start(order=order)
+            done.append(order.reference)
+        except DomainError:
+            continue
+    return done

@@ -4,6 +4,7 @@ Rows are written by ``portal.billing.services`` in the transaction of the move t
 (hand-over, termination, a node failing or coming back, a price change, a bucket deleted).
 Charges are computed from them by ``portal.catalog.pricing.metered_charges``."""
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
@@ -259,3 +260,18 @@ class SpendAlert(models.Model):
 
     def __str__(self) -> str:
         return f"{self.organisation} {self.month:%Y-%m} {self.threshold} %"
+
+
+class TerminationDeadline(models.Model):
+    """A customer's "terminate at": past it, fulfilment terminates the order as if the customer
+    had asked (access revoked, checkpoints kept for the order's retention, disks wiped)."""
+
+    order = models.OneToOneField("orders.Order", on_delete=models.CASCADE,
+                                 related_name="termination_deadline")
+    terminate_at = models.DateTimeField(db_index=True)
+    set_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                               on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.order_id} at {self.terminate_at:%Y-%m-%d %H:%M}"

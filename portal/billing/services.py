@@ -10,16 +10,18 @@ not. Calling it twice changes nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 from django.db import transaction
 from django.utils import timezone
 
-from portal.billing.models import UsageInterval
+from portal.billing.models import TerminationDeadline, UsageInterval
 from portal.catalog.pricing import money
 from portal.core.states import DomainError, actor_or_none
 from portal.orders.models import Order, OrderEvent
+from portal.orders.services import require_order_access
+from portal.orders.states import OrderState
 
 K = UsageInterval.Kind
 
@@ -109,3 +111,29 @@ def order_price_change(*, order: Order, hourly, monthly, by, note: str = "",
                                                f"{old.nodes_monthly} to {monthly} USD/month")
     order.refresh_from_db()
     return order
+
+
+MIN_DEADLINE_AHEAD = timedelta(minutes=5)
+
+
+def order_deadline_set(*, order: Order, terminate_at: datetime | None, by) -> TerminationDeadline | None:
+    """The customer's "terminate at" for an active order (None: no deadline). Audited."""
+    require_order_access(by, order.organisation_id)
+    with transaction.atomic():
+        locked = Order.objects.select_for_update().get(pk=order.pk)
+        if terminate_at is None:
+            TerminationDeadline.objects.filter(order=locked).delete()
+            note, deadline = "automatic termination removed", None
+        else:
+            if locked.state != OrderState.ACTIVE:
+                raise DomainError(f"Order {locked.reference} is {locked.get_state_display().lower()}; "
+                                  f"a termination time is set on an active server.")
+            if terminate_at < timezone.now() + MIN_DEADLINE_AHEAD:
+                raise DomainError("Choose a time at least 5 minutes from now (UTC); to stop the "
+                                  "server now, terminate it.")
+            deadline, _ = TerminationDeadline.objects.update_or_create(
+                order=locked, defaults={"terminate_at": terminate_at, "set_by": actor_or_none(by)})
+            note = f"terminates automatically at {terminate_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+        OrderEvent.objects.create(order=locked, actor=actor_or_none(by), transition="terminate_at",
+                                  from_state=locked.state, to_state=locked.state, note=note)
+    return deadline

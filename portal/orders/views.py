@@ -21,7 +21,10 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from portal.accounts.selectors import organisations_for
+from portal.billing.forms import TerminateAtForm
+from portal.billing.models import TerminationDeadline
 from portal.billing.selectors import order_summary
+from portal.billing.services import order_deadline_set
 from portal.core.keyset import keyset_page
 from portal.core.states import DomainError
 from portal.orders import services as order_services
@@ -190,6 +193,7 @@ def server_detail(request, reference: str):
         "stack_files": stack_downloads(order),
         "ssh_keys": order_ssh_keys(order),
         "summary": order_summary(order),
+        "deadline": TerminationDeadline.objects.filter(order=order).first(),
     })
 
 
@@ -289,6 +293,26 @@ def server_action(request, reference: str, action: str):
     try:
         service(order=order, by=request.user)
         messages.success(request, f"{done} on {order.reference}; follow it below.")
+    except DomainError as exc:
+        messages.error(request, str(exc))
+    return redirect("orders:server", reference=order.reference)
+
+
+@login_required
+@require_POST
+def server_terminate_at(request, reference: str):
+    """The customer's "terminate at" (UTC) for an active server, or none."""
+    order = get_object_or_404(orders_for(request.user), reference=reference)
+    form = TerminateAtForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
+        return redirect("orders:server", reference=order.reference)
+    try:
+        deadline = order_deadline_set(order=order, terminate_at=form.cleaned_data["terminate_at"],
+                                      by=request.user)
+        messages.success(request, f"{order.reference} terminates automatically at "
+                                  f"{deadline.terminate_at:%Y-%m-%d %H:%M} UTC." if deadline
+                         else f"{order.reference} no longer terminates automatically.")
     except DomainError as exc:
         messages.error(request, str(exc))
     return redirect("orders:server", reference=order.reference)

@@ -121,12 +121,12 @@ def _usage_lines(organisation: Organisation, period: Period) -> list[dict]:
 
 def _lines_write(invoice: Invoice, lines: list[dict]) -> bool:
     existing = {line.key: line for line in invoice.lines.all()}
+    new = []
     changed = False
     for position, data in enumerate(lines):
         line = existing.pop(data["key"], None)
         if line is None:
-            InvoiceLine.objects.create(invoice=invoice, position=position, **data)
-            changed = True
+            new.append(InvoiceLine(invoice=invoice, position=position, **data))
         elif any(getattr(line, k) != v for k, v in data.items()) or line.position != position:
             for key, value in data.items():
                 setattr(line, key, value)
@@ -136,7 +136,8 @@ def _lines_write(invoice: Invoice, lines: list[dict]) -> bool:
     for line in existing.values():
         line.delete()
         changed = True
-    return changed
+    InvoiceLine.objects.bulk_create(new)
+    return changed or bool(new)
 
 
 def _treatment(organisation: Organisation):

@@ -182,6 +182,13 @@ class InvoiceLineQuerySet(models.QuerySet):
         self._refuse_issued()
         return super().delete()
 
+    def bulk_create(self, objs, *args, **kwargs):
+        objs = list(objs)
+        if Invoice._base_manager.filter(pk__in={o.invoice_id for o in objs},
+                                        state=Invoice.State.ISSUED).exists():
+            raise FinalisedDocument("An issued invoice gets no new lines.")
+        return super().bulk_create(objs, *args, **kwargs)
+
 
 class InvoiceLine(models.Model):
     invoice = models.ForeignKey(Invoice, on_delete=models.PROTECT, related_name="lines")

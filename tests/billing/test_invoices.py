@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
 from portal.billing import invoices
 from portal.billing.models import (
@@ -23,7 +23,7 @@ from portal.core.states import DomainError, TransitionNotAllowed
 from portal.orders.states import OrderState
 from portal.webhooks.models import WebhookEvent
 from portal.webhooks.services import endpoint_create
-from tests.factories import make_order
+from tests.factories import OrganisationFactory, make_order
 
 MARCH = month_of(datetime(2026, 3, 1, tzinfo=UTC))
 APRIL_2 = datetime(2026, 4, 2, tzinfo=UTC)
@@ -123,7 +123,7 @@ def test_four_concurrent_closes_make_one_invoice_without_duplicate_lines(
 @pytest.mark.usefixtures("require_postgres")
 def test_concurrent_finalisations_number_gaplessly(transactional_db, catalog, people,
                                                    no_mail_queue):
-    orgs = [people.acme, people.outsider_org, people.client_org, people.reseller]
+    orgs = [people.acme, people.outsider_org, people.reseller, OrganisationFactory(name="Fourth")]
     for org in orgs:
         _march_usage(org)
         _profile(org)
@@ -132,7 +132,8 @@ def test_concurrent_finalisations_number_gaplessly(transactional_db, catalog, pe
                     + [lambda: invoices.invoice_finalise(invoice=drafts[0], by=people.olga)])
     issued = [r for r in results if isinstance(r, Invoice)]
     refused = [r for r in results if isinstance(r, Exception)]
-    assert len(issued) == 4 and len(refused) == 1 and isinstance(refused[0], TransitionNotAllowed)
+    assert len(issued) == 4 and len(refused) == 1, results
+    assert isinstance(refused[0], TransitionNotAllowed)
     assert sorted(i.number for i in issued) == [f"TY-{n:06d}" for n in range(1, 5)]
     assert InvoiceNumberCounter.objects.get(issuer="TY").last_number == 4
 
@@ -197,6 +198,11 @@ class TestFinalising:
             InvoiceLine.objects.filter(invoice_id=pk).update(amount=0)
         with pytest.raises(FinalisedDocument):
             InvoiceLine.objects.create(invoice=invoice, key="extra", description="x", amount=1)
+        with pytest.raises(FinalisedDocument):
+            InvoiceLine.objects.bulk_create([InvoiceLine(invoice=invoice, key="extra",
+                                                         description="x", amount=1)])
+        with pytest.raises(FinalisedDocument), transaction.atomic():
+            Invoice.objects.bulk_update([invoice], ["total"])
         # A second close of the month leaves it as issued.
         invoices.month_close(period=MARCH, now=APRIL_2)
         fresh = Invoice.objects.get(pk=pk)

@@ -46,6 +46,8 @@ def test_the_billing_page_and_the_server_cost(live_server, browser, people, cata
         page.goto(f"{live_server.url}/orders/{cluster.reference}/server/")
         expect(page.locator("#order-cost")).to_contain_text("so far in")
         page.locator("#order-cost").screenshot(path=str(SHOTS / f"server-cost-{width}.png"))
+        expect(page.locator("#terminate-at")).to_contain_text("Stop on time")
+        page.screenshot(path=str(SHOTS / f"server-{width}.png"), full_page=True)
         assert errors == [], errors
         context.close()
 
@@ -77,5 +79,27 @@ def test_an_invoice_at_phone_and_desktop_width(live_server, browser, people, cat
         expect(page.get_by_role("heading", name=f"Invoice {invoice.number}")).to_be_visible()
         expect(page.locator(".invoice-tax-note")).to_contain_text("Reverse charge")
         page.screenshot(path=str(SHOTS / f"invoice-{width}.png"), full_page=True)
+        assert errors == [], errors
+        context.close()
+
+
+@pytest.mark.browser
+def test_the_staff_billing_pages(live_server, browser, people, catalog):
+    order = make_order(people.acme, state=OrderState.ACTIVE)
+    usage_sync(order=order, nodes={1: "gpu-h100-a01"}, storage=False,
+               at=datetime(2026, 3, 3, 9, tzinfo=UTC), cause="t")
+    usage_sync(order=order, nodes={}, storage=False, at=datetime(2026, 3, 4, 9, tzinfo=UTC), cause="t")
+    [pk] = invoices.month_close(period=month_of(datetime(2026, 3, 1, tzinfo=UTC)),
+                                now=datetime(2026, 4, 2, tzinfo=UTC))
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for width in WIDTHS:
+        context, page, errors = signed_in_page(browser, live_server.url, "olga", width=width,
+                                               timeout_ms=PAGE_TIMEOUT_MS)
+        page.goto(f"{live_server.url}/ops/billing/")
+        expect(page.locator("#draft-table")).to_contain_text("Acme AI")
+        page.screenshot(path=str(SHOTS / f"staff-billing-{width}.png"), full_page=True)
+        page.goto(f"{live_server.url}/ops/billing/invoices/{pk}/")
+        expect(page.get_by_role("button", name="Finalise and issue")).to_be_visible()
+        page.screenshot(path=str(SHOTS / f"staff-draft-{width}.png"), full_page=True)
         assert errors == [], errors
         context.close()

@@ -6,14 +6,16 @@ from __future__ import annotations
 import csv
 import io
 
+from django.conf import settings
 from django.template.loader import render_to_string
 
 from portal.billing.models import Invoice
 
 
 def invoice_context(invoice: Invoice) -> dict:
+    """An issued document shows the details copied onto it; a draft today's issuer."""
     return {"invoice": invoice, "lines": list(invoice.lines.all()),
-            "issuer": invoice.issuer_details, "customer": invoice.customer}
+            "issuer": invoice.issuer_details or settings.BILLING_ISSUER, "customer": invoice.customer}
 
 
 def invoice_pdf(invoice: Invoice) -> bytes:

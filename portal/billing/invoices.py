@@ -54,7 +54,7 @@ def _event(invoice: Invoice, name: str, note: str, by=None) -> InvoiceEvent:
 
 # --- closing a month ---------------------------------------------------------------------------
 
-def month_close(*, period: Period | None = None, now: datetime | None = None) -> list[int]:
+def month_close(*, period: Period | None = None, now: datetime | None = None, by=None) -> list[int]:
     """Drafts (or refreshes) the invoice of every organisation with usage in ``period`` (default:
     the month before now's); returns the invoices' ids. Safe to run any number of times, also
     at once: each organisation's invoice is one row, its lines keyed."""
@@ -68,7 +68,7 @@ def month_close(*, period: Period | None = None, now: datetime | None = None) ->
     # A reseller's customers are billed to the reseller (lines per customer), not themselves.
     payers = {org.parent_id or org.pk
               for org in Organisation.objects.filter(pk__in=set(org_ids)).only("pk", "parent_id")}
-    return [invoice_draft(organisation=org, period=period).pk
+    return [invoice_draft(organisation=org, period=period, by=by).pk
             for org in Organisation.objects.filter(pk__in=payers).order_by("pk")]
 
 
@@ -78,7 +78,7 @@ def previous_month(now: datetime) -> Period:
                     else start.replace(month=start.month - 1))
 
 
-def invoice_draft(*, organisation: Organisation, period: Period) -> Invoice:
+def invoice_draft(*, organisation: Organisation, period: Period, by=None) -> Invoice:
     """The organisation's invoice of ``period`` with a line per order meter; an issued one is
     returned as it is."""
     invoice, created = Invoice.objects.get_or_create(
@@ -92,7 +92,7 @@ def invoice_draft(*, organisation: Organisation, period: Period) -> Invoice:
         _totals_write(invoice)
         if created or changed:
             _event(invoice, "draft" if created else "refresh",
-                   f"{'drafted' if created else 'refreshed'} from the usage of {period.label}")
+                   f"{'drafted' if created else 'refreshed'} from the usage of {period.label}", by)
     return invoice
 
 

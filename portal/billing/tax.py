@@ -56,7 +56,7 @@ def tax_treatment(*, customer_country: str, vat_id: str, issuer_country: str,
     country = customer_country.upper()
     rate = rates.get(country, ZERO)
     if country == issuer_country.upper():
-        return TaxTreatment(rate, f"VAT {rate}%" if rate else "")
+        return TaxTreatment(rate, "")  # domestic: the VAT line says it all
     if country in EU and issuer_country.upper() in EU:
         if vat_id and vat_id_problem(vat_id, country) is None:
             return TaxTreatment(ZERO, REVERSE_CHARGE.format(vat_id=vat.compact(vat_id)), True)

@@ -70,6 +70,6 @@ def staff_credit_note(request, pk: int):
 @require_POST
 def staff_close_month(request):
     period = invoices.previous_month(timezone.now())
-    count = len(invoices.month_close(period=period))
+    count = len(invoices.month_close(period=period, by=request.user))
     messages.success(request, f"{period.label}: {count} invoice(s) drafted or brought up to date.")
     return redirect("billing-staff:home")

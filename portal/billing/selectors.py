@@ -10,6 +10,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db.models import Q
@@ -79,6 +80,20 @@ def month_of(moment: datetime) -> Period:
     return Period(start, end)
 
 
+class _Row(NamedTuple):
+    """What the cost of a meter needs of an interval (read as tuples: thousands per page)."""
+
+    order_id: int
+    kind: str
+    meter: int
+    label: str
+    started_at: datetime
+    ended_at: datetime | None
+    hourly: Decimal
+    monthly: Decimal
+    share: int
+
+
 def _month_total(rows, period: Period, until: datetime) -> tuple[Decimal, int, bool]:
     """One meter's charge for ``period``, its intervals cut at ``until``. The whole history of
     the meter is laid out (units run on across months), the period's month is read off."""
@@ -113,9 +128,9 @@ def usage_costs(*, order_ids=None, organisation_id: int | None = None, organisat
         return []
     # A meter's earlier intervals decide where its units start (they run on across months).
     rows = (UsageInterval.objects.filter(order_id__in={k[0] for k in keys}, started_at__lt=period.end)
-            .order_by("order_id", "kind", "meter", "started_at"))
+            .order_by("order_id", "kind", "meter", "started_at").values_list(*_Row._fields))
     grouped = defaultdict(list)
-    for row in rows:
+    for row in map(_Row._make, rows):
         if (row.order_id, row.kind, row.meter) in keys:
             grouped[(row.order_id, row.kind, row.meter)].append(row)
     costs: dict[int, OrderCost] = {}
@@ -215,7 +230,8 @@ def organisation_usage(organisation, *, period: Period | None = None,
     """An organisation's month by order, node and storage (default: the current month)."""
     period = period or month_of(now or timezone.now())
     costs = usage_costs(organisation_id=organisation.pk, at=as_of(period, now=now))
-    orders = Order.objects.in_bulk([c.order_id for c in costs])
+    orders = (Order.objects.select_related("sku").only("reference", "state", "node_count", "sku__name")
+              .in_bulk([c.order_id for c in costs]))
     rows = sorted(((orders[c.order_id], c) for c in costs), key=lambda pair: -pair[1].so_far)
     return OrganisationUsage(period, rows)
 

@@ -70,6 +70,7 @@ INSTALLED_APPS = [
     "portal.quotes",
     "portal.orders",
     "portal.webhooks",
+    "portal.billing",
     "provisioning",
     "portal.api",
     "axes",
@@ -593,3 +594,41 @@ CELERY_BEAT_SCHEDULE |= {
                        "retention-sessions-and-login-logs": "accounts.retention",
                        "retention-quotes": "orders.retention"}.items()
 }
+
+# --- Billing (portal.billing; docs/operations.md "Billing") ---
+# Usage is billed by started units of this many seconds (3600: by the started hour, as quoted).
+BILLING_GRANULARITY_S = env_int("BILLING_GRANULARITY_S", 3600, minimum=60)
+# The issuer on invoices (copied onto each at issue) and its gapless number sequence's prefix.
+BILLING_ISSUER = {
+    "name": env_str("BILLING_ISSUER_NAME", "Trainyard GPU Hosting"),
+    # Lines as "\n" in one environment value.
+    "address": env_str("BILLING_ISSUER_ADDRESS", r"Example Street 1\n10115 Berlin\nGermany")
+    .replace("\\n", "\n"),
+    "country": env_str("BILLING_ISSUER_COUNTRY", "DE").upper(),
+    "vat_id": env_str("BILLING_ISSUER_VAT_ID", ""),
+    "email": env_str("BILLING_ISSUER_EMAIL", "billing@example.com"),
+}
+BILLING_NUMBER_PREFIX = env_str("BILLING_NUMBER_PREFIX", "TY")
+# Tax rate per customer country, COUNTRY=PERCENT,…; a country not listed: 0 (see docs/operations.md).
+try:
+    from portal.billing.tax import parse_rates  # pure: the same parser the invoices use
+
+    BILLING_TAX_RATES = parse_rates(env_str("BILLING_TAX_RATES", "DE=19"))
+except ValueError as exc:
+    raise ImproperlyConfigured(f"BILLING_TAX_RATES: {exc}") from None
+CELERY_BEAT_SCHEDULE |= {
+    # Drafts last month's invoices (idempotent: a second run changes nothing once drafted).
+    "billing-close-month": {"task": "billing.close_month", "schedule": 3600.0,
+                            "options": {"expires": 3600.0}},
+}
+CELERY_BEAT_SCHEDULE |= {
+    # Spend alerts at 50/80/100 % of an organisation's limit (each sent once per month).
+    "billing-spend-check": {"task": "billing.spend_check", "schedule": 600.0,
+                            "options": {"expires": 600.0}},
+}
+CELERY_BEAT_SCHEDULE |= {
+    # Orders whose customer-set "terminate at" time has passed are terminated (as a request would).
+    "billing-terminate-due": {"task": "billing.terminate_due", "schedule": 60.0,
+                              "options": {"expires": 60.0}},
+}
+BILLING_TERMINATE_DUE = "provisioning.fulfilment.orders_terminate_due"

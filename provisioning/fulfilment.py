@@ -8,16 +8,21 @@ the workers is queued on commit. Views and API views call these, not the order t
 from __future__ import annotations
 
 from django.db import transaction
+from django.utils import timezone
 
+from portal.billing.models import TerminationDeadline
+from portal.billing.spend import spend_limit_reached
 from portal.core.states import DomainError
-from portal.orders.models import Order
+from portal.orders.models import Order, OrderEvent
 from portal.orders.services import order_place, order_send_for_approval, require_order_access
+from portal.orders.states import OrderState
 from portal.orders.transitions import order_transition
 from portal.quotes.configuration import Configuration
 from portal.quotes.models import Quote
 from portal.quotes.services import quote_create
 from provisioning.approvals import order_approve_automatically
 from provisioning.enqueue import enqueue_run_start
+from provisioning.metering import order_meter
 from provisioning.models import Node, ProvisioningRun
 from provisioning.runs import run_create, runs_cancel
 from provisioning.states import NodeState, RunKind, RunStatus
@@ -31,7 +36,12 @@ def order_submit(*, order: Order, by) -> Order:
     """Draft → submitted → pending approval; approved at once where the SKU's policy allows it."""
     with transaction.atomic():
         decision = order_send_for_approval(order=order, by=by)
-        if decision.automatic:
+        if decision.automatic and spend_limit_reached(order.organisation):
+            OrderEvent.objects.create(order=order, transition="spend_hold",
+                                      from_state=order.state, to_state=order.state,
+                                      note="the organisation's monthly spend limit is reached: "
+                                           "the order waits for staff approval")
+        elif decision.automatic:
             order_approve_automatically(order=order, decision=decision)
     return order
 
@@ -69,6 +79,7 @@ def order_request_termination(*, order: Order, by, note: str = "") -> Order:
     require_order_access(by, order.organisation_id)
     with transaction.atomic():
         order_transition(order=order, name="request_termination", by=by, note=note)
+        order_meter(order=order, cause="termination requested")  # billing stops here
         termination_start(order=order, by=by)
     order.refresh_from_db()
     return order
@@ -88,6 +99,7 @@ def termination_start(*, order: Order, by=None) -> ProvisioningRun | None:
     run = nodes_release(order=order, by=by)
     if run is None:
         order_transition(order=order, name="finish_termination", note="no node was assigned")
+        order_meter(order=order, cause="hand-back done")
     return run
 
 
@@ -100,3 +112,25 @@ def nodes_release(*, order: Order, by=None) -> ProvisioningRun | None:
     run = run_create(order=order, kind=RunKind.TERMINATE, nodes=nodes, by=by)
     enqueue_run_start(run)
     return run
+
+
+def orders_terminate_due(*, now=None) -> list[str]:
+    """Terminates every active order whose customer-set "terminate at" has passed (beat task),
+    as a customer's request would: the hand-back keeps its checkpoints for the order's retention.
+    One busy with a reboot or re-deploy is tried again at the next run. Returns the references."""
+    now = now or timezone.now()
+    done = []
+    for deadline in TerminationDeadline.objects.filter(terminate_at__lte=now,
+                                                       order__state=OrderState.ACTIVE):
+        try:
+            with transaction.atomic():
+                order = deadline.order
+                order_transition(order=order, name="request_termination",
+                                 note=f"the customer's termination time "
+                                      f"{deadline.terminate_at:%Y-%m-%d %H:%M} UTC was reached")
+                order_meter(order=order, cause="terminate-at reached")
+                termination_start(order=order)
+            done.append(order.reference)
+        except DomainError:
+            continue
+    return done

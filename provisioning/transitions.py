@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.utils import timezone
 
 from portal.core.states import transition
+from provisioning.metering import order_meter
 from provisioning.models import Node, NodeEvent, ProvisioningRun, RunEvent
 from provisioning.states import NODE_TRANSITIONS, RUN_TRANSITIONS, RunStatus
 
@@ -22,6 +23,9 @@ def node_transition(*, node: Node, name: str, by=None, note: str = "", event_ord
     node, _ = transition(node, table=NODE_TRANSITIONS, name=name, by=by, record=record,
                          subject=f"node {node.hostname}",
                          fields={"state_changed_at": timezone.now(), **fields})
+    order_id = getattr(event_order, "pk", None) or node.order_id
+    if order_id:  # a node leaving or re-entering service starts or stops its meter
+        order_meter(order=order_id, cause=f"node {name}")
     return node
 
 

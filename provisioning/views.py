@@ -7,12 +7,8 @@ and turn a DomainError into an inline form error or a message.
 
 from __future__ import annotations
 
-from functools import wraps
-
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
@@ -21,6 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from portal.accounts.lockouts import lockout_clear, lockout_minutes, lockouts_list
 from portal.catalog.models import ServerSKU
+from portal.core.staff import operator_only, staff_only
 from portal.core.states import DomainError, TransitionNotAllowed
 from portal.orders.models import Order
 from provisioning import approvals as approval_services
@@ -40,28 +37,8 @@ from provisioning.node_power import NODE_POWER_ACTIONS, node_power_refusal
 from provisioning.retention import run_log_past_window
 from provisioning.states import NODE_FAILED, NODE_TRANSITIONS, NodeState, RunKind, RunStatus
 
-
-def staff_only(check, *, role: str):
-    """Logged in and ``check(user)``. Anyone who is not hosting staff gets 404 (customers must
-    not learn these pages exist); staff with another role get 403 naming the role needed."""
-    def decorator(view):
-        @wraps(view)
-        @login_required
-        def wrapped(request, *args, **kwargs):
-            if not check(request.user):
-                if not request.user.is_hosting_staff:
-                    raise Http404("No such page.")
-                raise PermissionDenied(
-                    f"This page is for {role}. Your role is {request.user.get_staff_role_display().lower()}; "
-                    "ask an administrator if you need the other role.")
-            return view(request, *args, **kwargs)
-        return wrapped
-    return decorator
-
-
 approver_only = staff_only(lambda u: u.is_approver, role="staff approvers")
 staff_required = staff_only(lambda u: u.is_approver or u.is_operator, role="approvers and operators")
-operator_only = staff_only(lambda u: u.is_operator, role="operators")
 
 
 # --- approval queue ---------------------------------------------------------------------------

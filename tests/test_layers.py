@@ -1,8 +1,8 @@
 """The house is one-way: each layer imports only the layers below it (docs/architecture.md).
 
-core ← accounts ← webhooks ← catalog ← sizing ← quotes ← orders ← provisioning. Views, API views, admin,
-URL confs, template tags and management commands sit on top and may import any layer. The
-check reads every import in the source (module level and inside functions, so an import moved
+core ← accounts ← webhooks ← catalog ← sizing ← quotes ← orders ← billing ← provisioning. Views,
+API views, admin, URL confs, template tags and management commands sit on top and may import any
+layer. The check reads every import in the source (module level and inside functions, so an import moved
 into a function to dodge a cycle is caught too), and the import graph has no cycle, neither at
 module level nor through imports inside functions.
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 LAYERS = ["portal.core", "portal.accounts", "portal.webhooks", "portal.catalog", "portal.sizing",
-          "portal.quotes", "portal.orders", "provisioning"]
+          "portal.quotes", "portal.orders", "portal.billing", "provisioning"]
 ON_TOP = {"views.py", "urls.py", "admin.py", "apps.py"}
 ON_TOP_DIRS = {"migrations", "management", "templatetags"}
 

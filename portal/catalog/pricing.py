@@ -188,3 +188,84 @@ def job_price(*, hourly_usd: Decimal, monthly_usd: Decimal, train_hours: float,
         per_month = monthly_usd if by_month else money(total * HOURS_PER_MONTH / hours)
     return JobPrice(hours, hourly_usd * hours, monthly_total, total,
                     "monthly" if by_month else "hourly", per_month)
+
+
+# Metered billing (portal.billing): the same rule over measured time instead of a job's estimate.
+@dataclass(frozen=True)
+class Metered:
+    """One stretch of measured use at one rate: ``start``/``end`` aware datetimes (UTC), the
+    rates of the whole line (``hourly``, ``monthly``), a node's share of them as ``1/share``."""
+
+    start: object  # datetime (kept untyped: this module imports nothing but the standard library)
+    end: object
+    hourly: Decimal
+    monthly: Decimal
+    share: int = 1
+
+
+@dataclass(frozen=True)
+class MonthCharge:
+    month: tuple[int, int]  # (year, month), UTC
+    units: int  # started billing units (hours at the default granularity)
+    hourly_total: Decimal  # unrounded
+    cap: Decimal | None  # the monthly rate this month's units are capped at (None: no monthly rate)
+    total: Decimal  # unrounded; round per invoice line with ``money``
+    by_month: bool
+
+
+def _month_start(moment):
+    return moment.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+
+
+def _next_month(moment):
+    start = _month_start(moment)
+    if start.month == 12:
+        return start.replace(year=start.year + 1, month=1)
+    return start.replace(month=start.month + 1)
+
+
+def _micros(delta) -> int:
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def metered_charges(stretches: list[Metered], *, granularity_s: int = 3600) -> list[MonthCharge]:
+    """What one meter (a node of an order, or its bucket) costs per calendar month (UTC).
+
+    The measured stretches are laid end to end (a pause, e.g. a failed node waiting for staff,
+    is not billed) and cut into units of ``granularity_s`` from the first: each started unit is
+    billed once, at the rate in force where it starts, in the month where it starts. So a price
+    change mid-hour never bills that hour twice, and a month boundary mid-hour does not start
+    an extra hour: N measured hours cost what ``billed_total`` quotes for N hours. Each month is
+    then capped at the monthly rate (weighted by the units at each rate when the price changed
+    within the month), as a quote caps a job at its started months."""
+    unit = granularity_s * 1_000_000
+    months: dict[tuple[int, int], dict] = {}
+    offset = 0  # measured microseconds before this stretch
+    for s in sorted(stretches, key=lambda s: s.start):
+        if s.end < s.start:
+            raise ValueError(f"a usage stretch ends ({s.end}) before it starts ({s.start})")
+        if s.start.utcoffset() or s.end.utcoffset():  # calendar months are UTC months
+            raise ValueError(f"usage is measured in UTC, got {s.start.isoformat()}")
+        cursor = s.start
+        while cursor < s.end:
+            piece_end = min(s.end, _next_month(cursor))
+            a, b = offset, offset + _micros(piece_end - cursor)
+            units = -(-b // unit) - -(-a // unit)  # units whose start offset falls in [a, b)
+            if units:
+                entry = months.setdefault((cursor.year, cursor.month), {"rates": {}, "units": 0})
+                key = (to_decimal(s.hourly) / s.share, to_decimal(s.monthly) / s.share)
+                entry["rates"][key] = entry["rates"].get(key, 0) + units
+                entry["units"] += units
+            offset, cursor = b, piece_end
+    result = []
+    for month in sorted(months):
+        rates, units = months[month]["rates"], months[month]["units"]
+        hourly_total = sum((hourly * n * granularity_s / 3600 for (hourly, _), n in rates.items()),
+                           Decimal(0))
+        cap = None
+        if all(monthly > 0 for (_, monthly) in rates):
+            cap = sum((monthly * n for (_, monthly), n in rates.items()), Decimal(0)) / units
+        by_month = cap is not None and cap < hourly_total
+        result.append(MonthCharge(month, units, hourly_total, cap,
+                                  cap if by_month else hourly_total, by_month))
+    return result

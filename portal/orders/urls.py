@@ -17,6 +17,7 @@ urlpatterns = [
     path("<str:reference>/server/", views.server_detail, name="server"),
     path("<str:reference>/server/files/<str:hostname>/<str:name>", views.server_stack_file,
          name="stack-file"),
+    path("<str:reference>/server/terminate-at/", views.server_terminate_at, name="terminate-at"),
     path("<str:reference>/server/reboot/", views.server_action, {"action": "reboot"}, name="reboot"),
     path("<str:reference>/server/redeploy/", views.server_action, {"action": "redeploy"},
          name="redeploy"),

@@ -21,6 +21,10 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from portal.accounts.selectors import organisations_for
+from portal.billing.forms import TerminateAtForm
+from portal.billing.models import TerminationDeadline
+from portal.billing.selectors import order_summary
+from portal.billing.services import order_deadline_set
 from portal.core.keyset import keyset_page
 from portal.core.states import DomainError
 from portal.orders import services as order_services
@@ -48,6 +52,10 @@ from provisioning.storage.services import (
 )
 
 ORDERS_PER_PAGE = 25
+
+
+# Orders that were handed over: they have (or had) a cost.
+BILLED_STATES = frozenset({OrderState.ACTIVE, OrderState.TERMINATING, OrderState.TERMINATED})
 
 
 @login_required
@@ -184,6 +192,8 @@ def server_detail(request, reference: str):
         "is_staff": request.user.is_hosting_staff, "storage": storage_for(order),
         "stack_files": stack_downloads(order),
         "ssh_keys": order_ssh_keys(order),
+        "summary": order_summary(order),
+        "deadline": TerminationDeadline.objects.filter(order=order).first(),
     })
 
 
@@ -288,6 +298,26 @@ def server_action(request, reference: str, action: str):
     return redirect("orders:server", reference=order.reference)
 
 
+@login_required
+@require_POST
+def server_terminate_at(request, reference: str):
+    """The customer's "terminate at" (UTC) for an active server, or none."""
+    order = get_object_or_404(orders_for(request.user), reference=reference)
+    form = TerminateAtForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
+        return redirect("orders:server", reference=order.reference)
+    try:
+        deadline = order_deadline_set(order=order, terminate_at=form.cleaned_data["terminate_at"],
+                                      by=request.user)
+        messages.success(request, f"{order.reference} terminates automatically at "
+                                  f"{deadline.terminate_at:%Y-%m-%d %H:%M} UTC." if deadline
+                         else f"{order.reference} no longer terminates automatically.")
+    except DomainError as exc:
+        messages.error(request, str(exc))
+    return redirect("orders:server", reference=order.reference)
+
+
 # --- helpers (reads for the templates) ---------------------------------------------------------
 def _allowed(order: Order, transition: str) -> bool:
     return ORDER_TRANSITIONS.get(transition).allowed_from(order.state)
@@ -339,4 +369,5 @@ def _detail_context(request, order: Order) -> dict:
         "is_staff": staff,
         "retained": (retained_data_for(order)
                      if order.state in (OrderState.TERMINATING, OrderState.TERMINATED) else None),
+        "summary": order_summary(order) if order.state in BILLED_STATES else None,
     }

@@ -12,6 +12,8 @@ class EventType(models.TextChoices):
     STORAGE_DELETED = "storage.deleted", "An order's bucket was deleted (retention ended, or dropped)"
     TERMINATION_STALLED = ("termination.stalled", "An order's termination stopped and waits for "
                            "staff (access is already ended; the data is kept)")
+    INVOICE_ISSUED = "invoice.issued", "An invoice or credit note was issued (finalised and numbered)"
+    SPEND_THRESHOLD = "spend.threshold", "This month's spend reached 50, 80 or 100 % of the limit"
     TEST = "webhook.test", "A test event sent on request"
 
 

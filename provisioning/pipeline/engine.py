@@ -47,6 +47,7 @@ from portal.orders.states import OrderState
 from portal.orders.tasks import OPERATORS
 from portal.orders.transitions import order_transition
 from provisioning.drivers import DriverError, ExecutionStopped, Fence
+from provisioning.metering import order_meter
 from provisioning.models import Node, ProvisioningRun, StepRun
 from provisioning.pipeline.context import LogWriter, StepContext, StepFailed, StepWaiting
 from provisioning.pipeline.dbretry import DB_ERRORS, reset_connection, with_db_retry
@@ -364,9 +365,11 @@ def _run_complete(run: ProvisioningRun) -> None:
         order_transition(order=order, name="activate",
                          note=f"{order.node_count} node(s) passed acceptance and were handed over",
                          failure_reason="")
+        order_meter(order=order, cause="hand-over")
     elif run.kind == RunKind.TERMINATE and order.state == OrderState.TERMINATING:
         # (A cancelled order's nodes are wiped too: the order stays cancelled.)
         order_transition(order=order, name="finish_termination", note="all nodes wiped")
+        order_meter(order=order, cause="hand-back done")
     run_transition(run=run, name="succeed", note="all steps done")
 
 

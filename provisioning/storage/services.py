@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from portal.core.states import DomainError, transition
 from provisioning.drivers.base import DriverError
+from provisioning.metering import order_meter
 from provisioning.storage.base import IssuedCredential, LifecyclePolicy, LogFn, _no_log
 from provisioning.storage.models import Bucket, BucketEvent, Credential
 from provisioning.storage.registry import CustomAccess, provider_for
@@ -312,6 +313,8 @@ def bucket_transition(*, bucket: Bucket, name: str, by=None, note: str = "", **f
                                subject=f"bucket {bucket.name}",
                                fields={"state_changed_at": timezone.now(), **fields})
         bucket_event_publish(bucket=bucket, transition=name)  # storage.retained / .deleted
+        if name == "delete":
+            order_meter(order=bucket.order_id, cause="bucket deleted")
     return bucket
 
 

@@ -17,6 +17,7 @@ PATHS = [
     "/api/v1/api-keys", "/api/v1/api-keys/{prefix}/revoke", "/api/v1/api-keys/{prefix}/rotate",
     "/api/v1/webhooks", "/api/v1/webhooks/{reference}", "/api/v1/webhooks/{reference}/rotate-secret",
     "/api/v1/webhooks/{reference}/test", "/api/v1/webhooks/{reference}/deliveries",
+    "/api/v1/usage", "/api/v1/invoices", "/api/v1/invoices/{number}", "/api/v1/invoices/{number}/pdf",
 ]
 
 

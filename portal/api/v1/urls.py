@@ -5,12 +5,14 @@ from portal.api.v1.views import (
     catalog,
     customers,
     invitations,
+    invoices,
     keys,
     orders,
     quotes,
     servers,
     sizing,
     ssh_keys,
+    usage,
     webhooks,
 )
 
@@ -92,4 +94,8 @@ urlpatterns = [
     path("webhooks/<reference:reference>/test", webhooks.WebhookTestView.as_view(), name="webhook-test"),
     path("webhooks/<reference:reference>/deliveries", webhooks.WebhookDeliveryListView.as_view(),
          name="webhook-deliveries"),
+    path("usage", usage.UsageView.as_view(), name="usage"),
+    path("invoices", invoices.InvoiceListView.as_view(), name="invoices"),
+    path("invoices/<str:number>", invoices.InvoiceDetailView.as_view(), name="invoice"),
+    path("invoices/<str:number>/pdf", invoices.InvoicePdfView.as_view(), name="invoice-pdf"),
 ]

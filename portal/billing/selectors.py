@@ -1,0 +1,244 @@
+"""Reads of the usage ledger: what an order, or an organisation, has cost in a calendar month
+(UTC) so far, and the forecast to the month's end at the current run rate.
+
+The forecast runs every open interval on to the month's end at its rate (the monthly cap
+applies as it will on the invoice); closed intervals count as they are."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import NamedTuple
+
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from portal.billing.models import UsageInterval
+from portal.catalog.pricing import Metered, job_price, metered_charges, money
+from portal.orders.models import Order
+
+ZERO = Decimal("0.00")
+
+
+@dataclass(frozen=True)
+class MeterCost:
+    order_id: int
+    kind: str
+    meter: int
+    label: str
+    units: int  # started billing units this month
+    so_far: Decimal  # to the cent
+    forecast: Decimal  # to the month's end at the current rate
+    by_month: bool  # capped at the monthly rate
+    running: bool
+
+
+@dataclass
+class OrderCost:
+    order_id: int
+    meters: list[MeterCost] = field(default_factory=list)
+
+    @property
+    def so_far(self) -> Decimal:
+        return money(sum((m.so_far for m in self.meters), ZERO))
+
+    @property
+    def forecast(self) -> Decimal:
+        return money(sum((m.forecast for m in self.meters), ZERO))
+
+    @property
+    def units(self) -> int:
+        return sum(m.units for m in self.meters)
+
+    @property
+    def nodes(self) -> list[MeterCost]:
+        return [m for m in self.meters if m.kind == UsageInterval.Kind.NODE]
+
+    @property
+    def storage(self) -> Decimal:
+        return money(sum((m.so_far for m in self.meters if m.kind == UsageInterval.Kind.STORAGE), ZERO))
+
+
+@dataclass(frozen=True)
+class Period:
+    start: datetime
+    end: datetime  # exclusive: the next month's first instant
+
+    @property
+    def label(self) -> str:
+        return f"{self.start:%B %Y}"
+
+
+def month_of(moment: datetime) -> Period:
+    moment = moment.astimezone(UTC)
+    start = moment.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    end = (start.replace(year=start.year + 1, month=1) if start.month == 12
+           else start.replace(month=start.month + 1))
+    return Period(start, end)
+
+
+class _Row(NamedTuple):
+    """What the cost of a meter needs of an interval (read as tuples: thousands per page)."""
+
+    order_id: int
+    kind: str
+    meter: int
+    label: str
+    started_at: datetime
+    ended_at: datetime | None
+    hourly: Decimal
+    monthly: Decimal
+    share: int
+
+
+def _month_total(rows, period: Period, until: datetime) -> tuple[Decimal, int, bool]:
+    """One meter's charge for ``period``, its intervals cut at ``until``. The whole history of
+    the meter is laid out (units run on across months), the period's month is read off."""
+    stretches = [Metered(r.started_at.astimezone(UTC), min(r.ended_at or until, until).astimezone(UTC),
+                         r.hourly, r.monthly, r.share)
+                 for r in rows if r.started_at < until]
+    stretches = [s for s in stretches if s.end > s.start]
+    key = (period.start.year, period.start.month)
+    for charge in metered_charges(stretches, granularity_s=settings.BILLING_GRANULARITY_S):
+        if charge.month == key:
+            return charge.total, charge.units, charge.by_month
+    return Decimal(0), 0, False
+
+
+def usage_costs(*, order_ids=None, organisation_id: int | None = None, organisation_ids=None,
+                at: datetime | None = None) -> list[OrderCost]:
+    """Cost so far and forecast for the month of ``at`` (default now), per order and meter:
+    the orders ``order_ids``, or every order of ``organisation_id`` (or of ``organisation_ids``)
+    with usage this month."""
+    at = (at or timezone.now()).astimezone(UTC)
+    period = month_of(at)
+    live = Q(ended_at=None) | Q(ended_at__gt=period.start)
+    meters_this_month = UsageInterval.objects.filter(live, started_at__lt=period.end)
+    if order_ids is not None:
+        meters_this_month = meters_this_month.filter(order_id__in=list(order_ids))
+    if organisation_id is not None:
+        meters_this_month = meters_this_month.filter(order__organisation_id=organisation_id)
+    if organisation_ids is not None:
+        meters_this_month = meters_this_month.filter(order__organisation_id__in=list(organisation_ids))
+    keys = set(meters_this_month.values_list("order_id", "kind", "meter"))
+    if not keys:
+        return []
+    # A meter's earlier intervals decide where its units start (they run on across months).
+    rows = (UsageInterval.objects.filter(order_id__in={k[0] for k in keys}, started_at__lt=period.end)
+            .order_by("order_id", "kind", "meter", "started_at").values_list(*_Row._fields))
+    grouped = defaultdict(list)
+    for row in map(_Row._make, rows):
+        if (row.order_id, row.kind, row.meter) in keys:
+            grouped[(row.order_id, row.kind, row.meter)].append(row)
+    costs: dict[int, OrderCost] = {}
+    for (order_id, kind, meter), meter_rows in sorted(grouped.items()):
+        so_far, units, by_month = _month_total(meter_rows, period, at)
+        forecast, _, _ = _month_total(meter_rows, period, period.end)
+        running = meter_rows[-1].ended_at is None
+        costs.setdefault(order_id, OrderCost(order_id)).meters.append(MeterCost(
+            order_id, kind, meter, meter_rows[-1].label, units, money(so_far), money(forecast),
+            by_month, running))
+    return list(costs.values())
+
+
+def order_cost(order, *, at: datetime | None = None) -> OrderCost:
+    costs = usage_costs(order_ids=[order.pk], at=at)
+    return costs[0] if costs else OrderCost(order.pk)
+
+
+def month_parse(text: str, *, now: datetime | None = None) -> Period:
+    """``YYYY-MM`` (a past or the current month), ValueError with a message otherwise."""
+    current = month_of(now or timezone.now())
+    try:
+        moment = datetime.strptime(text, "%Y-%m").replace(tzinfo=UTC)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a month: write it as YYYY-MM, e.g. "
+                         f"{current.start:%Y-%m}.") from None
+    if moment > current.start:
+        raise ValueError(f"{text} has not begun: usage is known up to {current.start:%Y-%m}.")
+    return month_of(moment)
+
+
+def as_of(period: Period, *, now: datetime | None = None) -> datetime:
+    """The instant a month's usage is read at: now for the current month, its last instant
+    (everything it billed) for a past one."""
+    now = (now or timezone.now()).astimezone(UTC)
+    return min(now, period.end - timedelta(microseconds=1))
+
+
+@dataclass(frozen=True)
+class OrderSummary:
+    period: Period
+    cost: OrderCost
+    lifetime: Decimal  # every month since hand-over, to now
+    estimate: Decimal | None  # the sizing wizard's price of the job (its plan's training hours)
+    estimate_hours: int | None
+
+
+def order_summary(order, *, at: datetime | None = None) -> OrderSummary:
+    """This month's cost so far and forecast, the whole order's cost to now, and beside it the
+    price the sizing wizard estimated for the job (when it was sized in the wizard)."""
+    at = (at or timezone.now()).astimezone(UTC)
+    rows = list(UsageInterval.objects.filter(order=order, started_at__lt=at)
+                .order_by("kind", "meter", "started_at"))
+    lifetime = Decimal(0)
+    by_meter = defaultdict(list)
+    for row in rows:
+        by_meter[(row.kind, row.meter)].append(row)
+    for meter_rows in by_meter.values():
+        stretches = [Metered(r.started_at.astimezone(UTC), min(r.ended_at or at, at).astimezone(UTC),
+                             r.hourly, r.monthly, r.share) for r in meter_rows]
+        charges = metered_charges([s for s in stretches if s.end > s.start],
+                                  granularity_s=settings.BILLING_GRANULARITY_S)
+        lifetime += sum((money(c.total) for c in charges), Decimal(0))
+    estimate = hours = None
+    train_hours = (order.plan or {}).get("train_hours")
+    if isinstance(train_hours, int | float) and train_hours >= 0:
+        job = job_price(hourly_usd=order.price_hourly, monthly_usd=order.price_monthly,
+                        train_hours=float(train_hours))
+        estimate, hours = job.total_usd, job.billed_hours
+    return OrderSummary(month_of(at), order_cost(order, at=at), money(lifetime), estimate, hours)
+
+
+@dataclass(frozen=True)
+class OrganisationUsage:
+    period: Period
+    orders: list[tuple[object, OrderCost]]  # (order, its cost), most expensive first
+
+    @property
+    def so_far(self) -> Decimal:
+        return money(sum((c.so_far for _, c in self.orders), ZERO))
+
+    @property
+    def forecast(self) -> Decimal:
+        return money(sum((c.forecast for _, c in self.orders), ZERO))
+
+    @property
+    def storage(self) -> Decimal:
+        return money(sum((c.storage for _, c in self.orders), ZERO))
+
+    @property
+    def servers(self) -> Decimal:
+        return money(self.so_far - self.storage)
+
+
+def organisation_usage(organisation, *, period: Period | None = None,
+                       now: datetime | None = None) -> OrganisationUsage:
+    """An organisation's month by order, node and storage (default: the current month)."""
+    period = period or month_of(now or timezone.now())
+    costs = usage_costs(organisation_id=organisation.pk, at=as_of(period, now=now))
+    orders = (Order.objects.select_related("sku").only("reference", "state", "node_count", "sku__name")
+              .in_bulk([c.order_id for c in costs]))
+    rows = sorted(((orders[c.order_id], c) for c in costs), key=lambda pair: -pair[1].so_far)
+    return OrganisationUsage(period, rows)
+
+
+def recent_months(current: Period, count: int = 12) -> list[Period]:
+    """``current`` and the ``count - 1`` months before it, newest first."""
+    months = [current]
+    while len(months) < count:
+        months.append(month_of(months[-1].start - timedelta(microseconds=1)))
+    return months

@@ -1,0 +1,126 @@
+"""The organisation's billing page: the month's cost by order, node and storage, with the
+forecast to the month's end. Anyone who sees the organisation sees it (others: 404)."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+
+from portal.accounts.selectors import can_manage_api_keys, organisations_for, primary_organisation
+from portal.billing.documents import invoice_context, invoice_csv, invoice_pdf, usage_statement_csv
+from portal.billing.forms import SpendLimitForm
+from portal.billing.models import Invoice, SpendLimit
+from portal.billing.selectors import month_of, month_parse, organisation_usage, recent_months
+from portal.billing.spend import spend_limit_set
+
+
+@login_required
+@require_GET
+def billing_home(request):
+    organisation = primary_organisation(request.user)
+    if organisation is None:
+        raise Http404("This login belongs to no organisation.")
+    return redirect("billing:organisation", slug=organisation.slug)
+
+
+@login_required
+@require_GET
+def organisation_billing(request, slug: str):
+    organisation = get_object_or_404(organisations_for(request.user), slug=slug)
+    this_month = period = month_of(timezone.now())
+    error = ""
+    if request.GET.get("month"):
+        try:
+            period = month_parse(request.GET["month"])
+        except ValueError as exc:
+            error = str(exc)
+    return render(request, "billing/organisation.html", {
+        "organisation": organisation, "usage": organisation_usage(organisation, period=period),
+        "customers": [(child, organisation_usage(child, period=period))
+                      for child in organisations_for(request.user).filter(parent=organisation)],
+        "error": error, "is_current": period == this_month, "months": recent_months(this_month),
+        "invoices": (Invoice.objects.filter(organisation=organisation, state=Invoice.State.ISSUED)[:24]
+                     if can_manage_api_keys(request.user, organisation) else None),
+        **_limit_context(request, organisation),
+    }, status=400 if error else 200)
+
+
+def _limit_context(request, organisation, form=None) -> dict:
+    limit = SpendLimit.objects.filter(organisation=organisation).first()
+    return {"limit": limit, "can_set_limit": can_manage_api_keys(request.user, organisation),
+            "limit_form": form or SpendLimitForm(initial={"monthly_usd": limit and limit.monthly_usd})}
+
+
+@login_required
+@require_POST
+def spend_limit(request, slug: str):
+    organisation = get_object_or_404(organisations_for(request.user), slug=slug)
+    if not can_manage_api_keys(request.user, organisation):
+        raise PermissionDenied(f"Only an admin of {organisation.name} can set its spend limit.")
+    form = SpendLimitForm(request.POST)
+    if not form.is_valid():
+        this_month = month_of(timezone.now())
+        return render(request, "billing/organisation.html", {
+            "organisation": organisation, "usage": organisation_usage(organisation), "error": "",
+            "is_current": True, "months": recent_months(this_month), "invoices": None,
+            **_limit_context(request, organisation, form)}, status=400)
+    limit = spend_limit_set(organisation=organisation, monthly_usd=form.cleaned_data["monthly_usd"])
+    messages.success(request, f"Spend limit set to {limit.monthly_usd} USD per month." if limit
+                     else "Spend limit removed.")
+    return redirect("billing:organisation", slug=organisation.slug)
+
+
+def _issued_invoice(request, slug: str, number: str) -> Invoice:
+    """An issued document of an organisation the user sees (others: 404), for its admins (403
+    for its other members: a reseller's plain member)."""
+    organisation = get_object_or_404(organisations_for(request.user), slug=slug)
+    invoice = get_object_or_404(Invoice.objects.select_related("organisation", "credit_for"),
+                                organisation=organisation, number=number, state=Invoice.State.ISSUED)
+    if not can_manage_api_keys(request.user, organisation):
+        raise PermissionDenied(f"Only an admin of {organisation.name} can read its invoices.")
+    return invoice
+
+
+@login_required
+@require_GET
+def invoice_detail(request, slug: str, number: str):
+    invoice = _issued_invoice(request, slug, number)
+    return render(request, "billing/invoice.html", {
+        **invoice_context(invoice), "credit_notes": invoice.credit_notes.filter(state="issued")})
+
+
+@login_required
+@require_GET
+def invoice_pdf_download(request, slug: str, number: str):
+    invoice = _issued_invoice(request, slug, number)
+    response = HttpResponse(invoice_pdf(invoice), content_type="application/pdf")
+    response["Content-Disposition"] = f'attachment; filename="{invoice.number}.pdf"'
+    return response
+
+
+@login_required
+@require_GET
+def invoice_csv_download(request, slug: str, number: str):
+    invoice = _issued_invoice(request, slug, number)
+    response = HttpResponse(invoice_csv(invoice), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{invoice.number}.csv"'
+    return response
+
+
+@login_required
+@require_GET
+def usage_statement(request, slug: str):
+    """The month's usage of an organisation as CSV (a reseller re-bills its customer from it)."""
+    organisation = get_object_or_404(organisations_for(request.user), slug=slug)
+    try:
+        period = month_parse(request.GET["month"]) if request.GET.get("month") else None
+    except ValueError as exc:
+        return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
+    usage = organisation_usage(organisation, period=period)
+    response = HttpResponse(usage_statement_csv(organisation, usage), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = (f'attachment; filename="{organisation.slug}-'
+                                       f'{usage.period.start:%Y-%m}.csv"')
+    return response

@@ -35,4 +35,6 @@ urlpatterns = [
     re_path(r"^api/(?!schema$|docs$)", ApiNotFound.as_view(), name="api-not-found"),
     path("admin/", admin.site.urls),
 ]
+# Monitoring: Prometheus's scrape targets and Alertmanager's webhook (bearer tokens).
+urlpatterns += [path("monitoring/", include("provisioning.monitoring.urls"))]
 handler500 = "portal.api.views.server_error"  # a problem+json body under /api/

@@ -1,0 +1,31 @@
+"""Endpoints machines call: Prometheus's service discovery (scrape targets) and Alertmanager's
+webhook (alerts). Each authenticates by its own bearer token; no session, no CSRF."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.http import HttpResponse, JsonResponse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+
+from provisioning.monitoring.auth import bearer_matches
+from provisioning.monitoring.targets import EXPORTERS, scrape_targets
+
+
+def _unauthorised() -> HttpResponse:
+    response = HttpResponse("A valid bearer token is required.\n", status=401,
+                            content_type="text/plain; charset=utf-8")
+    response["WWW-Authenticate"] = 'Bearer realm="trainyard-monitoring"'
+    return response
+
+
+@never_cache
+@require_GET
+def targets(request, exporter: str):
+    """Prometheus HTTP service discovery: the nodes whose ``exporter`` it scrapes."""
+    if not bearer_matches(request, settings.MONITORING_TOKEN):
+        return _unauthorised()
+    if exporter not in EXPORTERS:
+        return JsonResponse({"detail": f"unknown exporter; one of {', '.join(EXPORTERS)}"},
+                            status=404)
+    return JsonResponse(scrape_targets(exporter), safe=False)

@@ -31,6 +31,7 @@ from portal.orders.states import ORDER_TRANSITIONS, OrderState, QuoteAlreadyOrde
 from portal.quotes.selectors import quote_for_user, stock_note
 from provisioning import fulfilment
 from provisioning import services as provisioning_services
+from provisioning.monitoring.card import gpu_charts_context
 from provisioning.selectors import (
     acceptance_report,
     order_access,
@@ -184,7 +185,17 @@ def server_detail(request, reference: str):
         "is_staff": request.user.is_hosting_staff, "storage": storage_for(order),
         "stack_files": stack_downloads(order),
         "ssh_keys": order_ssh_keys(order),
+        **gpu_charts_context(order, range_key=request.GET.get("range"), node=request.GET.get("node")),
     })
+
+
+@login_required
+@require_GET
+def server_metrics(request, reference: str):
+    order = get_object_or_404(orders_for(request.user), reference=reference, state=OrderState.ACTIVE)
+    return render(request, "orders/_gpu_charts.html", {
+        "order": order, **gpu_charts_context(order, range_key=request.GET.get("range"),
+                                             node=request.GET.get("node"))})
 
 
 @login_required

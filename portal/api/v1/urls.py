@@ -5,6 +5,7 @@ from portal.api.v1.views import (
     customers,
     invitations,
     keys,
+    metrics,
     orders,
     quotes,
     servers,
@@ -57,4 +58,6 @@ urlpatterns = [
     path("webhooks/<str:reference>/test", webhooks.WebhookTestView.as_view(), name="webhook-test"),
     path("webhooks/<str:reference>/deliveries", webhooks.WebhookDeliveryListView.as_view(),
          name="webhook-deliveries"),
+    path("orders/<str:reference>/server/metrics", metrics.ServerMetricsView.as_view(),
+         name="server-metrics"),
 ]

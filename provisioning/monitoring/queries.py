@@ -12,21 +12,25 @@ class Metric:
     key: str
     label: str
     unit: str
-    expr: str  # PromQL with {selector} for the order's label matcher and {step} for windows
+    # PromQL with {selector} for the order's label matcher and {step} for windows. Gauges are
+    # averaged over each step, so a 7-day chart shows the load, not the one sample a step hits.
+    expr: str
     max_value: float | None = None  # a fixed top of the axis (percentages); else the data's
 
 
 # dcgm-exporter's fields (etc/default-counters.csv of NVIDIA/dcgm-exporter), per node and GPU.
 METRICS = {m.key: m for m in (
     Metric("gpu_util", "GPU utilisation", "%",
-           "max by (node, gpu) (DCGM_FI_DEV_GPU_UTIL{selector})", 100.0),
+           "max by (node, gpu) (avg_over_time(DCGM_FI_DEV_GPU_UTIL{selector}[{step}s]))", 100.0),
     Metric("tensor_active", "Tensor-core activity", "%",
-           "100 * max by (node, gpu) (DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{selector})", 100.0),
+           "100 * max by (node, gpu) "
+           "(avg_over_time(DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{selector}[{step}s]))", 100.0),
     Metric("fb_used", "Framebuffer used", "GiB",
-           "max by (node, gpu) (DCGM_FI_DEV_FB_USED{selector}) / 1024"),
-    Metric("power", "Power", "W", "max by (node, gpu) (DCGM_FI_DEV_POWER_USAGE{selector})"),
+           "max by (node, gpu) (avg_over_time(DCGM_FI_DEV_FB_USED{selector}[{step}s])) / 1024"),
+    Metric("power", "Power", "W",
+           "max by (node, gpu) (avg_over_time(DCGM_FI_DEV_POWER_USAGE{selector}[{step}s]))"),
     Metric("temperature", "Temperature", "°C",
-           "max by (node, gpu) (DCGM_FI_DEV_GPU_TEMP{selector})"),
+           "max by (node, gpu) (avg_over_time(DCGM_FI_DEV_GPU_TEMP{selector}[{step}s]))"),
     # The field holds the last XID's number: each change of it is one XID event.
     Metric("xid", "XID events", "events",
            "sum by (node, gpu) (changes(DCGM_FI_DEV_XID_ERRORS{selector}[{step}s]))"),

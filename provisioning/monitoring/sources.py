@@ -71,7 +71,8 @@ class SimulatedSource:
         t0 = int(start.timestamp()) // step_s * step_s
         times = range(t0, int(end.timestamp()) + 1, step_s)
         return [Series(node=n.hostname, gpu=str(gpu),
-                       points=tuple((float(t), simulated_value(metric.key, n.hostname, gpu, t))
+                       points=tuple((float(t), simulated_value(metric.key, n.hostname, gpu, t,
+                                                               step_s=step_s))
                                     for t in times))
                 for n in nodes for gpu in range(n.gpus)]
 
@@ -82,9 +83,13 @@ def _noise(*parts) -> float:
     return int.from_bytes(digest, "big") / 2**64
 
 
-def simulated_value(metric: str, node: str, gpu: int, t: int) -> float:
-    checkpoint = (t % 1800) < 90  # 90 s of every half hour: writing a checkpoint
-    util = (12 + 8 * _noise(node, gpu, t // 60)) if checkpoint else (91 + 7 * _noise(node, gpu, t // 60))
+def simulated_value(metric: str, node: str, gpu: int, t: int, *, step_s: int = 60) -> float:
+    if step_s >= 1800:  # a point stands for a checkpoint and the training around it: their mean
+        util = 86 + 6 * _noise(node, gpu, t // step_s)
+    elif (t % 1800) < 90:  # 90 s of every half hour: writing a checkpoint
+        util = 12 + 8 * _noise(node, gpu, t // 60)
+    else:
+        util = 91 + 7 * _noise(node, gpu, t // 60)
     if metric == "gpu_util":
         return round(util, 1)
     if metric == "tensor_active":

@@ -30,6 +30,8 @@ def nice_max(value: float) -> float:
 
 
 def _number(value: float) -> str:
+    if abs(value) >= 1000:
+        return f"{value / 1000:,.{0 if value % 1000 == 0 else 1}f}k"
     return f"{value:,.0f}" if abs(value) >= 10 or value == int(value) else f"{value:,.1f}"
 
 

@@ -23,8 +23,8 @@ def test_every_query_selects_on_the_order_label_only():
 def test_a_reference_cannot_break_out_of_its_label_value():
     hostile = 'TY-1"} or DCGM_FI_DEV_GPU_UTIL{order=~".*'
     query = order_query(METRICS["gpu_util"], order_reference=hostile, step_s=30)
-    assert query == ('max by (node, gpu) (DCGM_FI_DEV_GPU_UTIL{order="TY-1\\"} or '
-                     'DCGM_FI_DEV_GPU_UTIL{order=~\\".*"})')
+    assert query == ('max by (node, gpu) (avg_over_time(DCGM_FI_DEV_GPU_UTIL{order="TY-1\\"} or '
+                     'DCGM_FI_DEV_GPU_UTIL{order=~\\".*"}[30s]))')
     assert label_value('a\\b\n"c') == '"a\\\\b\\n\\"c"'
 
 

@@ -64,3 +64,17 @@ def test_an_empty_window_says_so():
 
 def test_the_axis_top_is_a_round_number():
     assert [nice_max(v) for v in (0, 0.7, 3, 71.5, 640, 1001)] == [1, 1, 5, 100, 1000, 2000]
+
+
+def test_a_week_of_simulated_points_shows_the_load_not_single_checkpoint_samples():
+    week = SimulatedSource().series(METRICS["gpu_util"], order_reference="TY-1",
+                                    start=END - timedelta(days=7), end=END, step_s=5040,
+                                    nodes=[NodeInfo("gpu-a", 1)])
+    values = [v for _, v in week[0].points]
+    assert 80 < min(values) and max(values) < 95
+
+
+def test_axis_numbers_of_a_thousand_and_more_are_short():
+    svg = node_chart_svg(_chart([Series("gpu-a", "0", ((START.timestamp(), 700.0),))],
+                                metric="power", max_value=None), "gpu-a", chart_id="p")
+    assert ">1k</text>" in svg and ">750</text>" in svg

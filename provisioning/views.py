@@ -356,6 +356,7 @@ def node_detail(request, pk: int):
         "steps": node.step_runs.select_related("run__order").order_by("-pk")[:15],
         "actions": _node_actions(node) if request.user.is_operator else [], "note_form": NodeNoteForm(),
         "can_edit": request.user.is_operator and node.order_id is None,
+        "alerts": list(node.alerts.filter(resolved_at=None).order_by("-started_at")),
     })
 
 

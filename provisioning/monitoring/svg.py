@@ -46,6 +46,8 @@ def node_chart_svg(chart: Chart, node: str, *, chart_id: str) -> str:
     span = max(end - start, 1.0)
     values = [v for s in series for _, v in s.points]
     top = chart.max_value if chart.max_value is not None else nice_max(max(values, default=0) * 1.1)
+    if chart.unit == "events":
+        top = max(top, 4.0)  # whole events: ticks 0, 1, 2, 3, 4 rather than fractions
 
     def x(t: float) -> float:
         return LEFT + (RIGHT - LEFT) * (t - start) / span

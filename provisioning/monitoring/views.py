@@ -6,8 +6,10 @@ from __future__ import annotations
 from django.conf import settings
 from django.http import HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_POST
 
+from provisioning.monitoring.alerts import PayloadError, alerts_receive, parse_payload
 from provisioning.monitoring.auth import bearer_matches
 from provisioning.monitoring.targets import EXPORTERS, scrape_targets
 
@@ -29,3 +31,18 @@ def targets(request, exporter: str):
         return JsonResponse({"detail": f"unknown exporter; one of {', '.join(EXPORTERS)}"},
                             status=404)
     return JsonResponse(scrape_targets(exporter), safe=False)
+
+
+@csrf_exempt
+@require_POST
+def alerts(request):
+    """Alertmanager's webhook receiver (``webhook_configs`` with ``send_resolved: true``)."""
+    if not bearer_matches(request, settings.MONITORING_ALERT_TOKEN):
+        return _unauthorised()
+    try:
+        incoming = parse_payload(request.body)
+    except PayloadError as exc:
+        return JsonResponse({"detail": str(exc)}, status=400)
+    result = alerts_receive(incoming)
+    return JsonResponse({"opened": result.opened, "resolved": result.resolved,
+                         "ignored": result.ignored})

@@ -555,3 +555,6 @@ MONITORING_ALERT_TOKEN = env_secret("MONITORING_ALERT_TOKEN", "")
 # Where the exporters listen on each node's management address.
 MONITORING_DCGM_EXPORTER_PORT = env_int("MONITORING_DCGM_EXPORTER_PORT", 9400, minimum=1)
 MONITORING_NODE_EXPORTER_PORT = env_int("MONITORING_NODE_EXPORTER_PORT", 9100, minimum=1)
+# The portal's own metrics at /metrics (portal.core.metrics): request latency by view. Under
+# gunicorn and Celery set PROMETHEUS_MULTIPROC_DIR (compose does) so every process is counted.
+MIDDLEWARE = ["portal.core.metrics_middleware.RequestMetricsMiddleware", *MIDDLEWARE]

@@ -9,6 +9,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
+from portal.core.metrics import CONTENT_TYPE, exposition
 from provisioning.monitoring.alerts import PayloadError, alerts_receive, parse_payload
 from provisioning.monitoring.auth import bearer_matches
 from provisioning.monitoring.targets import EXPORTERS, scrape_targets
@@ -46,3 +47,16 @@ def alerts(request):
     result = alerts_receive(incoming)
     return JsonResponse({"opened": result.opened, "resolved": result.resolved,
                          "ignored": result.ignored})
+
+
+@never_cache
+@require_GET
+def portal_metrics(request):
+    """The portal's own metrics for Prometheus (bearer token) or a signed-in staff member."""
+    user = request.user
+    if not (bearer_matches(request, settings.MONITORING_TOKEN)
+            or (user.is_authenticated and user.is_hosting_staff)):
+        return _unauthorised()
+    body = exposition(broker_url=settings.CELERY_BROKER_URL,
+                      queues=[settings.CELERY_TASK_DEFAULT_QUEUE, settings.CELERY_SWEEP_QUEUE])
+    return HttpResponse(body, content_type=CONTENT_TYPE)

@@ -64,3 +64,14 @@ def test_prometheus_scrapes_the_nodes_the_portal_lists(fleet, prometheus):
     assert labels["node"] == "gpu-alice-01" and labels["sku"] == H100_SKU
     assert labels["modelName"] == "NVIDIA H100 80GB HBM3" and labels["hostname"] == "gpu-alice-01"
     assert {s["metric"]["node"] for s in series} == {"gpu-alice-01"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_prometheus_reads_the_portals_own_metrics_with_its_token(fleet, prometheus):
+    def portal_scraped():
+        return prometheus.api("/api/v1/query", query='up{job="trainyard"} == 1')["result"]
+    prometheus.wait_for("the portal's /metrics scraped", portal_scraped)
+    # Its own service-discovery calls, timed by the portal, are among what it scraped.
+    assert prometheus.wait_for("the discovery requests' latency", lambda: prometheus.api(
+        "/api/v1/query",
+        query='trainyard_http_request_duration_seconds_count{view="monitoring:targets"}')["result"])

@@ -558,3 +558,10 @@ MONITORING_NODE_EXPORTER_PORT = env_int("MONITORING_NODE_EXPORTER_PORT", 9100, m
 # The portal's own metrics at /metrics (portal.core.metrics): request latency by view. Under
 # gunicorn and Celery set PROMETHEUS_MULTIPROC_DIR (compose does) so every process is counted.
 MIDDLEWARE = ["portal.core.metrics_middleware.RequestMetricsMiddleware", *MIDDLEWARE]
+# What the stack installs on each GPU node (provisioning/stack/sh/exporters.sh): dcgm-exporter
+# from NVIDIA's CUDA apt repository, pinned (package=version), and the distribution's
+# node_exporter. Both run as Trainyard's own systemd units on the management address only.
+MONITORING_DCGM_EXPORTER_PACKAGE = env_str("MONITORING_DCGM_EXPORTER_PACKAGE",
+                                           "datacenter-gpu-manager-exporter=4.8.1-1")
+MONITORING_NODE_EXPORTER_PACKAGE = env_str("MONITORING_NODE_EXPORTER_PACKAGE",
+                                           "prometheus-node-exporter")

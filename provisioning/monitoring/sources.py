@@ -68,7 +68,7 @@ class SimulatedSource:
 
     def series(self, metric: Metric, *, order_reference: str, nodes: list[NodeInfo],
                start: datetime, end: datetime, step_s: int) -> list[Series]:
-        t0 = int(start.timestamp()) // step_s * step_s
+        t0 = -(-int(start.timestamp()) // step_s) * step_s  # the first step inside the window
         times = range(t0, int(end.timestamp()) + 1, step_s)
         return [Series(node=n.hostname, gpu=str(gpu),
                        points=tuple((float(t), simulated_value(metric.key, n.hostname, gpu, t,

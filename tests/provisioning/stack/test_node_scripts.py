@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from provisioning.stack import access, scripts
+from provisioning.stack import access, exporters, scripts
 from provisioning.stack.shell import SH_DIR, lib_function, node_script
 from tests.provisioning.stack.test_renderers import shellcheck
 
@@ -16,6 +16,7 @@ AS_RUN = {
     "sanitise": scripts.sanitise_script,
     "inventory": scripts.inventory_script,
     "authorized_keys": access.authorized_keys_script,
+    "exporters": exporters.exporters_script,
 }
 
 

@@ -36,6 +36,7 @@ from provisioning.forms import (
 )
 from provisioning.health import operator_problems
 from provisioning.models import Node, ProvisioningRun, StepRun
+from provisioning.monitoring.alerts import alerted_node_ids
 from provisioning.retention import run_log_past_window
 from provisioning.states import NODE_FAILED, NODE_TRANSITIONS, NodeState, RunKind, RunStatus
 
@@ -289,6 +290,7 @@ def node_list(request):
         "summary": selectors.inventory_summary(), "states": NodeState.choices,
         "skus": selectors.skus_in_fleet(),
         "state": state, "sku": sku, "can_edit": request.user.is_operator,
+        "attention": alerted_node_ids(n.pk for n in page.object_list),
     })
 
 

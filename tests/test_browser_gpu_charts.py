@@ -47,3 +47,31 @@ def test_the_gpu_charts_at_phone_and_desktop_width(live_server, browser, people,
     assert heights and min(heights) >= 10, heights
     assert errors == [], errors
     context.close()
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width", (390, 1280))
+def test_an_open_alert_on_the_staff_home_and_node_page(live_server, browser, people, catalog,
+                                                       sim_dir, width):
+    from django.utils import timezone
+
+    from provisioning.monitoring.models import NodeAlert
+
+    node = make_node(sku=H100_SKU, state_dir=sim_dir, hostname="gpu-h100-b07")
+    NodeAlert.objects.create(node=node, name="GpuXidError", fingerprint="f1", severity="warning",
+                             summary="gpu-h100-b07: GPU 3 reported an XID error in the last 10 "
+                                     "minutes", started_at=timezone.now())
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    context, page, errors = signed_in_page(browser, live_server.url, "olga", width=width,
+                                           timeout_ms=PAGE_TIMEOUT_MS)
+    alerts = page.locator("#alerts")
+    expect(alerts).to_contain_text("1 open")
+    expect(alerts).to_contain_text("gpu-h100-b07 needs attention")
+    page.screenshot(path=str(SHOTS / f"staff-home-alert-{width}.png"), full_page=True)
+    alerts.get_by_role("link", name="gpu-h100-b07").click()
+    expect(page.locator("main")).to_contain_text("Needs attention")
+    expect(page.locator("main")).to_contain_text("GPU 3 reported an XID error")
+    page.screenshot(path=str(SHOTS / f"node-alert-{width}.png"), full_page=True)
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    assert errors == [], errors
+    context.close()

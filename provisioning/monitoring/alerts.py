@@ -150,3 +150,9 @@ def nodes_needing_attention() -> QuerySet[Node]:
 
 def open_alerts() -> QuerySet[NodeAlert]:
     return NodeAlert.objects.filter(resolved_at=None).select_related("node").order_by("-started_at", "-pk")
+
+
+def alerted_node_ids(node_ids) -> set[int]:
+    """Which of ``node_ids`` have an open alert (one query for a page of the inventory)."""
+    return set(NodeAlert.objects.filter(resolved_at=None, node_id__in=list(node_ids))
+               .values_list("node_id", flat=True))

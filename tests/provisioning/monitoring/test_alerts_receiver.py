@@ -103,3 +103,5 @@ def test_the_staff_home_and_node_page_show_the_open_alert(client, monitoring_tok
     assert "1 open" in home and "GpuXidError" in home and f"/ops/nodes/{node.pk}/" in home
     page = operator.get(f"/ops/nodes/{node.pk}/").content.decode()
     assert "Needs attention" in page and "GPU 3 reported an XID error" in page
+    inventory = operator.get("/ops/nodes/").content.decode()
+    assert inventory.count(">needs attention</span>") == 1  # alice's node, not charlie's

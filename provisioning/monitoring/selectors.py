@@ -34,7 +34,7 @@ def chart_window(order, range_key: str, now: datetime) -> tuple[datetime, dateti
 
 
 def order_chart(order, *, metric: str, range_key: str, now: datetime | None = None,
-                nodes: list[Node] | None = None) -> Chart:
+                nodes: list[Node] | None = None, store_down: bool = False) -> Chart:
     """One metric of ``order``'s nodes. ``metric`` and ``range_key`` must be keys of the
     allow-lists (ValueError otherwise); the query selects on the order's label only."""
     spec, window = metric_for(metric), range_for(range_key)
@@ -45,7 +45,9 @@ def order_chart(order, *, metric: str, range_key: str, now: datetime | None = No
     watched = [n for n in nodes if settings.MONITORING_PROMETHEUS_URL and has_exporters(n)]
     simulated = [n for n in nodes if n not in watched]
     series, error = [], ""
-    if watched:
+    if watched and store_down:
+        error = UNAVAILABLE
+    elif watched:
         source = PrometheusSource(settings.MONITORING_PROMETHEUS_URL,
                                   timeout_s=settings.MONITORING_QUERY_TIMEOUT_S)
         try:
@@ -64,9 +66,13 @@ def order_chart(order, *, metric: str, range_key: str, now: datetime | None = No
 
 
 def order_charts(order, *, range_key: str, now: datetime | None = None) -> list[Chart]:
-    now, nodes = now or timezone.now(), order_nodes(order)
-    return [order_chart(order, metric=key, range_key=range_key, now=now, nodes=nodes)
-            for key in METRICS]
+    """Every metric; once the store failed to answer, the rest are not asked (one timeout per
+    page, not six)."""
+    now, nodes, charts = now or timezone.now(), order_nodes(order), []
+    for key in METRICS:
+        charts.append(order_chart(order, metric=key, range_key=range_key, now=now, nodes=nodes,
+                                  store_down=any(c.error for c in charts)))
+    return charts
 
 
 def busy_headline(chart: Chart) -> str:

@@ -75,11 +75,17 @@ def test_the_api_refuses_a_metric_or_range_off_the_list(people, flowing):
     assert "range" in assert_problem(api.get(f"{url}?metric=power&range=30d"), 400)["errors"]
 
 
-def test_a_prometheus_that_does_not_answer_is_said_not_drawn(login, people, fleet, settings):
+def test_a_prometheus_that_does_not_answer_is_said_not_drawn_and_asked_once(login, people, fleet,
+                                                                          settings, monkeypatch):
+    from provisioning.monitoring import sources
     from tests.provisioning.monitoring.prometheus import free_port
     settings.MONITORING_PROMETHEUS_URL = f"http://127.0.0.1:{free_port()}"
+    asked = []
+    real_get = sources.requests.get
+    monkeypatch.setattr(sources.requests, "get", lambda *a, **k: asked.append(a) or real_get(*a, **k))
     html = login(people.alice).get(f"/orders/{fleet.alice_order.reference}/server/").content.decode()
     assert "GPU metrics are unavailable right now" in html
+    assert len(asked) == 1  # one refused connection, not one per chart
 
 
 def test_without_prometheus_a_simulated_node_shows_a_labelled_simulated_series(login, people,

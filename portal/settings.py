@@ -632,3 +632,26 @@ CELERY_BEAT_SCHEDULE |= {
                               "options": {"expires": 60.0}},
 }
 BILLING_TERMINATE_DUE = "provisioning.fulfilment.orders_terminate_due"
+# --- Monitoring (docs/operations.md "Monitoring") -------------------------------------------
+# Prometheus stores the nodes' GPU metrics (dcgm-exporter) and node metrics (node_exporter); the
+# portal reads charts from it. Empty: every node's charts are the simulated series (`make run`).
+MONITORING_PROMETHEUS_URL = env_str("MONITORING_PROMETHEUS_URL", "")
+MONITORING_QUERY_TIMEOUT_S = env_float("MONITORING_QUERY_TIMEOUT_S", 5.0, minimum=0.1)
+# The bearer token Prometheus sends for its scrape targets (/monitoring/targets) and for the
+# portal's own /metrics. Empty: both refuse every token (staff sessions still read /metrics).
+MONITORING_TOKEN = env_secret("MONITORING_TOKEN", "")
+# The bearer token Alertmanager's webhook sends to /monitoring/alerts. Empty: alerts are refused.
+MONITORING_ALERT_TOKEN = env_secret("MONITORING_ALERT_TOKEN", "")
+# Where the exporters listen on each node's management address.
+MONITORING_DCGM_EXPORTER_PORT = env_int("MONITORING_DCGM_EXPORTER_PORT", 9400, minimum=1)
+MONITORING_NODE_EXPORTER_PORT = env_int("MONITORING_NODE_EXPORTER_PORT", 9100, minimum=1)
+# The portal's own metrics at /metrics (portal.core.metrics): request latency by view. Under
+# gunicorn and Celery set PROMETHEUS_MULTIPROC_DIR (compose does) so every process is counted.
+MIDDLEWARE = ["portal.core.metrics_middleware.RequestMetricsMiddleware", *MIDDLEWARE]
+# What the stack installs on each GPU node (provisioning/stack/sh/exporters.sh): dcgm-exporter
+# from NVIDIA's CUDA apt repository, pinned (package=version), and the distribution's
+# node_exporter. Both run as Trainyard's own systemd units on the management address only.
+MONITORING_DCGM_EXPORTER_PACKAGE = env_str("MONITORING_DCGM_EXPORTER_PACKAGE",
+                                           "datacenter-gpu-manager-exporter=4.8.1-1")
+MONITORING_NODE_EXPORTER_PACKAGE = env_str("MONITORING_NODE_EXPORTER_PACKAGE",
+                                           "prometheus-node-exporter")

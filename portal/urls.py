@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from portal.accounts.views_two_factor import PasswordChangeView, PasswordResetConfirmView
 from portal.api.views import ApiNotFound
 from portal.core import views as core_views
+from provisioning.monitoring import views as monitoring_views
 
 urlpatterns = [
     path("", core_views.home, name="home"),
@@ -37,4 +38,8 @@ urlpatterns = [
     re_path(r"^api/(?!schema$|docs$)", ApiNotFound.as_view(), name="api-not-found"),
     path("admin/", admin.site.urls),
 ]
+# Monitoring: Prometheus's scrape targets and Alertmanager's webhook (bearer tokens).
+# and the portal's own metrics (Prometheus's token or a staff session).
+urlpatterns += [path("monitoring/", include("provisioning.monitoring.urls")),
+                path("metrics", monitoring_views.portal_metrics, name="metrics")]
 handler500 = "portal.api.views.server_error"  # a problem+json body under /api/

@@ -255,4 +255,5 @@ class HealthCheckDaily(models.Model):
     def __str__(self) -> str:
         return f"{self.node} {self.day}: {self.ok_count}/{self.checks} ok ({self.worst})"
 
+from provisioning.monitoring.models import NodeAlert  # noqa: E402,F401
 from provisioning.storage.models import Bucket, BucketEvent, Credential  # noqa: E402,F401

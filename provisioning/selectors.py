@@ -15,6 +15,7 @@ from portal.orders.states import OrderState
 from provisioning.drivers import OptionsSchema, driver_options, is_test_host, login_user_for, options_schema
 from provisioning.drivers.ssh import host_key_fingerprints
 from provisioning.models import HealthCheck, Node, NodeEvent, ProvisioningRun, StepLogLine, StepRun
+from provisioning.monitoring.alerts import open_alerts
 from provisioning.pipeline.steps.acceptance import AcceptanceReport, AcceptanceResult
 from provisioning.pipeline.steps.handover import HandoverResult
 from provisioning.power import bmc_label
@@ -334,4 +335,6 @@ def staff_dashboard(user, *, rows: int) -> dict:
         "failed_nodes": list(Node.objects.filter(state__in=NODE_FAILED).select_related("sku")
                              .order_by("hostname")[:rows]) if user.is_operator else [],
         "stock": inventory_summary(),
+        "alerts": list(open_alerts()[:rows]) if user.is_operator else [],
+        "alert_count": open_alerts().count() if user.is_operator else 0,
     }

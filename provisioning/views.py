@@ -33,6 +33,7 @@ from provisioning.forms import (
 )
 from provisioning.health import operator_problems
 from provisioning.models import Node, ProvisioningRun, StepRun
+from provisioning.monitoring.alerts import alerted_node_ids
 from provisioning.node_power import NODE_POWER_ACTIONS, node_power_refusal
 from provisioning.retention import run_log_past_window
 from provisioning.states import NODE_FAILED, NODE_TRANSITIONS, NodeState, RunKind, RunStatus
@@ -267,6 +268,7 @@ def node_list(request):
         "summary": selectors.inventory_summary(), "states": NodeState.choices,
         "skus": selectors.skus_in_fleet(),
         "state": state, "sku": sku, "can_edit": request.user.is_operator,
+        "attention": alerted_node_ids(n.pk for n in page.object_list),
     })
 
 
@@ -336,6 +338,7 @@ def node_detail(request, pk: int):
         "can_edit": request.user.is_operator and node.order_id is None,
         "power_actions": (NODE_POWER_ACTIONS if request.user.is_operator
                           and node_power_refusal(node) is None else {}),
+        "alerts": list(node.alerts.filter(resolved_at=None).order_by("-started_at")),
     })
 
 

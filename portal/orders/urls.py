@@ -25,4 +25,6 @@ urlpatterns = [
          name="storage-reveal"),
     path("<str:reference>/server/storage/rotate/", views.server_action,
          {"action": "rotate_storage_key"}, name="storage-rotate"),
+    # The GPU charts card of the server page (htmx).
+    path("<str:reference>/server/metrics/", views.server_metrics, name="server-metrics"),
 ]

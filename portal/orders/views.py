@@ -35,6 +35,7 @@ from portal.orders.states import ORDER_TRANSITIONS, OrderState, QuoteAlreadyOrde
 from portal.quotes.selectors import quote_for_user, stock_note
 from provisioning import fulfilment
 from provisioning import services as provisioning_services
+from provisioning.monitoring.card import gpu_charts_context
 from provisioning.selectors import (
     acceptance_report,
     order_access,
@@ -194,7 +195,17 @@ def server_detail(request, reference: str):
         "ssh_keys": order_ssh_keys(order),
         "summary": order_summary(order),
         "deadline": TerminationDeadline.objects.filter(order=order).first(),
+        **gpu_charts_context(order, range_key=request.GET.get("range"), node=request.GET.get("node")),
     })
+
+
+@login_required
+@require_GET
+def server_metrics(request, reference: str):
+    order = get_object_or_404(orders_for(request.user), reference=reference, state=OrderState.ACTIVE)
+    return render(request, "orders/_gpu_charts.html", {
+        "order": order, **gpu_charts_context(order, range_key=request.GET.get("range"),
+                                             node=request.GET.get("node"))})
 
 
 @login_required

@@ -17,6 +17,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from portal.core.addresses import guarded_session, unsafe_cause
+from portal.core.metrics import WEBHOOK_DELIVERIES
 from portal.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from portal.webhooks.notifications import endpoint_disabled_notify
 from portal.webhooks.signing import HEADER, signature_header
@@ -132,6 +133,8 @@ def _record(delivery: WebhookDelivery, outcome: AttemptOutcome) -> float | None:
         WebhookDelivery.objects.filter(pk=delivery.pk).update(
             attempts=number, state=state, claimed_until=None,
             next_attempt_at=now + timedelta(seconds=retry_in or 0))
+    WEBHOOK_DELIVERIES.labels(result="retrying" if state == WebhookDelivery.State.PENDING
+                              else state.value).inc()
     return retry_in
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
@@ -40,6 +41,7 @@ from django.db.models.functions import Coalesce, Greatest
 from django.urls import reverse
 from django.utils import timezone
 
+from portal.core.metrics import PROVISIONING_FAILURES, step_observe
 from portal.core.states import DomainError
 from portal.orders.models import Order
 from portal.orders.staff_notifications import staff_notify_later
@@ -220,11 +222,13 @@ def _run_claimed(sr: StepRun, token: str) -> StepOutcome:
         return _record(lambda: _transient(sr, why, token=token, log=log))
     heartbeat = Lease(sr.pk, token, fence)
     heartbeat.start()
+    started = time.monotonic()
     try:
         kind, value = _call_step(ctx, spec)
     finally:
         heartbeat.stop()
         log.flush()
+    step_observe(step=sr.step, driver=node.driver, outcome=kind, seconds=time.monotonic() - started)
     if heartbeat.lost:
         _log_for_both(log, staff=f"execution {sr.executions} lost its claim ({heartbeat.lost}); "
                                  f"stopped", customer=f"execution {sr.executions} stopped")
@@ -458,6 +462,7 @@ def _fail_run(run: ProvisioningRun, sr: StepRun, message: str) -> None:
             node_transition(node=node, name=spec.on_failure, event_order=run.order,
                             note=f"{spec.label}: {message}")
     summary = f"{spec.label} failed on {node.hostname}: {message}"
+    PROVISIONING_FAILURES.labels(kind=run.kind, step=sr.step).inc()
     if run.status == RunStatus.RUNNING:
         run_transition(run=run, name="fail", error=summary)
     order = Order.objects.select_for_update().get(pk=run.order_id)

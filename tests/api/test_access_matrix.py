@@ -22,7 +22,8 @@ URL = "https://hooks.example.com/in"
 ORDER_OPS = [("get", ""), ("post", "/cancel"), ("post", "/terminate"), ("get", "/events"),
              ("get", "/server"), ("post", "/server/reboot"), ("post", "/server/redeploy"),
              ("post", "/server/storage/reveal"), ("post", "/server/storage/rotate"),
-             ("get", "/server/stack-files"), ("get", "/server/stack-files/gpu-0001/env.sh")]
+             ("get", "/server/stack-files"), ("get", "/server/stack-files/gpu-0001/env.sh"),
+             ("get", "/server/metrics")]
 WEBHOOK_OPS = [("get", ""), ("patch", ""), ("delete", ""), ("post", "/rotate-secret"), ("post", "/test"),
                ("get", "/deliveries")]
 BODIES = {("patch", "webhooks"): {"enabled": False}, ("patch", "customers"): {"name": "Renamed"}}

@@ -129,7 +129,8 @@ class World:
                             Probe("get", "/api/v1/quotes", kind="list", listed=o["quote"].reference)],
             "quotes.create": [Probe("post", "/api/v1/quotes", configuration | customer, "create")],
             "orders.read": [Probe("get", f"/api/v1/orders/{order}{tail}")
-                            for tail in ("", "/events", "/server", "/server/stack-files")]
+                            for tail in ("", "/events", "/server", "/server/stack-files",
+                                         "/server/metrics")]
                            + [Probe("get", "/api/v1/orders", kind="list", listed=order)],
             "orders.create": [Probe("post", "/api/v1/orders",
                                     {"configuration": configuration} | customer, "create")],

@@ -8,7 +8,7 @@ PATHS = [
     "/api/v1/orders/{reference}/server", "/api/v1/orders/{reference}/server/reboot",
     "/api/v1/orders/{reference}/server/redeploy",
     "/api/v1/orders/{reference}/server/storage/reveal", "/api/v1/orders/{reference}/server/storage/rotate",
-    "/api/v1/orders/{reference}/server/stack-files",
+    "/api/v1/orders/{reference}/server/stack-files", "/api/v1/orders/{reference}/server/metrics",
     "/api/v1/orders/{reference}/server/stack-files/{hostname}/{name}",
     "/api/v1/orders/{reference}/storage/read-only-key",
     "/api/v1/orders/{reference}/storage/read-only-key/reveal",

@@ -7,6 +7,7 @@ from portal.api.v1.views import (
     invitations,
     invoices,
     keys,
+    metrics,
     orders,
     quotes,
     servers,
@@ -98,4 +99,6 @@ urlpatterns = [
     path("invoices", invoices.InvoiceListView.as_view(), name="invoices"),
     path("invoices/<str:number>", invoices.InvoiceDetailView.as_view(), name="invoice"),
     path("invoices/<str:number>/pdf", invoices.InvoicePdfView.as_view(), name="invoice-pdf"),
+    path("orders/<reference:reference>/server/metrics", metrics.ServerMetricsView.as_view(),
+         name="server-metrics"),
 ]

@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
 
+from provisioning.acceptance.exporters import exporters_check
 from provisioning.acceptance.probe import memory_probe
 from provisioning.acceptance.report import (
     ERROR_MARKER,
@@ -76,6 +77,7 @@ def acceptance(ctx: StepContext) -> AcceptanceResult:
         checks.append(AcceptanceCheck("training job", True, f"runs across the cluster from "
                                       f"{nodes[0].hostname}", status="skip"))
     checks += node_checks
+    checks.append(exporters_check(ctx.node))
     health = ctx.result.pop("health", None) or {}
     report = AcceptanceReport(
         passed=not any(c.failed for c in checks), checks=tuple(checks),

@@ -12,8 +12,10 @@ from django.conf import settings
 from django.utils.module_loading import import_string
 
 from provisioning.models import Node
+from provisioning.monitoring.targets import has_exporters
 from provisioning.pipeline.context import StepContext, StepFailed, StepResult
 from provisioning.stack.discover import discover_env, discover_script, parse_facts
+from provisioning.stack.exporters import exporters_env, exporters_script
 from provisioning.stack.inputs import NodeFacts, stack_inputs
 
 
@@ -90,6 +92,9 @@ def stack(ctx: StepContext) -> StackResult:
     # A new deploy id re-runs the hardware preflight; a retry of this step keeps the id.
     ctx.run_script(rendered.bootstrap, name="stack",
                    env={"TRAINYARD_DEPLOY_ID": f"{ctx.run.pk}-{ctx.step_run.pk}"})
+    if has_exporters(ctx.node):  # none on a simulated node or a declared test host
+        ctx.run_script(exporters_script(), name="exporters",
+                       env=exporters_env(ctx.node.management_address))
     ctx.say(f"Training stack installed: {ctx.order.strategy or rendered.inputs.strategy}, "
             f"{len(rendered.files)} files")
     return StackResult(strategy=rendered.inputs.strategy, tracker=rendered.inputs.tracker,

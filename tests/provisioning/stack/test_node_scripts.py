@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from provisioning.stack import access, discover, disk, scripts
+from provisioning.stack import access, discover, disk, exporters, scripts
 from provisioning.stack.shell import SH_DIR, lib_function, node_script
 from tests.provisioning.stack.test_renderers import shellcheck
 
@@ -18,6 +18,7 @@ AS_RUN = {
     "authorized_keys": access.authorized_keys_script,
     "discover": discover.discover_script,
     "disk_layout": disk.disk_layout_script,
+    "exporters": exporters.exporters_script,
 }
 
 

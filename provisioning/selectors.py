@@ -12,7 +12,15 @@ from portal.catalog.models import ServerSKU
 from portal.core.keyset import KeysetPage, keyset_page
 from portal.orders.models import Order
 from portal.orders.states import OrderState
-from provisioning.drivers import OptionsSchema, driver_options, is_test_host, login_user_for, options_schema
+from provisioning.drivers import (
+    DriverError,
+    OptionsSchema,
+    driver_for,
+    driver_options,
+    is_test_host,
+    login_user_for,
+    options_schema,
+)
 from provisioning.drivers.ssh import host_key_fingerprints
 from provisioning.models import HealthCheck, Node, NodeEvent, ProvisioningRun, StepLogLine, StepRun
 from provisioning.monitoring.alerts import open_alerts
@@ -79,6 +87,20 @@ def node_facts(node: Node) -> NodeFacts:
                      test_host=is_test_host(node),
                      host_key_fingerprints=host_key_fingerprints(options.get("host_key")),
                      bmc=bmc, baseline_entries=len(node.baseline or ()))
+
+
+def node_engine_word(node: Node) -> str | None:
+    """What the node's imaging engine says of it now, for the node page (I/O: one engine call);
+    None for a driver without an engine."""
+    if not options_schema(node.driver).engine:
+        return None
+    try:
+        check = driver_for(node).engine_check()
+    except DriverError as exc:
+        return f"the engine did not answer: {exc.message}"
+    if check is None:
+        return "declared test host: checked over SSH, not through the engine"
+    return f"{check.text} ({'free to deploy' if check.available else 'not free to deploy'})"
 
 
 def node_history(node: Node) -> QuerySet[NodeEvent]:

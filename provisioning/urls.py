@@ -17,6 +17,7 @@ urlpatterns = [
     path("nodes/enrol/", views.node_enrol, name="node-enrol"),
     path("nodes/<int:pk>/", views.node_detail, name="node"),
     path("nodes/<int:pk>/edit/", views.node_edit, name="node-edit"),
+    path("nodes/<int:pk>/engine/", views.node_engine, name="node-engine"),
     path("nodes/<int:pk>/power/<str:action>/", views.node_power, name="node-power"),
     path("nodes/<int:pk>/<str:action>/", views.node_action, name="node-action"),
     path("logins/", views.login_lockouts, name="login-lockouts"),

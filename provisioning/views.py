@@ -324,6 +324,16 @@ def _add_problems(form, problems: dict[str, str]) -> None:
 
 @staff_required
 @require_GET
+def node_engine(request, pk: int):
+    """The engine's word on the node, loaded after the page (the engine may be slow to answer)."""
+    word = selectors.node_engine_word(get_object_or_404(Node, pk=pk))
+    if word is None:
+        raise Http404("This node has no imaging engine.")
+    return render(request, "provisioning/_node_engine.html", {"word": word})
+
+
+@staff_required
+@require_GET
 def node_detail(request, pk: int):
     node = get_object_or_404(Node.objects.select_related("sku__gpu", "order"), pk=pk)
     health = selectors.node_last_health(node)

@@ -169,6 +169,7 @@ class OptionsSchema:
     login_user: bool = False  # the account customers log in with (else the setting's)
     bmc: bool = False  # a BMC address and user for power control, optional
     fabric_from_management: bool = False  # no fabric of its own: the management host stands in
+    engine: bool = False  # an imaging engine installs and erases the node: its state is shown
 
 
 @runtime_checkable

@@ -123,7 +123,7 @@ class IronicDriver:
     name = "ironic"
     simulated = False
     # The host key is pinned from the install (DeployFacts), not at enrolment.
-    options_schema = OptionsSchema(login_user=True)
+    options_schema = OptionsSchema(login_user=True, engine=True)
 
     def __init__(self, target: NodeTarget) -> None:
         self.target = target

@@ -86,7 +86,7 @@ _IMAGE = re.compile(r"^(?P<os>[a-z]+)[-_/]?(?P<version>\d+(?:\.\d+)*)")
 class MaasDriver:
     name = "maas"
     simulated = False
-    options_schema = OptionsSchema(login_user=True)
+    options_schema = OptionsSchema(login_user=True, engine=True)
 
     def __init__(self, target: NodeTarget, *, sleep: Callable[[float], None] = time.sleep) -> None:
         self.target = target

@@ -584,12 +584,16 @@ WEBHOOK_RETENTION_DAYS = env_int("WEBHOOK_RETENTION_DAYS", 30, minimum=0)
 LOGIN_LOG_RETENTION_DAYS = env_int("LOGIN_LOG_RETENTION_DAYS", 90, minimum=0)
 # Quotes never ordered, this many days after they expired (an ordered quote stays with its order).
 QUOTE_RETENTION_DAYS = env_int("QUOTE_RETENTION_DAYS", 365, minimum=0)
+# Monitoring alerts resolved this many days ago (their opening and closing stay in the node's
+# history; an open alert is never deleted).
+NODE_ALERT_RETENTION_DAYS = env_int("NODE_ALERT_RETENTION_DAYS", 365, minimum=0)
 CELERY_BEAT_SCHEDULE |= {
     name: {"task": task, "schedule": float(RETENTION_INTERVAL_S),
            # a run nobody took in time is replaced by the next one
            "options": {"expires": float(RETENTION_INTERVAL_S)}}
     for name, task in {"retention-health-checks": "provisioning.retention_health_checks",
                        "retention-step-logs": "provisioning.retention_step_logs",
+                       "retention-node-alerts": "provisioning.retention_node_alerts",
                        "retention-webhooks": "webhooks.retention",
                        "retention-sessions-and-login-logs": "accounts.retention",
                        "retention-quotes": "orders.retention"}.items()

@@ -7,6 +7,8 @@ settings, documented in docs/operations.md "Retention").
   summaries go after HEALTH_SUMMARY_RETENTION_DAYS.
 - Step log lines: deleted STEP_LOG_RETENTION_DAYS after their run finished. Never those of a run
   in progress, nor of a failed run staff can still retry (its order still waits on it).
+- Resolved monitoring alerts: deleted NODE_ALERT_RETENTION_DAYS after they were resolved (their
+  opening and closing stay in the node's history); an open alert never.
 - Runs, step runs (their results: access, acceptance report, hand-back attestation) and every
   transition event are kept: they are the fulfilment record and grow with orders, not with time.
 """
@@ -22,6 +24,7 @@ from django.db.models import Count, Exists, Max, Min, OuterRef, Q
 
 from portal.core.retention import delete_in_batches, retention_cutoff
 from provisioning.models import HealthCheck, HealthCheckDaily, ProvisioningRun, StepLogLine
+from provisioning.monitoring.models import NodeAlert
 from provisioning.runs import RUN_ORDER_STATES
 from provisioning.states import RUN_DONE, RunStatus
 
@@ -131,3 +134,11 @@ def run_log_past_window(run: ProvisioningRun, *, now: datetime) -> bool:
     """Whether ``run``'s log lines are past their window (its page says why they are gone)."""
     cutoff = retention_cutoff(settings.STEP_LOG_RETENTION_DAYS, now=now)
     return cutoff is not None and _runs_past_log_window(cutoff).filter(pk=run.pk).exists()
+
+
+def node_alerts_prune(*, now: datetime, batch_size: int | None = None) -> Counter[str]:
+    """Deletes alerts resolved before the window; an open alert stays however old."""
+    cutoff = retention_cutoff(settings.NODE_ALERT_RETENTION_DAYS, now=now)
+    if cutoff is None:
+        return Counter()
+    return delete_in_batches(NodeAlert.objects.filter(resolved_at__lt=cutoff), batch_size=batch_size)

@@ -20,7 +20,7 @@ from provisioning.health import CHECK_WAITING_STATES, node_accept_if_healthy, no
 from provisioning.models import Node
 from provisioning.node_power import node_power_apply
 from provisioning.pipeline.engine import step_deadline_s, step_execute
-from provisioning.retention import health_retention, step_logs_prune
+from provisioning.retention import health_retention, node_alerts_prune, step_logs_prune
 from provisioning.runs import run_start
 from provisioning.states import NodeState
 from provisioning.storage.services import buckets_delete_expired, retention_key_issue
@@ -144,6 +144,12 @@ def retention_health_checks_task() -> dict:
 def retention_step_logs_task() -> dict:
     """Beat: log lines of runs finished longer ago than STEP_LOG_RETENTION_DAYS."""
     return dict(step_logs_prune(now=timezone.now()))
+
+
+@shared_task(name="provisioning.retention_node_alerts", **RETENTION_TASK_OPTIONS)
+def retention_node_alerts_task() -> dict:
+    """Beat: monitoring alerts resolved longer ago than NODE_ALERT_RETENTION_DAYS."""
+    return dict(node_alerts_prune(now=timezone.now()))
 
 
 @shared_task(name="provisioning.node_power", acks_late=True)

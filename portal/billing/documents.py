@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import csv
 import io
+from pathlib import Path
 
 from django.conf import settings
 from django.template.loader import render_to_string
 
 from portal.billing.models import Invoice
+
+PDF_STYLE = Path(__file__).with_name("invoice_pdf.css")  # a file: the pages allow no inline style
 
 
 def invoice_context(invoice: Invoice) -> dict:
@@ -22,7 +25,7 @@ def invoice_pdf(invoice: Invoice) -> bytes:
     import weasyprint  # noqa: PLC0415 (heavy: loaded by the one view that renders PDFs)
 
     html = render_to_string("billing/invoice_pdf.html", invoice_context(invoice))
-    return weasyprint.HTML(string=html).write_pdf()
+    return weasyprint.HTML(string=html).write_pdf(stylesheets=[weasyprint.CSS(filename=str(PDF_STYLE))])
 
 
 def invoice_csv(invoice: Invoice) -> str:

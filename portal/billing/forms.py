@@ -3,8 +3,10 @@ from decimal import Decimal
 
 from django import forms
 
+from portal.core.forms import VisibleTextMixin
 
-class CreditNoteForm(forms.Form):
+
+class CreditNoteForm(VisibleTextMixin, forms.Form):
     amount = forms.DecimalField(label="Amount to credit (USD, before tax)", min_value=Decimal("0.01"),
                                 max_digits=14, decimal_places=2)
     reason = forms.CharField(label="Reason (the customer reads it)", max_length=500,
@@ -12,14 +14,14 @@ class CreditNoteForm(forms.Form):
                              initial="Failed provisioning charged")
 
 
-class SpendLimitForm(forms.Form):
+class SpendLimitForm(VisibleTextMixin, forms.Form):
     monthly_usd = forms.DecimalField(label="Monthly limit (USD, before tax)", required=False,
                                      min_value=Decimal("1"), max_digits=12, decimal_places=2,
                                      help_text="Alerts at 50, 80 and 100 %; from 100 % new orders "
                                                "wait for our approval. Empty: no limit.")
 
 
-class TerminateAtForm(forms.Form):
+class TerminateAtForm(VisibleTextMixin, forms.Form):
     """Empty: no automatic termination. The browser's datetime-local value is read as UTC."""
 
     terminate_at = forms.DateTimeField(label="Terminate automatically at (UTC)", required=False,

@@ -29,7 +29,13 @@ INVITEE = "invitee@deeplabs.example"
 L4 = {"sku": L4_SKU, "network": "eth-1g", "nvme": "nvme-1tb-single"}
 # Endpoints the walk does not call, and why.
 NOT_WALKED = {"server-stack-file": "one file of a node: a 404 here for everyone (these orders "
-                                   "have no files); its order is looked up as orders.read's"}
+                                   "have no files); its order is looked up as orders.read's",
+              # Invoices are issued to the organisation billed (a reseller's customers' usage goes
+              # on the reseller's): the reseller's admins read them, other organisations get 404
+              # (tests/billing/test_invoice_documents.py, test_resellers.py).
+              "invoices": "issued invoices, walked in tests/billing",
+              "invoice": "issued invoices, walked in tests/billing",
+              "invoice-pdf": "issued invoices, walked in tests/billing"}
 
 
 @dataclass(frozen=True)
@@ -132,6 +138,8 @@ class World:
                             for tail in ("", "/events", "/server", "/server/stack-files",
                                          "/server/metrics")]
                            + [Probe("get", "/api/v1/orders", kind="list", listed=order)],
+            "usage.read": [Probe("get", f"/api/v1/usage?customer={org.slug}"),
+                           Probe("get", f"/api/v1/usage?order={order}")],
             "orders.create": [Probe("post", "/api/v1/orders",
                                     {"configuration": configuration} | customer, "create")],
             "orders.act": [Probe("post", f"/api/v1/orders/{order}{tail}", {})

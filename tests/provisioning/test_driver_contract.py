@@ -75,8 +75,17 @@ class IronicCase:
     engine_erases = True
 
     def __init__(self, request, tmp_path):
-        self.build = request.getfixturevalue("ironic_driver_for")
+        build = request.getfixturevalue("ironic_driver_for")
         self.node = request.getfixturevalue("ironic_contract_node")
+        # The installed system: an sshd of its own, so the fence tokens of these tests are not
+        # the Ironic driver tests' (their installed_host keeps the newest token it has seen).
+        sshd = request.getfixturevalue("ironic_contract_sshd_host")
+        own_host = {"host_key": sshd.host_public_key, "private_key": sshd.client_key_pem,
+                    "user": sshd.user}
+
+        def on_own_host(node, *, address=None, **options):
+            return build(node, address=address or f"{sshd.host}:{sshd.port}", **{**own_host, **options})
+        self.build = on_own_host
 
     def driver(self, **options) -> NodeDriver:
         return self.build(self.node, **{"test_host": False, **options})
@@ -126,11 +135,8 @@ CASES = {"simulated": SimulatedCase, "ssh": SshCase, "maas": MaasCase,
          "ironic": IronicCase}
 
 
-@pytest.fixture(scope="module")
-def maas_sshd_host(tmp_path_factory):
-    """The deployed OS of the maas case: an sshd of its own, so its fence (the node's record of
-    the newest token) is not the ssh case's."""
-    base = tmp_path_factory.mktemp("maas-sshd")
+def _own_sshd_host(tmp_path_factory, name: str):
+    base = tmp_path_factory.mktemp(name)
     (base / "node-root").mkdir()
     try:
         host = start_sshd(base, env={"TRAINYARD_ROOT": str(base / "node-root")})
@@ -140,6 +146,19 @@ def maas_sshd_host(tmp_path_factory):
         yield host
     finally:
         host.stop()
+
+
+@pytest.fixture(scope="module")
+def maas_sshd_host(tmp_path_factory):
+    """The deployed OS of the maas case: an sshd of its own, so its fence (the node's record of
+    the newest token) is not the ssh case's."""
+    yield from _own_sshd_host(tmp_path_factory, "maas-sshd")
+
+
+@pytest.fixture(scope="module")
+def ironic_contract_sshd_host(tmp_path_factory):
+    """The installed system of the ironic case, likewise a host of its own."""
+    yield from _own_sshd_host(tmp_path_factory, "ironic-sshd")
 
 
 @pytest.fixture(params=sorted(CASES))

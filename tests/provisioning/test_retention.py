@@ -21,7 +21,8 @@ from provisioning.models import (
     StepLogLine,
     StepRun,
 )
-from provisioning.retention import health_checks_prune, health_retention, step_logs_prune
+from provisioning.monitoring.models import NodeAlert
+from provisioning.retention import health_checks_prune, health_retention, node_alerts_prune, step_logs_prune
 from provisioning.states import RunKind, RunStatus, StepStatus
 from provisioning.tasks import retention_health_checks_task, retention_step_logs_task
 from tests.factories import H100_SKU, OrganisationFactory, make_node, make_order
@@ -275,3 +276,24 @@ def test_the_run_page_says_why_an_old_runs_log_is_gone(client, login, people, si
     page = client.get(reverse("provisioning:run", args=[recent.pk])).content.decode()
     assert 'id="log-retention"' not in page
     assert _lines(recent) == 2
+
+
+@pytest.mark.django_db
+def test_resolved_alerts_go_after_their_window_and_open_ones_stay(sim_dir, settings):
+    node = make_node(sku=H100_SKU, state_dir=sim_dir)
+    window = timedelta(days=settings.NODE_ALERT_RETENTION_DAYS)
+
+    def alert(fingerprint, *, resolved_ago):
+        return NodeAlert.objects.create(
+            node=node, name="GpuXidError", fingerprint=fingerprint, started_at=NOW - window * 2,
+            resolved_at=None if resolved_ago is None else NOW - resolved_ago)
+
+    old = alert("a" * 16, resolved_ago=window + timedelta(days=1))
+    recent = alert("b" * 16, resolved_ago=window - timedelta(days=1))
+    still_open = alert("c" * 16, resolved_ago=None)
+    assert node_alerts_prune(now=NOW) == {"provisioning.NodeAlert": 1}
+    assert set(NodeAlert.objects.values_list("pk", flat=True)) == {recent.pk, still_open.pk}
+    assert not NodeAlert.objects.filter(pk=old.pk).exists()
+    assert node_alerts_prune(now=NOW) == {}  # a second run finds nothing
+    settings.NODE_ALERT_RETENTION_DAYS = 0
+    assert node_alerts_prune(now=NOW + window * 10) == {}  # 0: kept forever

@@ -132,11 +132,13 @@ def _enrol(host, *, devices=(), wipe_method="files"):
         management_address=f"{host.host}:{host.port}", driver="ssh", nvme_devices=list(devices),
         wipe_method=wipe_method,
         driver_options={"host_key": host.host_public_key, "private_key_file": str(host.key_file),
-                        "apt_packages": ["bash", "coreutils"], "connect_timeout_s": 5,
+                        "apt_packages": ["bash", "coreutils"], "connect_timeout_s": 30,
                         "test_host": True, "login_user": host.tenant})
     node_accept_if_healthy(node=node, by=staff("operator"))  # reachable; clean baseline recorded
     node.refresh_from_db()
-    assert node.state == NodeState.READY and node.baseline_at is not None
+    assert node.state == NodeState.READY and node.baseline_at is not None, (
+        list(node.events.values_list("note", flat=True)),
+        list(node.health_checks.values_list("problems", "raw")))
     return node
 
 

@@ -71,10 +71,17 @@ class MaasApi:
         return f"<MaasApi {self.base}>"
 
     # --- machines ------------------------------------------------------------------------------
-    def machines(self, *, hostname: str = "") -> list[dict]:
-        """The machines the key's user can see, or those named ``hostname``."""
-        params = [("hostname", hostname)] if hostname else None
-        return self._call("GET", "machines/", params=params).get("items", [])
+    def machines(self, *, hostname: str = "", tags: Sequence[str] = ()) -> list[dict]:
+        """The machines the key's user can see, or those named ``hostname``, or carrying every one
+        of ``tags``."""
+        params = [("hostname", hostname)] if hostname else []
+        params += [("tags", tag) for tag in tags]
+        return self._call("GET", "machines/", params=params or None).get("items", [])
+
+    def gpus(self, system_id: str) -> list[dict]:
+        """The machine's GPUs as its commissioning found them (``nodes/{id}/devices/``)."""
+        return self._call("GET", f"nodes/{system_id}/devices/",
+                          params=[("hardware_type", "gpu")]).get("items", [])
 
     def machine(self, system_id: str) -> dict:
         return self._call("GET", f"machines/{system_id}/")

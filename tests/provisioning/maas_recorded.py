@@ -17,6 +17,9 @@ own, read from its source at github.com/maas/maas commit de2288e04a9ad6fee7dd895
   ``resource_uri``) the machines below copy;
 - ``src/maasserver/enum.py``: ``NODE_STATUS`` numbers and names;
 - ``src/maasserver/api/support.py`` and ``urls_api.py``: ``…/op-NAME`` routes;
+- ``src/maasserver/api/nodedevices.py``: ``NodeDevicesHandler`` (``nodes/{id}/devices/``, filtered
+  by ``hardware_type=gpu``) and its ``fields``; ``src/metadataserver/enum.py``: ``HARDWARE_TYPE``
+  (GPU = 5); ``machines/`` filtered by ``tags`` (``node_constraint_filter_forms.py``: every tag);
 - ``src/maasserver/exceptions.py`` and ``api/auth.py``: errors as ``text/plain`` bodies
   (``NodeStateViolation``/``NodesNotAvailable`` 409, ``OAuthUnauthorized`` 401 "Authorization
   Error: Invalid API key.", 404 "No Machine matches the given query.").
@@ -67,6 +70,16 @@ def machine_json(system_id: str, status_name: str, **fields) -> dict:
     return machine
 
 
+def gpu_json(device_id: int, system_id: str, product_name: str, pci_address: str) -> dict:
+    """One GPU of ``nodes/{id}/devices/?hardware_type=gpu`` (``NodeDevicesHandler.fields``)."""
+    return {"id": device_id, "bus": 1, "bus_name": "PCIE", "hardware_type": 5,
+            "hardware_type_name": "GPU", "system_id": system_id, "numa_node": 0,
+            "physical_blockdevice": None, "physical_interface": None, "vendor_id": "10de",
+            "product_id": "2330", "vendor_name": "NVIDIA Corporation", "product_name": product_name,
+            "commissioning_driver": "nvidia", "bus_number": 0, "device_number": 0,
+            "pci_address": pci_address}
+
+
 def event_json(event_id: int, system_id: str, kind: str, description: str = "",
                level: str = "INFO") -> dict:
     """One entry of ``events/op-query`` (``event_to_dict``)."""
@@ -104,6 +117,9 @@ class RecordedMaas:
     events_at: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
     # (method, op or "machine") → answers given before the replay's own: [(status, text)]
     errors: dict[tuple[str, str], list[tuple[int, str]]] = field(default_factory=dict)
+    others: list[dict] = field(default_factory=list)  # more machines in ``machines/`` lists
+    gpus: dict[str, list[dict]] = field(default_factory=dict)  # GPU devices by system id
+    fields: dict = field(default_factory=dict)  # more of the machine's own JSON (memory, disks, …)
     seen: list[Seen] = field(default_factory=list)
     events: list[dict] = field(default_factory=list)
     _walk: list[str] = field(default_factory=list)
@@ -129,9 +145,14 @@ class RecordedMaas:
         if path == "events/op-query":
             return self._events(request)
         if path == "machines/":
-            wanted = request.args.getlist("hostname")
-            machine = self._machine()
-            return _json([machine] if not wanted or machine["hostname"] in wanted else [])
+            wanted, tags = request.args.getlist("hostname"), request.args.getlist("tags")
+            return _json([m for m in [self._machine(), *self.others]
+                          if (not wanted or m["hostname"] in wanted)
+                          and set(tags) <= set(m["tag_names"])])
+        match = re.fullmatch(r"nodes/([^/]+)/devices/", path)
+        if match:
+            assert request.args.getlist("hardware_type") == ["gpu"]
+            return _json(self.gpus.get(match.group(1), []))
         if path == "machines/op-allocate":
             if self.status != "Ready":
                 return Response(f"No machine with system ID {self.system_id} available.",
@@ -170,10 +191,10 @@ class RecordedMaas:
                         status=400, content_type="text/plain; charset=utf-8")
 
     def _machine(self) -> dict:
-        return machine_json(self.system_id, self.status, owner_data=dict(self.owner_data),
-                            hostname=self.hostname, fqdn=f"{self.hostname}.maas",
-                            power_state=self.power_state,
-                            owner="trainyard" if self.status != "Ready" else None)
+        return machine_json(self.system_id, self.status, **{
+            **self.fields, "owner_data": dict(self.owner_data), "hostname": self.hostname,
+            "fqdn": f"{self.hostname}.maas", "power_state": self.power_state,
+            "owner": "trainyard" if self.status != "Ready" else None})
 
     def _move(self, status: str) -> Response:
         self._reach(status)

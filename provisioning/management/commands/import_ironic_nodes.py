@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from portal.catalog.models import ServerSKU
 from provisioning.drivers import DriverError
-from provisioning.engine_import import import_ironic_nodes
+from provisioning.engine_import import import_ironic_nodes, report_lines
 
 
 class Command(BaseCommand):
@@ -34,11 +34,6 @@ class Command(BaseCommand):
                                         dry_run=dry_run)
         except (DriverError, PermissionDenied) as exc:
             raise CommandError(str(exc)) from None
-        for line in lines:
-            self.stdout.write(f"{line.outcome:17} {line.engine_node}")
-            for problem in line.problems:
-                self.stdout.write(f"{'':17}   - {problem}")
-        counts = {o: sum(1 for line in lines if line.outcome == o) for o in
-                  ("imported", "would import", "already enrolled", "mismatch", "refused")}
-        self.stdout.write(f"{len(lines)} node(s) of resource class {resource_class}: " +
-                          ", ".join(f"{n} {o}" for o, n in counts.items() if n))
+        for text in report_lines(lines, f"node(s) of resource class {resource_class}"):
+            self.stdout.write(text)
+

@@ -32,11 +32,11 @@ def revoke_access_script() -> str:
 
 def sanitise_script() -> str:
     return node_script("sanitise", libs=("customer_account", "end_customer_processes",
-                                         "release_device"))
+                                         "release_device", "walk"))
 
 
 def inventory_script() -> str:
-    return node_script("inventory", libs=("customer_account",))
+    return node_script("inventory", libs=("customer_account", "walk"))
 
 
 def handback_env(*, login_user: str, wipe_method: str, devices) -> dict[str, str]:

@@ -5,7 +5,8 @@
 # and lingering user manager; on a real node also every account, every crontab and every
 # listening TCP socket. The portal compares the lines with the node's baseline
 # (provisioning/handback.py). find never follows a symbolic link: a link is listed as itself; a
-# file that goes away while find walks (another process's temporary directory) is not an error.
+# file that goes away while it walks (another process's temporary directory) is not an error
+# (walk).
 #   file PATH | proc USER COMMAND | crontab USER | atjob USER | linger USER | user NAME | listen PROTO ADDRESS
 # A declared test host (TRAINYARD_TEST_HOST=1) shares its machine with the test runner: its
 # accounts, crontabs and sockets are the runner's, so only the login user's own are listed.
@@ -20,7 +21,7 @@ list_files() {
   local dir
   for dir in "$@"; do
     [ -e "$dir" ] || continue
-    find "$dir" -ignore_readdir_race -mindepth 1 -xdev -printf 'file %p\n'
+    walk "$dir" -ignore_readdir_race -mindepth 1 -xdev -printf 'file %p\n'
   done
 }
 
@@ -29,7 +30,7 @@ customer_account "$user"
 if [ "$account" = customer ]; then
   list_files "$home"
   for dir in $(shared_writable); do
-    if [ -d "$dir" ]; then find "$dir" -ignore_readdir_race -mindepth 1 -xdev -user "$uid" -printf 'file %p\n'; fi
+    if [ -d "$dir" ]; then walk "$dir" -ignore_readdir_race -mindepth 1 -xdev -user "$uid" -printf 'file %p\n'; fi
   done
   pgrep -u "$user" -l 2>/dev/null | while read -r _ comm; do echo "proc $user $comm"; done || true
   if [ -e "/var/spool/cron/crontabs/$user" ]; then echo "crontab $user"; fi
@@ -43,10 +44,10 @@ if [ "$test_host" = 1 ]; then
 fi
 cut -d: -f1 /etc/passwd | while read -r name; do echo "user $name"; done
 if [ -d /var/spool/cron/crontabs ]; then
-  find /var/spool/cron/crontabs -ignore_readdir_race -mindepth 1 -maxdepth 1 -printf 'crontab %f\n'
+  walk /var/spool/cron/crontabs -ignore_readdir_race -mindepth 1 -maxdepth 1 -printf 'crontab %f\n'
 fi
 if [ -d /var/lib/systemd/linger ]; then
-  find /var/lib/systemd/linger -ignore_readdir_race -mindepth 1 -maxdepth 1 -printf 'linger %f\n'
+  walk /var/lib/systemd/linger -ignore_readdir_race -mindepth 1 -maxdepth 1 -printf 'linger %f\n'
 fi
 if command -v ss >/dev/null 2>&1; then
   ss -Hltn | awk '{print "listen tcp " $4}' | sort -u

@@ -85,7 +85,7 @@ if [ "$account" = customer ]; then
   fi
   echo "emptied $home (the defaults of /etc/skel copied back)"
   for dir in $(shared_writable); do
-    if [ -d "$dir" ]; then find "$dir" -mindepth 1 -xdev -user "$uid" -delete; fi
+    if [ -d "$dir" ]; then walk "$dir" -ignore_readdir_race -mindepth 1 -xdev -user "$uid" -delete; fi
   done
   echo "removed the files of $user in $(shared_writable)"
 fi

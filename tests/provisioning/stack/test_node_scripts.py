@@ -43,3 +43,44 @@ def test_a_shared_function_is_inserted_after_the_header_not_before_the_shebang()
     assert text.startswith("#!/usr/bin/env bash\n")
     assert text.index("release_device() {") < text.index('method="${TRAINYARD_WIPE_METHOD')
     assert text.count("release_device() {") == 1
+
+
+def _walk(tmp_path, find_body: str) -> subprocess.CompletedProcess:
+    """``walk`` (sh/lib/walk.sh) with a stand-in ``find`` that prints one entry, then ``find_body``."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "find").write_text(f"#!/bin/sh\necho 'file /tmp/kept'\n{find_body}\n")
+    (bin_dir / "find").chmod(0o755)
+    script = lib_function("walk") + 'walk /tmp -mindepth 1\necho "status $?"\n'
+    return subprocess.run(["bash", "-c", script], capture_output=True, text=True,
+                          env={"PATH": f"{bin_dir}:/usr/bin:/bin"})
+
+
+def test_walk_passes_over_entries_that_vanish_while_find_walks(tmp_path):
+    done = _walk(tmp_path, "echo \"find: '/tmp/pytest-1/x': No such file or directory\" >&2\nexit 1")
+    assert done.stdout == "file /tmp/kept\nstatus 0\n" and done.stderr == ""
+
+
+def test_walk_fails_on_any_other_error_and_says_it(tmp_path):
+    done = _walk(tmp_path, "echo \"find: '/tmp/x': No such file or directory\" >&2\n"
+                           "echo \"find: '/tmp/secret': Permission denied\" >&2\nexit 1")
+    assert done.stdout == "file /tmp/kept\nstatus 1\n"
+    assert "Permission denied" in done.stderr
+
+
+def test_walk_with_the_real_find_while_another_process_removes_directories(tmp_path):
+    """What made the hand-back's inventory fail under a parallel test run: find 4.9 exits 1 when
+    a directory is removed between being listed and being opened."""
+    churn = tmp_path / "churn"
+    churn.mkdir()
+    remover = subprocess.Popen(["bash", "-c", f'for i in $(seq 4000); do mkdir -p "{churn}/d$i/a/b"; '
+                                              f'touch "{churn}/d$i/a/b/f"; rm -rf "{churn}/d$i"; done'])
+    script = lib_function("walk") + (
+        f'ok=0; for _ in $(seq 150); do walk "{churn}" -ignore_readdir_race -mindepth 1 '
+        '-printf "file %p\\n" >/dev/null || ok=1; done; echo "status $ok"\n')
+    try:
+        done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=300)
+    finally:
+        remover.kill()
+        remover.wait()
+    assert done.stdout == "status 0\n", done.stderr

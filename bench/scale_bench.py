@@ -176,11 +176,11 @@ def _older_cursor(user) -> str:
 
 
 def _label(url: str) -> str:
-    """The page's shape, not its ids: /orders/O-S0000ab12/ → /orders/<ref>/."""
+    """The page's shape, not its ids: /orders/OS-0000AB12/ → /orders/<ref>/."""
     import re
 
-    url = re.sub(r"O-S[0-9a-f]+|O-[0-9A-F]+", "<ref>", url)  # the filler's references first
-    url = re.sub(r"Q-S[0-9a-f]+|Q-[0-9A-Z]+", "<quote>", url)
+    url = re.sub(r"OS?-[0-9A-F]+", "<ref>", url)  # the filler's references (OS-…) and others
+    url = re.sub(r"QS?-[0-9A-F]+", "<quote>", url)
     url = re.sub(r"/\d+/", "/<id>/", url)
     return re.sub(r"older=[0-9.]*", "older=<cursor>", url)
 

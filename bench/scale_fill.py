@@ -89,7 +89,7 @@ def fill(cursor, sizes: Sizes, *, reseller_id: int | None = None) -> dict[str, i
                 price_monthly, currency, valid_until, created_at, network_id, nvme_id, organisation_id,
                 sku_id, storage_access_key_id, storage_bucket, storage_endpoint_url,
                 storage_retention_days, storage_secret_key)
-            SELECT 'Q-S' || lpad(to_hex(g), 8, '0'), 1, 0, '{{}}', '[]', 12.50, 9125.00, 'USD',
+            SELECT 'QS-' || upper(lpad(to_hex(g), 8, '0')), 1, 0, '{{}}', '[]', 12.50, 9125.00, 'USD',
                    now() - (({s.quotes} - g) * interval '78 minutes') + interval '14 days',
                    now() - (({s.quotes} - g) * interval '78 minutes'),
                    (SELECT min(id) FROM catalog_networkoption), (SELECT min(id) FROM catalog_nvmeoption),
@@ -98,14 +98,14 @@ def fill(cursor, sizes: Sizes, *, reseller_id: int | None = None) -> dict[str, i
             JOIN s_org o ON o.n = g % (SELECT count(*) FROM s_org)
             JOIN s_sku k ON k.n = g % (SELECT count(*) FROM s_sku)""",
         "CREATE TEMP TABLE s_quote AS SELECT row_number() OVER (ORDER BY id) AS n, id "
-        "FROM orders_quote WHERE reference LIKE 'Q-S%'",
+        "FROM orders_quote WHERE reference LIKE 'QS-%'",
         # orders, newest last; the first ones wait for approval
         f"""INSERT INTO orders_order (reference, node_count, storage_tb, plan, price_lines, price_hourly,
                 price_monthly, currency, state, target_state, state_changed_at, rejection_reason,
                 failure_reason, created_at, updated_at, network_id, nvme_id, organisation_id, sku_id,
                 storage_access_key_id, storage_bucket, storage_endpoint_url, storage_retention_days,
                 storage_secret_key, wipe_data_devices, quote_id)
-            SELECT 'O-S' || lpad(to_hex(g), 8, '0'), CASE WHEN g % 10 = 0 THEN 2 ELSE 1 END, 0, '{{}}',
+            SELECT 'OS-' || upper(lpad(to_hex(g), 8, '0')), CASE WHEN g % 10 = 0 THEN 2 ELSE 1 END, 0, '{{}}',
                    '[]', 12.50, 9125.00, 'USD',
                    CASE WHEN g > {s.orders - s.pending_orders} THEN 'pending_approval'
                         ELSE {_case('g', ORDER_STATES)} END,
@@ -118,7 +118,7 @@ def fill(cursor, sizes: Sizes, *, reseller_id: int | None = None) -> dict[str, i
             JOIN s_sku k ON k.n = g % (SELECT count(*) FROM s_sku)
             LEFT JOIN s_quote q ON q.n = g""",
         "CREATE TEMP TABLE s_order AS SELECT row_number() OVER (ORDER BY id) AS n, id, state, "
-        "created_at FROM orders_order WHERE reference LIKE 'O-S%'",
+        "created_at FROM orders_order WHERE reference LIKE 'OS-%'",
         f"""INSERT INTO orders_orderevent (at, transition, from_state, to_state, note, order_id)
             SELECT o.created_at + e * interval '1 minute', 'step' || e, 'draft', o.state, '', o.id
             FROM s_order o CROSS JOIN generate_series(1, {s.events_per_order}) e""",

@@ -35,7 +35,10 @@ if [ "$account" = customer ]; then
   pgrep -u "$user" -l 2>/dev/null | while read -r _ comm; do echo "proc $user $comm"; done || true
   if [ -e "/var/spool/cron/crontabs/$user" ]; then echo "crontab $user"; fi
   if command -v atq >/dev/null 2>&1; then
-    atq 2>/dev/null | awk -v u="$user" '$NF == u {print "atjob " u}' | sort -u
+    # atq fails when a job file goes away while it reads the queue (another account's atrm):
+    # asked again it lists what is there; a third failure fails the listing.
+    queue=$(atq 2>/dev/null || { sleep 1; atq 2>/dev/null; } || { sleep 1; atq; })
+    awk -v u="$user" '$NF == u {print "atjob " u}' <<< "$queue" | sort -u
   fi
   if [ -e "/var/lib/systemd/linger/$user" ]; then echo "linger $user"; fi
 fi

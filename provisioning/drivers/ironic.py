@@ -56,15 +56,12 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import keystoneauth1.exceptions as ks_exceptions
 import openstack
 import openstack.exceptions as sdk_exceptions
 import requests
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from provisioning.drivers.base import (
     POWER_ACTIONS,
@@ -78,8 +75,8 @@ from provisioning.drivers.base import (
     OptionsSchema,
     RunResult,
 )
-from provisioning.drivers.ssh import SshDriver, load_private_key
-from provisioning.stack.cloud_init import render_user_data
+from provisioning.drivers.ssh import SshDriver
+from provisioning.stack.cloud_init import new_host_key, render_user_data
 
 logger = logging.getLogger(__name__)
 
@@ -282,10 +279,10 @@ class IronicDriver:
         return dict(spec)
 
     def _start_deploy(self, node, image: str, spec: Mapping, on_line: LineCallback) -> str:
-        private, public = _new_host_key()
+        private, public = new_host_key()
         try:
             user_data = render_user_data(hostname=self.target.hostname, management_user=self.user,
-                                         management_keys=[self._management_public_key()],
+                                         management_keys=[self.ssh.management_public_key()],
                                          host_key=(private, public))
         except ValueError as exc:
             raise DriverError(f"{self._where()}: cannot build the cloud-init: {exc}",
@@ -306,22 +303,6 @@ class IronicDriver:
         self._call(lambda bm: bm.set_node_provision_state(node, "active",
                                                           config_drive=config_drive))
         return public
-
-    def _management_public_key(self) -> str:
-        text = self._ssh_options.get("private_key")
-        path = self._ssh_options.get("private_key_file")
-        if not text and path:
-            try:
-                text = Path(path).read_text()
-            except OSError as exc:
-                raise DriverError(f"cannot read the SSH private key file {path}: {exc.strerror}",
-                                  permanent=True) from None
-        if not text:
-            raise DriverError("no SSH private key configured (SSH_PRIVATE_KEY_FILE): the "
-                              "installed node would have no key Trainyard can log in with",
-                              permanent=True)
-        key = load_private_key(text, self._ssh_options.get("private_key_passphrase"))
-        return f"{key.get_name()} {key.get_base64()} trainyard-management"
 
     def _newer_claim(self, deploy: Mapping) -> bool:
         """A failed deploy may be tried again by a newer claim (a staff retry), not by the same."""
@@ -482,12 +463,3 @@ def _detail(exc: sdk_exceptions.HttpException) -> str:
     """Ironic's own message (``faultstring`` in its error body), else the SDK's text."""
     text = exc.details or str(exc)
     return " ".join(str(text).split())[:500]
-
-
-def _new_host_key() -> tuple[str, str]:
-    key = Ed25519PrivateKey.generate()
-    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
-                                serialization.NoEncryption()).decode()
-    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH,
-                                           serialization.PublicFormat.OpenSSH).decode()
-    return private, public

@@ -43,10 +43,6 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
-import yaml
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ed25519
-
 from provisioning.drivers.base import (
     POWER_ACTIONS,
     DeployFacts,
@@ -60,8 +56,8 @@ from provisioning.drivers.base import (
     RunResult,
 )
 from provisioning.drivers.maas_api import MaasApi, MaasApiKey
-from provisioning.drivers.ssh import SshDriver, load_private_key
-from provisioning.stack.cloud_init import render_user_data
+from provisioning.drivers.ssh import SshDriver
+from provisioning.stack.cloud_init import new_host_key, render_user_data
 
 logger = logging.getLogger(__name__)
 
@@ -271,28 +267,9 @@ class MaasDriver:
 
     def _user_data(self, host_private: str, host_public: str) -> str:
         """Trainyard's cloud-config, plus the host key this install is to have."""
-        config = yaml.safe_load(render_user_data(hostname=self.target.hostname,
-                                                 management_user=self.ssh.user,
-                                                 management_keys=[self._management_key()]))
-        config["ssh_deletekeys"] = True
-        config["ssh_genkeytypes"] = []
-        config["ssh_keys"] = {"ed25519_private": host_private, "ed25519_public": host_public}
-        return "#cloud-config\n" + yaml.safe_dump(config, sort_keys=False)
-
-    def _management_key(self) -> str:
-        text = self.options.get("private_key")
-        if not text and self.options.get("private_key_file"):
-            try:
-                with open(self.options["private_key_file"], encoding="utf-8") as fh:
-                    text = fh.read()
-            except OSError as exc:
-                raise DriverError(f"cannot read the SSH private key file: {exc.strerror}",
-                                  permanent=True) from None
-        if not text:
-            raise DriverError("no SSH private key configured for MAAS nodes (SSH_PRIVATE_KEY_FILE)",
-                              permanent=True)
-        key = load_private_key(str(text), self.options.get("private_key_passphrase"))
-        return f"{key.get_name()} {key.get_base64()}"
+        return render_user_data(hostname=self.target.hostname, management_user=self.ssh.user,
+                                management_keys=[self.ssh.management_public_key()],
+                                host_key=(host_private, host_public))
 
     def _last_event_id(self, sid: str) -> int | None:
         events = self.api.events(sid, limit=1)
@@ -362,16 +339,6 @@ def distro_series_for(image: str) -> str:
 def event_text(event: Mapping) -> str:
     kind, description = str(event.get("type") or ""), str(event.get("description") or "")
     return f"{kind}: {description}" if kind and description else (kind or description)
-
-
-def new_host_key() -> tuple[str, str]:
-    """A fresh ed25519 host key: (OpenSSH private key text, public key line)."""
-    key = ed25519.Ed25519PrivateKey.generate()
-    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
-                                serialization.NoEncryption()).decode()
-    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH,
-                                           serialization.PublicFormat.OpenSSH).decode()
-    return private, public
 
 
 def _int(value) -> int:

@@ -418,6 +418,12 @@ class SshDriver:
             "Someone may be intercepting the connection, or the node was reinstalled; verify the "
             "new key out of band before updating driver_options.host_key", permanent=True)
 
+    def management_public_key(self) -> str:
+        """The public line of the key this driver logs in with: what an imaging engine installs
+        for Trainyard's management user."""
+        key = self._load_private_key()
+        return f"{key.get_name()} {key.get_base64()}"
+
     def _load_private_key(self) -> paramiko.PKey:
         text = self._private_key_text
         if not text and self._private_key_file:

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import yaml
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 
 def render_user_data(*, hostname: str, management_user: str,
@@ -49,3 +51,13 @@ def render_user_data(*, hostname: str, management_user: str,
         config["ssh_genkeytypes"] = []
         config["ssh_keys"] = {f"{kind}_private": private, f"{kind}_public": public.strip()}
     return "#cloud-config\n" + yaml.safe_dump(config, sort_keys=False)
+
+
+def new_host_key() -> tuple[str, str]:
+    """A fresh ed25519 host key for an install: (OpenSSH private key text, public key line)."""
+    key = Ed25519PrivateKey.generate()
+    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
+                                serialization.NoEncryption()).decode()
+    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH,
+                                           serialization.PublicFormat.OpenSSH).decode()
+    return private, public

@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import tempfile
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
 import paramiko
@@ -212,7 +213,8 @@ def leave_traces(tenant: Tenant, checkpoint: bytes, name: str) -> None:
 def nothing_of_the_tenant_left(host, node) -> None:
     root, tenant = host.trainyard_root, host.tenant
     assert [p.name for p in (root / "etc/trainyard").iterdir()] == []
-    assert list((root / "data").iterdir()) == []
+    left = list((root / "data").iterdir())
+    assert left == [], _when_created(left, node)
     assert not list((root / "opt/trainyard/bin").iterdir())
     home = Path(pwd.getpwnam(tenant).pw_dir)
     assert sorted(p.name for p in home.iterdir()) == sorted(p.name for p in Path("/etc/skel").iterdir())
@@ -223,6 +225,18 @@ def nothing_of_the_tenant_left(host, node) -> None:
     assert node.state == NodeState.READY and node.order_id is None
     attest = NodeEvent.objects.filter(node=node, transition="attest").last()
     assert attest is not None and "nothing of the last tenant remains" in attest.note
+
+
+def _when_created(paths: list[Path], node) -> str:
+    """What a failure needs to say: when each leftover appeared against the node's steps (an
+    intermittent failure here once found ``data/checkpoints`` after an attestation had passed)."""
+    lines = [f"{p} changed {datetime.fromtimestamp(p.stat().st_ctime, UTC):%H:%M:%S.%f}"
+             for p in paths]
+    steps = (StepRun.objects.filter(node=node).order_by("started_at")
+             .values_list("run__kind", "step", "status", "started_at", "finished_at"))
+    lines += [f"{kind}/{step} {status} {started:%H:%M:%S.%f} → {finished:%H:%M:%S.%f}"
+              for kind, step, status, started, finished in steps if started and finished]
+    return "\n".join(lines)
 
 
 def _refused(key_id: str, secret: str, endpoint: str, bucket: str) -> str:

@@ -121,8 +121,8 @@ def _seed(n: int):
     from portal.orders.services import order_place
     from portal.quotes.configuration import Configuration
     from portal.quotes.services import quote_create
-    from provisioning.fulfilment import order_submit
-    from provisioning.services import node_enrol
+    from provisioning.fulfilment.orders import order_submit
+    from provisioning.inventory.services import node_enrol
 
     catalog_seed()
     operator = User.objects.create(username="bench-operator", staff_role="operator", is_staff=True)
@@ -169,7 +169,7 @@ def _pipeline(approver, orders, timeout: float) -> tuple[float, dict]:
 
     from portal.orders.models import Order
     from portal.orders.states import OrderState
-    from provisioning.approvals import order_approve
+    from provisioning.fulfilment.approvals import order_approve
 
     ids = [o.pk for o in orders]
     started = time.monotonic()

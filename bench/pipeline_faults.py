@@ -82,8 +82,8 @@ def main() -> int:
 
         from portal.celery import app
         from portal.orders.models import Order
-        from provisioning.approvals import order_approve
         from provisioning.drivers.simulated import journal_completed, journal_overlaps, read_journal
+        from provisioning.fulfilment.approvals import order_approve
         from provisioning.models import Node, ProvisioningRun, StepRun
         from provisioning.states import RUN_OPEN
         from provisioning.tasks import sweep_task

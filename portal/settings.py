@@ -471,7 +471,7 @@ PROVISIONING_STEP_DEADLINES_S = {"deploy_os": 2 * PROVISIONING_STEP_DEADLINE_S,
 PROVISIONING_SWEEP_INTERVAL_S = env_int("PROVISIONING_SWEEP_INTERVAL_S", 60, minimum=1)
 PROVISIONING_HEALTH_INTERVAL_S = env_int("PROVISIONING_HEALTH_INTERVAL_S", 300, minimum=10)
 # Ready nodes per SKU, as the catalog shows stock (inventory counts them; the catalog sits below).
-CATALOG_STOCK = "provisioning.stock.ReadyNodes"
+CATALOG_STOCK = "provisioning.inventory.stock.ReadyNodes"
 # The pipeline's plug-ins, by dotted path (like NODE_DRIVERS). Storage backend: a class with
 # provision(ctx) and revoke(ctx) (default: buckets and keys through provisioning.storage;
 # empty: none, and ordering storage then fails the step with a reason staff can act on).
@@ -635,7 +635,7 @@ CELERY_BEAT_SCHEDULE |= {
     "billing-terminate-due": {"task": "billing.terminate_due", "schedule": 60.0,
                               "options": {"expires": 60.0}},
 }
-BILLING_TERMINATE_DUE = "provisioning.fulfilment.orders_terminate_due"
+BILLING_TERMINATE_DUE = "provisioning.fulfilment.orders.orders_terminate_due"
 # --- Monitoring (docs/operations.md "Monitoring") -------------------------------------------
 # Prometheus stores the nodes' GPU metrics (dcgm-exporter) and node metrics (node_exporter); the
 # portal reads charts from it. Empty: every node's charts are the simulated series (`make run`).

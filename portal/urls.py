@@ -26,7 +26,7 @@ urlpatterns = [
     path("billing/", include("portal.billing.urls")),
     path("configure/", include("portal.quotes.urls")),
     path("ops/billing/", include("portal.billing.urls_staff")),
-    path("ops/", include("provisioning.urls")),
+    path("ops/", include("provisioning.staff.urls")),
     path("api/v1/", include("portal.api.v1.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves its start-up script as a file, so no inline script runs; Swagger UI

@@ -4,10 +4,9 @@ from django.core.exceptions import PermissionDenied
 
 from portal.core.forms import VisibleTextMixin
 from portal.core.states import DomainError
-from provisioning import services
 from provisioning.drivers import driver_names
-from provisioning.enrolment import enrolment_problems
-from provisioning.health import node_health_check
+from provisioning.inventory import services as inventory_services
+from provisioning.inventory.enrolment import enrolment_problems
 from provisioning.models import (
     HealthCheck,
     HealthCheckDaily,
@@ -17,6 +16,7 @@ from provisioning.models import (
     RunEvent,
     StepRun,
 )
+from provisioning.monitoring.health import node_health_check
 from provisioning.states import wipe_method_problem
 
 
@@ -32,7 +32,7 @@ class NodeEventInline(admin.TabularInline):
 
 class NodeAdminForm(VisibleTextMixin, forms.ModelForm):
     """The admin adds and edits nodes under the checks the enrolment page applies
-    (``provisioning.enrolment``): a bad hostname, address, host key or BMC is a field error."""
+    (``provisioning.inventory.enrolment``): a bad hostname, address, host key or BMC is a field error."""
 
     class Meta:
         model = Node
@@ -79,14 +79,14 @@ class NodeAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         if change:  # through the service: checked as the operators' page does, and audited
             try:
-                services.node_update(node=Node.objects.get(pk=obj.pk), by=request.user, **{
-                    name: form.cleaned_data[name] for name in services.EDITABLE_NODE_FIELDS
+                inventory_services.node_update(node=Node.objects.get(pk=obj.pk), by=request.user, **{
+                    name: form.cleaned_data[name] for name in inventory_services.EDITABLE_NODE_FIELDS
                     if name in form.cleaned_data})
             except DomainError as exc:
                 self.message_user(request, str(exc), messages.ERROR)
             return
         try:
-            node = services.node_enrol(
+            node = inventory_services.node_enrol(
                 by=request.user, sku=obj.sku, hostname=obj.hostname,
                 management_address=obj.management_address, driver=obj.driver,
                 fabric_group=obj.fabric_group, fabric_address=obj.fabric_address or "",
@@ -110,15 +110,16 @@ class NodeAdmin(admin.ModelAdmin):
 
     @admin.action(description="Check and accept into stock (ready once the check passes)")
     def accept(self, request, queryset):
-        self._each(request, queryset, services.node_accept, "being checked; ready if the check passes")
+        self._each(request, queryset, inventory_services.node_accept,
+                   "being checked; ready if the check passes")
 
     @admin.action(description="Put into maintenance")
     def maintenance(self, request, queryset):
-        self._each(request, queryset, services.node_set_maintenance, "put into maintenance")
+        self._each(request, queryset, inventory_services.node_set_maintenance, "put into maintenance")
 
     @admin.action(description="Check and return to service (ready once the check passes)")
     def return_to_service(self, request, queryset):
-        self._each(request, queryset, services.node_return_to_service,
+        self._each(request, queryset, inventory_services.node_return_to_service,
                    "being checked; back in stock if the check passes")
 
     @admin.action(description="Run a health check now")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from portal.accounts.signals import members_left
 from portal.orders.signals import order_email_lines
-from provisioning.ssh_keys import active_email_lines, keys_sync
+from provisioning.fulfilment.ssh_keys import active_email_lines, keys_sync
 
 
 def _access_lines(sender, *, order, event, **_kwargs) -> list[str]:

@@ -25,7 +25,7 @@ from django.db.models import Count, Exists, Max, Min, OuterRef, Q
 from portal.core.retention import delete_in_batches, retention_cutoff
 from provisioning.models import HealthCheck, HealthCheckDaily, ProvisioningRun, StepLogLine
 from provisioning.monitoring.models import NodeAlert
-from provisioning.runs import RUN_ORDER_STATES
+from provisioning.pipeline.runs import RUN_ORDER_STATES
 from provisioning.states import RUN_DONE, RunStatus
 
 ONE_DAY = timedelta(days=1)

@@ -1,6 +1,6 @@
 """Thin Celery tasks: take ids, call a service, queue what comes next. Safe to deliver twice.
 
-Services queue work through ``provisioning.enqueue`` (after commit); nothing here imports it.
+Services queue work through ``provisioning.pipeline.enqueue`` (after commit); nothing here imports it.
 A database error that escapes a service (the engine handles those inside a step) retries the
 task with backoff (``DB_RETRY``). Results are never stored (``CELERY_TASK_IGNORE_RESULT``)."""
 
@@ -14,17 +14,17 @@ from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
 from portal.core.retention import RETENTION_TASK_OPTIONS
-from provisioning.baseline import baseline_record
 from provisioning.drivers import DriverError, driver_for
-from provisioning.health import CHECK_WAITING_STATES, node_accept_if_healthy, node_health_check
+from provisioning.inventory.baseline import baseline_record
+from provisioning.inventory.node_power import node_power_apply
 from provisioning.models import Node
-from provisioning.node_power import node_power_apply
+from provisioning.monitoring.health import CHECK_WAITING_STATES, node_accept_if_healthy, node_health_check
 from provisioning.pipeline.engine import step_deadline_s, step_execute
+from provisioning.pipeline.runs import run_start
+from provisioning.pipeline.sweeper import sweep
 from provisioning.retention import health_retention, node_alerts_prune, step_logs_prune
-from provisioning.runs import run_start
 from provisioning.states import NodeState
 from provisioning.storage.services import buckets_delete_expired, retention_key_issue
-from provisioning.sweeper import sweep
 
 logger = logging.getLogger(__name__)
 
@@ -152,7 +152,7 @@ def retention_node_alerts_task() -> dict:
     return dict(node_alerts_prune(now=timezone.now()))
 
 
-@shared_task(name="provisioning.node_power", acks_late=True)
+@shared_task(name="provisioning.inventory.node_power", acks_late=True)
 def node_power_task(node_id: int, by_id: int | None, action: str) -> bool | None:
     """An operator's power action on a node. Not retried by itself: a failure is recorded in the
     node's history and the operator decides (a second cycle of a node that came back would hurt).

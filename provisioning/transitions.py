@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.utils import timezone
 
 from portal.core.states import transition
-from provisioning.metering import order_meter
+from provisioning.fulfilment.metering import order_meter
 from provisioning.models import Node, NodeEvent, ProvisioningRun, RunEvent
 from provisioning.states import NODE_TRANSITIONS, RUN_TRANSITIONS, RunStatus
 

@@ -13,7 +13,7 @@ from provisioning.models import HealthCheck, Node
 UNREACHABLE = "health check failed: "
 # What customers read of an unreachable node (server page, API, health.degraded): never the
 # driver's own words, which can name management addresses, BMC users or internal hosts.
-# Operators get those in the check's ``raw`` and in their e-mail (provisioning.health).
+# Operators get those in the check's ``raw`` and in their e-mail (provisioning.monitoring.health).
 UNREACHABLE_TEXT = f"{UNREACHABLE}the server did not answer; our operators have been told"
 
 

@@ -19,11 +19,11 @@ from portal.orders.models import Order
 from portal.orders.services import order_place
 from portal.orders.states import OrderState
 from portal.quotes.models import Quote
-from provisioning.approvals import order_approve
-from provisioning.fulfilment import order_submit
+from provisioning.fulfilment.approvals import order_approve
+from provisioning.fulfilment.orders import order_submit
 from provisioning.models import Node, NodeEvent, StepRun
 from provisioning.pipeline.engine import step_execute
-from provisioning.runs import run_start
+from provisioning.pipeline.runs import run_start
 from provisioning.states import NodeState, WipeMethod
 
 

@@ -5,7 +5,7 @@ import pytest
 from playwright.sync_api import expect
 
 from portal.accounts.services import api_key_issue
-from provisioning import approvals
+from provisioning.fulfilment import approvals
 from provisioning.models import ProvisioningRun
 from tests.browser_login import log_in as _log_in
 from tests.factories import H100_SKU, drain, make_node, submitted_order

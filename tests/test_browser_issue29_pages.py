@@ -8,8 +8,8 @@ import pytest
 from playwright.sync_api import expect
 
 from portal.catalog.models import ServerSKU
-from provisioning.health import node_accept_if_healthy
 from provisioning.models import Node
+from provisioning.monitoring.health import node_accept_if_healthy
 from provisioning.states import NodeState
 from tests.browser_login import signed_in_page
 from tests.conftest import PAGE_TIMEOUT_MS

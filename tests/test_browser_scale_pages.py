@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 
 from portal.orders import services as order_services
 from portal.orders.states import OrderState
-from provisioning import fulfilment
+from provisioning.fulfilment import orders as fulfilment
 from provisioning.models import NodeEvent
 from tests.browser_login import signed_in_page
 from tests.factories import H100_SKU, SIZED_PLAN, make_node, make_order, make_quote

@@ -7,7 +7,7 @@ admin: the one admin role organisations have here), an approver (sam) and an ope
 import pytest
 
 from portal.orders.states import OrderState
-from provisioning import approvals
+from provisioning.fulfilment import approvals
 from provisioning.models import ProvisioningRun
 from tests.browser_login import log_in
 from tests.factories import H100_SKU, SIZED_PLAN, drain, make_node, make_quote, submitted_order

@@ -90,6 +90,17 @@ def test_orders_import_nothing_from_provisioning():
     assert not wrong, "\n".join(wrong)
 
 
+def test_the_staff_console_sits_on_top_of_provisioning():
+    """The staff console (``provisioning/staff/``) uses every room; no room uses it. Only URL
+    confs, views and template tags, which sit on top, may reach into it."""
+    wrong = [f"{path.relative_to(ROOT)}:{lineno} imports {target}"
+             for path in _sources()
+             if "staff" not in path.relative_to(ROOT).parts[:2] and not _is_on_top(path)
+             for lineno, target in _imports(path, module_level_only=False)
+             if target == "provisioning.staff" or target.startswith("provisioning.staff.")]
+    assert not wrong, "\n".join(wrong)
+
+
 def test_the_module_level_import_graph_has_no_cycle():
     # A module naming its own package (`from . import memory`) is no cycle: the package is
     # already importing when its module runs.
@@ -153,7 +164,7 @@ def test_the_layer_check_sees_an_upward_import_even_inside_a_function():
     assert _upward_imports("portal.orders.services", source) == [
         "portal.orders.services:4 imports provisioning.models",
         "portal.orders.services:4 imports provisioning.models.Node"]
-    assert _upward_imports("provisioning.services", source) == []
+    assert _upward_imports("provisioning.inventory.services", source) == []
     assert _upward_imports("portal.sizing.x", "from ..quotes import plans\n") == [
         "portal.sizing.x:1 imports portal.quotes", "portal.sizing.x:1 imports portal.quotes.plans"]
 

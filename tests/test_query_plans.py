@@ -18,8 +18,8 @@ from bench.scale_fill import Sizes, fill
 from portal.accounts.services import api_key_issue
 from portal.orders.models import Order
 from portal.orders.states import OrderState
+from provisioning.inventory.selectors import nodes_for_operator
 from provisioning.models import Node
-from provisioning.selectors import nodes_for_operator
 from tests.factories import verified_login
 
 pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="plans of PostgreSQL")

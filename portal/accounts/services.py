@@ -144,7 +144,7 @@ def ssh_key_add(*, public_key: str, name: str = "", user=None,
     """Adds a public key for ``user`` (their own) or ``organisation`` (exactly one of them).
     ValidationError by field (``public_key``, ``name``) on anything that is not one good key,
     or on a key this owner already has; nothing is stored then. Installing the key on running
-    servers is ``provisioning.ssh_keys``'s part."""
+    servers is ``provisioning.fulfilment.ssh_keys``'s part."""
     if (user is None) == (organisation is None):
         raise ValueError("An SSH key belongs to a user or to an organisation, not both or neither.")
     try:
@@ -175,5 +175,5 @@ def _duplicate(existing: SSHKey) -> str:
 
 
 def ssh_key_remove(*, ssh_key: SSHKey) -> None:
-    """Removes the key; servers drop it at their next key sync (``provisioning.ssh_keys``)."""
+    """Removes the key; servers drop it at their next key sync (``provisioning.fulfilment.ssh_keys``)."""
     SSHKey.objects.filter(pk=ssh_key.pk).delete()

@@ -24,7 +24,7 @@ from portal.core.crypto import decrypt, encrypt
 from portal.core.units import usd
 from portal.quotes.pricing import unit_price
 from portal.sizing.catalog_data import price_list_for
-from provisioning import ssh_keys
+from provisioning.fulfilment import ssh_keys
 
 
 @never_cache  # may show a new key's plaintext, once: no cache may keep a copy

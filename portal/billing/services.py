@@ -1,4 +1,4 @@
-"""Writes on the usage ledger. Called by fulfilment (``provisioning.metering``) inside the
+"""Writes on the usage ledger. Called by fulfilment (``provisioning.fulfilment.metering``) inside the
 transaction of the node or order move that causes them; never on a schedule.
 
 A meter is one node of an order (``kind=node``, ``meter`` = the node's id) or the order's

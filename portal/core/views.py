@@ -5,7 +5,7 @@ from django.views.decorators.cache import never_cache
 
 from portal.core.health import health_report
 from portal.orders.selectors import customer_home
-from provisioning.selectors import staff_dashboard
+from provisioning.staff.dashboard import staff_dashboard
 
 DASHBOARD_ROWS = 5
 

@@ -76,7 +76,7 @@ def order_send_for_approval(*, order: Order, by) -> ApprovalDecision:
     """Draft → submitted → pending approval; returns what the SKU's approval policy says.
 
     Applying an automatic approval (reserving nodes) is fulfilment's:
-    ``provisioning.fulfilment.order_submit``."""
+    ``provisioning.fulfilment.orders.order_submit``."""
     require_order_access(by, order.organisation_id)
     with transaction.atomic():
         # One e-mail for both moves: the queued-for-approval one says the order was received.

@@ -58,7 +58,7 @@ ORDER_TRANSITIONS = TransitionTable("order", [
     Transition("finish_termination", frozenset({S.TERMINATING}), S.TERMINATED,
                "Terminated"),
     # From provision_failed too: the server never ran, so nothing is billed; fulfilment wipes
-    # the nodes the failed run touched (``provisioning.fulfilment.order_cancel``).
+    # the nodes the failed run touched (``provisioning.fulfilment.orders.order_cancel``).
     Transition("cancel", frozenset({S.DRAFT, S.SUBMITTED, S.PENDING_APPROVAL, S.APPROVED,
                                     S.PROVISION_FAILED}), S.CANCELLED, "Cancelled"),
 ], labels=dict(OrderState.choices))

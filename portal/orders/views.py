@@ -1,7 +1,7 @@
 """The customer's order pages: my orders, place from a quote, detail with live progress, day 2.
 
 Views are adapters: look the order up in the user's tenant scope (outsiders get 404), call a
-service (``portal.orders.services``, ``provisioning.fulfilment``, ``provisioning.services``),
+service (``portal.orders.services``, ``provisioning.fulfilment.orders``, ``provisioning.fulfilment.day2``),
 render what selectors read.
 """
 
@@ -33,16 +33,16 @@ from portal.orders.models import Order
 from portal.orders.selectors import order_history, order_rows_for, orders_for, plan_fit
 from portal.orders.states import ORDER_TRANSITIONS, OrderState, QuoteAlreadyOrdered
 from portal.quotes.selectors import quote_for_user, stock_note
-from provisioning import fulfilment
-from provisioning import services as provisioning_services
-from provisioning.monitoring.card import gpu_charts_context
-from provisioning.selectors import (
+from provisioning.fulfilment import day2
+from provisioning.fulfilment import orders as fulfilment
+from provisioning.fulfilment.selectors import (
     acceptance_report,
     order_access,
     order_last_health,
     order_progress,
 )
-from provisioning.ssh_keys import order_ssh_keys
+from provisioning.fulfilment.ssh_keys import order_ssh_keys
+from provisioning.monitoring.card import gpu_charts_context
 from provisioning.stack.selectors import StaleFile, stack_downloads, stack_file
 from provisioning.storage.selectors import retained_data_for, storage_for
 from provisioning.storage.services import (
@@ -251,7 +251,7 @@ def order_data_key(request, reference: str):
     """Asks for a read-only key to the terminated order's retained bucket (issued by a worker)."""
     order = get_object_or_404(orders_for(request.user), reference=reference)
     try:
-        provisioning_services.order_retention_key_request(order=order, by=request.user)
+        day2.order_retention_key_request(order=order, by=request.user)
     except DomainError as exc:
         messages.error(request, str(exc))
     else:
@@ -292,9 +292,9 @@ CONFIRMED_ACTIONS = {"reboot": "reboot", "redeploy": "re-deploy"}
 def server_action(request, reference: str, action: str):
     order = get_object_or_404(orders_for(request.user), reference=reference)
     service, done = {
-        "reboot": (provisioning_services.server_reboot, "Reboot started"),
-        "redeploy": (provisioning_services.server_redeploy_stack, "Re-deploying the training stack"),
-        "rotate_storage_key": (provisioning_services.server_rotate_storage_key,
+        "reboot": (day2.server_reboot, "Reboot started"),
+        "redeploy": (day2.server_redeploy_stack, "Re-deploying the training stack"),
+        "rotate_storage_key": (day2.server_rotate_storage_key,
                                "Rotating the bucket key"),
     }[action]
     if action in CONFIRMED_ACTIONS and request.POST.get("confirm") != "yes":

@@ -49,14 +49,14 @@ from portal.orders.states import OrderState
 from portal.orders.tasks import OPERATORS
 from portal.orders.transitions import order_transition
 from provisioning.drivers import DriverError, ExecutionStopped, Fence
-from provisioning.metering import order_meter
+from provisioning.fulfilment.metering import order_meter
 from provisioning.models import Node, ProvisioningRun, StepRun
 from provisioning.pipeline.context import LogWriter, StepContext, StepFailed, StepWaiting
 from provisioning.pipeline.dbretry import DB_ERRORS, reset_connection, with_db_retry
 from provisioning.pipeline.lease import Lease
+from provisioning.pipeline.runs import StepKey
 from provisioning.pipeline.steps import STEP_FUNCTIONS
 from provisioning.pipeline.steps.acceptance import AcceptanceResult
-from provisioning.runs import StepKey
 from provisioning.states import (
     NODE_TRANSITIONS,
     STEP_DONE,

@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from portal.core.states import DomainError, transition
 from provisioning.drivers.base import DriverError
-from provisioning.metering import order_meter
+from provisioning.fulfilment.metering import order_meter
 from provisioning.storage.base import IssuedCredential, LifecyclePolicy, LogFn, _no_log
 from provisioning.storage.models import Bucket, BucketEvent, Credential
 from provisioning.storage.registry import CustomAccess, provider_for
@@ -372,7 +372,7 @@ def buckets_delete_expired(*, now: datetime | None = None, log: LogFn = _no_log)
 def retention_key_mark_requested(*, order) -> Bucket:
     """The customer asks for a key to read the terminated order's retained bucket (list and get
     only); a worker issues it (``retention_key_issue``); the page then shows its id and the
-    secret once. Asking again replaces the key. (Queued by ``provisioning.services``.)"""
+    secret once. Asking again replaces the key. (Queued by ``provisioning.fulfilment.day2``.)"""
     with transaction.atomic():
         bucket = Bucket.objects.select_for_update().filter(order=order).first()
         if bucket is None or bucket.state != BucketState.RETAINED:

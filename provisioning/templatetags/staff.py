@@ -2,7 +2,7 @@
 
 from django import template
 
-from provisioning import selectors
+from provisioning.staff import dashboard
 
 register = template.Library()
 
@@ -12,4 +12,4 @@ def staff_counts(context) -> dict[str, int]:
     user = context["request"].user
     if not user.is_authenticated or not getattr(user, "is_hosting_staff", False):
         return {}
-    return selectors.staff_counts(user)
+    return dashboard.staff_counts(user)

@@ -12,7 +12,7 @@ from portal.api.models import IdempotencyKey
 from portal.orders.models import Order, OrderEvent
 from portal.orders.states import OrderState
 from portal.quotes.models import Quote
-from provisioning.approvals import order_reject
+from provisioning.fulfilment.approvals import order_reject
 from tests.api.conftest import assert_problem, key_client
 from tests.factories import L4_SKU, make_order, make_quote
 

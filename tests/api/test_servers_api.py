@@ -4,7 +4,7 @@ import pytest
 
 from portal.orders.states import OrderState
 from provisioning.models import HealthCheck, ProvisioningRun, StepRun
-from provisioning.runs import run_create
+from provisioning.pipeline.runs import run_create
 from provisioning.states import RunKind, StepStatus
 from tests.api.conftest import assert_problem, key_client
 from tests.factories import make_node, make_order

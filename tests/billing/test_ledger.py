@@ -14,10 +14,10 @@ from portal.catalog.pricing import job_price
 from portal.core.states import DomainError
 from portal.orders.models import Order
 from portal.orders.states import OrderState
-from provisioning import runs, services
-from provisioning.fulfilment import order_cancel, order_request_termination
-from provisioning.metering import order_meter
-from provisioning.pipeline import engine
+from provisioning.fulfilment.metering import order_meter
+from provisioning.fulfilment.orders import order_cancel, order_request_termination
+from provisioning.pipeline import engine, runs
+from provisioning.pipeline import services as pipeline_services
 from provisioning.storage.models import Bucket
 from provisioning.storage.services import buckets_delete_expired
 from provisioning.storage.states import BucketState
@@ -72,7 +72,7 @@ class TestWrittenByTheMoves:
         order = approved_order(people)
         run = order.runs.get()
         drain(run.pk)
-        services.run_swap_node(run=run, node=bad, by=people.sam)
+        pipeline_services.run_swap_node(run=run, node=bad, by=people.sam)
         queue = runs.run_frontier(run)
         while queue:
             key = queue.pop(0)

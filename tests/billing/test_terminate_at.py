@@ -11,7 +11,7 @@ from portal.billing.services import order_deadline_set
 from portal.billing.tasks import terminate_due_task
 from portal.core.states import DomainError
 from portal.orders.states import OrderState
-from provisioning.fulfilment import orders_terminate_due
+from provisioning.fulfilment.orders import orders_terminate_due
 from tests.factories import H100_SKU, approved_order, drain, make_node
 
 

@@ -5,7 +5,8 @@ import pytest
 
 from portal.orders import services as order_services
 from portal.orders.states import OrderState
-from provisioning import approvals, fulfilment
+from provisioning.fulfilment import approvals
+from provisioning.fulfilment import orders as fulfilment
 from tests.factories import H100_SKU, SIZED_PLAN, drain, make_node, make_quote
 
 

@@ -4,8 +4,8 @@ an outsider gets 404."""
 
 from django.utils import timezone
 
+from provisioning.fulfilment.selectors import acceptance_report
 from provisioning.models import StepRun
-from provisioning.selectors import acceptance_report
 from tests.api.conftest import key_client
 from tests.factories import H100_SKU, approved_order, drain, make_node
 

@@ -10,11 +10,11 @@ from portal.core.states import DomainError, TransitionNotAllowed
 from portal.orders.models import Order
 from portal.orders.services import order_place
 from portal.orders.states import OrderState
-from provisioning import runs
-from provisioning.allocation import OutOfStock
-from provisioning.approvals import order_approve
-from provisioning.fulfilment import order_submit
+from provisioning.fulfilment.approvals import order_approve
+from provisioning.fulfilment.orders import order_submit
+from provisioning.inventory.allocation import OutOfStock
 from provisioning.models import Node, ProvisioningRun
+from provisioning.pipeline import runs
 from tests.factories import H100_SKU, make_node, make_quote
 from tests.pg import wait_until_blocked
 

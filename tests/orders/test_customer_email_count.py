@@ -7,7 +7,7 @@ from django.core import mail
 from portal.catalog.models import ServerSKU
 from portal.orders.models import OrderEvent
 from portal.orders.tasks import order_event_notify_task
-from provisioning import services
+from provisioning.pipeline import services as pipeline_services
 from tests.factories import H100_SKU, approved_order, drain, make_node, make_order, submitted_order
 
 
@@ -30,7 +30,7 @@ def test_a_failure_retried_by_staff_is_one_problem_email(catalog, people, sim_di
     order = approved_order(people)
     run = order.runs.get()
     drain(run.pk)
-    services.run_retry_step(run=run, by=people.sam)
+    pipeline_services.run_retry_step(run=run, by=people.sam)
     drain(run.pk)
     order.refresh_from_db()
     assert order.state == "provision_failed"

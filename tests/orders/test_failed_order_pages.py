@@ -6,7 +6,7 @@ customer's pages."""
 import pytest
 
 from portal.orders.states import OrderState
-from provisioning import approvals
+from provisioning.fulfilment import approvals
 from provisioning.models import Node, ProvisioningRun
 from provisioning.states import NodeState, RunKind
 from tests.factories import H100_SKU, drain, make_node

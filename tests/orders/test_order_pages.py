@@ -7,9 +7,10 @@ from django.urls import reverse
 from portal.orders import services as order_services
 from portal.orders.models import Order
 from portal.orders.states import OrderState
-from provisioning import approvals, fulfilment, runs
-from provisioning import services as provisioning_services
+from provisioning.fulfilment import approvals, day2
+from provisioning.fulfilment import orders as fulfilment
 from provisioning.models import Node, ProvisioningRun
+from provisioning.pipeline import runs
 from provisioning.states import RunKind
 from tests.factories import H100_SKU, SIZED_PLAN, drain, make_node, make_quote
 
@@ -214,7 +215,7 @@ def test_urls_reverse():
 
 # --- termination during a reboot; what a crash shows the customer -------------------------------
 def test_termination_during_a_reboot_is_refused_with_a_message(login, people, active):
-    reboot = provisioning_services.server_reboot(order=active, by=people.alice)
+    reboot = day2.server_reboot(order=active, by=people.alice)
     runs.run_start(run_id=reboot.pk)
     response = login(people.alice).post(f"/orders/{active.reference}/terminate/", {"confirm": "on"},
                                         follow=True)

@@ -4,11 +4,11 @@ reboot and re-deploy. An outsider gets 404."""
 import pytest
 from django.utils import timezone
 
-from provisioning import health
+from provisioning.fulfilment.ssh_keys import active_email_lines
 from provisioning.models import Node, ProvisioningRun, StepRun
+from provisioning.monitoring import health
 from provisioning.pipeline.context import StepContext
 from provisioning.pipeline.steps.handover import HandoverResult, handover
-from provisioning.ssh_keys import active_email_lines
 from provisioning.states import RunKind
 from tests.provisioning.sshd import fingerprint_sha256
 

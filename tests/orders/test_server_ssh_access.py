@@ -2,8 +2,8 @@
 and fingerprint, where to manage them, the environment file; no promise of a key nobody gave."""
 
 from portal.orders.states import OrderState
+from provisioning.fulfilment.ssh_keys import ssh_key_add
 from provisioning.models import ProvisioningRun
-from provisioning.ssh_keys import ssh_key_add
 from provisioning.states import RunKind
 from tests.accounts.ssh_keygen import new_public_key
 from tests.factories import H100_SKU, approved_order, drain, make_node

@@ -11,9 +11,9 @@ from portal.orders.models import OrderEvent
 from portal.orders.selectors import orders_for
 from portal.orders.services import order_place
 from portal.orders.states import OrderState, QuoteAlreadyOrdered
-from provisioning.allocation import reservations_expire
-from provisioning.approvals import order_approve, order_reject
-from provisioning.fulfilment import order_cancel
+from provisioning.fulfilment.approvals import order_approve, order_reject
+from provisioning.fulfilment.orders import order_cancel
+from provisioning.inventory.allocation import reservations_expire
 from tests.factories import H100_SKU, L4_SKU, make_node, make_order, make_quote, submitted_order
 
 

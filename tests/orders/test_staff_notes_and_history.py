@@ -5,7 +5,7 @@ the customer's own ones as "you"; an older plan's stack reads by name on the app
 from django.urls import reverse
 
 from portal.orders.states import OrderState
-from provisioning import services
+from provisioning.fulfilment import day2
 from tests.factories import (
     H100_SKU,
     SIZED_PLAN,
@@ -45,7 +45,7 @@ def test_day_two_actions_are_in_the_history_and_mine_read_you(people, catalog, c
     make_node(sku=H100_SKU, state_dir=sim_dir)
     order = approved_order(people)
     drain(order.runs.get().pk)
-    services.server_reboot(order=order, by=people.alice)
+    day2.server_reboot(order=order, by=people.alice)
     client.force_login(people.alice)
     html = client.get(reverse("orders:detail", args=[order.reference])).content.decode()
     assert "Reboot requested" in html

@@ -5,7 +5,7 @@ staff navigation counts them."""
 from django.core import mail
 
 from portal.orders.tasks import staff_notify_task
-from provisioning.health import node_health_check
+from provisioning.monitoring.health import node_health_check
 from tests.factories import H100_SKU, approved_order, drain, make_node, staff, submitted_order
 
 

@@ -10,8 +10,8 @@ from portal.catalog.models import ServerSKU
 from portal.core.states import DomainError
 from portal.orders.models import OrderEvent
 from portal.orders.states import OrderState
-from provisioning.allocation import OutOfStock, reservations_expire
-from provisioning.approvals import approval_queue, order_approve, order_reject
+from provisioning.fulfilment.approvals import approval_queue, order_approve, order_reject
+from provisioning.inventory.allocation import OutOfStock, reservations_expire
 from provisioning.models import Node, ProvisioningRun
 from provisioning.states import NodeState, RunStatus
 from tests.factories import H100_SKU, L4_SKU, make_node, make_order, submitted_order

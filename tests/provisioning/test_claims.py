@@ -7,11 +7,11 @@ import pytest
 from django.db import OperationalError
 from django.utils import timezone
 
-from provisioning import runs, services, sweeper
 from provisioning.drivers.simulated import read_journal
-from provisioning.fulfilment import order_request_termination
+from provisioning.fulfilment.orders import order_request_termination
 from provisioning.models import Node, StepLogLine, StepRun
-from provisioning.pipeline import engine
+from provisioning.pipeline import engine, runs, sweeper
+from provisioning.pipeline import services as pipeline_services
 from tests.factories import H100_SKU, approved_order, drain, make_node
 
 
@@ -78,7 +78,7 @@ def test_a_staff_retry_starts_a_new_attempt_window(catalog, people, sim_dir):
     StepRun.objects.filter(step="deploy_os").update(started_at=timezone.now() - timedelta(days=1))
     Node.objects.filter(pk=node.pk).update(driver_options={"delay_scale": 0,
                                                            "state_dir": str(sim_dir)})
-    services.run_retry_step(run=run, by=people.sam)
+    pipeline_services.run_retry_step(run=run, by=people.sam)
     step = StepRun.objects.get(step="deploy_os")
     assert (step.status, step.attempts, step.claimed_by, step.started_at) == ("pending", 0, "", None)
     drain(run.pk)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from provisioning import enrolment
 from provisioning.drivers import OptionsSchema, driver_names, options_schema
 from provisioning.drivers.simulated import SimulatedDriver
+from provisioning.inventory import enrolment
 from provisioning.stack.inputs import fabric_address
 from tests.provisioning.sshd import generate_ed25519
 

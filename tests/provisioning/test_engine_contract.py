@@ -4,9 +4,9 @@ engine erase a node itself (the sanitise script then does not run). The simulate
 such an engine when its options ask; the ssh driver has none (tests/provisioning/test_driver_contract.py)."""
 
 from provisioning.drivers.simulated import read_journal
-from provisioning.fulfilment import order_request_termination
-from provisioning.health import node_accept_if_healthy
+from provisioning.fulfilment.orders import order_request_termination
 from provisioning.models import StepRun
+from provisioning.monitoring.health import node_accept_if_healthy
 from tests.factories import H100_SKU, approved_order, drain, make_node
 from tests.provisioning.sshd import generate_ed25519
 

@@ -5,7 +5,7 @@ import pytest
 
 from portal.catalog.models import ServerSKU
 from portal.catalog.selectors import sku_list
-from provisioning import enrolment
+from provisioning.inventory import enrolment
 from provisioning.models import Node
 from provisioning.states import NodeState
 from provisioning.tasks import node_accept_check_task
@@ -90,7 +90,7 @@ def test_a_valid_ssh_enrolment_stores_the_pin_and_bmc_and_waits_for_its_check(pe
 
 
 def _enrolled(people, sim_dir, **options):
-    from provisioning.services import node_enrol
+    from provisioning.inventory.services import node_enrol
 
     return node_enrol(by=people.olga, sku=ServerSKU.objects.get(slug=H100_SKU), hostname="gpu-h100-c1",
                       management_address="10.9.0.2", driver="simulated",

@@ -8,9 +8,9 @@ import pytest
 
 from portal.catalog.models import ServerSKU
 from portal.core.states import DomainError
-from provisioning.enrolment import EnrolmentRefused, enrolment_problems
+from provisioning.inventory.enrolment import EnrolmentRefused, enrolment_problems
+from provisioning.inventory.services import node_enrol, node_return_to_service, node_set_maintenance
 from provisioning.models import Node
-from provisioning.services import node_enrol, node_return_to_service, node_set_maintenance
 from provisioning.states import NodeState
 from provisioning.tasks import node_accept_check_task
 from tests.factories import H100_SKU, make_node, verified_login

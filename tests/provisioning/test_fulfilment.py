@@ -6,8 +6,8 @@ from django.core.exceptions import PermissionDenied
 
 from portal.core.states import DomainError
 from portal.orders.states import OrderState
-from provisioning.approvals import order_approve
-from provisioning.fulfilment import order_cancel, order_request_termination
+from provisioning.fulfilment.approvals import order_approve
+from provisioning.fulfilment.orders import order_cancel, order_request_termination
 from provisioning.states import RunStatus
 from tests.factories import H100_SKU, make_node, make_order, submitted_order
 

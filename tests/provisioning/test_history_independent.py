@@ -9,9 +9,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from portal.orders import services as order_services
-from provisioning import fulfilment
-from provisioning.health import node_health_check
+from provisioning.fulfilment import orders as fulfilment
 from provisioning.models import HealthCheck, Node, NodeEvent
+from provisioning.monitoring.health import node_health_check
 from provisioning.states import NodeState
 from tests.factories import H100_SKU, L4_SKU, make_node, make_quote
 
@@ -57,7 +57,7 @@ def test_the_approval_queue_runs_the_same_queries_for_2_and_10_orders(login, peo
 
 
 def test_the_queue_suggests_what_approval_takes(people, catalog, sim_dir):
-    from provisioning.approvals import approval_queue, order_approve
+    from provisioning.fulfilment.approvals import approval_queue, order_approve
 
     make_node(sku=H100_SKU, state_dir=sim_dir, fabric_group="big")
     for _ in range(2):

@@ -9,10 +9,10 @@ from django.db import IntegrityError, connection, transaction
 from portal.catalog.models import ServerSKU
 from portal.catalog.selectors import sku_list
 from portal.core.states import DomainError, TransitionNotAllowed
-from provisioning.health import UNREACHABLE_TEXT, node_accept_if_healthy, node_health_check
+from provisioning.inventory.selectors import node_history, node_last_health
+from provisioning.inventory.services import node_enrol, node_return_to_service, node_set_maintenance
 from provisioning.models import HealthCheck, Node
-from provisioning.selectors import node_history, node_last_health
-from provisioning.services import node_enrol, node_return_to_service, node_set_maintenance
+from provisioning.monitoring.health import UNREACHABLE_TEXT, node_accept_if_healthy, node_health_check
 from provisioning.tasks import node_accept_check_task
 from tests.factories import H100_SKU, make_node, verified_login
 from tests.pg import wait_until_blocked

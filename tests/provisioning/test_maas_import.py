@@ -11,7 +11,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.management import call_command
 
 from portal.catalog.models import ServerSKU
-from provisioning.engine_import import hardware_mismatches, import_maas_machines
+from provisioning.inventory.engine_import import hardware_mismatches, import_maas_machines
 from provisioning.models import Node
 from provisioning.states import NodeState
 from tests.factories import H100_SKU, staff

@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 
 from portal.accounts import team
 from portal.accounts.models import Membership
-from provisioning.ssh_keys import installed_keys, ssh_key_add
+from provisioning.fulfilment.ssh_keys import installed_keys, ssh_key_add
 from tests.accounts.ssh_keygen import new_public_key
 from tests.factories import MembershipFactory, drain, verified_login
 from tests.provisioning.test_ssh_keys_sync import _sync_runs, active_order  # noqa: F401

@@ -9,8 +9,8 @@ from django.urls import reverse
 
 from portal.catalog.models import ServerSKU
 from portal.orders.tasks import staff_notify_task
-from provisioning.health import node_accept_if_healthy
 from provisioning.models import Node
+from provisioning.monitoring.health import node_accept_if_healthy
 from provisioning.states import NodeState
 from provisioning.webhooks import UNREACHABLE_TEXT
 from tests.factories import H100_SKU, verified_login

@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from portal.catalog.models import ServerSKU
-from provisioning.services import node_enrol
+from provisioning.inventory.services import node_enrol
 from tests.browser_login import signed_in_page
 from tests.conftest import PAGE_TIMEOUT_MS
 from tests.factories import L4_SKU, make_node, staff, verified_login

@@ -8,12 +8,13 @@ from django.utils import timezone
 
 from portal.core.states import DomainError
 from portal.orders.states import OrderState
-from provisioning import runs, services, sweeper
 from provisioning.drivers.simulated import read_journal
-from provisioning.fulfilment import order_request_termination
+from provisioning.fulfilment import day2
+from provisioning.fulfilment.orders import order_request_termination
+from provisioning.fulfilment.selectors import acceptance_report, order_progress
 from provisioning.models import Node, ProvisioningRun, StepRun
-from provisioning.pipeline import engine
-from provisioning.selectors import acceptance_report, order_progress
+from provisioning.pipeline import engine, runs, sweeper
+from provisioning.pipeline import services as pipeline_services
 from provisioning.states import STEPS, NodeState, RunKind, RunStatus, StepStatus, step_spec
 from tests.factories import H100_SKU, approved_order, drain, make_node
 
@@ -157,8 +158,8 @@ def test_staff_retry_a_failed_step_after_the_cause_is_fixed(catalog, people, sim
     Node.objects.filter(pk=node.pk).update(driver_options={"delay_scale": 0,
                                                            "state_dir": str(sim_dir)})
     with pytest.raises(PermissionDenied, match="Only staff"):
-        services.run_retry_step(run=run, by=people.alice)
-    services.run_retry_step(run=run, by=people.sam)
+        pipeline_services.run_retry_step(run=run, by=people.alice)
+    pipeline_services.run_retry_step(run=run, by=people.sam)
     order.refresh_from_db()
     assert order.state == OrderState.PROVISIONING
     queue = runs.run_frontier(run)
@@ -179,7 +180,7 @@ def test_staff_swap_a_failed_node(catalog, people, sim_dir):
     order = approved_order(people)
     run = order.runs.get()
     drain(run.pk)
-    new = services.run_swap_node(run=run, node=bad, by=people.sam)
+    new = pipeline_services.run_swap_node(run=run, node=bad, by=people.sam)
     assert new == spare
     queue = runs.run_frontier(run)
     while queue:
@@ -246,12 +247,12 @@ def test_day_two_reboot_and_redeploy(catalog, people, sim_dir):
     order = approved_order(people)
     drain(order.runs.get().pk)
     with pytest.raises(PermissionDenied, match="cannot act"):
-        services.server_reboot(order=order, by=people.charlie)
-    reboot = services.server_reboot(order=order, by=people.alice)
+        day2.server_reboot(order=order, by=people.charlie)
+    reboot = day2.server_reboot(order=order, by=people.alice)
     with pytest.raises(DomainError, match="already in progress"):
-        services.server_redeploy_stack(order=order, by=people.alice)
+        day2.server_redeploy_stack(order=order, by=people.alice)
     drain(reboot.pk)
-    redeploy = services.server_redeploy_stack(order=order, by=people.alice)
+    redeploy = day2.server_redeploy_stack(order=order, by=people.alice)
     drain(redeploy.pk)
     order.refresh_from_db()
     node.refresh_from_db()

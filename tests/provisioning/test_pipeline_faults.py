@@ -18,13 +18,13 @@ from django.db import connection
 from django.utils import timezone
 
 from portal.orders.models import Order
-from provisioning import services
-from provisioning.approvals import order_approve
 from provisioning.drivers.simulated import journal_completed as completed
 from provisioning.drivers.simulated import journal_overlaps as overlaps
 from provisioning.drivers.simulated import read_journal
-from provisioning.fulfilment import order_request_termination
+from provisioning.fulfilment.approvals import order_approve
+from provisioning.fulfilment.orders import order_request_termination
 from provisioning.models import Node, StepRun
+from provisioning.pipeline import services as pipeline_services
 from provisioning.tasks import sweep_task
 from tests.conftest import REPO_ROOT, worker_env
 from tests.factories import H100_SKU, approved_order, make_node, submitted_order
@@ -127,7 +127,7 @@ def test_a_staff_retry_after_the_deadline_window_completes(workers, catalog, peo
         started_at=timezone.now() - timedelta(days=1))
     Node.objects.filter(pk=node.pk).update(driver_options={
         "state_dir": str(sim_dir), "delay_scale": 1, "delays": {"deploy_os": 3, **SLOW}})
-    services.run_retry_step(run=order.runs.get(), by=people.sam)
+    pipeline_services.run_retry_step(run=order.runs.get(), by=people.sam)
     _sweeping(lambda: _state(order) in ("active", "provision_failed"), timeout=60,
               what="the retried order to settle", workers=workers)
     step = StepRun.objects.get(step="deploy_os")
@@ -195,7 +195,7 @@ import json, django
 django.setup()
 from portal.accounts.models import User
 from portal.orders.models import Order
-from provisioning.approvals import order_approve
+from provisioning.fulfilment.approvals import order_approve
 order = order_approve(order=Order.objects.get(pk={order}), by=User.objects.get(pk={staff}))
 print(json.dumps({{"state": order.state}}))
 """

@@ -13,9 +13,9 @@ import pytest
 
 from portal.catalog.models import ServerSKU
 from portal.orders.states import OrderState
-from provisioning.fulfilment import order_request_termination
+from provisioning.fulfilment.orders import order_request_termination
+from provisioning.inventory.services import node_enrol
 from provisioning.models import ProvisioningRun, StepRun
-from provisioning.services import node_enrol
 from provisioning.states import STEPS, NodeState, RunKind
 from provisioning.transitions import node_transition
 from tests.engines.conftest_ironic import FirstBoot, stored_configdrive

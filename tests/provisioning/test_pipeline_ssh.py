@@ -33,13 +33,14 @@ from portal.orders.services import order_place
 from portal.orders.states import OrderState
 from portal.quotes.configuration import Configuration
 from portal.quotes.services import quote_create
-from provisioning import health, runs
-from provisioning.approvals import order_approve
-from provisioning.fulfilment import order_request_termination, order_submit
+from provisioning.fulfilment.approvals import order_approve
+from provisioning.fulfilment.day2 import server_rotate_storage_key
+from provisioning.fulfilment.orders import order_request_termination, order_submit
+from provisioning.fulfilment.selectors import acceptance_report
+from provisioning.inventory.services import node_enrol
 from provisioning.models import ProvisioningRun, StepLogLine, StepRun
-from provisioning.pipeline import engine
-from provisioning.selectors import acceptance_report
-from provisioning.services import node_enrol, server_rotate_storage_key
+from provisioning.monitoring import health
+from provisioning.pipeline import engine, runs
 from provisioning.stack.bundle import RenderedStack, render_stack
 from provisioning.stack.packages import TEST_HOST_PACKAGES
 from provisioning.states import STEPS, NodeState, RunKind, RunStatus, StepStatus

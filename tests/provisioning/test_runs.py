@@ -5,10 +5,10 @@ import pytest
 
 from portal.core.states import TransitionNotAllowed
 from portal.orders.services import order_place
-from provisioning.approvals import order_approve
-from provisioning.fulfilment import order_cancel, order_submit
+from provisioning.fulfilment.approvals import order_approve
+from provisioning.fulfilment.orders import order_cancel, order_submit
 from provisioning.models import ProvisioningRun, RunEvent
-from provisioning.runs import run_create, runs_cancel
+from provisioning.pipeline.runs import run_create, runs_cancel
 from provisioning.states import RUN_TRANSITIONS, RunKind, RunStatus
 from provisioning.transitions import run_transition
 from tests.factories import H100_SKU, make_node, make_quote

@@ -8,9 +8,9 @@ from portal.accounts.models import Membership
 from portal.orders.models import OrderEvent
 from portal.orders.notifications import order_event_notify
 from portal.orders.states import OrderState
+from provisioning.fulfilment.ssh_keys import installed_keys, order_ssh_keys, ssh_key_add, ssh_key_remove
 from provisioning.models import ProvisioningRun, StepRun
 from provisioning.pipeline.steps.access import AccessResult
-from provisioning.ssh_keys import installed_keys, order_ssh_keys, ssh_key_add, ssh_key_remove
 from provisioning.states import RunKind, RunStatus
 from tests.accounts.ssh_keygen import new_public_key
 from tests.factories import H100_SKU, MembershipFactory, approved_order, drain, make_node

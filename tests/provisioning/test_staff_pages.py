@@ -7,7 +7,8 @@ import pytest
 
 from portal.orders import services as order_services
 from portal.orders.states import OrderState
-from provisioning import approvals, fulfilment
+from provisioning.fulfilment import approvals
+from provisioning.fulfilment import orders as fulfilment
 from provisioning.models import Node, NodeEvent
 from provisioning.states import STEPS, NodeState, RunKind, RunStatus, StepStatus
 from provisioning.tasks import node_accept_check_task

@@ -8,11 +8,13 @@ from django.utils import timezone
 
 from portal.core.states import DomainError
 from portal.orders.states import OrderState
-from provisioning import runs, services, transitions
+from provisioning import transitions
 from provisioning.drivers.simulated import read_journal
-from provisioning.fulfilment import order_request_termination
+from provisioning.fulfilment import day2
+from provisioning.fulfilment.orders import order_request_termination
 from provisioning.models import Node, ProvisioningRun, StepRun
-from provisioning.pipeline import engine
+from provisioning.pipeline import engine, runs
+from provisioning.pipeline import services as pipeline_services
 from provisioning.states import NodeState, RunStatus, StepStatus, step_spec
 from tests.factories import H100_SKU, approved_order, drain, make_node
 
@@ -39,7 +41,7 @@ def _failed_then_terminated(people, sim_dir):
 def test_retrying_a_failed_run_of_a_terminated_order_is_refused(catalog, people, sim_dir):
     node, failed_run, order_b = _failed_then_terminated(people, sim_dir)
     with pytest.raises(DomainError, match="terminated"):
-        services.run_retry_step(run=failed_run, by=people.sam)
+        pipeline_services.run_retry_step(run=failed_run, by=people.sam)
     failed_run.refresh_from_db()
     node.refresh_from_db()
     assert failed_run.status == RunStatus.FAILED
@@ -69,7 +71,7 @@ def test_swapping_a_node_of_a_terminating_order_is_refused(catalog, people, sim_
     drain(run.pk)
     order_request_termination(order=order, by=people.alice)
     with pytest.raises(DomainError, match="terminating"):
-        services.run_swap_node(run=run, node=bad, by=people.sam)
+        pipeline_services.run_swap_node(run=run, node=bad, by=people.sam)
     spare.refresh_from_db()
     assert (spare.state, spare.order) == (NodeState.READY, None)  # no reservation leaked
 
@@ -86,7 +88,7 @@ def _active(people, sim_dir, **node_options):
 
 def test_termination_is_refused_while_a_reboot_runs(catalog, people, sim_dir):
     node, order = _active(people, sim_dir)
-    reboot = services.server_reboot(order=order, by=people.alice)
+    reboot = day2.server_reboot(order=order, by=people.alice)
     runs.run_start(run_id=reboot.pk)  # a worker may now run the reboot step on the node
     with pytest.raises(DomainError, match=r"^A reboot is in progress; terminate once it has finished\.$"):
         order_request_termination(order=order, by=people.alice)
@@ -104,7 +106,7 @@ def _redeploy_at_handover(people, sim_dir):
     """A re-deploy whose handover step a worker holds (token "tok"), then the run is cancelled
     and the node released under it (what termination did before it refused)."""
     node, order = _active(people, sim_dir)
-    run = services.server_redeploy_stack(order=order, by=people.alice)
+    run = day2.server_redeploy_stack(order=order, by=people.alice)
     runs.run_start(run_id=run.pk)
     for step in ("stack", "acceptance"):
         assert engine.step_execute(run_id=run.pk, node_id=node.pk, step=step).status == "succeeded"

@@ -6,9 +6,9 @@ import pytest
 
 from portal.orders.models import Order
 from portal.orders.services import order_place
-from provisioning.approvals import order_approve
 from provisioning.drivers.simulated import read_journal
-from provisioning.fulfilment import order_submit
+from provisioning.fulfilment.approvals import order_approve
+from provisioning.fulfilment.orders import order_submit
 from provisioning.models import Node, StepRun
 from tests.factories import H100_SKU, make_node, make_quote
 

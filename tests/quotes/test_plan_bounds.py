@@ -14,7 +14,7 @@ from portal.quotes.plans import plan_check, plan_readable
 from portal.sizing.catalog_data import catalog_from_db
 from portal.sizing.plan_tokens import plan_sign
 from portal.sizing.recommend import Goal, SearchOptions, Workload, recommend
-from provisioning.fulfilment import order_submit
+from provisioning.fulfilment.orders import order_submit
 from tests.factories import SIZED_PLAN, make_quote, verified_login
 
 HOSTILE_PLANS = [

@@ -4,7 +4,7 @@ order waits in the approval queue (the configurator, the quote page, placing, th
 import pytest
 
 from portal.orders import services as order_services
-from provisioning import fulfilment
+from provisioning.fulfilment import orders as fulfilment
 from tests.factories import H100_SKU, make_node, make_quote
 
 

@@ -6,7 +6,7 @@ from django.db import transaction
 
 from portal.webhooks.models import WebhookEvent
 from portal.webhooks.services import endpoint_create
-from provisioning.health import node_health_check
+from provisioning.monitoring.health import node_health_check
 from tests.factories import H100_SKU, approved_order, drain, make_node, make_order
 
 pytestmark = pytest.mark.django_db

@@ -7,8 +7,8 @@ from django.db import transaction
 
 from portal.webhooks.models import WebhookEvent
 from portal.webhooks.services import endpoint_create
-from provisioning.health import node_health_check
 from provisioning.models import HealthCheck
+from provisioning.monitoring.health import node_health_check
 from provisioning.webhooks import UNREACHABLE_TEXT
 from tests.api.conftest import key_client
 from tests.factories import H100_SKU, make_node, make_order

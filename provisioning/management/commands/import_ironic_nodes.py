@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from portal.catalog.models import ServerSKU
 from provisioning.drivers import DriverError
-from provisioning.engine_import import import_ironic_nodes, report_lines
+from provisioning.inventory.engine_import import import_ironic_nodes, report_lines
 
 
 class Command(BaseCommand):

@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 from portal.catalog.models import ServerSKU
 from portal.core.states import DomainError
 from provisioning.drivers import DriverError
-from provisioning.engine_import import import_maas_machines, report_lines
+from provisioning.inventory.engine_import import import_maas_machines, report_lines
 
 
 class Command(BaseCommand):

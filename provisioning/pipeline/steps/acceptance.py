@@ -40,8 +40,8 @@ from provisioning.acceptance.report import (
 )
 from provisioning.acceptance.scripts import checks_script, job_script
 from provisioning.drivers import DriverError, RunResult, driver_for, is_test_host
-from provisioning.health import MAX_GPU_TEMPERATURE_C, gpu_too_hot
 from provisioning.models import StepRun
+from provisioning.monitoring.health import MAX_GPU_TEMPERATURE_C, gpu_too_hot
 from provisioning.pipeline.context import StepContext, StepFailed, StepWaiting
 from provisioning.states import STEP_DONE, StepStatus, step_spec
 

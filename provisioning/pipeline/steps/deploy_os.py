@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from provisioning.baseline import baseline_record
-from provisioning.host_keys import node_pin_host_keys
+from provisioning.inventory.baseline import baseline_record
+from provisioning.inventory.host_keys import node_pin_host_keys
 from provisioning.pipeline.context import StepContext, StepResult
 from provisioning.pipeline.node_tools import ensure_node_tools
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from provisioning.baseline import node_inventory
 from provisioning.drivers import login_user_for
-from provisioning.handback import MAX_LISTED, attestation_findings, findings_summary
+from provisioning.inventory.baseline import node_inventory
+from provisioning.inventory.handback import MAX_LISTED, attestation_findings, findings_summary
 from provisioning.models import Node, NodeEvent, StepRun
 from provisioning.pipeline.context import StepContext, StepFailed, StepResult
 from provisioning.pipeline.steps.storage import storage_backend

@@ -4,7 +4,7 @@
 # user's home, the user's files where every account may write, its processes, crontab, at jobs
 # and lingering user manager; on a real node also every account, every crontab and every
 # listening TCP socket. The portal compares the lines with the node's baseline
-# (provisioning/handback.py). find never follows a symbolic link: a link is listed as itself; a
+# (provisioning/inventory/handback.py). find never follows a symbolic link: a link is listed as itself; a
 # file that goes away while it walks (another process's temporary directory) is not an error
 # (walk).
 #   file PATH | proc USER COMMAND | crontab USER | atjob USER | linger USER | user NAME | listen PROTO ADDRESS

@@ -16,7 +16,6 @@ from django.utils import timezone
 from portal.sizing.catalog_data import catalog_from_seed
 from portal.sizing.estimator import model_from_hf_config
 from portal.sizing.recommend import Goal, SearchOptions, Workload, recommend
-from provisioning import runs
 from provisioning.acceptance.probe import PROBE_LAYERS, memory_probe
 from provisioning.acceptance.report import (
     JOB_MARKER,
@@ -28,9 +27,9 @@ from provisioning.acceptance.report import (
 )
 from provisioning.acceptance.scripts import CHECKS_DIR, JOB_DIR, job_script
 from provisioning.drivers.simulated import SimulatedDriver
+from provisioning.fulfilment.selectors import acceptance_report
 from provisioning.models import StepRun
-from provisioning.pipeline import engine
-from provisioning.selectors import acceptance_report
+from provisioning.pipeline import engine, runs
 from provisioning.states import StepStatus
 from tests.factories import H100_SKU, approved_order, make_node
 

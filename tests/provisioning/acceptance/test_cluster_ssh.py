@@ -27,14 +27,13 @@ from portal.orders.services import order_place
 from portal.orders.states import OrderState
 from portal.quotes.configuration import Configuration
 from portal.quotes.services import quote_create
-from provisioning import runs
-from provisioning.approvals import order_approve
-from provisioning.fulfilment import order_submit
+from provisioning.fulfilment.approvals import order_approve
+from provisioning.fulfilment.orders import order_submit
+from provisioning.fulfilment.selectors import acceptance_report, order_access
+from provisioning.fulfilment.ssh_keys import installed_keys, ssh_key_add, ssh_key_remove
+from provisioning.inventory.services import node_enrol
 from provisioning.models import ProvisioningRun, StepRun
-from provisioning.pipeline import engine
-from provisioning.selectors import acceptance_report, order_access
-from provisioning.services import node_enrol
-from provisioning.ssh_keys import installed_keys, ssh_key_add, ssh_key_remove
+from provisioning.pipeline import engine, runs
 from provisioning.stack.packages import TEST_HOST_PACKAGES
 from provisioning.states import STEPS, RunKind, RunStatus
 from provisioning.storage.models import Bucket

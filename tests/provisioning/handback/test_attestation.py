@@ -1,4 +1,4 @@
-"""The attestation compares what a node holds with its clean baseline (provisioning.handback),
+"""The attestation compares what a node holds with its clean baseline (provisioning.inventory.handback),
 from the lines inventory.sh prints; the script itself runs for real on this machine."""
 
 import os
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from provisioning.handback import attestation_findings, findings_summary, parse_inventory
+from provisioning.inventory.handback import attestation_findings, findings_summary, parse_inventory
 from provisioning.stack.scripts import inventory_script
 from tests.conftest import missing_service
 

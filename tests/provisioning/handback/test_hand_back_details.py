@@ -8,7 +8,7 @@ import pytest
 from django.core import mail
 
 from portal.core import mail as portal_mail
-from provisioning import health
+from provisioning.monitoring import health
 from provisioning.stack import paths
 from provisioning.stack.bundle import render_stack
 from provisioning.stack.inputs import checkpoint_interval

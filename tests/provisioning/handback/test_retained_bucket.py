@@ -11,8 +11,8 @@ from django.core.exceptions import PermissionDenied
 from django.utils import timezone
 
 from portal.core.states import DomainError
-from provisioning.fulfilment import order_request_termination
-from provisioning.services import order_retention_key_request
+from provisioning.fulfilment.day2 import order_retention_key_request
+from provisioning.fulfilment.orders import order_request_termination
 from provisioning.storage.models import Bucket, Credential
 from provisioning.storage.s3ops import make_client
 from provisioning.storage.services import retention_key_issue

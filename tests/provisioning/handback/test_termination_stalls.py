@@ -10,12 +10,12 @@ from portal.orders.services import order_place
 from portal.orders.tasks import staff_notify_task
 from portal.webhooks.models import WebhookEvent
 from portal.webhooks.services import endpoint_create
-from provisioning.approvals import order_approve
 from provisioning.drivers.simulated import read_journal
-from provisioning.fulfilment import order_request_termination, order_submit
+from provisioning.fulfilment.approvals import order_approve
+from provisioning.fulfilment.orders import order_request_termination, order_submit
 from provisioning.models import Node
-from provisioning.selectors import staff_dashboard
-from provisioning.services import run_retry_step
+from provisioning.pipeline.services import run_retry_step
+from provisioning.staff.dashboard import staff_dashboard
 from provisioning.states import NodeState
 from tests.factories import H100_SKU, approved_order, drain, make_node, make_quote
 

@@ -35,12 +35,13 @@ from portal.orders.states import OrderState
 from portal.orders.tasks import staff_notify_task
 from portal.quotes.configuration import Configuration
 from portal.quotes.services import quote_create
-from provisioning.approvals import order_approve
-from provisioning.fulfilment import order_request_termination, order_submit
-from provisioning.health import node_accept_if_healthy
+from provisioning.fulfilment.approvals import order_approve
+from provisioning.fulfilment.orders import order_request_termination, order_submit
+from provisioning.inventory.services import node_enrol
 from provisioning.models import NodeEvent, ProvisioningRun, StepRun
-from provisioning.selectors import runs_needing_attention
-from provisioning.services import node_enrol, run_retry_step
+from provisioning.monitoring.health import node_accept_if_healthy
+from provisioning.pipeline.selectors import runs_needing_attention
+from provisioning.pipeline.services import run_retry_step
 from provisioning.stack.packages import TEST_HOST_PACKAGES
 from provisioning.states import STEPS, NodeState, RunKind
 from provisioning.storage.models import Bucket, Credential

@@ -4,7 +4,7 @@ that fire and do not fire each of them."""
 import shutil
 import subprocess
 
-from provisioning.health import MAX_GPU_TEMPERATURE_C
+from provisioning.monitoring.health import MAX_GPU_TEMPERATURE_C
 from tests.conftest import missing_service
 from tests.provisioning.monitoring.prometheus import RULES
 

@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from provisioning.approvals import order_approve
+from provisioning.fulfilment.approvals import order_approve
 from provisioning.models import Node, StepRun
 from provisioning.stack.selectors import stack_downloads, stack_file
 from provisioning.states import StepStatus
@@ -53,7 +53,7 @@ def test_a_redeploy_with_a_node_out_of_service_still_renders_the_whole_cluster(c
                                                                               sim_dir):
     """The run covers the active node only; its env.sh still names both nodes (before, it said
     NNODES=1 and the remaining node took rank 0 whatever its place)."""
-    from provisioning import services
+    from provisioning.fulfilment import day2
     from provisioning.models import ProvisioningRun
 
     make_node(sku=H100_SKU, state_dir=sim_dir, fabric_group="leaf-3", hostname="gpu-d1")
@@ -61,7 +61,7 @@ def test_a_redeploy_with_a_node_out_of_service_still_renders_the_whole_cluster(c
     order = order_approve(order=submitted_order(people, node_count=2), by=people.sam)
     drain(order.runs.get().pk)
     Node.objects.filter(hostname="gpu-d1").update(state="maintenance")  # out for repair
-    run = services.server_redeploy_stack(order=order, by=people.alice)
+    run = day2.server_redeploy_stack(order=order, by=people.alice)
     assert set(run.steps.values_list("node__hostname", flat=True)) == {"gpu-d2"}
     drain(run.pk)
     step = StepRun.objects.get(run=run, step="stack")

@@ -4,9 +4,9 @@ Script text, driver options, accounts and the provider's canary bucket stay in t
 import pytest
 
 from portal.orders.states import OrderState
-from provisioning.fulfilment import order_request_termination
+from provisioning.fulfilment.orders import order_request_termination
+from provisioning.fulfilment.selectors import order_progress
 from provisioning.models import ProvisioningRun
-from provisioning.selectors import order_progress
 from provisioning.states import STEPS, RunKind
 from tests.factories import H100_SKU, approved_order, drain, make_node
 

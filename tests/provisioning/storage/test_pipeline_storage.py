@@ -14,10 +14,11 @@ from django.utils import timezone
 
 from portal.core.states import DomainError
 from portal.orders.states import OrderState
-from provisioning import services
-from provisioning.fulfilment import order_request_termination
+from provisioning.fulfilment import day2
+from provisioning.fulfilment.orders import order_request_termination
+from provisioning.fulfilment.selectors import order_access
 from provisioning.models import ProvisioningRun, StepLogLine, StepRun
-from provisioning.selectors import order_access
+from provisioning.pipeline import services as pipeline_services
 from provisioning.states import RunKind, RunStatus
 from provisioning.storage.models import Bucket, Credential
 from provisioning.storage.s3ops import make_client
@@ -86,7 +87,7 @@ def test_rotation_is_a_day_two_run(bucket_order, embedded_s3, people):
     drain(bucket_order.runs.get().pk)
     old = _active(bucket_order)
     old_secret = old.secret
-    run = services.server_rotate_storage_key(order=bucket_order, by=people.alice)
+    run = day2.server_rotate_storage_key(order=bucket_order, by=people.alice)
     assert run.kind == RunKind.ROTATE_STORAGE_KEY
     assert [o.status for _, o in drain(run.pk)] == ["succeeded"]
     run.refresh_from_db()
@@ -108,7 +109,7 @@ def test_rotation_is_refused_without_storage(catalog, people, sim_dir):
     order = approved_order(people)
     drain(order.runs.get().pk)
     with pytest.raises(DomainError, match="no object storage"):
-        services.server_rotate_storage_key(order=order, by=people.alice)
+        day2.server_rotate_storage_key(order=order, by=people.alice)
 
 
 def test_termination_keeps_the_bucket_until_its_date_then_the_beat_task_deletes_it(
@@ -202,7 +203,7 @@ def test_an_unreachable_provider_is_retried_then_staff_retry_after_the_fix(
 
     settings.STORAGE_PROVIDERS = {**settings.STORAGE_PROVIDERS, "minio": good}  # fixed
     run = order.runs.get()
-    services.run_retry_step(run=run, by=people.sam)
+    pipeline_services.run_retry_step(run=run, by=people.sam)
     drain(run.pk)
     order.refresh_from_db()
     assert order.state == OrderState.ACTIVE
@@ -226,13 +227,13 @@ def test_staff_drop_storage_from_a_failed_order_and_it_proceeds(catalog, people,
     price = order.price_monthly
     assert order.state == OrderState.PROVISION_FAILED
     with pytest.raises(PermissionDenied):
-        services.order_drop_storage(order=order, by=people.alice)  # customers cannot
+        day2.order_drop_storage(order=order, by=people.alice)  # customers cannot
     mailoutbox.clear()
     with pytest.raises(DomainError, match="only from an order whose set-up failed"):
-        services.order_drop_storage(order=submitted_order(people, storage="minio", storage_tb=1),
-                                    by=people.sam)
+        day2.order_drop_storage(order=submitted_order(people, storage="minio", storage_tb=1),
+                                by=people.sam)
     with django_capture_on_commit_callbacks(execute=True):
-        services.order_drop_storage(order=order, by=people.sam, note="MinIO is being replaced")
+        day2.order_drop_storage(order=order, by=people.sam, note="MinIO is being replaced")
     drain(run.pk)
     order.refresh_from_db()
     assert order.state == OrderState.ACTIVE
@@ -252,7 +253,7 @@ def test_no_secret_in_logs_results_reasons_or_mails(bucket_order, people, emails
     caplog.set_level(logging.DEBUG)
     drain(bucket_order.runs.get().pk)
     secret = _active(bucket_order).secret
-    run = services.server_rotate_storage_key(order=bucket_order, by=people.alice)
+    run = day2.server_rotate_storage_key(order=bucket_order, by=people.alice)
     drain(run.pk)
     rotated = _active(bucket_order).secret
     client = login(people.alice)
@@ -297,7 +298,7 @@ def test_the_customers_own_bucket_is_verified_not_created(catalog, people, sim_d
     result = StorageResult.from_dict(StepRun.objects.get(step="storage").result)
     assert result.bucket == "acme-own-ckpt" and embedded_s3.secret_key not in json.dumps(result.to_dict())
     with pytest.raises(DomainError, match="your own bucket"):
-        services.server_rotate_storage_key(order=order, by=people.alice)
+        day2.server_rotate_storage_key(order=order, by=people.alice)
 
 
 def test_the_customers_bucket_with_a_wrong_key_fails_with_a_reason(catalog, people, sim_dir,

@@ -24,9 +24,9 @@ from portal.orders.selectors import order_events, orders_for
 from portal.orders.states import OrderState
 from portal.quotes.selectors import quotes_visible
 from portal.quotes.services import ConfigurationError, quote_stack_problem
-from provisioning import services as provisioning_services
-from provisioning.fulfilment import order_cancel, order_create_and_submit, order_request_termination
-from provisioning.selectors import acceptance_report, order_access, order_last_health
+from provisioning.fulfilment import day2
+from provisioning.fulfilment.orders import order_cancel, order_create_and_submit, order_request_termination
+from provisioning.fulfilment.selectors import acceptance_report, order_access, order_last_health
 from provisioning.storage.selectors import retained_data_for, storage_for
 
 CONFLICT = OpenApiResponse(description="The order's state does not allow it (problem+json).")
@@ -169,8 +169,8 @@ def _storage(result, view) -> dict | None:
 
 class ServerActionView(APIView):
     action_name = ""  # "reboot" or "redeploy"
-    services = {"reboot": provisioning_services.server_reboot,
-                "redeploy": provisioning_services.server_redeploy_stack}
+    services = {"reboot": day2.server_reboot,
+                "redeploy": day2.server_redeploy_stack}
 
     def post(self, request, reference: str):
         run = self.services[self.action_name](order=_order(request, reference), by=request.user)

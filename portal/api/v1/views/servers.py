@@ -15,7 +15,7 @@ from portal.api.idempotency import idempotent
 from portal.api.v1 import serializers_orders as so
 from portal.api.v1.views.orders import CONFLICT, _order
 from portal.api.v1.views.quotes import IDEMPOTENCY_KEY
-from provisioning import services as provisioning_services
+from provisioning.fulfilment import day2
 from provisioning.stack.selectors import StaleFile, stack_downloads, stack_file
 from provisioning.storage.selectors import retained_data_for
 from provisioning.storage.services import (
@@ -55,8 +55,8 @@ class RetainedKeyView(APIView):
                    summary="A read-only key (list and get) to a terminated order's kept bucket; "
                            "replaces the previous one. Reveal its secret once afterwards")
     def post(self, request, reference: str):
-        provisioning_services.order_retention_key_request(order=_order(request, reference),
-                                                          by=request.user)
+        day2.order_retention_key_request(order=_order(request, reference),
+                                         by=request.user)
         return Response({"read_key_pending": True}, status=status.HTTP_202_ACCEPTED)
 
 
@@ -94,8 +94,8 @@ class StorageRotateView(APIView):
                    summary="A new bucket key on every node; the old one is revoked once the new one "
                            "works. Reveal the new secret afterwards")
     def post(self, request, reference: str):
-        run = provisioning_services.server_rotate_storage_key(order=_order(request, reference),
-                                                               by=request.user)
+        run = day2.server_rotate_storage_key(order=_order(request, reference),
+                                             by=request.user)
         return Response(so.RunOutputSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 
 

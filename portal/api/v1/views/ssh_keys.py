@@ -17,7 +17,7 @@ from portal.api.v1 import serializers_ssh_keys as sk
 from portal.api.v1.pagination import NewestFirstCursor
 from portal.api.v1.views.common import organisation_for_create
 from portal.api.v1.views.quotes import IDEMPOTENCY_KEY
-from provisioning.ssh_keys import ssh_key_add, ssh_key_remove
+from provisioning.fulfilment.ssh_keys import ssh_key_add, ssh_key_remove
 
 
 def _visible_keys(user):

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from provisioning import views
+from provisioning.staff import views
 
 app_name = "provisioning"
 urlpatterns = [

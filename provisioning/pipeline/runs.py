@@ -1,7 +1,7 @@
 """Runs: create one over an order's nodes, start it, find the steps a worker may take, cancel.
 
 Every run status change goes through ``run_transition`` (the table in ``provisioning.states``).
-Nothing here queues work: callers hand the returned step keys to ``provisioning.enqueue`` (or,
+Nothing here queues work: callers hand the returned step keys to ``provisioning.pipeline.enqueue`` (or,
 in a task, to ``provisioning.tasks.enqueue_steps``).
 """
 

@@ -10,7 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from provisioning.drivers import DriverError, is_test_host, login_user_for
-from provisioning.handback import parse_inventory
+from provisioning.inventory.handback import parse_inventory
 from provisioning.models import Node, NodeEvent
 from provisioning.stack.scripts import inventory_script
 

@@ -2,7 +2,7 @@
 
 Approving reserves nodes and creates the provisioning run, which starts after commit; an
 automatic approval (the SKU's policy, ``portal.orders.selectors.approval_decision``) does the
-same without staff. The staff pages are in ``provisioning.views`` (``/ops/approvals/``).
+same without staff. The staff pages are in ``provisioning.staff.views`` (``/ops/approvals/``).
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from portal.orders.selectors import (
 from portal.orders.services import require_approver
 from portal.orders.states import ORDER_TRANSITIONS, OrderState
 from portal.orders.transitions import order_transition
-from provisioning import allocation
-from provisioning.enqueue import enqueue_run_start
-from provisioning.runs import run_create
+from provisioning.inventory import allocation
+from provisioning.pipeline.enqueue import enqueue_run_start
+from provisioning.pipeline.runs import run_create
 from provisioning.states import RunKind
 
 

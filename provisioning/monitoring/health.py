@@ -6,7 +6,6 @@ from django.db import transaction
 from django.db.models import F
 
 from portal.orders.staff_notifications import node_unhealthy_notify_staff
-from provisioning.baseline import baseline_record
 from provisioning.drivers import (
     DriverError,
     HealthReport,
@@ -15,6 +14,7 @@ from provisioning.drivers import (
     is_test_host,
     split_address,
 )
+from provisioning.inventory.baseline import baseline_record
 from provisioning.models import HealthCheck, Node, NodeEvent
 from provisioning.states import NodeState
 from provisioning.transitions import node_transition

@@ -17,7 +17,7 @@ from portal.orders.models import Order
 from portal.orders.states import OrderState
 from portal.orders.transitions import order_transition
 from provisioning.models import Node
-from provisioning.runs import runs_cancel
+from provisioning.pipeline.runs import runs_cancel
 from provisioning.states import NodeState
 from provisioning.transitions import node_transition
 

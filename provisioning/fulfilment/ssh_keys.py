@@ -19,11 +19,11 @@ from portal.accounts.models import Membership, Organisation, SSHKey
 from portal.accounts.selectors import ssh_keys_for_servers_of
 from portal.orders.models import Order
 from portal.orders.states import OrderState
-from provisioning.enqueue import enqueue_run_start
+from provisioning.fulfilment.selectors import order_access
 from provisioning.models import Node, ProvisioningRun, StepRun
+from provisioning.pipeline.enqueue import enqueue_run_start
+from provisioning.pipeline.runs import run_create
 from provisioning.pipeline.steps.access import AccessResult
-from provisioning.runs import run_create
-from provisioning.selectors import order_access
 from provisioning.stack.paths import ENV_SH
 from provisioning.states import NodeState, RunKind, StepStatus
 

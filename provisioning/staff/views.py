@@ -1,7 +1,7 @@
 """Staff pages under /ops/: the approval queue, a run's step log, the node inventory.
 
 Anyone who is not staff gets 404 (nothing about the pages leaks). Views call the services of
-``provisioning.approvals`` and ``provisioning.services``, read through ``provisioning.selectors``
+``provisioning.fulfilment.approvals`` and ``provisioning.services``, read through ``provisioning.selectors``
 and turn a DomainError into an inline form error or a message.
 """
 
@@ -20,10 +20,20 @@ from portal.catalog.models import ServerSKU
 from portal.core.staff import operator_only, staff_only
 from portal.core.states import DomainError, TransitionNotAllowed
 from portal.orders.models import Order
-from provisioning import approvals as approval_services
-from provisioning import selectors, services
-from provisioning.enrolment import EnrolmentRefused
-from provisioning.forms import (
+from provisioning.fulfilment import approvals as approval_services
+from provisioning.fulfilment import day2
+from provisioning.fulfilment import selectors as fulfilment_selectors
+from provisioning.inventory import selectors as inventory_selectors
+from provisioning.inventory import services as inventory_services
+from provisioning.inventory.enrolment import EnrolmentRefused
+from provisioning.inventory.node_power import NODE_POWER_ACTIONS, node_power_refusal
+from provisioning.models import Node, ProvisioningRun, StepRun
+from provisioning.monitoring.alerts import alerted_node_ids
+from provisioning.monitoring.health import operator_problems
+from provisioning.pipeline import selectors as pipeline_selectors
+from provisioning.pipeline import services as pipeline_services
+from provisioning.retention import run_log_past_window
+from provisioning.staff.forms import (
     ApproveForm,
     NodeEditForm,
     NodeEnrolForm,
@@ -31,11 +41,6 @@ from provisioning.forms import (
     RejectForm,
     SwapForm,
 )
-from provisioning.health import operator_problems
-from provisioning.models import Node, ProvisioningRun, StepRun
-from provisioning.monitoring.alerts import alerted_node_ids
-from provisioning.node_power import NODE_POWER_ACTIONS, node_power_refusal
-from provisioning.retention import run_log_past_window
 from provisioning.states import NODE_FAILED, NODE_TRANSITIONS, NodeState, RunKind, RunStatus
 
 approver_only = staff_only(lambda u: u.is_approver, role="staff approvers")
@@ -137,7 +142,7 @@ def _render_queue(request, *, bound=None, status=200):
             "reject_form": reject_form or RejectForm(order=item.order),
             "open_reject": reject_form is not None,
         })
-    attention = selectors.runs_needing_attention()
+    attention = pipeline_selectors.runs_needing_attention()
     return render(request, "provisioning/approvals.html", {
         "entries": entries, "page": page, "attention": attention[:ATTENTION_ROWS],
         "attention_count": attention.count()}, status=status)
@@ -149,7 +154,7 @@ ATTENTION_ROWS = 10
 def _node_choice(item, bound, page_number) -> dict:
     """A page of the ready nodes of the order's SKU to pick from; the suggestion ticked unless
     the approver's own picks came back with an error."""
-    nodes = Paginator(selectors.eligible_nodes_for(item.order), NODE_CHOICES_PER_PAGE)
+    nodes = Paginator(inventory_selectors.eligible_nodes_for(item.order), NODE_CHOICES_PER_PAGE)
     suggested = {n.pk for n in item.suggested}
     return {"page": nodes.get_page(page_number), "suggested": suggested,
             "selected": _picked(bound) if bound is not None else suggested}
@@ -181,7 +186,7 @@ def run_retry(request, pk: int):
     step_id = request.POST.get("step", "")
     step_run = get_object_or_404(StepRun, pk=step_id, run=run) if step_id.isdigit() else None
     try:
-        services.run_retry_step(run=run, by=request.user, step_run=step_run)
+        pipeline_services.run_retry_step(run=run, by=request.user, step_run=step_run)
         messages.success(request, "Retrying: the failed step runs again.")
     except DomainError as exc:
         messages.error(request, str(exc))
@@ -194,8 +199,8 @@ def run_drop_storage(request, pk: int):
     """Staff rescue: the order goes on without object storage (audited, customer told)."""
     run = _run(pk)
     try:
-        services.order_drop_storage(order=run.order, by=request.user,
-                                    note=request.POST.get("note", "").strip()[:500])
+        day2.order_drop_storage(order=run.order, by=request.user,
+                                note=request.POST.get("note", "").strip()[:500])
         messages.success(request, "Object storage dropped from the order; the customer was told by "
                                   "e-mail and the failed steps run again.")
     except DomainError as exc:
@@ -210,9 +215,9 @@ def run_swap(request, pk: int):
     form = SwapForm(request.POST)
     if form.is_valid():
         try:
-            new = services.run_swap_node(run=run, node=form.cleaned_data["node"], by=request.user,
-                                         replacement=form.cleaned_data["replacement"],
-                                         note=form.cleaned_data["note"])
+            new = pipeline_services.run_swap_node(run=run, node=form.cleaned_data["node"], by=request.user,
+                                                  replacement=form.cleaned_data["replacement"],
+                                                  note=form.cleaned_data["note"])
         except DomainError as exc:
             form.add_error("replacement", str(exc))
         else:
@@ -228,11 +233,11 @@ def _run(pk: int) -> ProvisioningRun:
 
 
 def _run_context(request, run, swap_form=None) -> dict:
-    progress = selectors.order_progress(run.order, run=run, log_lines=500, staff=True)
+    progress = fulfilment_selectors.order_progress(run.order, run=run, log_lines=500, staff=True)
     failed_nodes = [n for n in progress.nodes if n.state in NODE_FAILED
                     or any(s.status == "failed" for s in n.steps)]
     swappable = run.kind == RunKind.PROVISION and run.status == RunStatus.FAILED
-    eligible = list(selectors.eligible_nodes_for(run.order)) if swappable else []
+    eligible = list(inventory_selectors.eligible_nodes_for(run.order)) if swappable else []
     storage_failed = swappable and run.order.has_object_storage and run.steps.filter(
         step="storage", status="failed").exists()
     return {"run": run, "order": run.order, "progress": progress, "failed_nodes": failed_nodes,
@@ -241,7 +246,7 @@ def _run_context(request, run, swap_form=None) -> dict:
             "swap_choices": [("", "Pick automatically (same SKU and fabric)")] + [
                 (n.pk, n.hostname + (f" · fabric {n.fabric_group}" if n.fabric_group else ""))
                 for n in eligible],
-            "other_runs": selectors.order_runs(run.order).exclude(pk=run.pk),
+            "other_runs": fulfilment_selectors.order_runs(run.order).exclude(pk=run.pk),
             "log_retention_days": settings.STEP_LOG_RETENTION_DAYS,
             "log_past_window": run_log_past_window(run, now=timezone.now())}
 
@@ -260,13 +265,13 @@ def node_list(request):
     state, sku_slug = request.GET.get("state") or None, request.GET.get("sku") or None
     search = request.GET.get("q", "").strip()[:100]
     sku = ServerSKU.objects.filter(slug=sku_slug).first() if sku_slug else None
-    nodes = selectors.nodes_for_operator(state=state if state in NodeState.values else None, sku=sku,
-                                         search=search)
+    nodes = inventory_selectors.nodes_for_operator(
+        state=state if state in NodeState.values else None, sku=sku, search=search)
     page = Paginator(nodes, NODES_PER_PAGE).get_page(request.GET.get("page"))
     return render(request, "provisioning/nodes.html", {
         "nodes": page.object_list, "page": page, "q": search,
-        "summary": selectors.inventory_summary(), "states": NodeState.choices,
-        "skus": selectors.skus_in_fleet(),
+        "summary": inventory_selectors.inventory_summary(), "states": NodeState.choices,
+        "skus": inventory_selectors.skus_in_fleet(),
         "state": state, "sku": sku, "can_edit": request.user.is_operator,
         "attention": alerted_node_ids(n.pk for n in page.object_list),
     })
@@ -279,7 +284,7 @@ def node_enrol(request):
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
-            node = services.node_enrol(
+            node = inventory_services.node_enrol(
                 by=request.user, sku=data["sku"], hostname=data["hostname"],
                 management_address=data["management_address"], driver=data["driver"],
                 fabric_group=data["fabric_group"], nvme_devices=data["nvme_devices"],
@@ -305,7 +310,7 @@ def node_edit(request, pk: int):
     form = NodeEditForm(request.POST or None, node=node)
     if request.method == "POST" and form.is_valid():
         try:
-            services.node_update(node=node, by=request.user, **form.changes())
+            inventory_services.node_update(node=node, by=request.user, **form.changes())
         except EnrolmentRefused as exc:
             _add_problems(form, exc.problems)
         except DomainError as exc:
@@ -326,7 +331,7 @@ def _add_problems(form, problems: dict[str, str]) -> None:
 @require_GET
 def node_engine(request, pk: int):
     """The engine's word on the node, loaded after the page (the engine may be slow to answer)."""
-    word = selectors.node_engine_word(get_object_or_404(Node, pk=pk))
+    word = inventory_selectors.node_engine_word(get_object_or_404(Node, pk=pk))
     if word is None:
         raise Http404("This node has no imaging engine.")
     return render(request, "provisioning/_node_engine.html", {"word": word})
@@ -336,11 +341,11 @@ def node_engine(request, pk: int):
 @require_GET
 def node_detail(request, pk: int):
     node = get_object_or_404(Node.objects.select_related("sku__gpu", "order"), pk=pk)
-    health = selectors.node_last_health(node)
+    health = inventory_selectors.node_last_health(node)
     return render(request, "provisioning/node.html", {
-        "node": node, "facts": selectors.node_facts(node),
-        "events": selectors.node_events_page(node, older=request.GET.get("older"),
-                                             newer=request.GET.get("newer")),
+        "node": node, "facts": inventory_selectors.node_facts(node),
+        "events": inventory_selectors.node_events_page(node, older=request.GET.get("older"),
+                                                       newer=request.GET.get("newer")),
         "health": health,
         "health_problems": operator_problems(node, health) if health else [],
         "steps": node.step_runs.select_related("run__order").order_by("-pk")[:15],
@@ -353,14 +358,15 @@ def node_detail(request, pk: int):
 
 
 NODE_ACTIONS = {  # transition → (service, button, message)
-    "accept": (services.node_accept, "Check and accept into stock",
+    "accept": (inventory_services.node_accept, "Check and accept into stock",
                "is being checked (reachability and health); it becomes ready if the check passes"),
-    "enter_maintenance": (services.node_set_maintenance, "Put into maintenance", "is in maintenance"),
-    "return_to_service": (services.node_return_to_service, "Check and return to service",
+    "enter_maintenance": (inventory_services.node_set_maintenance, "Put into maintenance",
+                          "is in maintenance"),
+    "return_to_service": (inventory_services.node_return_to_service, "Check and return to service",
                           "is being checked (reachability and health); it is back in stock if the "
                           "check passes"),
-    "retire": (services.node_retire, "Retire from the fleet", "is retired"),
-    "record_baseline": (services.node_record_baseline, "Record clean baseline (checked by hand)",
+    "retire": (inventory_services.node_retire, "Retire from the fleet", "is retired"),
+    "record_baseline": (inventory_services.node_record_baseline, "Record clean baseline (checked by hand)",
                         "is being listed; what it holds now becomes its clean baseline"),
 }
 
@@ -392,8 +398,8 @@ def node_power(request, pk: int, action: str):
         return redirect("provisioning:node", pk=node.pk)
     form = NodeNoteForm(request.POST)
     try:
-        services.node_power_request(node=node, by=request.user, action=action,
-                                    note=form.cleaned_data["note"] if form.is_valid() else "")
+        inventory_services.node_power_request(node=node, by=request.user, action=action,
+                                              note=form.cleaned_data["note"] if form.is_valid() else "")
         messages.success(request, f"{NODE_POWER_ACTIONS[action]} of {node.hostname} sent to its "
                                   f"BMC; the history shows when it is done.")
     except DomainError as exc:

@@ -30,8 +30,8 @@ from portal.core.states import DomainError
 from provisioning.drivers.ironic import IronicDriver, list_nodes
 from provisioning.drivers.maas import MaasDriver
 from provisioning.drivers.maas_api import MaasApi, MaasApiKey
+from provisioning.inventory.services import node_enrol
 from provisioning.models import Node
-from provisioning.services import node_enrol
 from provisioning.states import WipeMethod
 
 # Firmware and the kernel keep some memory: a node may report this much less than the SKU says.
@@ -90,7 +90,7 @@ def import_ironic_nodes(*, by, sku: ServerSKU, resource_class: str, dry_run: boo
                         options: dict | None = None) -> list[ImportLine]:
     """Enrols the matching nodes of ``resource_class`` as nodes of ``sku``; one line per node.
     Idempotent: a node already enrolled (by Ironic UUID or hostname) is left as it is."""
-    _require_operator(by)
+    require_operator(by)
     options = options if options is not None else settings.NODE_DRIVER_OPTIONS[IronicDriver.name]
     machines = [EngineMachine(engine_id=n.uuid, name=n.name, facts=dict(n.properties),
                               address=str(n.extra.get("address") or "").strip(),
@@ -110,7 +110,7 @@ def import_maas_machines(*, by, sku: ServerSKU, tag: str, dry_run: bool = False,
                          options: dict | None = None) -> list[ImportLine]:
     """Enrols the matching MAAS machines tagged ``tag`` as nodes of ``sku``; one line each.
     Idempotent: a machine already enrolled (by system id or hostname) is left as it is."""
-    _require_operator(by)
+    require_operator(by)
     options = options if options is not None else settings.NODE_DRIVER_OPTIONS[MaasDriver.name]
     if not options.get("api_key"):
         raise DomainError("no MAAS API key: set MAAS_API_KEY_FILE")
@@ -142,7 +142,7 @@ def maas_machine(machine: dict[str, Any], gpus: list[dict[str, Any]]) -> EngineM
                          unavailable="" if status == "Ready" else f"{status} in MAAS, not Ready")
 
 
-def _require_operator(by) -> None:
+def require_operator(by) -> None:
     if not getattr(by, "is_operator", False):
         raise PermissionDenied("Only operators can import nodes into the inventory.")
 

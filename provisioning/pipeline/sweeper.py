@@ -15,10 +15,10 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from provisioning import allocation
+from provisioning.inventory import allocation
 from provisioning.models import ProvisioningRun, StepRun
 from provisioning.pipeline.engine import step_deadline_s, step_fail_stuck
-from provisioning.runs import StepKey, run_frontier
+from provisioning.pipeline.runs import StepKey, run_frontier
 from provisioning.states import RunStatus, StepStatus
 
 

@@ -7,8 +7,8 @@ from django.conf import settings
 
 from portal.catalog.models import ServerSKU
 from portal.core.forms import VisibleTextMixin
-from provisioning import enrolment
 from provisioning.drivers import OptionsSchema, driver_names, options_schema
+from provisioning.inventory import enrolment
 from provisioning.models import Node
 from provisioning.states import WipeMethod, wipe_method_problem
 

@@ -14,7 +14,7 @@ from django.db import transaction
 
 from provisioning import tasks
 from provisioning.models import ProvisioningRun
-from provisioning.runs import StepKey
+from provisioning.pipeline.runs import StepKey
 
 logger = logging.getLogger(__name__)
 

@@ -20,11 +20,11 @@ from portal.orders.transitions import order_transition
 from portal.quotes.configuration import Configuration
 from portal.quotes.models import Quote
 from portal.quotes.services import quote_create
-from provisioning.approvals import order_approve_automatically
-from provisioning.enqueue import enqueue_run_start
-from provisioning.metering import order_meter
+from provisioning.fulfilment.approvals import order_approve_automatically
+from provisioning.fulfilment.metering import order_meter
 from provisioning.models import Node, ProvisioningRun
-from provisioning.runs import run_create, runs_cancel
+from provisioning.pipeline.enqueue import enqueue_run_start
+from provisioning.pipeline.runs import run_create, runs_cancel
 from provisioning.states import NodeState, RunKind, RunStatus
 from provisioning.transitions import node_transition
 

@@ -4,6 +4,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractUser
 from django.db import models
 from django.db.models import Q
+from django.utils.functional import cached_property
 
 
 class User(AbstractUser):
@@ -27,6 +28,13 @@ class User(AbstractUser):
     @property
     def is_hosting_staff(self) -> bool:
         return self.is_superuser or bool(self.staff_role)
+
+    @cached_property
+    def home_organisation(self):
+        """The organisation the navigation links to: the person's first membership's, in one
+        query, once per request."""
+        first = self.memberships.select_related("organisation").order_by("pk").first()
+        return first.organisation if first else None
 
 
 class Organisation(models.Model):

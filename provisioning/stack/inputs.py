@@ -194,8 +194,8 @@ def training_settings(plan: Any, strategy: str, *, world_size: int = 1) -> Train
     defaulted = tuple(k for k, v in given.items() if v is None)
     values = {k: v for k, v in given.items() if v is not None}
     model = values.get("model", DEFAULT_MODEL)
-    if "family" not in values:
-        values["family"] = _family_of(model)
+    if "family" not in values:  # a plan stored without its spec: the preset's, by the model's name
+        values["family"] = (preset_spec(model) or {}).get("family") or "llama"
     spec_or_preset = spec if spec.get("family") else None
     values["architecture"] = model_family(model, spec_or_preset)
     values["titan_flavour"] = _titan_flavour(model, spec_or_preset)
@@ -249,15 +249,6 @@ def _positive_int(plan: dict, key: str) -> int | None:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-
-
-def _family_of(model: str) -> str:
-    name = model.lower()
-    if name.startswith("gpt2"):
-        return "gpt2"
-    if name.startswith("bert"):
-        return "bert"
-    return "llama"
 
 
 @dataclass(frozen=True)

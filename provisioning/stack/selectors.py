@@ -28,13 +28,18 @@ def _latest_stack_steps(order) -> dict[str, StepRun]:
     return latest
 
 
-def _cluster(step: StepRun) -> list[Node]:
+def _recorded_cluster(step: StepRun) -> tuple[str, ...]:
+    return tuple(StackResult.from_dict(step.result).cluster)
+
+
+def _cluster(step: StepRun, known: dict[str, Node] | None = None) -> list[Node]:
     """The nodes the files were rendered for: as the step recorded them, else (results stored
-    before it recorded them) the run's nodes."""
-    recorded = tuple(StackResult.from_dict(step.result).cluster)
+    before it recorded them) the run's nodes. ``known``: nodes already read, by hostname."""
+    recorded = _recorded_cluster(step)
     if recorded:
-        found = {n.hostname: n for n in Node.objects.filter(hostname__in=recorded)}
-        if len(found) == len(recorded):
+        found = known if known is not None and set(recorded) <= set(known) else \
+            {n.hostname: n for n in Node.objects.filter(hostname__in=recorded)}
+        if set(recorded) <= set(found):
             return [found[h] for h in recorded]
     skipped = StepRun.objects.filter(run=step.run, status=StepStatus.SKIPPED).values("node_id")
     ids = StepRun.objects.filter(run=step.run).exclude(node_id__in=skipped).values("node_id")
@@ -42,9 +47,12 @@ def _cluster(step: StepRun) -> list[Node]:
 
 
 def stack_downloads(order) -> tuple[NodeStackFiles, ...]:
+    steps = _latest_stack_steps(order).values()
+    hostnames = {h for step in steps for h in _recorded_cluster(step)}
+    known = {n.hostname: n for n in Node.objects.filter(hostname__in=hostnames)} if hostnames else {}
     found = []
-    for step in _latest_stack_steps(order).values():
-        cluster = _cluster(step)
+    for step in steps:
+        cluster = _cluster(step, known)
         rank = next((i for i, n in enumerate(cluster) if n.pk == step.node_id), 0)
         found.append(NodeStackFiles(hostname=step.node.hostname, rank=rank,
                                     files=StackResult.from_dict(step.result).files))

@@ -309,7 +309,14 @@ def torchtune_rows(case: dict) -> list[Row]:
     return rows
 
 
-PEFT_LORA = re.compile(r"LoRA r=(?P<rank>\d+) on (?P<targets>[\w,]+)")
+PEFT_LORA = re.compile(r"LoRA r=(?P<rank>\d+) on (?P<targets>[\w,]+)(?: \((?P<variant>[\w-]+)\))?")
+# LoRA variants of PEFT's results: rsLoRA only rescales (alpha / sqrt(r)): the same tensors
+PEFT_VARIANTS = {
+    None: None, "rsLoRA": None,
+    "DoRA": "DoRA (use_dora): each adapted layer's magnitude vector and the weight norm it recomputes"
+            " every step are not modelled",
+    "LoRA-FA": "the LoRA-FA optimizer (frozen A, projected gradients) is no optimizer of the estimator",
+}
 PEFT_TARGETS = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj"}  # short names in the rows
 
 
@@ -324,6 +331,13 @@ def peft_rows(case: dict) -> list[Row]:
         if lora:
             targets = tuple(PEFT_TARGETS.get(t.strip(), t.strip()) for t in lora["targets"].split(","))
             training |= {"finetune": "lora", "lora_rank": int(lora["rank"]), "lora_targets": targets}
+            variant = lora["variant"]
+            if variant not in PEFT_VARIANTS:
+                why = f"no configuration for the LoRA variant {variant!r}"
+                rows.append(unconfigured(case["id"], method, why))
+                continue
+            if PEFT_VARIANTS[variant]:
+                unmodelled.append(PEFT_VARIANTS[variant])
         elif method.startswith("IA3"):
             unmodelled.append("IA3 adapters (finetune=ia3)")
         elif not method.startswith("full fine-tuning"):
@@ -638,6 +652,7 @@ BUILDERS = {
     "fms_fsdp_llama2_throughput": fms_fsdp_rows,
     "peft_docs_llama2_70b_fsdp_deepspeed": peft_70b_rows,
     "llm_foundry_mpt_throughput_readme": foundry_rows,
+    "peft_metamathqa_llama3.2_3B_variants": peft_rows,
 }
 NOT_RUNS = {  # measured cases that are not a training step we can configure
     "eleuther_a100_throughput_anchors": "a range of TFLOP/s with no model, batch or layout",

@@ -39,8 +39,7 @@ def test_bad_input_is_a_command_error():
         _run("--model", "nope")
 
 
-@pytest.mark.django_db
-def test_gpu_from_the_catalog_adds_compute():
+def _h100_in_catalog() -> None:
     from portal.catalog.models import GPUModel
 
     GPUModel.objects.update_or_create(slug="h100-test-80gb", defaults=dict(
@@ -48,6 +47,11 @@ def test_gpu_from_the_catalog_adds_compute():
         memory_type="HBM3", memory_bandwidth_gbps=3350, fp32_tflops=Decimal("67"),
         bf16_tflops=Decimal("989.4"), fp8_tflops=Decimal("1979"), nvlink_gbps=900, pcie_gen=5,
         tdp_w=700))
+
+
+@pytest.mark.django_db
+def test_gpu_from_the_catalog_adds_compute():
+    _h100_in_catalog()
     data = json.loads(_run(*FLAGS, "--gpu", "h100-test-80gb", "--train-tokens", "1e11", "--json"))
     assert data["fits"] in (True, False)
     assert data["compute"]["step_seconds"] > 0
@@ -80,3 +84,19 @@ def test_json_says_what_the_estimate_represents_and_what_it_cannot():
     half = json.loads(_run("--model", "llama-2-7b", "--finetune", "qlora", "--sharding", "zero3", "--dp", "4",
                            "--json"))  # auto: the half type under ZeRO-3
     assert half["unmodelled"] == [] and "quant_storage=bf16" in half["represents"]
+
+
+@pytest.mark.django_db
+def test_the_attention_kernel_sets_attention_time_on_hopper():
+    """FlashAttention-2 (the default kernel) runs a long sequence's attention slower on an H100
+    than FlashAttention-3 does; an unknown kernel is refused by the flag."""
+    _h100_in_catalog()
+
+    def step(*kernel):
+        data = json.loads(_run(*FLAGS, "--attention", "flash", "--checkpointing", "full", "--gpu",
+                               "h100-test-80gb", *kernel, "--json"))
+        return data["compute"]["step_seconds"]
+
+    assert step() == step("--attention-kernel", "fa2") > step("--attention-kernel", "fa3")
+    with pytest.raises(CommandError, match="attention-kernel"):
+        _run(*FLAGS, "--attention-kernel", "fa4")

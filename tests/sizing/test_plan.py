@@ -150,3 +150,19 @@ def test_a_qlora_plan_sized_by_the_older_model_is_marked_so_and_a_new_one_re_est
     older = Plan.from_dict(old)
     assert older.estimator_version == 1 and older.from_older_model
     assert plan_estimate(older).per_gpu.total == old["per_gpu_total_bytes"]  # today's model: auto = bf16
+
+
+def test_a_plan_sized_by_version_2_is_marked_older_and_re_estimates_to_its_stored_bytes(catalog):
+    """Version 3 (attention at its kernel's rate on Hopper) changes step times, not bytes: a plan
+    that version 2 sized reads as from an older model (its time may differ today) and still
+    re-estimates to the bytes it stored, term by term."""
+    assert ESTIMATOR_VERSION == 3
+    for plan in plans_for("llama-3.1-8b", catalog)[:3]:
+        data = stored(plan)
+        data["estimator_regime"] = {**data["estimator_regime"], "version": 2}
+        older = Plan.from_dict(data)
+        assert older.estimator_version == 2 and older.from_older_model
+        again = plan_estimate(older).per_gpu
+        assert again.total == data["per_gpu_total_bytes"]
+        terms = data["memory_breakdown_bytes"]
+        assert {k: getattr(again, k) for k in terms} == terms

@@ -244,9 +244,14 @@ def test_full_recompute_is_counted_as_hardware_flops():
     def matmul_seconds(c):  # the memory-bound loss (no recompute) aside
         return c.compute_seconds - c.memory_bound_seconds
 
+    def charged_flops(est):  # the attention FLOPs at their kernel's rate (test_scale_principles)
+        training = est.memory.training
+        extra = cmp.attention_slowdown(training, H100) - 1
+        return est.compute.hardware_flops_per_token + extra * cmp.attention_flops_per_token(model, training)
+
     assert none.compute.memory_bound_seconds == full.compute.memory_bound_seconds > 0
     assert matmul_seconds(full.compute) / matmul_seconds(none.compute) == pytest.approx(
-        full.compute.hardware_flops_per_token / none.compute.hardware_flops_per_token)
+        charged_flops(full) / charged_flops(none))
 
 
 def test_pipeline_stages_do_not_make_a_small_model_faster():

@@ -6,7 +6,8 @@
 4. CPU offload's optimizer step is the host's memory traffic (launcher threads, implementation);
 5. QLoRA under FSDP / ZeRO-3 shards the 4-bit base weights when they are stored in a float dtype;
 6. paged optimizers and float8 rowwise under TP are listed as unmodelled, with the reason;
-7. data-parallel overlap only where the framework overlaps it; kernel constants per generation.
+7. data-parallel overlap only where the framework overlaps it; kernel constants per generation;
+8. attention runs at its kernel's rate: an Ampere-era kernel (FlashAttention-2) on Hopper is slower.
 """
 
 from dataclasses import replace
@@ -152,8 +153,11 @@ def test_without_load_balancing_causal_ring_attention_waits_for_the_rank_holding
     assert cmp.cp_imbalance(balanced) == 0 and cmp.cp_imbalance(skewed) == pytest.approx(7 / 8)
     a = estimate(model, training, balanced, gpu=H100).compute
     b = estimate(model, training, skewed, gpu=H100).compute
-    rate = (a.compute_seconds - a.memory_bound_seconds) / (a.hardware_flops_per_token * 65536 / 8)
-    attention = cmp.attention_flops_per_token(model, training) * 65536 / 8 * rate
+    slowdown = cmp.attention_slowdown(training, H100)  # the attention kernel's own rate
+    attention_flops = cmp.attention_flops_per_token(model, training)
+    charged = a.hardware_flops_per_token + (slowdown - 1) * attention_flops
+    rate = (a.compute_seconds - a.memory_bound_seconds) / (charged * 65536 / 8)  # seconds per FLOP
+    attention = attention_flops * slowdown * 65536 / 8 * rate
     assert b.compute_seconds - a.compute_seconds == pytest.approx(attention * 7 / 8)
 
 
@@ -314,3 +318,51 @@ def test_megatron_core_overlaps_its_data_parallel_traffic_and_runs_fused_kernels
     parallel = ParallelConfig(dp=8, sharding="zero1", zero=ZeroConfig(overlap_comm=True))
     assert cmp.dp_overlap(old, parallel) == 0.0 and cmp.dp_overlap(new, parallel) == cmp.DP_OVERLAP
     assert cmp.STACK_EFFICIENCY["megatron-core"] == cmp.STACK_EFFICIENCY["fused"]
+
+
+# -- 8. the attention kernel's own rate per GPU generation ----------------------------------------------
+def test_flash_attention_2_on_hopper_runs_attention_at_its_measured_rate_not_the_matmul_rate():
+    """FlashAttention-2 reaches GEMM-class efficiency on Ampere (where the stack constants were set)
+    but does not use Hopper's wgmma/TMA: on an H100 its forward and backward run at 370 and 322
+    TFLOP/s where FlashAttention-3 runs 648 and 561 (Shah et al. 2024). With the backward 2.5x the
+    forward's FLOPs, a step's attention takes 1.74x the time model's; cuDNN's (Transformer
+    Engine under Megatron-Core) 1.09x; FlashAttention-3 and any A100 run at the model's rate. So the
+    longer the sequence (the larger attention's share), the further an H100 step falls behind."""
+    def rate(f, b):
+        return 3.5 / (1 / f + 2.5 / b)
+
+    fa2 = TrainingConfig(precision="bf16-mixed", seq_len=32768, attention="flash", compile=True)
+    assert cmp.attention_kernel(fa2) == "fa2"
+    assert cmp.attention_slowdown(fa2, H100) == pytest.approx(rate(648, 561) / rate(370, 322))
+    assert cmp.attention_slowdown(fa2, H100) == pytest.approx(1.744, abs=0.001)
+    core = replace(fa2, stack="megatron-core")
+    assert cmp.attention_kernel(core) == "cudnn"
+    assert cmp.attention_slowdown(core, H100) == pytest.approx(rate(648, 561) / rate(595, 516))
+    assert cmp.attention_slowdown(replace(fa2, attention_kernel="fa3"), H100) == 1.0
+    assert cmp.attention_slowdown(fa2, A100) == 1.0
+    assert cmp.attention_slowdown(replace(fa2, attention="eager", compile=False), H100) == 1.0
+    assert cmp.attention_slowdown(replace(fa2, mfu=0.4), H100) == 1.0  # a given MFU covers the step
+
+    def seconds(training, gpu):
+        c = estimate(LLAMA_8B, training, ParallelConfig(), gpu=gpu).compute
+        return c.compute_seconds - c.memory_bound_seconds
+
+    for seq in (4096, 32768):
+        slow = replace(fa2, seq_len=seq)
+        fast = replace(slow, attention_kernel="fa3")
+        attention = cmp.attention_flops_per_token(LLAMA_8B, slow) * seq
+        matmul = seconds(fast, H100) * (1 - attention / (cmp.hardware_flops_per_token(LLAMA_8B, slow) * seq))
+        # only the attention part slows, by the kernel ratio
+        assert seconds(slow, H100) - seconds(fast, H100) == pytest.approx(
+            (seconds(fast, H100) - matmul) * (cmp.attention_slowdown(slow, H100) - 1))
+        assert seconds(slow, A100) == seconds(fast, A100)
+    def ratio(training):
+        return seconds(training, H100) / seconds(replace(training, attention_kernel="fa3"), H100)
+
+    short, long = ratio(replace(fa2, seq_len=4096)), ratio(fa2)
+    assert 1 < short < long < 1.744
+
+
+def test_an_unknown_attention_kernel_is_a_clear_error():
+    with pytest.raises(ValueError, match="attention_kernel"):
+        TrainingConfig(attention_kernel="fa4")

@@ -17,9 +17,10 @@ DEFAULT_LINK = Interconnect()  # estimate()'s link when none is given (8 GPUs pe
 DEFAULT_HOST = HostSpec()  # the node's CPU side when none is given (config.HostSpec)
 # The version of the memory and time model (docs/sizing.md): 1 until issue 33; 2 adds NCCL's
 # latencies, TP-narrowed matmuls, ring attention's own costs, the host CPU's optimizer step,
-# sharded 4-bit QLoRA weights and framework-specific overlap. A stored plan carries the version
-# that sized it: one sized by an older version may re-estimate to other bytes.
-ESTIMATOR_VERSION = 2
+# sharded 4-bit QLoRA weights and framework-specific overlap; 3 times attention at its kernel's
+# own rate (compute.attention_slowdown: step times only, no bytes). A stored plan carries the
+# version that sized it: one sized by an older version may re-estimate to other bytes or times.
+ESTIMATOR_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -522,10 +523,15 @@ def _compute_seconds(memory: MemoryEstimate, gpu: GPUSpec, rate: float, *,
     memory-bound) seconds."""
     training, parallel, f = memory.training, memory.parallel, memory.step
     compute_s = f.hardware_flops_per_token * f.tokens_per_gpu_group / f.model_parallel / rate
-    attention_s = 0.0
+    # the attention kernel's own rate (a pre-Hopper kernel on Hopper is slower than the model's)
+    attention_s = f.attention_flops_per_token * f.tokens_per_gpu_group / f.model_parallel / rate
+    slowdown = cmp.attention_slowdown(training, gpu) if memory_bound else 1.0
+    compute_s += attention_s * (slowdown - 1)
+    attention_s *= slowdown
     if parallel.cp > 1:  # ring attention: its blocks hide its traffic; unbalanced, it waits
-        attention_s = f.attention_flops_per_token * f.tokens_per_gpu_group / f.model_parallel / rate
         compute_s += attention_s * cmp.cp_imbalance(parallel)
+    else:
+        attention_s = 0.0
     # kernels cannot run faster than they are launched; pipeline stages pay per micro-batch
     microbatches = f.tokens_per_gpu_group // (training.micro_batch * training.seq_len)
     stage_layers = math.ceil(memory.spec.num_layers / parallel.pp)

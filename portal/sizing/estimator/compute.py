@@ -44,13 +44,17 @@ FP8_ROWWISE_CAST_FACTOR = 2.0
 # in proportion to the hidden size h, so utilisation = eff * U / (1 + h0 * r / h), with r the
 # GPU's FLOP/byte ratio relative to the A100's. U and h0 are per kernel stack, from its public
 # runs: fused (FlashAttention's GPT-3 training, llm-foundry), megatron (Megatron-LM 2021-22),
-# compiled (torch.compile), eager (plain PyTorch modules).
+# compiled (torch.compile), eager (plain PyTorch modules). The fused, compiled and eager U were
+# set again on the calibration split when attention got its own kernel rate on Hopper
+# (attention_slowdown): each to the U that keeps its calibration rows' median signed error where
+# it was (fused -2.2 %, compiled +1.8 %, eager -6.2 %; they were 0.77, 0.78, 0.72), since the H100
+# runs they were set on had paid FlashAttention-2's slower attention inside U.
 A100_FLOPS_PER_BYTE = 312e12 / 2039e9
 STACK_EFFICIENCY = {  # stack: (U, h0)
-    "fused": (0.77, 390.0),
+    "fused": (0.81, 390.0),
     "megatron": (0.73, 200.0),
-    "compiled": (0.78, 520.0),
-    "eager": (0.72, 1000.0),
+    "compiled": (0.88, 520.0),
+    "eager": (0.80, 1000.0),
 }
 # Megatron-Core (2023-) runs Transformer Engine's fused kernels (fused attention, fused
 # norm/bias/activation/rotary) -- the kernel class of the "fused" stack -- where Megatron-LM
@@ -328,6 +332,48 @@ def attention_flops_per_token(model: ModelSpec, training: TrainingConfig) -> flo
         share = math.ceil(model.num_layers / training.checkpoint_every) / model.num_layers
         flops += 4 * model.num_layers * model.q_dim * training.seq_len * share
     return flops
+
+
+# Attention kernels by GPU generation. The stack constants were measured where fused attention
+# ran close to GEMM efficiency (FlashAttention-2 on Ampere: "50-73 % of the theoretical maximum
+# FLOP/s on A100, close to the efficiency of GEMM", Dao 2023), so the time model charges the
+# attention FLOPs at its matmul rate. On Hopper a kernel written for Ampere does not use the
+# asynchronous wgmma/TMA path and runs far below that: measured on H100 SXM5 at head dim 128 and
+# 16k tokens (Shah et al. 2024, FlashAttention-3, Figures 5 and 7), TFLOP/s forward, backward:
+# FlashAttention-2 370, 322; cuDNN 595, 516; FlashAttention-3 648, 561 (a Hopper kernel at 75 %
+# of peak, GEMM-class: the time model's rate). A training step's attention is the forward and a
+# backward of 2.5x its FLOPs (the backward recomputes the scores), so a kernel's attention takes
+# the FlashAttention-3 rate over its own times the modelled time: FlashAttention-2 1.74x (what
+# PyTorch's SDPA flash backend and flash-attn 2 run), cuDNN 1.09x (Transformer Engine's fused
+# attention, what Megatron-Core runs on Hopper). Other GPUs: 1 (Ampere: the calibration; Blackwell
+# has no published measurement of these kernels).
+ATTENTION_KERNEL_TFLOPS_HOPPER = {"fa2": (370.0, 322.0), "cudnn": (595.0, 516.0), "fa3": (648.0, 561.0)}
+FLASH_BACKWARD_FLOPS = 2.5  # backward FLOPs / forward FLOPs of a flash attention kernel
+HOPPER_GPUS = ("H100", "H200", "GH200")
+
+
+def attention_kernel(training: TrainingConfig) -> str:
+    """The fused attention kernel a step runs: the one set, else the stack's own (Transformer
+    Engine's cuDNN attention under Megatron-Core, FlashAttention-2 for PyTorch SDPA and
+    flash-attn 2)."""
+    if training.attention_kernel != "auto":
+        return training.attention_kernel
+    return "cudnn" if training.kernel_stack == "megatron-core" else "fa2"
+
+
+def _kernel_rate(kernel: str) -> float:
+    forward, backward = ATTENTION_KERNEL_TFLOPS_HOPPER[kernel]
+    return (1 + FLASH_BACKWARD_FLOPS) / (1 / forward + FLASH_BACKWARD_FLOPS / backward)
+
+
+def attention_slowdown(training: TrainingConfig, gpu) -> float:
+    """Attention time under the step's kernel over the time model's (its matmul rate): > 1 for a
+    pre-Hopper kernel on Hopper; 1 for materialised attention (memory_bound_seconds costs it),
+    on other GPUs and where a planning MFU covers the step."""
+    if (training.attention == "eager" or not time_model_applies(training, gpu)
+            or not any(g in gpu.name for g in HOPPER_GPUS)):
+        return 1.0
+    return _kernel_rate("fa3") / _kernel_rate(attention_kernel(training))
 
 
 def cp_imbalance(parallel: ParallelConfig) -> float:

@@ -33,6 +33,9 @@ CHECKPOINTING_POLICIES = (*CHECKPOINTING, "selective-op")
 LOSSES = ("full", "chunked", "fused")
 STACKS = ("default", "eager", "compiled", "fused", "megatron", "megatron-core")
 ATTENTION = ("eager", "sdpa", "flash")
+# the fused attention kernel a flash/sdpa step runs (compute.attention_kernel): "auto" picks the
+# stack's own (Transformer Engine's cuDNN attention under megatron-core, FlashAttention-2 else)
+ATTENTION_KERNELS = ("auto", "fa2", "cudnn", "fa3")
 FINETUNE = ("full", "lora", "qlora")
 SHARDING = (
     "none", "zero1", "zero2", "zero3", "fsdp-full-shard", "fsdp-shard-grad-op", "fsdp-hybrid",
@@ -113,6 +116,8 @@ class TrainingConfig:
     optimizer_impl: how the optimizer step runs (OPTIMIZER_IMPLS): what a CPU-offloaded step
     costs on the host. quant_storage (QLoRA): bitsandbytes' ``bnb_4bit_quant_storage``; a
     floating dtype lets FSDP and ZeRO-3 shard the 4-bit weights (QUANT_STORAGES).
+    attention_kernel: the fused attention kernel of a flash/sdpa step (ATTENTION_KERNELS): on
+    Hopper FlashAttention-2 runs attention well below the time model's rate (compute.py).
     """
 
     precision: str = "bf16-mixed"
@@ -140,6 +145,7 @@ class TrainingConfig:
     float8_all_gather: bool = False
     optimizer_impl: str = "default"
     quant_storage: str = "auto"  # QLoRA: bnb_4bit_quant_storage (QUANT_STORAGES)
+    attention_kernel: str = "auto"  # the fused attention kernel (ATTENTION_KERNELS)
 
     def __post_init__(self) -> None:
         _choice("precision", self.precision, PRECISIONS)
@@ -154,6 +160,7 @@ class TrainingConfig:
         _choice("optimizer", self.optimizer, OPTIMIZER_KINDS)
         _choice("checkpointing", self.checkpointing, CHECKPOINTING_POLICIES)
         _choice("attention", self.attention, ATTENTION)
+        _choice("attention_kernel", self.attention_kernel, ATTENTION_KERNELS)
         _choice("finetune", self.finetune, FINETUNE)
         _choice("loss", self.loss, LOSSES)
         _choice("stack", self.stack, STACKS)

@@ -21,6 +21,7 @@ from portal.sizing.estimator import (
 )
 from portal.sizing.estimator.config import (
     ATTENTION,
+    ATTENTION_KERNELS,
     CHECKPOINTING_POLICIES,
     FINETUNE,
     FLOAT8_RECIPES,
@@ -95,6 +96,9 @@ class Command(BaseCommand):
         parser.add_argument("--float8-all-gather", action="store_true",
                             help="FSDP2 all-gathers float8 weights (tensorwise)")
         parser.add_argument("--attention", choices=ATTENTION, default="sdpa")
+        parser.add_argument("--attention-kernel", choices=ATTENTION_KERNELS, default="auto",
+                            help="the fused attention kernel (auto: cuDNN under megatron-core, else"
+                                 " FlashAttention-2, slower on Hopper than the time model's rate)")
         parser.add_argument("--finetune", choices=FINETUNE, default="full")
         parser.add_argument("--lora-rank", type=int, default=16)
         parser.add_argument("--lora-targets", default="q_proj,k_proj,v_proj,o_proj")
@@ -167,6 +171,7 @@ class Command(BaseCommand):
             compile=o["compile"], compile_loss=o["compile_loss"], loss=o["loss"],
             float8_recipe=o["float8_recipe"], float8_all_gather=o["float8_all_gather"],
             optimizer_impl=o["optimizer_impl"], quant_storage=o["quant_storage"],
+            attention_kernel=o["attention_kernel"],
         )
         parallel = ParallelConfig(
             dp=o["dp"], sharding=o["sharding"], offload=o["offload"], tp=o["tp"], sp=o["sp"],

@@ -38,13 +38,15 @@ def unit(*, description: str, exec_start: str) -> str:
 
 def exporters_env(management_address: str) -> dict[str, str]:
     host = listen_host(management_address)
+    # NVIDIA's own unit (dcgm-exporter packaging/config-files/systemd/nvidia-dcgm-exporter.service)
+    # with -a (--address, default ":9400": every interface) set to the management address.
     dcgm = unit(description="NVIDIA dcgm-exporter on the management address (Trainyard)",
                 exec_start=f"/usr/bin/dcgm-exporter -f /etc/dcgm-exporter/default-counters.csv "
                            f"-a {host}:{settings.MONITORING_DCGM_EXPORTER_PORT}")
     node = unit(description="Prometheus node_exporter on the management address (Trainyard)",
                 exec_start=f"/usr/bin/prometheus-node-exporter "
                            f"--web.listen-address={host}:{settings.MONITORING_NODE_EXPORTER_PORT}")
-    return {"TRAINYARD_DCGM_EXPORTER_PACKAGE": settings.MONITORING_DCGM_EXPORTER_PACKAGE,
+    return {"TRAINYARD_DCGM_PACKAGES": " ".join(settings.MONITORING_DCGM_PACKAGES),
             "TRAINYARD_NODE_EXPORTER_PACKAGE": settings.MONITORING_NODE_EXPORTER_PACKAGE,
             "TRAINYARD_DCGM_UNIT": DCGM_UNIT, "TRAINYARD_DCGM_UNIT_TEXT": dcgm,
             "TRAINYARD_NODE_UNIT": NODE_UNIT, "TRAINYARD_NODE_UNIT_TEXT": node}

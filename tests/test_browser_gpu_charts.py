@@ -75,3 +75,31 @@ def test_an_open_alert_on_the_staff_home_and_node_page(live_server, browser, peo
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     assert errors == [], errors
     context.close()
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width", (390, 1280))
+def test_real_gpus_without_prometheus_say_the_metrics_are_not_collected(live_server, browser, people,
+                                                                        catalog, settings, width):
+    from portal.orders.states import OrderState
+    from provisioning.models import Node
+    from provisioning.states import NodeState
+    from tests.factories import make_order
+
+    settings.MONITORING_PROMETHEUS_URL = ""
+    order = make_order(people.acme, by=people.alice, state=OrderState.ACTIVE)
+    Node.objects.create(hostname="gpu-h100-c03", sku=order.sku, management_address="127.0.0.2",
+                        driver="ssh", state=NodeState.ACTIVE, order=order)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    context, page, errors = signed_in_page(browser, live_server.url, "alice", width=width,
+                                           timeout_ms=PAGE_TIMEOUT_MS)
+    page.goto(f"{live_server.url}/orders/{order.reference}/server/")
+    card = page.locator("#gpu-metrics")
+    expect(card).to_contain_text("GPU metrics are not collected for this server yet.")
+    expect(card).not_to_contain_text("Simulated")
+    assert card.locator("svg.gpu-chart").count() == 0 and card.locator("nav").count() == 0
+    card.scroll_into_view_if_needed()
+    page.screenshot(path=str(SHOTS / f"gpu-charts-not-collected-{width}.png"), full_page=True)
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    assert errors == [], errors
+    context.close()

@@ -13,7 +13,8 @@
 # of the node (the CUDA repository is missing or the pin is wrong; retrying cannot help).
 # Environment: TRAINYARD_DCGM_PACKAGES (space-separated apt specs, package=version),
 # TRAINYARD_NODE_EXPORTER_PACKAGE (apt spec), TRAINYARD_DCGM_UNIT, TRAINYARD_NODE_UNIT (names),
-# TRAINYARD_DCGM_UNIT_TEXT, TRAINYARD_NODE_UNIT_TEXT (rendered units); TRAINYARD_ROOT (tests).
+# TRAINYARD_DCGM_UNIT_TEXT, TRAINYARD_NODE_UNIT_TEXT (rendered units),
+# TRAINYARD_DCGM_HOSTENGINE_UNIT (DCGM's nv-hostengine unit); TRAINYARD_ROOT (tests).
 set -euo pipefail
 
 root="${TRAINYARD_ROOT:-}"
@@ -22,6 +23,7 @@ read -r -a specs <<< "${TRAINYARD_DCGM_PACKAGES:?TRAINYARD_DCGM_PACKAGES is not 
 specs+=("${TRAINYARD_NODE_EXPORTER_PACKAGE:?TRAINYARD_NODE_EXPORTER_PACKAGE is not set}")
 dcgm_unit="${TRAINYARD_DCGM_UNIT:?TRAINYARD_DCGM_UNIT is not set}"
 node_unit="${TRAINYARD_NODE_UNIT:?TRAINYARD_NODE_UNIT is not set}"
+hostengine_unit="${TRAINYARD_DCGM_HOSTENGINE_UNIT:?TRAINYARD_DCGM_HOSTENGINE_UNIT is not set}"
 
 installed_version() {  # the installed version of a package, empty when it is not installed
   { dpkg-query -W -f='${Status} ${Version}\n' "$1" 2>/dev/null || true; } \
@@ -79,6 +81,8 @@ mkdir -p "$units"
 printf '%s' "${TRAINYARD_DCGM_UNIT_TEXT:?}" > "$units/$dcgm_unit"
 printf '%s' "${TRAINYARD_NODE_UNIT_TEXT:?}" > "$units/$node_unit"
 systemctl daemon-reload
+# DCGM's host engine (loopback only): the exporter reads it, and so does dcgmi diag.
+systemctl enable --now "$hostengine_unit"
 systemctl enable "$dcgm_unit" "$node_unit"
 systemctl restart "$dcgm_unit" "$node_unit"
 echo "exporters running: $dcgm_unit, $node_unit"

@@ -27,8 +27,12 @@ echo "$(basename "$0") $*" >> "$TRAINYARD_CALLS"
 def test_the_units_bind_the_management_address_and_the_settings_ports(settings):
     settings.MONITORING_DCGM_EXPORTER_PORT, settings.MONITORING_NODE_EXPORTER_PORT = 9400, 9100
     env = exporters_env("10.20.0.7:2222")
+    dcgm = env["TRAINYARD_DCGM_UNIT_TEXT"]
     assert "ExecStart=/usr/bin/dcgm-exporter -f /etc/dcgm-exporter/default-counters.csv " \
-           "-a 10.20.0.7:9400\n" in env["TRAINYARD_DCGM_UNIT_TEXT"]
+           "-a 10.20.0.7:9400 -r localhost:5555\n" in dcgm
+    # DCGM's own host engine (loopback) first: the exporter reads it instead of embedding one.
+    assert "After=network-online.target nvidia-dcgm.service\nWants=network-online.target\n" \
+           "Requires=nvidia-dcgm.service\n" in dcgm
     assert "--web.listen-address=10.20.0.7:9100\n" in env["TRAINYARD_NODE_UNIT_TEXT"]
     assert env["TRAINYARD_DCGM_PACKAGES"].split() == settings.MONITORING_DCGM_PACKAGES
     assert listen_host("[fd00::7]:22") == "[fd00::7]" and listen_host("mgmt-07") == "mgmt-07"
@@ -88,7 +92,8 @@ def test_the_script_installs_the_pinned_packages_writes_the_units_and_masks_the_
     assert calls[1].startswith("apt-get install") and calls[1].endswith(specs)
     assert "systemctl mask nvidia-dcgm-exporter.service" in calls
     assert "systemctl mask prometheus-node-exporter.service" in calls
-    assert calls[-2:] == [
+    assert calls[-3:] == [
+        "systemctl enable --now nvidia-dcgm.service",
         "systemctl enable trainyard-dcgm-exporter.service trainyard-node-exporter.service",
         "systemctl restart trainyard-dcgm-exporter.service trainyard-node-exporter.service"]
     unit = (tmp_path / "root/etc/systemd/system/trainyard-dcgm-exporter.service").read_text()

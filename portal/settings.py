@@ -652,10 +652,14 @@ MONITORING_NODE_EXPORTER_PORT = env_int("MONITORING_NODE_EXPORTER_PORT", 9100, m
 # The portal's own metrics at /metrics (portal.core.metrics): request latency by view. Under
 # gunicorn and Celery set PROMETHEUS_MULTIPROC_DIR (compose does) so every process is counted.
 MIDDLEWARE = ["portal.core.metrics_middleware.RequestMetricsMiddleware", *MIDDLEWARE]
-# What the stack installs on each GPU node (provisioning/stack/sh/exporters.sh): dcgm-exporter
-# from NVIDIA's CUDA apt repository, pinned (package=version), and the distribution's
-# node_exporter. Both run as Trainyard's own systemd units on the management address only.
-MONITORING_DCGM_EXPORTER_PACKAGE = env_str("MONITORING_DCGM_EXPORTER_PACKAGE",
-                                           "datacenter-gpu-manager-exporter=4.8.1-1")
+# What the stack installs on each GPU node (provisioning/stack/sh/exporters.sh), each pinned
+# (package=version) from NVIDIA's CUDA apt repository: dcgm-exporter and the DCGM release it is
+# paired with (NVIDIA/dcgm-exporter hack/VERSION: DCGM 4.5.3 with exporter 4.8.2; the DCGM debs
+# carry epoch 1); -4-proprietary gives the profiling fields (tensor-core activity) on Ampere and
+# older. Then the distribution's node_exporter. Both run as Trainyard's own systemd units on the
+# management address only.
+MONITORING_DCGM_PACKAGES = env_list("MONITORING_DCGM_PACKAGES", [
+    "datacenter-gpu-manager-4-core=1:4.5.3-1", "datacenter-gpu-manager-4-proprietary=1:4.5.3-1",
+    "datacenter-gpu-manager-exporter=4.8.2-1"])
 MONITORING_NODE_EXPORTER_PACKAGE = env_str("MONITORING_NODE_EXPORTER_PACKAGE",
                                            "prometheus-node-exporter")

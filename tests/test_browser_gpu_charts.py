@@ -15,6 +15,15 @@ from tests.factories import H100_SKU, approved_order, drain, make_node
 SHOTS = Path(os.environ.get("TRAINYARD_SHOTS", "/tmp/trainyard-shots"))
 
 
+def _gpu_card(browser, live_server, order, width: int):
+    """alice's server page of ``order`` at ``width``: (context, page, console errors, the card)."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    context, page, errors = signed_in_page(browser, live_server.url, "alice", width=width,
+                                           timeout_ms=PAGE_TIMEOUT_MS)
+    page.goto(f"{live_server.url}/orders/{order.reference}/server/")
+    return context, page, errors, page.locator("#gpu-metrics")
+
+
 @pytest.mark.browser
 @pytest.mark.parametrize("width", (390, 1280))
 def test_the_gpu_charts_at_phone_and_desktop_width(live_server, browser, people, catalog, sim_dir,
@@ -23,11 +32,7 @@ def test_the_gpu_charts_at_phone_and_desktop_width(live_server, browser, people,
     make_node(sku=H100_SKU, state_dir=sim_dir, hostname="gpu-h100-a01")
     order = approved_order(people)
     drain(order.runs.get().pk)
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    context, page, errors = signed_in_page(browser, live_server.url, "alice", width=width,
-                                           timeout_ms=PAGE_TIMEOUT_MS)
-    page.goto(f"{live_server.url}/orders/{order.reference}/server/")
-    card = page.locator("#gpu-metrics")
+    context, page, errors, card = _gpu_card(browser, live_server, order, width)
     expect(card).to_contain_text("GPU busy")
     expect(card).to_contain_text("over the last hour")
     expect(card).to_contain_text("Simulated data")
@@ -72,6 +77,30 @@ def test_an_open_alert_on_the_staff_home_and_node_page(live_server, browser, peo
     expect(page.locator("main")).to_contain_text("Needs attention")
     expect(page.locator("main")).to_contain_text("GPU 3 reported an XID error")
     page.screenshot(path=str(SHOTS / f"node-alert-{width}.png"), full_page=True)
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    assert errors == [], errors
+    context.close()
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width", (390, 1280))
+def test_real_gpus_without_prometheus_say_the_metrics_are_not_collected(live_server, browser, people,
+                                                                        catalog, settings, width):
+    from portal.orders.states import OrderState
+    from provisioning.models import Node
+    from provisioning.states import NodeState
+    from tests.factories import make_order
+
+    settings.MONITORING_PROMETHEUS_URL = ""
+    order = make_order(people.acme, by=people.alice, state=OrderState.ACTIVE)
+    Node.objects.create(hostname="gpu-h100-c03", sku=order.sku, management_address="127.0.0.2",
+                        driver="ssh", state=NodeState.ACTIVE, order=order)
+    context, page, errors, card = _gpu_card(browser, live_server, order, width)
+    expect(card).to_contain_text("GPU metrics are not collected for this server yet.")
+    expect(card).not_to_contain_text("Simulated")
+    assert card.locator("svg.gpu-chart").count() == 0 and card.locator("nav").count() == 0
+    card.scroll_into_view_if_needed()
+    page.screenshot(path=str(SHOTS / f"gpu-charts-not-collected-{width}.png"), full_page=True)
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     assert errors == [], errors
     context.close()

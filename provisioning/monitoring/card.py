@@ -4,7 +4,7 @@ headline, one SVG per metric of the node (reads only; ``portal.orders.views`` re
 from __future__ import annotations
 
 from provisioning.monitoring.queries import RANGES
-from provisioning.monitoring.selectors import busy_headline, order_charts
+from provisioning.monitoring.selectors import NOT_COLLECTED, busy_headline, order_charts
 from provisioning.monitoring.svg import colour, node_chart_svg
 
 DEFAULT_RANGE = "1h"
@@ -23,6 +23,8 @@ def gpu_charts_context(order, *, range_key: str | None, node: str | None) -> dic
         "headline": busy_headline(charts[0]) if charts else "",
         "simulated": any(c.simulated for c in charts),
         "error": next((c.error for c in charts if c.error), ""),
+        # Real GPUs and no metrics store: the message alone, no empty charts to switch between.
+        "collected": not charts or any(c.simulated or c.error != NOT_COLLECTED for c in charts),
         "legend": [(f"GPU {gpu}", colour(i)) for i, gpu in enumerate(gpus)],
         "charts": [{"label": c.label, "unit": c.unit,
                     "svg": node_chart_svg(c, node, chart_id=f"gpu-{c.metric}")} for c in charts],

@@ -19,6 +19,9 @@ from provisioning.monitoring.sources import (
 from provisioning.monitoring.targets import has_exporters
 
 UNAVAILABLE = "GPU metrics are unavailable right now; the chart comes back when the store answers."
+# A node with real GPUs on a portal without Prometheus: nothing is collected, and a generated
+# series would be a lie about the customer's GPUs.
+NOT_COLLECTED = "GPU metrics are not collected for this server yet."
 
 
 def order_nodes(order) -> list[Node]:
@@ -42,10 +45,12 @@ def order_chart(order, *, metric: str, range_key: str, now: datetime | None = No
     start, end = chart_window(order, range_key, now)
     step_s = step_for((end - start).total_seconds())
     nodes = order_nodes(order) if nodes is None else nodes
-    watched = [n for n in nodes if settings.MONITORING_PROMETHEUS_URL and has_exporters(n)]
+    watched = [n for n in nodes if has_exporters(n)]
     simulated = [n for n in nodes if n not in watched]
     series, error = [], ""
-    if watched and store_down:
+    if watched and not settings.MONITORING_PROMETHEUS_URL:
+        error = NOT_COLLECTED
+    elif watched and store_down:
         error = UNAVAILABLE
     elif watched:
         source = PrometheusSource(settings.MONITORING_PROMETHEUS_URL,

@@ -1,5 +1,6 @@
 """/metrics: the portal's own metrics, for Prometheus (bearer token) and staff only; a pipeline
-step, a request and the Celery queue depth show in it; gunicorn's processes are summed."""
+step, a run failed for good, webhook delivery attempts, a request and the Celery queue depth show
+in it; gunicorn's processes are summed."""
 
 from __future__ import annotations
 
@@ -11,6 +12,10 @@ import sys
 import pytest
 import redis
 
+from portal.webhooks.delivery import delivery_attempt
+from portal.webhooks.publish import endpoint_test_send
+from portal.webhooks.services import endpoint_create
+from tests.conftest import LOOPBACK_NETWORKS
 from tests.factories import H100_SKU, approved_order, drain, make_node
 
 TOKEN = "metrics-test-token-000111222"
@@ -61,6 +66,32 @@ def test_a_pipeline_step_is_counted_by_step_driver_and_outcome(client, token, pe
     assert _sample(text, "trainyard_pipeline_step_duration_seconds_count", **labels) == before + 1
     assert _sample(text, "trainyard_pipeline_step_duration_seconds_count", step="handover",
                    driver="simulated", outcome="ok") >= 1
+
+
+def test_a_run_failing_for_good_is_counted_by_kind_and_step(client, token, people, catalog,
+                                                            sim_dir):
+    labels = {"kind": "provision", "step": "deploy_os"}
+    before = _sample(_scrape(client), "trainyard_provisioning_failures_total", **labels)
+    make_node(sku=H100_SKU, state_dir=sim_dir,
+              fail={"deploy_os": {"permanent": "image checksum mismatch"}})
+    drain(approved_order(people).runs.get().pk)
+    assert _sample(_scrape(client), "trainyard_provisioning_failures_total", **labels) == before + 1
+
+
+def test_webhook_delivery_attempts_are_counted_by_result(client, token, people, httpserver,
+                                                         settings):
+    settings.OUTBOUND_ALLOWED_NETWORKS = LOOPBACK_NETWORKS
+    endpoint, _ = endpoint_create(organisation=people.reseller, url=httpserver.url_for("/hook"))
+    name = "trainyard_webhook_delivery_attempts_total"
+    before = {result: _sample(_scrape(client), name, result=result)
+              for result in ("succeeded", "retrying")}
+    httpserver.expect_oneshot_request("/hook", method="POST").respond_with_data("ok")
+    delivery_attempt(delivery_id=endpoint_test_send(endpoint=endpoint).pk)
+    httpserver.expect_oneshot_request("/hook", method="POST").respond_with_data("no", status=500)
+    delivery_attempt(delivery_id=endpoint_test_send(endpoint=endpoint).pk)
+    text = _scrape(client)
+    assert {result: _sample(text, name, result=result) for result in before} == {
+        "succeeded": before["succeeded"] + 1, "retrying": before["retrying"] + 1}
 
 
 def test_requests_are_timed_by_view_name_not_path(client, token, login, people, db):

@@ -31,8 +31,9 @@ class MetricsSerializer(serializers.Serializer):
     end = serializers.DateTimeField()
     step_s = serializers.IntegerField(help_text="Seconds between points.")
     simulated = serializers.BooleanField(
-        help_text="True when the series is generated (a simulated node, or no metrics store).")
+        help_text="True when the series is generated (a node with no real GPUs behind it).")
     unavailable = serializers.CharField(
         allow_blank=True,
-        help_text="Why some series are missing (the store did not answer); empty when none are.")
+        help_text="Why some series are missing (the store did not answer, or the portal collects no "
+                  "GPU metrics); empty when none are.")
     series = SeriesSerializer(many=True)

@@ -12,12 +12,13 @@ from portal.orders.states import OrderState
 from provisioning.models import Node
 from provisioning.states import NodeState
 from tests.factories import H100_SKU, make_order
+from tests.provisioning.monitoring.alertmanager import alertmanager_config, start_alertmanager
 from tests.provisioning.monitoring.exporter import DcgmExporter
 from tests.provisioning.monitoring.prometheus import (
     RULES,
-    Prometheus,
+    Daemon,
     start_prometheus,
-    stop_prometheus,
+    stop_daemon,
     test_config,
 )
 
@@ -80,13 +81,9 @@ def fleet(people, catalog, settings):
         exporter.close()
 
 
-@pytest.fixture
-def prometheus(live_server, monitoring_tokens, tmp_path) -> Prometheus:
-    """A real Prometheus scraping the nodes the live portal lists, with the repo's rules. The XID
-    rule's 10-minute window is shortened so an alert clears within the test (the rule file's
-    expressions are otherwise loaded as shipped)."""
-    token_file = tmp_path / "token"
-    token_file.write_text(TOKEN)
+def _test_rules(tmp_path) -> list:
+    """The repo's rule files with the XID rule's 10-minute window shortened so an alert clears
+    within the test (the expressions are otherwise loaded as shipped)."""
     rules_dir = tmp_path / "rules"
     rules_dir.mkdir()
     rule_files = []
@@ -94,10 +91,42 @@ def prometheus(live_server, monitoring_tokens, tmp_path) -> Prometheus:
         target = rules_dir / path.name
         target.write_text(path.read_text().replace("[10m]", "[6s]"))
         rule_files.append(target)
-    server = start_prometheus(tmp_path, test_config(portal_url=live_server.url,
-                                                     token_file=token_file, rule_files=rule_files))
+    return rule_files
+
+
+def _prometheus(tmp_path, portal_url: str, alertmanager: Daemon | None = None) -> Daemon:
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    notify = alertmanager.url.removeprefix("http://") if alertmanager else None
+    return start_prometheus(tmp_path, test_config(portal_url=portal_url, token_file=token_file,
+                                                  rule_files=_test_rules(tmp_path),
+                                                  alertmanager=notify))
+
+
+@pytest.fixture
+def prometheus(live_server, monitoring_tokens, tmp_path) -> Daemon:
+    """A real Prometheus scraping the nodes the live portal lists, with the repo's rules."""
+    server = _prometheus(tmp_path, live_server.url)
     yield server
-    stop_prometheus(server)
+    stop_daemon(server)
+
+
+@pytest.fixture
+def alerting(live_server, monitoring_tokens, tmp_path):
+    """Prometheus → Alertmanager → the live portal's receiver, each a real daemon on loopback:
+    yields (prometheus, alertmanager)."""
+    token_file = tmp_path / "alert-token"
+    token_file.write_text(ALERT_TOKEN)
+    alertmanager = start_alertmanager(tmp_path / "alertmanager", alertmanager_config(
+        portal_url=live_server.url, token_file=token_file))
+    try:
+        prometheus = _prometheus(tmp_path, live_server.url, alertmanager)
+    except BaseException:
+        stop_daemon(alertmanager)
+        raise
+    yield prometheus, alertmanager
+    stop_daemon(prometheus)
+    stop_daemon(alertmanager)
 
 
 assert H100_SKU  # the SKU make_order's quote uses: 8 GPUs a node

@@ -1,6 +1,8 @@
 """A real Prometheus (Debian's ``prometheus``) on a free loopback port, for tests: the repo's
 config (provisioning/monitoring/prometheus/prometheus.yml) with the addresses and intervals of
-the test, the repo's rule files, a temporary storage directory. Never the systemd service."""
+the test, the repo's rule files, a temporary storage directory. Never the systemd service.
+``start_daemon`` also starts Debian's Alertmanager (tests/provisioning/monitoring/alertmanager.py):
+both answer /-/ready once they serve."""
 
 from __future__ import annotations
 
@@ -30,15 +32,22 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 @dataclass
-class Prometheus:
+class Daemon:
+    """A Prometheus or an Alertmanager the test started; ``api`` reads Prometheus's JSON API."""
+
+    name: str
     url: str
     proc: subprocess.Popen
     log: Path
 
-    def api(self, path: str, **params) -> dict:
+    def get(self, path: str, **params):
         query = f"?{urllib.parse.urlencode(params)}" if params else ""
         with urllib.request.urlopen(f"{self.url}{path}{query}", timeout=10) as response:
-            body = json.load(response)
+            return json.load(response)
+
+    def api(self, path: str, **params) -> dict:
+        """Prometheus's JSON API: the ``data`` of a successful answer."""
+        body = self.get(path, **params)
         assert body["status"] == "success", body
         return body["data"]
 
@@ -50,7 +59,7 @@ class Prometheus:
             if value:
                 return value
             if time.monotonic() > deadline:
-                raise AssertionError(f"Prometheus: {what} did not happen in {timeout:.0f} s\n"
+                raise AssertionError(f"{self.name}: {what} did not happen in {timeout:.0f} s\n"
                                      f"{self.log.read_text()[-3000:]}")
             time.sleep(0.5)
 
@@ -59,13 +68,17 @@ class Prometheus:
 
 
 def test_config(*, portal_url: str, token_file: Path, rule_files: list[Path],
-                interval: str = "1s") -> dict:
+                alertmanager: str | None = None, interval: str = "1s") -> dict:
     """The repo's config as the test runs it: service discovery and /metrics at the live portal,
-    short intervals, no Alertmanager (the test posts firing alerts to the receiver itself)."""
+    short intervals, alerts to the test's Alertmanager (``host:port``) or to none."""
     config = yaml.safe_load(CONFIG.read_text())
     config["global"] = {"scrape_interval": interval, "evaluation_interval": interval}
     config["rule_files"] = [str(p) for p in rule_files]
-    config.pop("alerting", None)
+    if alertmanager is None:
+        config.pop("alerting")
+    else:
+        [shipped] = config["alerting"]["alertmanagers"]
+        shipped["static_configs"] = [{"targets": [alertmanager]}]
     portal = urllib.parse.urlsplit(portal_url)
     for job in config["scrape_configs"]:
         for sd in job.get("http_sd_configs", []):
@@ -79,19 +92,17 @@ def test_config(*, portal_url: str, token_file: Path, rule_files: list[Path],
     return config
 
 
-def start_prometheus(tmp_path: Path, config: dict) -> Prometheus:
-    binary = shutil.which("prometheus") or "/usr/bin/prometheus"
-    if not Path(binary).exists():
-        missing_service("Debian's prometheus is not installed (apt-get install prometheus)")
-    config_file = tmp_path / "prometheus.yml"
-    config_file.write_text(yaml.safe_dump(config))
+def start_daemon(name: str, binary: str, args: list[str], *, workdir: Path) -> Daemon:
+    """Starts ``binary`` on a free loopback port (``args`` get ``--web.listen-address``) and
+    waits until it answers /-/ready; its output goes to ``workdir/<name>.log``."""
+    found = shutil.which(binary) or f"/usr/bin/{binary}"
+    if not Path(found).exists():
+        missing_service(f"Debian's {binary} is not installed (apt-get install {binary})")
     port = free_port()
-    log = tmp_path / "prometheus.log"
-    proc = subprocess.Popen(
-        [binary, f"--config.file={config_file}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-         f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=1d"],
-        stdout=log.open("wb"), stderr=subprocess.STDOUT)
-    server = Prometheus(url=f"http://127.0.0.1:{port}", proc=proc, log=log)
+    log = workdir / f"{name.lower()}.log"
+    proc = subprocess.Popen([found, *args, f"--web.listen-address=127.0.0.1:{port}"],
+                            stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    server = Daemon(name=name, url=f"http://127.0.0.1:{port}", proc=proc, log=log)
     deadline = time.monotonic() + 30
     while True:
         try:
@@ -102,14 +113,22 @@ def start_prometheus(tmp_path: Path, config: dict) -> Prometheus:
             pass
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
-            raise AssertionError(f"prometheus did not start:\n{log.read_text()[-3000:]}")
+            raise AssertionError(f"{binary} did not start:\n{log.read_text()[-3000:]}")
         time.sleep(0.2)
 
 
-def stop_prometheus(server: Prometheus) -> None:
+def stop_daemon(server: Daemon) -> None:
     server.proc.terminate()
     try:
         server.proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
         server.proc.kill()
         server.proc.wait()
+
+
+def start_prometheus(tmp_path: Path, config: dict) -> Daemon:
+    config_file = tmp_path / "prometheus.yml"
+    config_file.write_text(yaml.safe_dump(config))
+    return start_daemon("Prometheus", "prometheus",
+                        [f"--config.file={config_file}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                         "--storage.tsdb.retention.time=1d"], workdir=tmp_path)

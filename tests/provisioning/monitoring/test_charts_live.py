@@ -102,3 +102,14 @@ def test_without_prometheus_a_simulated_node_shows_a_labelled_simulated_series(l
     body = key_client(people.acme).get(
         f"/api/v1/orders/{order.reference}/server/metrics?metric=temperature&range=7d").json()
     assert body["simulated"] is True and len(body["series"]) == 8
+
+
+def test_without_prometheus_a_node_with_real_gpus_says_so_and_shows_no_generated_series(
+        login, people, fleet, settings):
+    settings.MONITORING_PROMETHEUS_URL = ""
+    html = login(people.alice).get(f"/orders/{fleet.alice_order.reference}/server/").content.decode()
+    assert "GPU metrics are not collected for this server yet." in html
+    assert "Simulated" not in html and "gpu-chart" not in html and "GPU busy" not in html
+    body = key_client(people.acme).get(
+        f"/api/v1/orders/{fleet.alice_order.reference}/server/metrics?metric=gpu_util&range=1h").json()
+    assert body["simulated"] is False and body["series"] == []

@@ -22,7 +22,6 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from portal.accounts.selectors import organisations_for
 from portal.billing.forms import TerminateAtForm
-from portal.billing.models import TerminationDeadline
 from portal.billing.selectors import order_summary
 from portal.billing.services import order_deadline_set
 from portal.core.keyset import keyset_page
@@ -180,7 +179,8 @@ def order_terminate(request, reference: str):
 @login_required
 @require_GET
 def server_detail(request, reference: str):
-    order = get_object_or_404(orders_for(request.user), reference=reference)
+    order = get_object_or_404(orders_for(request.user).select_related("termination_deadline"),
+                              reference=reference)
     if order.state != OrderState.ACTIVE:
         messages.info(request, f"Order {order.reference} is {order.get_state_display().lower()}; "
                                f"the server page is for active servers.")
@@ -194,7 +194,7 @@ def server_detail(request, reference: str):
         "stack_files": stack_downloads(order),
         "ssh_keys": order_ssh_keys(order),
         "summary": order_summary(order),
-        "deadline": TerminationDeadline.objects.filter(order=order).first(),
+        "deadline": getattr(order, "termination_deadline", None),  # none set: no row
         **gpu_charts_context(order, range_key=request.GET.get("range"), node=request.GET.get("node")),
     })
 

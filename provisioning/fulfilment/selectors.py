@@ -116,12 +116,14 @@ def acceptance_report(order) -> AcceptanceReport | None:
     node's step reports: the one that explains a failure, else the training job's (rank 0),
     with every other node's own checks (nccl-tests, DCGM, memory …) added to its table."""
     done = (StepStatus.SUCCEEDED, StepStatus.FAILED)
-    latest = (StepRun.objects.filter(run__order=order, step="acceptance", status__in=done)
-              .exclude(result={}).order_by("-finished_at").first())
-    if latest is None or not (latest.result or {}).get("report"):
+    latest_run = (StepRun.objects.filter(run__order=order, step="acceptance", status__in=done)
+                  .exclude(result={}).order_by("-finished_at").values("run_id")[:1])
+    steps = list(StepRun.objects.filter(run_id=Subquery(latest_run), step="acceptance",
+                                        status__in=done).order_by("-finished_at"))
+    latest = next((sr for sr in steps if sr.result), None)  # the newest that reported anything
+    if latest is None or not latest.result.get("report"):
         return None
-    reports = [AcceptanceResult.from_dict(sr.result).report for sr in StepRun.objects.filter(
-        run_id=latest.run_id, step="acceptance", status__in=done).order_by("-finished_at")]
+    reports = [AcceptanceResult.from_dict(sr.result).report for sr in steps]
     # A node whose checks failed explains the run's failure; else the training job's report.
     failed = next((r for r in reports if r.checks and not r.passed), None)
     main = failed or next((r for r in reports if r.trained), AcceptanceResult.from_dict(latest.result).report)

@@ -64,7 +64,7 @@ def approval_nodes(request, reference: str):
     """The node choice of one queued order (htmx loads it into the order's card on demand)."""
     order = get_object_or_404(approval_services.approval_queue_orders(), reference=reference)
     [item] = approval_services.approval_queue_items([order])
-    return render(request, "provisioning/_node_choice.html", {
+    return render(request, "staff/_node_choice.html", {
         "order": order, "form": ApproveForm(order=order),
         "choice": _node_choice(item, None, request.GET.get("nodes_page"))})
 
@@ -143,7 +143,7 @@ def _render_queue(request, *, bound=None, status=200):
             "open_reject": reject_form is not None,
         })
     attention = pipeline_selectors.runs_needing_attention()
-    return render(request, "provisioning/approvals.html", {
+    return render(request, "staff/approvals.html", {
         "entries": entries, "page": page, "attention": attention[:ATTENTION_ROWS],
         "attention_count": attention.count()}, status=status)
 
@@ -176,7 +176,7 @@ def run_detail(request, pk: int):
 @require_GET
 def run_steps_partial(request, pk: int):
     run = _run(pk)
-    return render(request, "provisioning/_run_steps.html", _run_context(request, run))
+    return render(request, "staff/_run_steps.html", _run_context(request, run))
 
 
 @staff_required
@@ -252,7 +252,7 @@ def _run_context(request, run, swap_form=None) -> dict:
 
 
 def _render_run(request, run, *, swap_form=None, status=200):
-    return render(request, "provisioning/run.html", _run_context(request, run, swap_form), status=status)
+    return render(request, "staff/run.html", _run_context(request, run, swap_form), status=status)
 
 
 # --- inventory --------------------------------------------------------------------------------
@@ -268,7 +268,7 @@ def node_list(request):
     nodes = inventory_selectors.nodes_for_operator(
         state=state if state in NodeState.values else None, sku=sku, search=search)
     page = Paginator(nodes, NODES_PER_PAGE).get_page(request.GET.get("page"))
-    return render(request, "provisioning/nodes.html", {
+    return render(request, "staff/nodes.html", {
         "nodes": page.object_list, "page": page, "q": search,
         "summary": inventory_selectors.inventory_summary(), "states": NodeState.choices,
         "skus": inventory_selectors.skus_in_fleet(),
@@ -299,7 +299,7 @@ def node_enrol(request):
                 "; its reachability and health check is running, and it becomes ready if it passes."
                 if data["ready"] else ", not in stock until it is checked and accepted."))
             return redirect("provisioning:node", pk=node.pk)
-    return render(request, "provisioning/node_enrol.html", {"form": form},
+    return render(request, "staff/node_enrol.html", {"form": form},
                   status=400 if form.is_bound else 200)
 
 
@@ -318,7 +318,7 @@ def node_edit(request, pk: int):
         else:
             messages.success(request, f"{node.hostname} updated.")
             return redirect("provisioning:node", pk=node.pk)
-    return render(request, "provisioning/node_edit.html", {"form": form, "node": node},
+    return render(request, "staff/node_edit.html", {"form": form, "node": node},
                   status=400 if form.is_bound else 200)
 
 
@@ -334,7 +334,7 @@ def node_engine(request, pk: int):
     word = inventory_selectors.node_engine_word(get_object_or_404(Node, pk=pk))
     if word is None:
         raise Http404("This node has no imaging engine.")
-    return render(request, "provisioning/_node_engine.html", {"word": word})
+    return render(request, "staff/_node_engine.html", {"word": word})
 
 
 @staff_required
@@ -342,7 +342,7 @@ def node_engine(request, pk: int):
 def node_detail(request, pk: int):
     node = get_object_or_404(Node.objects.select_related("sku__gpu", "order"), pk=pk)
     health = inventory_selectors.node_last_health(node)
-    return render(request, "provisioning/node.html", {
+    return render(request, "staff/node.html", {
         "node": node, "facts": inventory_selectors.node_facts(node),
         "events": inventory_selectors.node_events_page(node, older=request.GET.get("older"),
                                                        newer=request.GET.get("newer")),
@@ -425,5 +425,5 @@ def login_lockouts(request):
         else:
             messages.warning(request, "That lockout had already ended.")
         return redirect("provisioning:login-lockouts")
-    return render(request, "provisioning/login_lockouts.html", {
+    return render(request, "staff/login_lockouts.html", {
         "lockouts": lockouts_list(), "limit": settings.AXES_FAILURE_LIMIT, "minutes": lockout_minutes()})

@@ -6,6 +6,7 @@ import subprocess
 
 import pytest
 
+from provisioning.drivers import ssh
 from provisioning.stack import access, discover, disk, exporters, scripts
 from provisioning.stack.shell import SH_DIR, lib_function, node_script
 from tests.provisioning.stack.test_renderers import shellcheck
@@ -19,6 +20,13 @@ AS_RUN = {
     "discover": discover.discover_script,
     "disk_layout": disk.disk_layout_script,
     "exporters": exporters.exporters_script,
+    # The ssh driver's: the guard sits after the exports in the staged file (no shebang of its
+    # own there); the power check and the cancel are passed to sh -c.
+    "fence_guard": lambda: "#!/usr/bin/env bash\n" + ssh.fence_guard(12, first_line=60),
+    "fence_check": lambda: "#!/bin/sh\n" + ssh._FENCE_CHECK,
+    "fence_cancel": lambda: "#!/bin/sh\n" + ssh._CANCEL_COMMAND,
+    "deploy_os": lambda: ssh._deploy_script("ubuntu", "24.04", ("curl", "python3"),
+                                            variant="cuda-12.8"),
 }
 
 

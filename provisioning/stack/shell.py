@@ -36,7 +36,10 @@ def assignments(values: Mapping[str, object]) -> str:
     for name, value in values.items():
         if not _NAME.match(name):
             raise ValueError(f"{name!r} is not a TRAINYARD_* variable name")
-        lines.append(f"{name}={shlex.quote(str(value))}\n")
+        quoted = shlex.quote(str(value))
+        if "$" in quoted or "`" in quoted:  # a value (a carried file), not an expansion
+            lines.append("# shellcheck disable=SC2016\n")
+        lines.append(f"{name}={quoted}\n")
     return "".join(lines)
 
 

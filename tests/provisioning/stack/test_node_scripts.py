@@ -8,6 +8,7 @@ import pytest
 
 from provisioning.drivers import ssh
 from provisioning.stack import access, discover, disk, exporters, scripts
+from provisioning.storage import node as storage_node
 from provisioning.stack.shell import SH_DIR, lib_function, node_script
 from tests.provisioning.stack.test_renderers import shellcheck
 
@@ -20,6 +21,8 @@ AS_RUN = {
     "discover": discover.discover_script,
     "disk_layout": disk.disk_layout_script,
     "exporters": exporters.exporters_script,
+    "storage_credentials": storage_node.credentials_script,
+    "storage_retain": lambda: storage_node.retain_script(prefix="checkpoints/gpu-01"),
     # The ssh driver's: the guard sits after the exports in the staged file (no shebang of its
     # own there); the power check and the cancel are passed to sh -c.
     "fence_guard": lambda: "#!/usr/bin/env bash\n" + ssh.fence_guard(12, first_line=60),

@@ -6,10 +6,11 @@ import subprocess
 
 import pytest
 
+from provisioning.acceptance import scripts as acceptance
 from provisioning.drivers import ssh
 from provisioning.stack import access, discover, disk, exporters, scripts
-from provisioning.storage import node as storage_node
 from provisioning.stack.shell import SH_DIR, lib_function, node_script
+from provisioning.storage import node as storage_node
 from tests.provisioning.stack.test_renderers import shellcheck
 
 AS_RUN = {
@@ -23,6 +24,9 @@ AS_RUN = {
     "exporters": exporters.exporters_script,
     "storage_credentials": storage_node.credentials_script,
     "storage_retain": lambda: storage_node.retain_script(prefix="checkpoints/gpu-01"),
+    "acceptance_job": lambda: acceptance.job_script(prefix="acceptance/run-1", bucket=True),
+    "acceptance_checks": lambda: acceptance.checks_script(gpus=8, baseline_busbw_gbps=380.5,
+                                                          probe_json='{"layers": 2}'),
     # The ssh driver's: the guard sits after the exports in the staged file (no shebang of its
     # own there); the power check and the cancel are passed to sh -c.
     "fence_guard": lambda: "#!/usr/bin/env bash\n" + ssh.fence_guard(12, first_line=60),

@@ -30,13 +30,16 @@ def node_script(name: str, *, libs: tuple[str, ...] = (),
 
 
 def assignments(values: Mapping[str, object]) -> str:
-    """One ``TRAINYARD_NAME=value`` line per value, the value shell-quoted (not exported: the
-    script's own inputs, not its children's)."""
+    """One ``TRAINYARD_NAME=value`` line per value, the value shell-quoted; a tuple or list is a
+    bash array, ``NAME=('a' 'b')``. Not exported: the script's own inputs, not its children's."""
     lines = []
     for name, value in values.items():
         if not _NAME.match(name):
             raise ValueError(f"{name!r} is not a TRAINYARD_* variable name")
-        quoted = shlex.quote(str(value))
+        if isinstance(value, tuple | list):
+            quoted = "(" + " ".join(shlex.quote(str(v)) for v in value) + ")"
+        else:
+            quoted = shlex.quote(str(value))
         if "$" in quoted or "`" in quoted:  # a value (a carried file), not an expansion
             lines.append("# shellcheck disable=SC2016\n")
         lines.append(f"{name}={quoted}\n")

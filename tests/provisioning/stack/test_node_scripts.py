@@ -12,6 +12,13 @@ from provisioning.stack import access, discover, disk, exporters, scripts
 from provisioning.stack.shell import SH_DIR, lib_function, node_script
 from provisioning.storage import node as storage_node
 from tests.provisioning.stack.test_renderers import shellcheck
+from tests.provisioning.stack.variants import variants
+
+
+def _rendered(name: str) -> str:
+    """A file of the torchtitan cluster (InfiniBand ports, a bucket, pruning: every input set)."""
+    return variants()["torchtitan-cluster-ib-rank1"].file(name).content
+
 
 AS_RUN = {
     "node_tools": scripts.node_tools_script,
@@ -22,6 +29,11 @@ AS_RUN = {
     "discover": discover.discover_script,
     "disk_layout": disk.disk_layout_script,
     "exporters": exporters.exporters_script,
+    # The stack's rendered scripts (every variant's are shellchecked in test_renderers.py).
+    "bootstrap": lambda: _rendered("bootstrap.sh"),
+    "launch": lambda: _rendered("launch.sh"),
+    "sync_checkpoints": lambda: _rendered("sync-checkpoints"),
+    "restore_checkpoints": lambda: _rendered("restore-checkpoints"),
     "storage_credentials": storage_node.credentials_script,
     "storage_retain": lambda: storage_node.retain_script(prefix="checkpoints/gpu-01"),
     "acceptance_job": lambda: acceptance.job_script(prefix="acceptance/run-1", bucket=True),

@@ -1,6 +1,7 @@
-"""The pipeline's own node scripts are shell files (provisioning/stack/sh/): each passes
-shellcheck as it runs on the node (with its shared functions inserted), and one is found for every
-script the pipeline names."""
+"""The pipeline's own node scripts are shell files (provisioning/stack/sh/), their inputs in the
+environment or a header of quoted TRAINYARD_* values: each passes shellcheck as it runs on the
+node (with its header and shared functions inserted), and one is found for every script the
+pipeline names."""
 
 import subprocess
 
@@ -9,7 +10,7 @@ import pytest
 from provisioning.acceptance import scripts as acceptance
 from provisioning.drivers import ssh
 from provisioning.stack import access, discover, disk, exporters, scripts
-from provisioning.stack.shell import SH_DIR, lib_function, node_script
+from provisioning.stack.shell import SH_DIR, assignments, lib_function, node_script
 from provisioning.storage import node as storage_node
 from tests.provisioning.stack.test_renderers import shellcheck
 from tests.provisioning.stack.variants import variants
@@ -111,3 +112,17 @@ def test_walk_with_the_real_find_while_another_process_removes_directories(tmp_p
         remover.kill()
         remover.wait()
     assert done.stdout == "status 0\n", done.stderr
+
+
+def test_header_values_reach_the_script_exactly_as_given():
+    value = "it's $HOME `id` \"q\"\nsecond line"
+    header = assignments({"TRAINYARD_ONE": value, "TRAINYARD_LIST": ("a b", "$c", "")})
+    done = subprocess.run(["bash", "-c", header + 'printf "%s|" "$TRAINYARD_ONE" "${TRAINYARD_LIST[@]}"'],
+                          capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+    assert done.stdout == f"{value}|a b|$c||"
+
+
+@pytest.mark.parametrize("name", ["PATH", "trainyard_x", "TRAINYARD_X; rm -rf /", "TRAINYARD_"])
+def test_a_header_name_that_is_not_a_trainyard_variable_is_refused(name):
+    with pytest.raises(ValueError, match="is not a TRAINYARD_\\* variable name"):
+        assignments({name: "1"})

@@ -42,15 +42,17 @@ the rest of the script and ``env`` values (which may be secrets) never show up i
 Output (stdout and stderr, merged into one pipe on the node so their order holds) is handed to ``on_line``
 one line at a time as it arrives.
 
-Fencing (``target.fence``, see ``drivers.base``): the staged file starts with a guard that
-takes the node's fence under ``flock`` in ``$TRAINYARD_ROOT/var/lib/trainyard`` (``fence``: the
-newest token seen; ``pgid``/``pgid.fence``: the process group of the script now running and its
-token). An older token is refused (exit ``FENCED_EXIT_STATUS``); a newer one first kills the
-process group of the older execution still running and waits until it is gone. The script runs
-in its own process group (``setsid``); when it ends the guard checks the token again and reports
+Fencing (``target.fence``, see ``drivers.base``): the staged file starts with a guard
+(``stack/sh/fence_guard.sh``, its token in a header of values above it) that takes the node's
+fence under ``flock`` in ``$TRAINYARD_ROOT/var/lib/trainyard`` (``fence``: the newest token seen;
+``pgid``/``pgid.fence``: the process group of the script now running and its token). An older
+token is refused (exit ``FENCED_EXIT_STATUS``); a newer one first kills the process group of the
+older execution still running and waits until it is gone. The script runs in its own process
+group (``setsid``); when it ends the guard checks the token again and reports
 ``FENCED_EXIT_STATUS`` instead of success if a newer execution took the node meanwhile. When the
 worker cancels (its claim was lost), the driver kills that process group over a second channel
-and closes the first. ``power`` checks the fence the same way before it acts.
+and closes the first. ``power`` checks the fence the same way before it acts
+(``stack/sh/fence_check.sh``).
 
 Errors: connection refused, unreachable, timeouts and a connection lost mid-script are
 transient; no pin, a host key mismatch, a refused key, an unreadable key and a script that

@@ -14,8 +14,9 @@ from provisioning.drivers.ssh import staged_script
 def _start(tmp_path, name: str, script: str, *, token: int, env=None) -> subprocess.Popen:
     staged = tmp_path / f"{name}.staged"
     staged.write_text(staged_script(script, env or {}, token=token))
-    return subprocess.Popen(["bash", str(staged), str(tmp_path / "fence")], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)
+    return subprocess.Popen(["bash", str(staged), str(tmp_path / "fence")], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, text=True)
 
 
 def _run(tmp_path, name: str, script: str, *, token: int, env=None):

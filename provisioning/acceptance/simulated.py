@@ -9,7 +9,7 @@ import math
 
 from provisioning.acceptance.markers import JOB_MARKER, NODE_MARKER
 from provisioning.acceptance.report import loss_ends
-from provisioning.acceptance.scripts import BUCKET_COMMENT, NODE_CHECKS, TRAIN_SMOKE
+from provisioning.acceptance.scripts import BUCKET_HEADER, NODE_CHECKS, TRAIN_SMOKE
 
 SIMULATED_CHECK = {"name": "simulated node", "status": "skip", "ok": True,
                    "detail": "simulated driver: no real job ran; the numbers are illustrative"}
@@ -24,7 +24,7 @@ def simulated_lines(script: str, *, hostname: str, gpus: int, nnodes: int) -> li
     world = max(1, gpus) * max(1, nnodes)
     if TRAIN_SMOKE.name in script and "--workdir" in script:
         ddp, fsdp = _losses(30, 0.12, 1.3, 4.0), _losses(30, 0.05, 0.7, 6.0)
-        bucket = BUCKET_COMMENT in script
+        bucket = BUCKET_HEADER in script
         job = {
             "simulated": True, "test_host": False, "world_size": world, "nnodes": nnodes,
             "device": "cuda", "autocast": "bf16",

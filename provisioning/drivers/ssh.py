@@ -42,15 +42,17 @@ the rest of the script and ``env`` values (which may be secrets) never show up i
 Output (stdout and stderr, merged into one pipe on the node so their order holds) is handed to ``on_line``
 one line at a time as it arrives.
 
-Fencing (``target.fence``, see ``drivers.base``): the staged file starts with a guard that
-takes the node's fence under ``flock`` in ``$TRAINYARD_ROOT/var/lib/trainyard`` (``fence``: the
-newest token seen; ``pgid``/``pgid.fence``: the process group of the script now running and its
-token). An older token is refused (exit ``FENCED_EXIT_STATUS``); a newer one first kills the
-process group of the older execution still running and waits until it is gone. The script runs
-in its own process group (``setsid``); when it ends the guard checks the token again and reports
+Fencing (``target.fence``, see ``drivers.base``): the staged file starts with a guard
+(``stack/sh/fence_guard.sh``, its token in a header of values above it) that takes the node's
+fence under ``flock`` in ``$TRAINYARD_ROOT/var/lib/trainyard`` (``fence``: the newest token seen;
+``pgid``/``pgid.fence``: the process group of the script now running and its token). An older
+token is refused (exit ``FENCED_EXIT_STATUS``); a newer one first kills the process group of the
+older execution still running and waits until it is gone. The script runs in its own process
+group (``setsid``); when it ends the guard checks the token again and reports
 ``FENCED_EXIT_STATUS`` instead of success if a newer execution took the node meanwhile. When the
 worker cancels (its claim was lost), the driver kills that process group over a second channel
-and closes the first. ``power`` checks the fence the same way before it acts.
+and closes the first. ``power`` checks the fence the same way before it acts
+(``stack/sh/fence_check.sh``).
 
 Errors: connection refused, unreachable, timeouts and a connection lost mid-script are
 transient; no pin, a host key mismatch, a refused key, an unreadable key and a script that
@@ -97,6 +99,7 @@ from provisioning.drivers.base import (
 from provisioning.power import bmc_kind
 from provisioning.power.ipmi import ipmi_power
 from provisioning.power.redfish import RedfishBmc, RedfishPower
+from provisioning.stack.shell import assignments, body, node_script
 
 logger = logging.getLogger(__name__)
 
@@ -119,61 +122,10 @@ _RUN_WRAPPER = (
 )
 # Where the node keeps its fence; expanded by the login shell, passed to the (sudo) script.
 _FENCE_DIR = '"${TRAINYARD_ROOT:-}/var/lib/trainyard"'
-# The guard at the top of a fenced script (bash; $1 is the fence dir). The script proper follows
-# it in the same file, from line {skip} on; the guard never reads that far (it exits first).
-_FENCE_GUARD = """d="$1"
-mkdir -p "$d" || exit 126
-exec 9>>"$d/fence.lock"
-flock 9 || exit 126
-cur=$(cat "$d/fence" 2>/dev/null || true)
-if [ "${{cur:-0}}" -gt {token} ]; then
-  echo "trainyard: a newer execution holds this node (fence $cur, ours {token}); stopping"
-  exit {fenced}
-fi
-echo {token} > "$d/fence"
-old=$(cat "$d/pgid" 2>/dev/null || true)
-oldf=$(cat "$d/pgid.fence" 2>/dev/null || true)
-if [ -n "$old" ] && [ "${{oldf:-0}}" -lt {token} ] && kill -0 -- "-$old" 2>/dev/null; then
-  echo "trainyard: stopping an earlier execution (fence $oldf, process group $old)"
-  kill -TERM -- "-$old" 2>/dev/null || true
-  i=0
-  while kill -0 -- "-$old" 2>/dev/null; do
-    i=$((i+1))
-    [ $i -eq 100 ] && kill -KILL -- "-$old" 2>/dev/null
-    [ $i -gt 300 ] && {{ echo "trainyard: the earlier execution does not stop"; exit {retry}; }}
-    sleep 0.1
-  done
-fi
-s=$(mktemp "${{TMPDIR:-/tmp}}/trainyard-step-XXXXXXXX") || exit 126
-tail -n +{skip} "$0" > "$s"
-setsid bash "$s" </dev/null 9>&- 2>&1 &
-pid=$!
-echo "$pid" > "$d/pgid"
-echo {token} > "$d/pgid.fence"
-flock -u 9
-wait "$pid"
-status=$?
-rm -f "$s"
-flock 9
-if [ "$(cat "$d/fence" 2>/dev/null)" != {token} ]; then
-  echo "trainyard: a newer execution took this node while the script ran"
-  exit {fenced}
-fi
-if [ "$(cat "$d/pgid.fence" 2>/dev/null)" = {token} ]; then rm -f "$d/pgid" "$d/pgid.fence"; fi
-exit $status
-"""
 # Checks and takes the fence, then runs the command ($1: fence dir, $2: token).
-_FENCE_CHECK = (
-    'd="$1"; mkdir -p "$d" && exec 9>>"$d/fence.lock" && flock 9 || exit 126; '
-    'cur=$(cat "$d/fence" 2>/dev/null || true); '
-    'if [ "${cur:-0}" -gt "$2" ]; then echo "trainyard: a newer execution holds this node"; '
-    'exit ' + str(FENCED_EXIT_STATUS) + '; fi; echo "$2" > "$d/fence"; flock -u 9; shift 2; exec "$@"'
-)
+_FENCE_CHECK = assignments({"TRAINYARD_FENCED_STATUS": FENCED_EXIT_STATUS}) + body("fence_check")
 # Kills the process group of execution $2 if it is still the one running ($1: fence dir).
-_CANCEL_COMMAND = (
-    'd="$1"; if [ "$(cat "$d/pgid.fence" 2>/dev/null)" = "$2" ]; then '
-    'kill -TERM -- "-$(cat "$d/pgid")" 2>/dev/null; fi; exit 0'
-)
+_CANCEL_COMMAND = body("fence_cancel")
 
 
 class SshDriver:
@@ -247,20 +199,13 @@ class SshDriver:
 
     def run(self, script: str, *, name: str, on_line: LineCallback,
             env: Mapping[str, str] | None = None, timeout_s: float = 1800) -> RunResult:
-        body = _exports(env or {})
         fence = self.target.fence
-        if fence is not None:
-            skip = body.count("\n") + _FENCE_GUARD.count("\n") + 1
-            body += _FENCE_GUARD.format(token=int(fence.token), fenced=FENCED_EXIT_STATUS,
-                                        retry=RETRY_EXIT_STATUS, skip=skip)
-        body += script
-        if not body.endswith("\n"):
-            body += "\n"
+        staged = staged_script(script, env or {}, token=None if fence is None else int(fence.token))
         prefix = "sudo -n " if self.sudo else ""
         command = _RUN_WRAPPER.format(prefix=prefix, fence_dir=_FENCE_DIR)
         logger.info("ssh run %s on %s (%d bytes)", name, self.target.hostname, len(script))
         with self._session() as transport:
-            status, tail = self._exec(transport, command, stdin=body.encode(), on_line=on_line,
+            status, tail = self._exec(transport, command, stdin=staged.encode(), on_line=on_line,
                                       timeout_s=timeout_s, label=name)
         if fence is not None and status == FENCED_EXIT_STATUS:
             raise ExecutionStopped(f"{self.target.hostname}: {name}: {tail[-1] if tail else 'fenced'}")
@@ -615,6 +560,24 @@ def _fingerprint(blob: bytes) -> str:
     return "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")
 
 
+def staged_script(script: str, env: Mapping[str, str], *, token: int | None) -> str:
+    """What ``run`` sends to the node: the environment's exports, the fence guard
+    (``stack/sh/fence_guard.sh``, under its header) when the execution is fenced, the script."""
+    staged = _exports(env)
+    if token is not None:
+        first_line = staged.count("\n") + fence_guard(token, first_line=0).count("\n") + 1
+        staged += fence_guard(token, first_line=first_line)
+    staged += script
+    return staged if staged.endswith("\n") else staged + "\n"
+
+
+def fence_guard(token: int, *, first_line: int) -> str:
+    """The guard of a fenced script, ``first_line`` being where the script proper starts."""
+    return assignments({"TRAINYARD_FENCE_TOKEN": token, "TRAINYARD_FENCE_SCRIPT_LINE": first_line,
+                        "TRAINYARD_FENCED_STATUS": FENCED_EXIT_STATUS,
+                        "TRAINYARD_RETRY_STATUS": RETRY_EXIT_STATUS}) + body("fence_guard")
+
+
 def _exports(env: Mapping[str, str]) -> str:
     lines = []
     for key, value in env.items():
@@ -630,38 +593,7 @@ def _last(result: RunResult) -> str:
 
 def _deploy_script(os_id: str, version: str, packages: tuple[str, ...], *, variant: str = "",
                    install: bool = True) -> str:
-    wanted = " ".join(shlex.quote(p) for p in packages)
-    skip_install = "" if install else (
-        'echo "declared test host: missing prerequisites not installed:$missing"\nexit 0\n')
-    variant_check = ""
-    if variant:
-        variant_check = f"""echo "image variant {shlex.quote(variant)}: not installed by the ssh driver \
-(pre-installed host)"
-if command -v nvidia-smi >/dev/null 2>&1; then
-  echo "host has NVIDIA driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader \
-    2>/dev/null | head -n 1 || true)"
-else
-  echo "host has no NVIDIA driver (nvidia-smi not found)"
-fi
-"""
-    return f"""set -eu
-. /etc/os-release
-echo "os-release: ${{PRETTY_NAME:-$ID ${{VERSION_ID:-}}}}"
-if [ "$ID" != {shlex.quote(os_id)} ] || [ "${{VERSION_ID:-}}" != {shlex.quote(version)} ]; then
-  echo "found $ID ${{VERSION_ID:-?}}, expected {os_id} {version}"
-  exit 3
-fi
-{variant_check}missing=""
-for p in {wanted}; do
-  dpkg-query -W -f='${{Status}}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-done
-if [ -z "$missing" ]; then
-  echo "prerequisites present: {' '.join(packages) or '(none)'}"
-  exit 0
-fi
-{skip_install}echo "installing:$missing"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -q || exit {RETRY_EXIT_STATUS}
-apt-get install -y -q --no-install-recommends $missing || exit {RETRY_EXIT_STATUS}
-echo "prerequisites installed:$missing"
-"""
+    return node_script("deploy_os", values={
+        "TRAINYARD_OS_ID": os_id, "TRAINYARD_OS_VERSION": version, "TRAINYARD_OS_VARIANT": variant,
+        "TRAINYARD_APT_PACKAGES": " ".join(packages), "TRAINYARD_INSTALL": "1" if install else "0",
+        "TRAINYARD_RETRY_STATUS": RETRY_EXIT_STATUS})

@@ -15,8 +15,8 @@ every node, after a verified copy when a bucket was ordered.
 from __future__ import annotations
 
 from provisioning.stack.inputs import CHECKPOINTS_KEPT, StackInputs
-from provisioning.stack.paths import BIN, CHECKPOINT_DIR, DATA, TOOLS_PYTHON, VENV
-from provisioning.stack.paths import S3_ENV as ENV_FILE
+from provisioning.stack.paths import BIN, CHECKPOINT_DIR, DATA, VENV
+from provisioning.stack.shell import node_script
 from provisioning.storage.node import SYNC_TOOL as SYNC_TOOL_SOURCE
 
 SYNC_INTERVAL = "15min"
@@ -70,80 +70,19 @@ WantedBy=timers.target
 
 
 def render_sync_script(inputs: StackInputs) -> str:
-    copy = f"""if [ ! -r "$root{ENV_FILE}" ]; then
-  echo "$root{ENV_FILE} not found: the bucket's credentials are not on this node" >&2
-  exit 3
-fi
-# shellcheck source=/dev/null
-. "$root{ENV_FILE}"
-if [ -n "${{AWS_SHARED_CREDENTIALS_FILE:-}}" ] && [ -r "$AWS_SHARED_CREDENTIALS_FILE" ]; then
-  # The key is the customer's own (they can reveal it): it goes to the tool in its environment,
-  # because the tool runs as the directory's owner, who cannot read the root-only file.
-  AWS_ACCESS_KEY_ID=$(sed -n 's/^aws_access_key_id = //p' "$AWS_SHARED_CREDENTIALS_FILE")
-  AWS_SECRET_ACCESS_KEY=$(sed -n 's/^aws_secret_access_key = //p' "$AWS_SHARED_CREDENTIALS_FILE")
-  export AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
-  unset AWS_PROFILE AWS_SHARED_CREDENTIALS_FILE
-fi
-# As the owner of the directory (the customer): it copies only what the customer can read, whatever
-# links or renames happen while it runs.
-as_owner=()
-if [ "$(stat -c %u "$src")" != 0 ]; then
-  as_owner=(setpriv --reuid="$(stat -c %u "$src")" --regid="$(stat -c %g "$src")" --clear-groups --)
-fi
-AWS_CONFIG_FILE=/dev/null "${{as_owner[@]}}" "$root{TOOLS_PYTHON}" "$root{BIN}/trainyard-sync.py" \\
-  --bucket "$TRAINYARD_BUCKET" --prefix {inputs.checkpoint_prefix} "$src"
-""" if inputs.storage else "# no bucket ordered: nothing is copied\n"
-    prune = f"""# torchtitan prunes on rank 0 only (keep_latest_k = 0 on a cluster): every node keeps its
-# newest {CHECKPOINTS_KEPT} steps here, after the copy above succeeded.
-mapfile -t steps < <(find "$src" -mindepth 1 -maxdepth 1 -type d -name 'step-*' -printf '%f\\n' \\
-  | sort -t- -k2,2n)
-for ((i = 0; i + {CHECKPOINTS_KEPT} < ${{#steps[@]}}; i++)); do
-  rm -rf -- "${{src:?}}/${{steps[i]}}"
-  echo "pruned ${{steps[i]}}"
-done
-""" if inputs.prunes_checkpoints else ""
-    what = f"s3://$TRAINYARD_BUCKET/{inputs.checkpoint_prefix}/" if inputs.storage else "nowhere"
-    return f"""#!/usr/bin/env bash
-# Copies $TRAINYARD_ROOT{CHECKPOINT_DIR} to {what}
-# with the sync tool (resumable, SHA-256 verified). Run by trainyard-checkpoint-sync.timer.
-set -euo pipefail
-root="${{TRAINYARD_ROOT:-}}"
-src="$root{CHECKPOINT_DIR}"
-if [ -L "$src" ]; then
-  echo "$src is a symbolic link, which is not followed: nothing copied" >&2
-  exit 3
-fi
-if [ ! -d "$src" ] || [ -z "$(ls -A "$src" 2>/dev/null)" ]; then
-  echo "$src is absent or empty: nothing to copy"
-  exit 0
-fi
-{copy}{prune}"""
+    """``sh/sync_checkpoints.sh`` with what this order copies and keeps in its header."""
+    return node_script("sync_checkpoints", values={
+        "TRAINYARD_CHECKPOINT_COPY": "1" if inputs.storage else "0",
+        "TRAINYARD_CHECKPOINT_PREFIX": inputs.checkpoint_prefix,
+        "TRAINYARD_CHECKPOINT_PRUNE": "1" if inputs.prunes_checkpoints else "0",
+        "TRAINYARD_CHECKPOINTS_KEPT": CHECKPOINTS_KEPT})
 
 
 def render_restore_script(inputs: StackInputs) -> str:
     """Downloads every node's checkpoint prefix into this node's directory (resume)."""
     order = [h for h in inputs.cluster_hostnames if h != inputs.hostname] + [inputs.hostname]
-    prefixes = " ".join(f"checkpoints/{h}" for h in order)
-    return f"""#!/usr/bin/env bash
-# Restores $TRAINYARD_ROOT{CHECKPOINT_DIR} from the order's bucket before training resumes: every
-# node's copy (the first node's holds the .metadata), this node's last. Run it on every node.
-set -euo pipefail
-root="${{TRAINYARD_ROOT:-}}"
-dst="$root{CHECKPOINT_DIR}"
-if [ ! -r "$root{ENV_FILE}" ]; then
-  echo "$root{ENV_FILE} not found: the bucket's credentials are not on this node" >&2
-  exit 3
-fi
-# shellcheck source=/dev/null
-. "$root{ENV_FILE}"
-mkdir -p "$dst"
-prefixes=({prefixes})
-for prefix in "${{prefixes[@]}}"; do
-  echo "restoring s3://$TRAINYARD_BUCKET/$prefix/"
-  "$root{TOOLS_PYTHON}" "$root{BIN}/trainyard-sync.py" --download --bucket "$TRAINYARD_BUCKET" \\
-    --prefix "$prefix" "$dst"
-done
-"""
+    return node_script("restore_checkpoints", values={
+        "TRAINYARD_CHECKPOINT_PREFIXES": " ".join(f"checkpoints/{h}" for h in order)})
 
 
 def sync_tool() -> str:

@@ -18,6 +18,7 @@ from portal.sizing.estimator import model_from_hf_config
 from portal.sizing.recommend import Goal, SearchOptions, Workload, recommend
 from provisioning.acceptance.probe import PROBE_LAYERS, memory_probe
 from provisioning.acceptance.report import (
+    ERROR_MARKER,
     JOB_MARKER,
     AcceptanceReport,
     AcceptanceResult,
@@ -25,7 +26,7 @@ from provisioning.acceptance.report import (
     find_marker,
     job_fields,
 )
-from provisioning.acceptance.scripts import CHECKS_DIR, JOB_DIR, job_script
+from provisioning.acceptance.scripts import CHECKS_DIR, JOB_DIR, STACK_MISSING, job_script
 from provisioning.drivers.simulated import SimulatedDriver
 from provisioning.fulfilment.selectors import acceptance_report
 from provisioning.models import StepRun
@@ -245,13 +246,35 @@ def test_a_diverged_loss_is_stored_and_fails_nothing_silently(catalog, people, s
         isinstance(v, float) and not math.isfinite(v) for v in stored.report.ddp_losses)
 
 
-def test_only_an_order_with_a_bucket_reads_the_nodes_bucket_settings():
+@pytest.mark.parametrize("bucket", [False, True])
+def test_only_an_order_with_a_bucket_reads_the_nodes_bucket_settings(tmp_path, bucket):
     """A node's s3.env may be another order's (a hand-back that did not remove it): an order
-    without a bucket never reads it. The sync tool runs with Trainyard's node tools."""
+    without a bucket never reads it. The sync tool runs with Trainyard's node tools. The job
+    script for real, with a stand-in launcher that says what it was given."""
     from provisioning.stack.paths import S3_ENV, TOOLS_PYTHON
 
-    sourced = f'. "$root{S3_ENV}"'
-    assert sourced not in job_script(prefix="acceptance/run-1", bucket=False)
-    assert sourced in job_script(prefix="acceptance/run-1", bucket=True)
-    for bucket in (False, True):
-        assert f'sync_python="$root{TOOLS_PYTHON}"' in job_script(prefix="p", bucket=bucket)
+    venv = tmp_path / "opt/trainyard/venv/bin"
+    venv.mkdir(parents=True)
+    (venv / "python").symlink_to(sys.executable)
+    launcher = tmp_path / "etc/trainyard/launch.sh"
+    launcher.parent.mkdir(parents=True)
+    launcher.write_text('#!/bin/bash\necho "profile ${AWS_PROFILE:-none}; args $*"\n')
+    launcher.chmod(0o755)
+    (tmp_path / S3_ENV.lstrip("/")).write_text("AWS_PROFILE=another-order\n")
+
+    proc = subprocess.run(["bash", "-c", job_script(prefix="acceptance/run-1", bucket=bucket)],
+                          env={"TRAINYARD_ROOT": str(tmp_path), "TRAINYARD_NODE": "n1",
+                               "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=60)
+
+    said = next(line for line in proc.stdout.splitlines() if line.startswith("profile "))
+    assert said.startswith("profile another-order;" if bucket else "profile none;")
+    assert f"--sync-python {tmp_path}{TOOLS_PYTHON} --prefix acceptance/run-1 --steps 30" in said
+
+
+def test_a_node_without_the_stack_says_so_and_runs_nothing(tmp_path):
+    proc = subprocess.run(["bash", "-c", job_script(prefix="p")], capture_output=True, text=True,
+                          env={"TRAINYARD_ROOT": str(tmp_path), "TRAINYARD_NODE": "n1",
+                               "PATH": "/usr/bin:/bin"}, timeout=60)
+    assert proc.returncode == STACK_MISSING
+    assert proc.stdout.startswith(f"{ERROR_MARKER} the training stack is not installed on n1:")
+    assert not (tmp_path / JOB_DIR.lstrip("/")).exists()

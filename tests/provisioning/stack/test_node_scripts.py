@@ -1,14 +1,25 @@
-"""The pipeline's own node scripts are shell files (provisioning/stack/sh/): each passes
-shellcheck as it runs on the node (with its shared functions inserted), and one is found for every
-script the pipeline names."""
+"""The pipeline's own node scripts are shell files (provisioning/stack/sh/), their inputs in the
+environment or a header of quoted TRAINYARD_* values: each passes shellcheck as it runs on the
+node (with its header and shared functions inserted), and one is found for every script the
+pipeline names."""
 
 import subprocess
 
 import pytest
 
+from provisioning.acceptance import scripts as acceptance
+from provisioning.drivers import ssh
 from provisioning.stack import access, discover, disk, exporters, scripts
-from provisioning.stack.shell import SH_DIR, lib_function, node_script
+from provisioning.stack.shell import SH_DIR, assignments, lib_function, node_script
+from provisioning.storage import node as storage_node
 from tests.provisioning.stack.test_renderers import shellcheck
+from tests.provisioning.stack.variants import variants
+
+
+def _rendered(name: str) -> str:
+    """A file of the torchtitan cluster (InfiniBand ports, a bucket, pruning: every input set)."""
+    return variants()["torchtitan-cluster-ib-rank1"].file(name).content
+
 
 AS_RUN = {
     "node_tools": scripts.node_tools_script,
@@ -19,6 +30,23 @@ AS_RUN = {
     "discover": discover.discover_script,
     "disk_layout": disk.disk_layout_script,
     "exporters": exporters.exporters_script,
+    # The stack's rendered scripts (every variant's are shellchecked in test_renderers.py).
+    "bootstrap": lambda: _rendered("bootstrap.sh"),
+    "launch": lambda: _rendered("launch.sh"),
+    "sync_checkpoints": lambda: _rendered("sync-checkpoints"),
+    "restore_checkpoints": lambda: _rendered("restore-checkpoints"),
+    "storage_credentials": storage_node.credentials_script,
+    "storage_retain": lambda: storage_node.retain_script(prefix="checkpoints/gpu-01"),
+    "acceptance_job": lambda: acceptance.job_script(prefix="acceptance/run-1", bucket=True),
+    "acceptance_checks": lambda: acceptance.checks_script(gpus=8, baseline_busbw_gbps=380.5,
+                                                          probe_json='{"layers": 2}'),
+    # The ssh driver's: the guard sits after the exports in the staged file (no shebang of its
+    # own there); the power check and the cancel are passed to sh -c.
+    "fence_guard": lambda: "#!/usr/bin/env bash\n" + ssh.fence_guard(12, first_line=60),
+    "fence_check": lambda: "#!/bin/sh\n" + ssh._FENCE_CHECK,
+    "fence_cancel": lambda: "#!/bin/sh\n" + ssh._CANCEL_COMMAND,
+    "deploy_os": lambda: ssh._deploy_script("ubuntu", "24.04", ("curl", "python3"),
+                                            variant="cuda-12.8"),
 }
 
 
@@ -84,3 +112,17 @@ def test_walk_with_the_real_find_while_another_process_removes_directories(tmp_p
         remover.kill()
         remover.wait()
     assert done.stdout == "status 0\n", done.stderr
+
+
+def test_header_values_reach_the_script_exactly_as_given():
+    value = "it's $HOME `id` \"q\"\nsecond line"
+    header = assignments({"TRAINYARD_ONE": value, "TRAINYARD_LIST": ("a b", "$c", "")})
+    done = subprocess.run(["bash", "-c", header + 'printf "%s|" "$TRAINYARD_ONE" "${TRAINYARD_LIST[@]}"'],
+                          capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+    assert done.stdout == f"{value}|a b|$c||"
+
+
+@pytest.mark.parametrize("name", ["PATH", "trainyard_x", "TRAINYARD_X; rm -rf /", "TRAINYARD_"])
+def test_a_header_name_that_is_not_a_trainyard_variable_is_refused(name):
+    with pytest.raises(ValueError, match="is not a TRAINYARD_\\* variable name"):
+        assignments({name: "1"})

@@ -108,13 +108,20 @@ def test_no_debug_only_override_is_persisted(name):
             assert not [v for v in DEBUG_ONLY if v in file.content], f"{name}/{file.name}"
 
 
-def test_single_node_launches_standalone_and_a_cluster_has_static_and_c10d():
-    single = VARIANTS["ddp-single-empty-plan"].file("launch.sh").content
-    assert "--standalone" in single and "--master-addr" not in single
-    cluster = VARIANTS["ddp-cluster-ib-rank1"].file("launch.sh").content
-    assert "--standalone" not in cluster
-    assert '--node-rank="$NODE_RANK" --master-addr="$MASTER_ADDR"' in cluster
-    assert "--rdzv-backend=c10d" in cluster and '--rdzv-endpoint="$MASTER_ADDR:$MASTER_PORT"' in cluster
+def test_single_node_launches_standalone_and_a_cluster_has_static_and_c10d(tmp_path):
+    """launch.sh run for real (test_launch.py's stand-in torchrun): one node is standalone
+    whatever TRAINYARD_RDZV says; a cluster has fixed ranks by default and c10d on request."""
+    from tests.provisioning.stack.test_launch import launch
+
+    for rdzv in ("static", "c10d"):
+        _, single, _ = launch(tmp_path / f"single-{rdzv}", "ddp", "t.py", env={"TRAINYARD_RDZV": rdzv})
+        assert single == "torchrun --standalone --nnodes=1 --nproc-per-node=8 t.py"
+    _, static, _ = launch(tmp_path / "static", "ddp", "t.py", cluster=True)
+    assert static == ("torchrun --nnodes=2 --node-rank=1 --master-addr=10.20.0.1 --master-port=29500 "
+                      "--nproc-per-node=8 t.py")
+    _, c10d, _ = launch(tmp_path / "c10d", "ddp", "t.py", cluster=True, env={"TRAINYARD_RDZV": "c10d"})
+    assert c10d == ("torchrun --nnodes=2 --rdzv-backend=c10d --rdzv-endpoint=10.20.0.1:29500 "
+                    "--rdzv-id=O-5EED0001 --nproc-per-node=8 t.py")
 
 
 def test_an_empty_plan_renders_the_documented_defaults():

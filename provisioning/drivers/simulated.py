@@ -51,6 +51,7 @@ from provisioning.drivers.base import (
     OptionsSchema,
     RunResult,
 )
+from provisioning.stack.shell import header_values
 
 DEFAULT_DELAYS_S = {"deploy_os": 6.0, "power": 1.5, "run": 1.0, "health": 0.2}
 POLL_S = 0.05  # how often a busy operation looks at its fence and cancel event
@@ -173,19 +174,20 @@ class SimulatedDriver:
         return RunResult(exit_status=status, output_tail=tuple(tail[-20:]))
 
     def _script_output(self, script: str, *, name: str, env: Mapping[str, str]) -> list[str]:
-        """What the script "prints": its echo lines with the environment filled in; an
-        acceptance script answers a plausible report that says it is simulated instead."""
+        """What the script "prints": its echo lines with the environment and its header's values
+        filled in; an acceptance script answers a plausible report that says it is simulated."""
         report = simulated_lines(script, hostname=self.target.hostname,
                                  gpus=int(self.options.get("gpu_count", self.target.gpu_count)),
                                  nnodes=int(env.get("TRAINYARD_NNODES", "1") or 1))
         if name.startswith("acceptance") and report:
             return report
         lines = []
+        values = {**header_values(script), **env}
         for line in script.splitlines():
             match = _ECHO.match(line)
             if match:
                 text = match["text"].strip("'\"")
-                for key, value in env.items():
+                for key, value in values.items():
                     text = text.replace(f"${key}", value).replace(f"${{{key}}}", value)
                 lines.append(text)
         return lines

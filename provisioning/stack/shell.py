@@ -46,6 +46,24 @@ def assignments(values: Mapping[str, object]) -> str:
     return "".join(lines)
 
 
+_ASSIGNMENT = re.compile(r"^(TRAINYARD_[A-Z0-9_]+)=(?!\()(.*)$")
+
+
+def header_values(script: str) -> dict[str, str]:
+    """The scalar ``TRAINYARD_*`` values a script's header sets (what ``assignments`` wrote),
+    for a reader that does not run the script (the simulated driver's echo lines)."""
+    values = {}
+    for line in script.splitlines():
+        match = _ASSIGNMENT.match(line)
+        if match:
+            try:
+                words = shlex.split(match[2])
+            except ValueError:  # a multi-line value (a carried file): not echoed anyway
+                continue
+            values[match[1]] = words[0] if len(words) == 1 else ""
+    return values
+
+
 def body(name: str) -> str:
     """``sh/<name>.sh`` without its shebang and leading comments: a part of a larger script."""
     return _without_leading_comments(_source(name))

@@ -8,9 +8,10 @@ import subprocess
 import pytest
 
 from provisioning.acceptance import scripts as acceptance
-from provisioning.drivers import ssh
+from provisioning.drivers import driver_class, ssh
+from provisioning.drivers.base import NodeTarget
 from provisioning.stack import access, discover, disk, exporters, scripts
-from provisioning.stack.shell import SH_DIR, assignments, lib_function, node_script
+from provisioning.stack.shell import SH_DIR, assignments, header_values, lib_function, node_script
 from provisioning.storage import node as storage_node
 from tests.provisioning.stack.test_renderers import shellcheck
 from tests.provisioning.stack.variants import variants
@@ -126,3 +127,21 @@ def test_header_values_reach_the_script_exactly_as_given():
 def test_a_header_name_that_is_not_a_trainyard_variable_is_refused(name):
     with pytest.raises(ValueError, match="is not a TRAINYARD_\\* variable name"):
         assignments({name: "1"})
+
+
+def test_a_readers_view_of_the_header_gives_back_each_single_line_value():
+    header = assignments({"TRAINYARD_HOST": "gpu-h100-a01", "TRAINYARD_NOTE": "it's $x",
+                          "TRAINYARD_LIST": ("a", "b"), "TRAINYARD_FILE": "line 1\nline 2"})
+    assert header_values(header + "echo done\n") == {"TRAINYARD_HOST": "gpu-h100-a01",
+                                                     "TRAINYARD_NOTE": "it's $x"}
+
+
+def test_the_simulated_driver_echoes_a_header_value_not_its_name(tmp_path):
+    script = node_script("bootstrap", values={"TRAINYARD_BOOTSTRAP_HOST": "gpu-h100-a01"})
+    driver = driver_class("simulated")(NodeTarget(
+        hostname="gpu-h100-a01", address="10.0.0.1", gpu_count=8, gpu_name="H100",
+        options={"delay_scale": 0, "state_dir": str(tmp_path)}))
+    lines = []
+    driver.run(script, name="bootstrap", on_line=lines.append)
+    assert any("gpu-h100-a01" in line for line in lines), lines
+    assert not any("$TRAINYARD_BOOTSTRAP_HOST" in line for line in lines), lines

@@ -224,11 +224,12 @@ def _next_month(moment):
     return start.replace(month=start.month + 1)
 
 
-def _micros(delta) -> int:
+def microseconds(delta) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
-def metered_charges(stretches: list[Metered], *, granularity_s: int = 3600) -> list[MonthCharge]:
+def metered_charges(stretches: list[Metered], *, granularity_s: int = 3600,
+                    measured_before_us: int = 0) -> list[MonthCharge]:
     """What one meter (a node of an order, or its bucket) costs per calendar month (UTC).
 
     The measured stretches are laid end to end (a pause, e.g. a failed node waiting for staff,
@@ -237,10 +238,13 @@ def metered_charges(stretches: list[Metered], *, granularity_s: int = 3600) -> l
     change mid-hour never bills that hour twice, and a month boundary mid-hour does not start
     an extra hour: N measured hours cost what ``billed_total`` quotes for N hours. Each month is
     then capped at the monthly rate (weighted by the units at each rate when the price changed
-    within the month), as a quote caps a job at its started months."""
+    within the month), as a quote caps a job at its started months.
+
+    ``measured_before_us``: the meter's measured time before the first stretch given (its
+    earlier months, summed), so that one month is priced without reading the meter's history."""
     unit = granularity_s * 1_000_000
     months: dict[tuple[int, int], dict] = {}
-    offset = 0  # measured microseconds before this stretch
+    offset = measured_before_us  # measured microseconds before this stretch
     for s in sorted(stretches, key=lambda s: s.start):
         if s.end < s.start:
             raise ValueError(f"a usage stretch ends ({s.end}) before it starts ({s.start})")
@@ -249,7 +253,7 @@ def metered_charges(stretches: list[Metered], *, granularity_s: int = 3600) -> l
         cursor = s.start
         while cursor < s.end:
             piece_end = min(s.end, _next_month(cursor))
-            a, b = offset, offset + _micros(piece_end - cursor)
+            a, b = offset, offset + microseconds(piece_end - cursor)
             units = -(-b // unit) - -(-a // unit)  # units whose start offset falls in [a, b)
             if units:
                 entry = months.setdefault((cursor.year, cursor.month), {"rates": {}, "units": 0})

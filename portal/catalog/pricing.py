@@ -1,6 +1,6 @@
 """The one money module (pure Python, Decimal only): what a server size costs per hour and per
-month, reseller price lists, and the billing rule of a job (started hours, capped by started
-months at the monthly rate).
+month, reseller price lists, and the one billing rule, of a quoted job and of the metered ledger
+alike (started hours, each calendar month capped at the monthly rate).
 
 The configurator (``portal.quotes.pricing``, prices of catalog rows) and the recommender (prices
 of ``CatalogData``) both price through ``server_price``, so a plan's ``price_hourly_usd`` is the
@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
+from functools import lru_cache
 
 HOURS_PER_MONTH = Decimal("730")  # 365 × 24 / 12, rounded as hosting price lists do
 CENT = Decimal("0.01")
@@ -142,29 +144,39 @@ def billed_hours(train_hours: float, provisioning_hours: float = PROVISIONING_HO
     return max(1, math.ceil(train_hours + provisioning_hours - 1e-9))
 
 
-def started_months(hours: int) -> int:
-    return -(-hours // int(HOURS_PER_MONTH))
+# A quote made before its hand-over is known lays its hours on the calendar from the first
+# instant of a January (months of 31, 28, 31, 30 … days): a job of up to 744 h lies in one month.
+QUOTE_START = datetime(2001, 1, 1, tzinfo=UTC)
 
 
-def billed_total(hourly: Decimal, monthly: Decimal, hours: int) -> tuple[Decimal, bool]:
-    """The rule: ``hours`` started hours at the hourly rate, or the started months at the monthly
-    rate when that is less (a size without a monthly rate: hourly). (total, by the month)."""
-    hourly_total = hourly * hours
-    if monthly > 0:
-        monthly_total = monthly * started_months(hours)
-        if monthly_total < hourly_total:
-            return monthly_total, True
-    return hourly_total, False
+def billed_total(hourly: Decimal, monthly: Decimal, hours: int, *,
+                 start: datetime = QUOTE_START) -> tuple[Decimal, bool]:
+    """The rule, the ledger's own (``metered_charges``): ``hours`` started hours from ``start``
+    at the hourly rate, each calendar month (UTC) capped at the monthly rate (a size without a
+    monthly rate: hourly). (total, capped in some month)."""
+    return _summed(_quoted_months(hourly, monthly, hours, start))
+
+
+@lru_cache(maxsize=4096)  # the recommender prices the same sizes for many job lengths
+def _quoted_months(hourly: Decimal, monthly: Decimal, hours: int, start: datetime) -> tuple:
+    if hours <= 0:
+        return ()
+    return tuple(metered_charges([Metered(start, start + timedelta(hours=hours),
+                                          to_decimal(hourly), to_decimal(monthly))]))
+
+
+def _summed(charges) -> tuple[Decimal, bool]:
+    return sum((c.total for c in charges), Decimal(0)), any(c.by_month for c in charges)
 
 
 @dataclass(frozen=True)
 class JobPrice:
     """What a job costs as billed: every node by the started hour over provisioning and training,
-    or by the started month at the monthly rate when that is cheaper."""
+    each calendar month capped at the monthly rate."""
 
     billed_hours: int
     hourly_total_usd: Decimal
-    monthly_total_usd: Decimal  # 0 for a size without a monthly rate
+    monthly_total_usd: Decimal  # the monthly rate × the calendar months the job touches (0: none)
     total_usd: Decimal
     billing: str  # hourly | monthly
     per_month_usd: Decimal | None  # multi-week jobs: the total spread over the months it runs
@@ -177,15 +189,19 @@ def billed_total_usd(hourly_usd: Decimal, monthly_usd: Decimal, train_hours: flo
 
 
 def job_price(*, hourly_usd: Decimal, monthly_usd: Decimal, train_hours: float,
-              provisioning_hours: float = PROVISIONING_HOURS) -> JobPrice:
+              provisioning_hours: float = PROVISIONING_HOURS,
+              start: datetime = QUOTE_START) -> JobPrice:
     """``hourly_usd`` and ``monthly_usd`` are the whole server size's rates (``server_price``: all
-    nodes); each node is billed the same started hours, so rounding the job's hours rounds each node's."""
+    nodes); each node is billed the same started hours, so rounding the job's hours rounds each
+    node's, and capping the size at its monthly rate caps each node at its share."""
     hours = billed_hours(train_hours, provisioning_hours)
-    total, by_month = billed_total(hourly_usd, monthly_usd, hours)
-    monthly_total = monthly_usd * started_months(hours) if monthly_usd > 0 else ZERO
+    charges = _quoted_months(hourly_usd, monthly_usd, hours, start)
+    total, by_month = _summed(charges)
+    monthly_total = monthly_usd * len(charges) if monthly_usd > 0 else ZERO
     per_month = None
-    if hours >= MULTI_WEEK_HOURS:  # a whole number of months at the monthly rate, else spread
-        per_month = monthly_usd if by_month else money(total * HOURS_PER_MONTH / hours)
+    if hours >= MULTI_WEEK_HOURS:  # the monthly rate when every month is capped, else spread
+        every_month = bool(charges) and all(c.by_month for c in charges)
+        per_month = monthly_usd if every_month else money(total * HOURS_PER_MONTH / hours)
     return JobPrice(hours, hourly_usd * hours, monthly_total, total,
                     "monthly" if by_month else "hourly", per_month)
 
@@ -238,7 +254,7 @@ def metered_charges(stretches: list[Metered], *, granularity_s: int = 3600,
     change mid-hour never bills that hour twice, and a month boundary mid-hour does not start
     an extra hour: N measured hours cost what ``billed_total`` quotes for N hours. Each month is
     then capped at the monthly rate (weighted by the units at each rate when the price changed
-    within the month), as a quote caps a job at its started months.
+    within the month). A quote (``billed_total``) is this rule over one stretch of N hours.
 
     ``measured_before_us``: the meter's measured time before the first stretch given (its
     earlier months, summed), so that one month is priced without reading the meter's history."""

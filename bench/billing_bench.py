@@ -16,6 +16,8 @@ node used in BENCH_SEGMENTS stretches (5) last month: 50,000 usage intervals by 
   has BENCH_HISTORY (24) closed intervals in the months before (a reading that depends on the
   history grows with it).
 
+DEBUG is off unless set (a debug cursor logs every query, as production does not).
+
 Tests never assert on speed: this prints numbers for people.
 """
 
@@ -135,7 +137,8 @@ def main() -> int:
     _psql(admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     _psql(admin, f'CREATE DATABASE "{name}"')
     os.environ.update({"DATABASE_URL": urlunparse(url._replace(path=f"/{name}")),
-                       "DJANGO_SETTINGS_MODULE": "portal.settings", "LOG_LEVEL": "WARNING"})
+                       "DJANGO_SETTINGS_MODULE": "portal.settings", "LOG_LEVEL": "WARNING",
+                       "DEBUG": os.environ.get("DEBUG", "false")})
     sys.path.insert(0, str(REPO))
     try:
         import django

@@ -148,8 +148,10 @@ def usage_costs(*, order_ids=None, organisation_id: int | None = None, organisat
     for key, meter_rows in sorted(grouped.items()):
         order_id, kind, meter = key
         so_far, units, by_month = _month_total(meter_rows, period, at, before.get(key, 0))
-        forecast, _, _ = _month_total(meter_rows, period, period.end, before.get(key, 0))
         running = meter_rows[-1].ended_at is None
+        forecast = so_far  # the month's end adds nothing to a meter that stopped before ``at``
+        if running or meter_rows[-1].ended_at > at:
+            forecast, _, _ = _month_total(meter_rows, period, period.end, before.get(key, 0))
         costs.setdefault(order_id, OrderCost(order_id)).meters.append(MeterCost(
             order_id, kind, meter, meter_rows[-1].label, units, money(so_far), money(forecast),
             by_month, running))

@@ -229,15 +229,11 @@ class MonthCharge:
     by_month: bool
 
 
-def _month_start(moment):
-    return moment.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-
-
-def _next_month(moment):
-    start = _month_start(moment)
-    if start.month == 12:
-        return start.replace(year=start.year + 1, month=1)
-    return start.replace(month=start.month + 1)
+def _next_month(moment: datetime) -> datetime:
+    """The first instant of the month after ``moment``'s (a UTC moment)."""
+    if moment.month == 12:
+        return datetime(moment.year + 1, 1, 1, tzinfo=UTC)
+    return datetime(moment.year, moment.month + 1, 1, tzinfo=UTC)
 
 
 def microseconds(delta) -> int:
@@ -259,33 +255,44 @@ def metered_charges(stretches: list[Metered], *, granularity_s: int = 3600,
     ``measured_before_us``: the meter's measured time before the first stretch given (its
     earlier months, summed), so that one month is priced without reading the meter's history."""
     unit = granularity_s * 1_000_000
-    months: dict[tuple[int, int], dict] = {}
+    months: dict[tuple[int, int], list] = {}  # (year, month) → [{rate: units}, units]
     offset = measured_before_us  # measured microseconds before this stretch
-    for s in sorted(stretches, key=lambda s: s.start):
+    for s in sorted(stretches, key=_by_start) if len(stretches) > 1 else stretches:
         if s.end < s.start:
             raise ValueError(f"a usage stretch ends ({s.end}) before it starts ({s.start})")
         if s.start.utcoffset() or s.end.utcoffset():  # calendar months are UTC months
             raise ValueError(f"usage is measured in UTC, got {s.start.isoformat()}")
+        rate = None
         cursor = s.start
         while cursor < s.end:
             piece_end = min(s.end, _next_month(cursor))
             a, b = offset, offset + microseconds(piece_end - cursor)
             units = -(-b // unit) - -(-a // unit)  # units whose start offset falls in [a, b)
             if units:
-                entry = months.setdefault((cursor.year, cursor.month), {"rates": {}, "units": 0})
-                key = (to_decimal(s.hourly) / s.share, to_decimal(s.monthly) / s.share)
-                entry["rates"][key] = entry["rates"].get(key, 0) + units
-                entry["units"] += units
+                rate = rate or (to_decimal(s.hourly) / s.share, to_decimal(s.monthly) / s.share)
+                entry = months.setdefault((cursor.year, cursor.month), [{}, 0])
+                entry[0][rate] = entry[0].get(rate, 0) + units
+                entry[1] += units
             offset, cursor = b, piece_end
-    result = []
-    for month in sorted(months):
-        rates, units = months[month]["rates"], months[month]["units"]
+    return [_month_charge(month, *months[month], granularity_s) for month in sorted(months)]
+
+
+def _by_start(stretch: Metered):
+    return stretch.start
+
+
+def _month_charge(month, rates: dict, units: int, granularity_s: int) -> MonthCharge:
+    """A month's started units at their rates, capped at the monthly rate (weighted by the units
+    at each rate; no cap when a rate has no monthly price)."""
+    if len(rates) == 1:  # one rate all month: the common case, without the weighting
+        [((hourly, monthly), _)] = rates.items()
+        hourly_total = hourly * units if granularity_s == 3600 else hourly * units * granularity_s / 3600
+        cap = monthly if monthly > 0 else None
+    else:
         hourly_total = sum((hourly * n * granularity_s / 3600 for (hourly, _), n in rates.items()),
                            Decimal(0))
         cap = None
         if all(monthly > 0 for (_, monthly) in rates):
             cap = sum((monthly * n for (_, monthly), n in rates.items()), Decimal(0)) / units
-        by_month = cap is not None and cap < hourly_total
-        result.append(MonthCharge(month, units, hourly_total, cap,
-                                  cap if by_month else hourly_total, by_month))
-    return result
+    by_month = cap is not None and cap < hourly_total
+    return MonthCharge(month, units, hourly_total, cap, cap if by_month else hourly_total, by_month)

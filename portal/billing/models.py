@@ -70,6 +70,13 @@ class BillingProfile(models.Model):
             raise ValidationError({"vat_id": problem})
 
 
+class BillingProfileEvent(TransitionEvent):
+    """The audit trail of a billing profile: who changed which details, from what to what."""
+
+    organisation = models.ForeignKey("accounts.Organisation", on_delete=models.CASCADE,
+                                     related_name="billing_profile_events")
+
+
 class InvoiceNumberCounter(models.Model):
     """The next number of one issuer's gapless sequence; locked (SELECT … FOR UPDATE) by the
     transaction that finalises a document, so two finalisations never share or skip a number."""

@@ -77,6 +77,7 @@ def _orders(org_ids, per_org: int, *, state: str):
 def _fill(*, orgs: int, per_org: int, segments: int, month_start: datetime) -> int:
     from portal.accounts.models import Organisation
     from portal.billing.models import UsageInterval
+    from portal.billing.services import measured_before_set
 
     created = Organisation.objects.bulk_create(
         [Organisation(name=f"Bench org {n}", slug=f"bench-{n}") for n in range(orgs)],
@@ -93,6 +94,7 @@ def _fill(*, orgs: int, per_org: int, segments: int, month_start: datetime) -> i
                                           ended_at=begin + timedelta(hours=3, minutes=20),
                                           hourly=order.price_hourly, monthly=order.price_monthly,
                                           share=2, opened_by="bench"))
+    measured_before_set(rows)
     UsageInterval.objects.bulk_create(rows, batch_size=5000)
     return len(rows)
 
@@ -102,6 +104,7 @@ def _big_org(orders: int, now: datetime, history: int):
     ``history`` closed stretches of 20 h in the months before last (one every 3 days, backwards)."""
     from portal.accounts.models import Organisation
     from portal.billing.models import UsageInterval
+    from portal.billing.services import measured_before_set
 
     org = Organisation.objects.create(name="Big customer", slug="bench-big")
     month_start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
@@ -118,6 +121,7 @@ def _big_org(orders: int, now: datetime, history: int):
                                           started_at=past, ended_at=past + timedelta(hours=20),
                                           hourly=order.price_hourly, monthly=order.price_monthly,
                                           share=2, opened_by="bench"))
+    measured_before_set(rows)
     UsageInterval.objects.bulk_create(rows, batch_size=5000)
     return org
 

@@ -13,8 +13,7 @@ from decimal import Decimal
 from typing import NamedTuple
 
 from django.conf import settings
-from django.db.models import DateTimeField, DurationField, ExpressionWrapper, F, Q, Sum, Value
-from django.db.models.functions import Coalesce, Least
+from django.db.models import Q
 from django.utils import timezone
 
 from portal.billing.models import UsageInterval
@@ -93,6 +92,13 @@ class _Row(NamedTuple):
     hourly: Decimal
     monthly: Decimal
     share: int
+    measured_before_us: int
+
+
+def _measured_before(first: _Row, period: Period) -> int:
+    """The meter's measured time before ``period``, from its first interval in the month (which
+    may have begun in an earlier month)."""
+    return first.measured_before_us + max(0, microseconds(period.start - first.started_at))
 
 
 def _month_total(rows, period: Period, until: datetime, before_us: int) -> tuple[Decimal, int, bool]:
@@ -109,24 +115,12 @@ def _month_total(rows, period: Period, until: datetime, before_us: int) -> tuple
     return Decimal(0), 0, False
 
 
-def _measured_before(order_ids, start: datetime) -> dict[tuple[int, str, int], int]:
-    """Per meter of ``order_ids``: microseconds measured before ``start``, summed by the
-    database (one row per meter comes back, however long the history)."""
-    cut = Value(start, output_field=DateTimeField())
-    measured = ExpressionWrapper(Least(Coalesce("ended_at", cut), cut) - F("started_at"),
-                                 output_field=DurationField())
-    rows = (UsageInterval.objects.filter(order_id__in=order_ids, started_at__lt=start)
-            .values_list("order_id", "kind", "meter").annotate(before=Sum(measured))
-            .order_by())
-    return {(o, k, m): microseconds(before) for o, k, m, before in rows}
-
-
 def usage_costs(*, order_ids=None, organisation_id: int | None = None, organisation_ids=None,
                 at: datetime | None = None) -> list[OrderCost]:
     """Cost so far and forecast for the month of ``at`` (default now), per order and meter:
     the orders ``order_ids``, or every order of ``organisation_id`` (or of ``organisation_ids``)
-    with usage this month. Two queries, whatever the history: the month's intervals, and each
-    meter's measured time before the month (which decides where its billing units start)."""
+    with usage this month. One query, whatever the history: the month's intervals (each
+    carries its meter's measured time before it, which decides where its billing units start)."""
     at = (at or timezone.now()).astimezone(UTC)
     period = month_of(at)
     in_month = UsageInterval.objects.filter(Q(ended_at=None) | Q(ended_at__gt=period.start),
@@ -141,17 +135,14 @@ def usage_costs(*, order_ids=None, organisation_id: int | None = None, organisat
     rows = in_month.order_by("order_id", "kind", "meter", "started_at").values_list(*_Row._fields)
     for row in map(_Row._make, rows):
         grouped[(row.order_id, row.kind, row.meter)].append(row)
-    if not grouped:
-        return []
-    before = _measured_before({key[0] for key in grouped}, period.start)
     costs: dict[int, OrderCost] = {}
-    for key, meter_rows in sorted(grouped.items()):
-        order_id, kind, meter = key
-        so_far, units, by_month = _month_total(meter_rows, period, at, before.get(key, 0))
+    for (order_id, kind, meter), meter_rows in sorted(grouped.items()):
+        before = _measured_before(meter_rows[0], period)
+        so_far, units, by_month = _month_total(meter_rows, period, at, before)
         running = meter_rows[-1].ended_at is None
         forecast = so_far  # the month's end adds nothing to a meter that stopped before ``at``
         if running or meter_rows[-1].ended_at > at:
-            forecast, _, _ = _month_total(meter_rows, period, period.end, before.get(key, 0))
+            forecast, _, _ = _month_total(meter_rows, period, period.end, before)
         costs.setdefault(order_id, OrderCost(order_id)).meters.append(MeterCost(
             order_id, kind, meter, meter_rows[-1].label, units, money(so_far), money(forecast),
             by_month, running))

@@ -13,6 +13,7 @@ from django.conf import settings
 
 from portal.billing.models import UsageInterval
 from portal.billing.selectors import month_of, usage_costs
+from portal.billing.services import measured_before_set, order_price_change, usage_sync
 from portal.catalog.pricing import Metered, metered_charges, money
 from portal.orders.states import OrderState
 from tests.factories import make_order
@@ -39,6 +40,7 @@ def _random_ledger(rng: random.Random, order) -> None:
             cursor += length
         if rng.random() < 0.5:
             rows[-1].ended_at = None
+    measured_before_set(rows)
     UsageInterval.objects.bulk_create(rows)
 
 
@@ -91,11 +93,29 @@ def test_one_month_read_prices_as_the_whole_history(catalog, people, seed):
     assert compared  # the seeds give meters with usage in the months read
 
 
-def test_an_organisations_months_need_two_queries_however_long_its_history(
+def test_an_organisations_month_is_one_query_however_long_its_history(
         catalog, people, django_assert_num_queries):
     rng = random.Random(99)
     for _ in range(3):
         _random_ledger(rng, make_order(people.acme, state=OrderState.ACTIVE, node_count=2))
     for at in (datetime(2026, 1, 15, tzinfo=UTC), datetime(2026, 4, 20, tzinfo=UTC)):
-        with django_assert_num_queries(2):
+        with django_assert_num_queries(1):
             usage_costs(organisation_id=people.acme.pk, at=at)
+
+
+def test_the_ledger_writes_each_intervals_measured_time_before_it(catalog, people):
+    """What ``usage_sync`` and a price change write is what working it out from the rows gives."""
+    order = make_order(people.acme, state=OrderState.ACTIVE, node_count=2)
+    moments = [datetime(2026, 1, 30, 22, 10, tzinfo=UTC) + timedelta(hours=7 * n, minutes=13 * n)
+               for n in range(12)]
+    for n, moment in enumerate(moments):
+        nodes = {1: "gpu-1", 2: "gpu-2"} if n % 3 else {1: "gpu-1"}
+        usage_sync(order=order, nodes=nodes if n % 4 else {}, storage=False, at=moment, cause="t")
+        if n == 6:
+            order_price_change(order=order, hourly="30.00", monthly="9000", by=people.olga,
+                               at=moment + timedelta(minutes=20))
+    rows = list(UsageInterval.objects.filter(order=order))
+    written = {row.pk: row.measured_before_us for row in rows}
+    assert len(rows) >= 8 and any(written.values())
+    measured_before_set(rows)
+    assert {row.pk: row.measured_before_us for row in rows} == written

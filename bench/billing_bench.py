@@ -126,38 +126,54 @@ def _big_org(orders: int, now: datetime, history: int):
     return org
 
 
-def main() -> int:
+@contextlib.contextmanager
+def seeded_database(default_name: str, **environ: str):
+    """A fresh database (BENCH_DB, default ``default_name``) on the server of DATABASE_URL,
+    Django set up on it (``environ`` added to its settings' environment), migrated and the
+    catalog seeded; dropped afterwards."""
     url = urlparse(os.environ.get("DATABASE_URL", ""))
     if url.scheme not in ("postgres", "postgresql", "pgsql"):
         _fail("needs PostgreSQL: set DATABASE_URL=postgres://postgres@127.0.0.1:5432/trainyard")
-    name = os.environ.get("BENCH_DB", "trainyard_billing_bench")
+    name = os.environ.get("BENCH_DB", default_name)
     admin = urlunparse(url._replace(path="/postgres"))
-    orgs = int(os.environ.get("BENCH_ORGS", "1000"))
-    per_org = int(os.environ.get("BENCH_ORDERS_PER_ORG", "5"))
-    segments = int(os.environ.get("BENCH_SEGMENTS", "5"))
-    big = int(os.environ.get("BENCH_BIG_ORDERS", "2000"))
-    repeat = int(os.environ.get("BENCH_REPEAT", "20"))
-    history = int(os.environ.get("BENCH_HISTORY", "24"))
     _psql(admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     _psql(admin, f'CREATE DATABASE "{name}"')
     os.environ.update({"DATABASE_URL": urlunparse(url._replace(path=f"/{name}")),
                        "DJANGO_SETTINGS_MODULE": "portal.settings", "LOG_LEVEL": "WARNING",
-                       "DEBUG": os.environ.get("DEBUG", "false")})
+                       "DEBUG": os.environ.get("DEBUG", "false"), **environ})
     sys.path.insert(0, str(REPO))
     try:
         import django
 
         django.setup()
         from django.core.management import call_command
+
+        from portal.catalog.services import catalog_seed
+
+        call_command("migrate", verbosity=0)
+        catalog_seed()
+        yield
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        _psql(admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def main() -> int:
+    orgs = int(os.environ.get("BENCH_ORGS", "1000"))
+    per_org = int(os.environ.get("BENCH_ORDERS_PER_ORG", "5"))
+    segments = int(os.environ.get("BENCH_SEGMENTS", "5"))
+    big = int(os.environ.get("BENCH_BIG_ORDERS", "2000"))
+    repeat = int(os.environ.get("BENCH_REPEAT", "20"))
+    history = int(os.environ.get("BENCH_HISTORY", "24"))
+    with seeded_database("trainyard_billing_bench"):
         from django.db import connection
 
         from portal.billing.invoices import month_close, previous_month
         from portal.billing.models import InvoiceLine
         from portal.billing.selectors import organisation_usage
-        from portal.catalog.services import catalog_seed
 
-        call_command("migrate", verbosity=0)
-        catalog_seed()
         now = datetime.now(UTC)
         last = previous_month(now)
         start = time.perf_counter()
@@ -190,11 +206,6 @@ def main() -> int:
         print(f"| organisation_usage | {history} | {repeat} | {statistics.median(times):.0f} | {p95:.0f} "
               f"| {queries[0]} | {usage.so_far:,} |")
         return 0
-    finally:
-        from django.db import connections
-
-        connections.close_all()
-        _psql(admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 if __name__ == "__main__":

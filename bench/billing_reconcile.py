@@ -20,16 +20,14 @@ compared with ``job_price`` for its hours from its hand-over (the quote's own ru
 
 from __future__ import annotations
 
-import os
 import sys
 from datetime import UTC, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
-from urllib.parse import urlparse, urlunparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.billing_bench import _fail, _psql  # noqa: E402
+from bench.billing_bench import seeded_database  # noqa: E402
 
 
 def at(*args) -> datetime:
@@ -125,27 +123,9 @@ def _rows(h100, l4, quoted, new, invoice):
 
 
 def main() -> int:
-    url = urlparse(os.environ.get("DATABASE_URL", ""))
-    if url.scheme not in ("postgres", "postgresql", "pgsql"):
-        _fail("needs PostgreSQL: set DATABASE_URL=postgres://postgres@127.0.0.1:5432/trainyard")
-    name = os.environ.get("BENCH_DB", "trainyard_billing_reconcile")
-    admin = urlunparse(url._replace(path="/postgres"))
-    _psql(admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    _psql(admin, f'CREATE DATABASE "{name}"')
-    os.environ.update({"DATABASE_URL": urlunparse(url._replace(path=f"/{name}")),
-                       "DJANGO_SETTINGS_MODULE": "portal.settings", "LOG_LEVEL": "WARNING",
-                       "BILLING_GRANULARITY_S": "3600", "CELERY_TASK_ALWAYS_EAGER": "false"})
-    try:
-        import django
-
-        django.setup()
-        from django.core.management import call_command
-
+    with seeded_database("trainyard_billing_reconcile", BILLING_GRANULARITY_S="3600"):
         from portal.billing import invoices
-        from portal.catalog.services import catalog_seed
 
-        call_command("migrate", verbosity=0)
-        catalog_seed()
         invoices.invoice_issued_notify_task.delay = lambda pk: None  # no mail server here
         h100, l4, quoted, new, invoice, credit = _walk()
         rows, l4_quote, l4_line = _rows(h100, l4, quoted, new, invoice)
@@ -167,11 +147,6 @@ def main() -> int:
               and invoice.subtotal == total and net == total - 50)
         print("reconciled: every line equals the independent count" if ok else "MISMATCH")
         return 0 if ok else 1
-    finally:
-        from django.db import connections
-
-        connections.close_all()
-        _psql(admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 if __name__ == "__main__":

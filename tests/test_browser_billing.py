@@ -9,6 +9,7 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from portal.accounts.models import Membership
 from portal.billing import invoices
 from portal.billing.models import BillingProfile, Invoice
 from portal.billing.selectors import month_of
@@ -103,3 +104,39 @@ def test_the_staff_billing_pages(live_server, browser, people, catalog):
         page.screenshot(path=str(SHOTS / f"staff-draft-{width}.png"), full_page=True)
         assert errors == [], errors
         context.close()
+
+
+@pytest.mark.browser
+def test_the_billing_details_page(live_server, browser, people, catalog):
+    """An admin goes from the billing page to the billing details, is told inline what is wrong
+    with a VAT id (what was typed stays), corrects it and saves."""
+    Membership.objects.filter(user=people.alice).update(role=Membership.Role.ADMIN)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for width in WIDTHS:
+        BillingProfile.objects.filter(organisation=people.acme).delete()
+        context, page, errors = signed_in_page(browser, live_server.url, "alice", width=width,
+                                               timeout_ms=PAGE_TIMEOUT_MS)
+        page.goto(f"{live_server.url}/billing/{people.acme.slug}/")
+        page.get_by_role("link", name="Billing details").click()
+        expect(page.get_by_role("heading", name="Billing details")).to_be_visible()
+        page.get_by_label("Legal name").fill("Acme AI GmbH")
+        page.get_by_label("Address").fill("Hauptstraße 1\n10115 Berlin")
+        page.get_by_label("Country").fill("DE")
+        page.get_by_label("VAT id (EU businesses)").fill("DE123456789")
+        page.get_by_label("Invoice e-mail").fill("ap@acme.example")
+        page.get_by_role("button", name="Save billing details").click()
+        expect(page.locator("#id_vat_id-error")).to_contain_text("not a valid EU VAT id")
+        expect(page.get_by_label("Address")).to_have_value("Hauptstraße 1\n10115 Berlin")
+        page.screenshot(path=str(SHOTS / f"billing-profile-error-{width}.png"), full_page=True)
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        assert [e for e in errors if "status of 400" not in e] == [], errors  # the form's answer
+        errors.clear()
+        page.get_by_label("VAT id (EU businesses)").fill("DE136695976")
+        page.get_by_role("button", name="Save billing details").click()
+        expect(page.locator(".messages")).to_contain_text("Billing details saved")
+        expect(page.get_by_label("Legal name")).to_have_value("Acme AI GmbH")
+        page.screenshot(path=str(SHOTS / f"billing-profile-{width}.png"), full_page=True)
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        assert errors == [], errors
+        context.close()
+    assert BillingProfile.objects.get(organisation=people.acme).vat_id == "DE136695976"

@@ -1,8 +1,10 @@
+import re
 from datetime import UTC
 from decimal import Decimal
 
 from django import forms
 
+from portal.billing.models import BillingProfile
 from portal.core.forms import VisibleTextMixin
 
 
@@ -32,3 +34,27 @@ class TerminateAtForm(VisibleTextMixin, forms.Form):
         value = self.cleaned_data["terminate_at"]
         return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else (
             value.astimezone(UTC) if value is not None else None)
+
+
+class BillingProfileForm(VisibleTextMixin, forms.ModelForm):
+    """Validated as the model validates (its clean: the VAT id by python-stdnum, of the country)."""
+
+    # Longer than a code, so "Germany" is answered with what to write instead of a length error.
+    country = forms.CharField(max_length=60, help_text="ISO 3166 code, e.g. DE.",
+                              widget=forms.TextInput(attrs={"autocomplete": "country", "size": 3}))
+
+    class Meta:
+        model = BillingProfile
+        fields = ["legal_name", "address", "country", "vat_id", "email"]
+        labels = {"legal_name": "Legal name", "vat_id": "VAT id (EU businesses)",
+                  "email": "Invoice e-mail"}
+        widgets = {"address": forms.Textarea(attrs={"rows": 3})}
+
+    def clean_country(self):
+        country = self.cleaned_data["country"].strip().upper()
+        if not re.fullmatch(r"[A-Z]{2}", country):
+            raise forms.ValidationError("Two letters, the ISO 3166 code of the country: e.g. DE, FR, US.")
+        return country
+
+    def clean_vat_id(self):
+        return self.cleaned_data["vat_id"].strip().upper().replace(" ", "")

@@ -30,6 +30,9 @@ class UsageInterval(models.Model):
     hourly = models.DecimalField(max_digits=12, decimal_places=2)
     monthly = models.DecimalField(max_digits=12, decimal_places=2)
     share = models.PositiveSmallIntegerField(default=1)
+    # The meter's measured time before this interval (its earlier intervals, summed; written at
+    # open): where its billing units stand, so a month is priced without reading the history.
+    measured_before_us = models.BigIntegerField(default=0)
     opened_by = models.CharField(max_length=40, help_text="What opened it: hand-over, price change…")
     closed_by = models.CharField(max_length=40, blank=True)
 
@@ -68,6 +71,13 @@ class BillingProfile(models.Model):
         self.country = self.country.upper()
         if self.vat_id and (problem := vat_id_problem(self.vat_id, self.country)):
             raise ValidationError({"vat_id": problem})
+
+
+class BillingProfileEvent(TransitionEvent):
+    """The audit trail of a billing profile: who changed which details, from what to what."""
+
+    organisation = models.ForeignKey("accounts.Organisation", on_delete=models.CASCADE,
+                                     related_name="billing_profile_events")
 
 
 class InvoiceNumberCounter(models.Model):

@@ -17,7 +17,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from portal.billing.models import UsageInterval
-from portal.catalog.pricing import Metered, job_price, metered_charges, money
+from portal.catalog.pricing import Metered, job_price, metered_charges, microseconds, money
 from portal.orders.models import Order
 
 ZERO = Decimal("0.00")
@@ -92,19 +92,26 @@ class _Row(NamedTuple):
     hourly: Decimal
     monthly: Decimal
     share: int
+    measured_before_us: int
 
 
-def _month_total(rows, period: Period, until: datetime) -> tuple[Decimal, int, bool]:
-    """One meter's charge for ``period``, its intervals cut at ``until``. The whole history of
-    the meter is laid out (units run on across months), the period's month is read off."""
-    stretches = [Metered(r.started_at.astimezone(UTC), min(r.ended_at or until, until).astimezone(UTC),
+def _measured_before(first: _Row, period: Period) -> int:
+    """The meter's measured time before ``period``, from its first interval in the month (which
+    may have begun in an earlier month)."""
+    return first.measured_before_us + max(0, microseconds(period.start - first.started_at))
+
+
+def _month_total(rows, period: Period, until: datetime, before_us: int) -> tuple[Decimal, int, bool]:
+    """One meter's charge for ``period``: its intervals in the month, cut at ``until``, laid on
+    after the ``before_us`` microseconds it was measured before the month (units run on across
+    months)."""
+    stretches = [Metered(max(r.started_at, period.start), min(r.ended_at or until, until),
                          r.hourly, r.monthly, r.share)
                  for r in rows if r.started_at < until]
     stretches = [s for s in stretches if s.end > s.start]
-    key = (period.start.year, period.start.month)
-    for charge in metered_charges(stretches, granularity_s=settings.BILLING_GRANULARITY_S):
-        if charge.month == key:
-            return charge.total, charge.units, charge.by_month
+    for charge in metered_charges(stretches, granularity_s=settings.BILLING_GRANULARITY_S,
+                                  measured_before_us=before_us):
+        return charge.total, charge.units, charge.by_month  # the stretches lie in one month
     return Decimal(0), 0, False
 
 
@@ -112,32 +119,30 @@ def usage_costs(*, order_ids=None, organisation_id: int | None = None, organisat
                 at: datetime | None = None) -> list[OrderCost]:
     """Cost so far and forecast for the month of ``at`` (default now), per order and meter:
     the orders ``order_ids``, or every order of ``organisation_id`` (or of ``organisation_ids``)
-    with usage this month."""
+    with usage this month. One query, whatever the history: the month's intervals (each
+    carries its meter's measured time before it, which decides where its billing units start)."""
     at = (at or timezone.now()).astimezone(UTC)
     period = month_of(at)
-    live = Q(ended_at=None) | Q(ended_at__gt=period.start)
-    meters_this_month = UsageInterval.objects.filter(live, started_at__lt=period.end)
+    in_month = UsageInterval.objects.filter(Q(ended_at=None) | Q(ended_at__gt=period.start),
+                                            started_at__lt=period.end)
     if order_ids is not None:
-        meters_this_month = meters_this_month.filter(order_id__in=list(order_ids))
+        in_month = in_month.filter(order_id__in=list(order_ids))
     if organisation_id is not None:
-        meters_this_month = meters_this_month.filter(order__organisation_id=organisation_id)
+        in_month = in_month.filter(order__organisation_id=organisation_id)
     if organisation_ids is not None:
-        meters_this_month = meters_this_month.filter(order__organisation_id__in=list(organisation_ids))
-    keys = set(meters_this_month.values_list("order_id", "kind", "meter"))
-    if not keys:
-        return []
-    # A meter's earlier intervals decide where its units start (they run on across months).
-    rows = (UsageInterval.objects.filter(order_id__in={k[0] for k in keys}, started_at__lt=period.end)
-            .order_by("order_id", "kind", "meter", "started_at").values_list(*_Row._fields))
+        in_month = in_month.filter(order__organisation_id__in=list(organisation_ids))
     grouped = defaultdict(list)
+    rows = in_month.order_by("order_id", "kind", "meter", "started_at").values_list(*_Row._fields)
     for row in map(_Row._make, rows):
-        if (row.order_id, row.kind, row.meter) in keys:
-            grouped[(row.order_id, row.kind, row.meter)].append(row)
+        grouped[(row.order_id, row.kind, row.meter)].append(row)
     costs: dict[int, OrderCost] = {}
     for (order_id, kind, meter), meter_rows in sorted(grouped.items()):
-        so_far, units, by_month = _month_total(meter_rows, period, at)
-        forecast, _, _ = _month_total(meter_rows, period, period.end)
+        before = _measured_before(meter_rows[0], period)
+        so_far, units, by_month = _month_total(meter_rows, period, at, before)
         running = meter_rows[-1].ended_at is None
+        forecast = so_far  # the month's end adds nothing to a meter that stopped before ``at``
+        if running or meter_rows[-1].ended_at > at:
+            forecast, _, _ = _month_total(meter_rows, period, period.end, before)
         costs.setdefault(order_id, OrderCost(order_id)).meters.append(MeterCost(
             order_id, kind, meter, meter_rows[-1].label, units, money(so_far), money(forecast),
             by_month, running))

@@ -7,12 +7,13 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from portal.accounts.selectors import can_manage_api_keys, organisations_for, primary_organisation
 from portal.billing.documents import invoice_context, invoice_csv, invoice_pdf, usage_statement_csv
-from portal.billing.forms import SpendLimitForm
-from portal.billing.models import Invoice, SpendLimit
+from portal.billing.forms import BillingProfileForm, SpendLimitForm
+from portal.billing.models import BillingProfile, Invoice, SpendLimit
+from portal.billing.profiles import billing_profile_save, can_edit_billing_profile
 from portal.billing.selectors import month_of, month_parse, organisation_usage, recent_months
 from portal.billing.spend import spend_limit_set
 
@@ -71,6 +72,30 @@ def spend_limit(request, slug: str):
     messages.success(request, f"Spend limit set to {limit.monthly_usd} USD per month." if limit
                      else "Spend limit removed.")
     return redirect("billing:organisation", slug=organisation.slug)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def billing_profile(request, slug: str):
+    """Who the organisation's invoices are made out to: its admins edit it, its other members
+    read it (a POST from them: 403), others get 404."""
+    organisation = get_object_or_404(organisations_for(request.user), slug=slug)
+    profile = BillingProfile.objects.filter(organisation=organisation).first()
+    can_edit = can_edit_billing_profile(request.user, organisation)
+    form = BillingProfileForm(instance=profile) if can_edit else None
+    if request.method == "POST":
+        if not can_edit:
+            raise PermissionDenied(f"Only an admin of {organisation.name} can change its billing details.")
+        form = BillingProfileForm(request.POST, instance=profile)
+        if form.is_valid():
+            billing_profile_save(organisation=organisation, by=request.user,
+                                 **{name: form.cleaned_data[name] for name in form.Meta.fields})
+            messages.success(request, "Billing details saved: invoices issued from now on use them; "
+                                      "invoices already issued keep theirs.")
+            return redirect("billing:profile", slug=organisation.slug)
+    return render(request, "billing/profile.html", {
+        "organisation": organisation, "profile": profile, "form": form,
+    }, status=400 if form is not None and form.errors else 200)
 
 
 def _issued_invoice(request, slug: str, number: str) -> Invoice:

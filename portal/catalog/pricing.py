@@ -1,6 +1,6 @@
 """The one money module (pure Python, Decimal only): what a server size costs per hour and per
-month, reseller price lists, and the billing rule of a job (started hours, capped by started
-months at the monthly rate).
+month, reseller price lists, and the one billing rule, of a quoted job and of the metered ledger
+alike (started hours, each calendar month capped at the monthly rate).
 
 The configurator (``portal.quotes.pricing``, prices of catalog rows) and the recommender (prices
 of ``CatalogData``) both price through ``server_price``, so a plan's ``price_hourly_usd`` is the
@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
+from functools import lru_cache
 
 HOURS_PER_MONTH = Decimal("730")  # 365 × 24 / 12, rounded as hosting price lists do
 CENT = Decimal("0.01")
@@ -142,29 +144,39 @@ def billed_hours(train_hours: float, provisioning_hours: float = PROVISIONING_HO
     return max(1, math.ceil(train_hours + provisioning_hours - 1e-9))
 
 
-def started_months(hours: int) -> int:
-    return -(-hours // int(HOURS_PER_MONTH))
+# A quote made before its hand-over is known lays its hours on the calendar from the first
+# instant of a January (months of 31, 28, 31, 30 … days): a job of up to 744 h lies in one month.
+QUOTE_START = datetime(2001, 1, 1, tzinfo=UTC)
 
 
-def billed_total(hourly: Decimal, monthly: Decimal, hours: int) -> tuple[Decimal, bool]:
-    """The rule: ``hours`` started hours at the hourly rate, or the started months at the monthly
-    rate when that is less (a size without a monthly rate: hourly). (total, by the month)."""
-    hourly_total = hourly * hours
-    if monthly > 0:
-        monthly_total = monthly * started_months(hours)
-        if monthly_total < hourly_total:
-            return monthly_total, True
-    return hourly_total, False
+def billed_total(hourly: Decimal, monthly: Decimal, hours: int, *,
+                 start: datetime = QUOTE_START) -> tuple[Decimal, bool]:
+    """The rule, the ledger's own (``metered_charges``): ``hours`` started hours from ``start``
+    at the hourly rate, each calendar month (UTC) capped at the monthly rate (a size without a
+    monthly rate: hourly). (total, capped in some month)."""
+    return _summed(_quoted_months(hourly, monthly, hours, start))
+
+
+@lru_cache(maxsize=4096)  # the recommender prices the same sizes for many job lengths
+def _quoted_months(hourly: Decimal, monthly: Decimal, hours: int, start: datetime) -> tuple:
+    if hours <= 0:
+        return ()
+    return tuple(metered_charges([Metered(start, start + timedelta(hours=hours),
+                                          to_decimal(hourly), to_decimal(monthly))]))
+
+
+def _summed(charges) -> tuple[Decimal, bool]:
+    return sum((c.total for c in charges), Decimal(0)), any(c.by_month for c in charges)
 
 
 @dataclass(frozen=True)
 class JobPrice:
     """What a job costs as billed: every node by the started hour over provisioning and training,
-    or by the started month at the monthly rate when that is cheaper."""
+    each calendar month capped at the monthly rate."""
 
     billed_hours: int
     hourly_total_usd: Decimal
-    monthly_total_usd: Decimal  # 0 for a size without a monthly rate
+    monthly_total_usd: Decimal  # the monthly rate × the calendar months the job touches (0: none)
     total_usd: Decimal
     billing: str  # hourly | monthly
     per_month_usd: Decimal | None  # multi-week jobs: the total spread over the months it runs
@@ -177,15 +189,19 @@ def billed_total_usd(hourly_usd: Decimal, monthly_usd: Decimal, train_hours: flo
 
 
 def job_price(*, hourly_usd: Decimal, monthly_usd: Decimal, train_hours: float,
-              provisioning_hours: float = PROVISIONING_HOURS) -> JobPrice:
+              provisioning_hours: float = PROVISIONING_HOURS,
+              start: datetime = QUOTE_START) -> JobPrice:
     """``hourly_usd`` and ``monthly_usd`` are the whole server size's rates (``server_price``: all
-    nodes); each node is billed the same started hours, so rounding the job's hours rounds each node's."""
+    nodes); each node is billed the same started hours, so rounding the job's hours rounds each
+    node's, and capping the size at its monthly rate caps each node at its share."""
     hours = billed_hours(train_hours, provisioning_hours)
-    total, by_month = billed_total(hourly_usd, monthly_usd, hours)
-    monthly_total = monthly_usd * started_months(hours) if monthly_usd > 0 else ZERO
+    charges = _quoted_months(hourly_usd, monthly_usd, hours, start)
+    total, by_month = _summed(charges)
+    monthly_total = monthly_usd * len(charges) if monthly_usd > 0 else ZERO
     per_month = None
-    if hours >= MULTI_WEEK_HOURS:  # a whole number of months at the monthly rate, else spread
-        per_month = monthly_usd if by_month else money(total * HOURS_PER_MONTH / hours)
+    if hours >= MULTI_WEEK_HOURS:  # the monthly rate when every month is capped, else spread
+        every_month = bool(charges) and all(c.by_month for c in charges)
+        per_month = monthly_usd if every_month else money(total * HOURS_PER_MONTH / hours)
     return JobPrice(hours, hourly_usd * hours, monthly_total, total,
                     "monthly" if by_month else "hourly", per_month)
 
@@ -213,22 +229,19 @@ class MonthCharge:
     by_month: bool
 
 
-def _month_start(moment):
-    return moment.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+def _next_month(moment: datetime) -> datetime:
+    """The first instant of the month after ``moment``'s (a UTC moment)."""
+    if moment.month == 12:
+        return datetime(moment.year + 1, 1, 1, tzinfo=UTC)
+    return datetime(moment.year, moment.month + 1, 1, tzinfo=UTC)
 
 
-def _next_month(moment):
-    start = _month_start(moment)
-    if start.month == 12:
-        return start.replace(year=start.year + 1, month=1)
-    return start.replace(month=start.month + 1)
-
-
-def _micros(delta) -> int:
+def microseconds(delta) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
-def metered_charges(stretches: list[Metered], *, granularity_s: int = 3600) -> list[MonthCharge]:
+def metered_charges(stretches: list[Metered], *, granularity_s: int = 3600,
+                    measured_before_us: int = 0) -> list[MonthCharge]:
     """What one meter (a node of an order, or its bucket) costs per calendar month (UTC).
 
     The measured stretches are laid end to end (a pause, e.g. a failed node waiting for staff,
@@ -237,35 +250,49 @@ def metered_charges(stretches: list[Metered], *, granularity_s: int = 3600) -> l
     change mid-hour never bills that hour twice, and a month boundary mid-hour does not start
     an extra hour: N measured hours cost what ``billed_total`` quotes for N hours. Each month is
     then capped at the monthly rate (weighted by the units at each rate when the price changed
-    within the month), as a quote caps a job at its started months."""
+    within the month). A quote (``billed_total``) is this rule over one stretch of N hours.
+
+    ``measured_before_us``: the meter's measured time before the first stretch given (its
+    earlier months, summed), so that one month is priced without reading the meter's history."""
     unit = granularity_s * 1_000_000
-    months: dict[tuple[int, int], dict] = {}
-    offset = 0  # measured microseconds before this stretch
-    for s in sorted(stretches, key=lambda s: s.start):
+    months: dict[tuple[int, int], list] = {}  # (year, month) → [{rate: units}, units]
+    offset = measured_before_us  # measured microseconds before this stretch
+    for s in sorted(stretches, key=_by_start) if len(stretches) > 1 else stretches:
         if s.end < s.start:
             raise ValueError(f"a usage stretch ends ({s.end}) before it starts ({s.start})")
         if s.start.utcoffset() or s.end.utcoffset():  # calendar months are UTC months
             raise ValueError(f"usage is measured in UTC, got {s.start.isoformat()}")
+        rate = None
         cursor = s.start
         while cursor < s.end:
             piece_end = min(s.end, _next_month(cursor))
-            a, b = offset, offset + _micros(piece_end - cursor)
+            a, b = offset, offset + microseconds(piece_end - cursor)
             units = -(-b // unit) - -(-a // unit)  # units whose start offset falls in [a, b)
             if units:
-                entry = months.setdefault((cursor.year, cursor.month), {"rates": {}, "units": 0})
-                key = (to_decimal(s.hourly) / s.share, to_decimal(s.monthly) / s.share)
-                entry["rates"][key] = entry["rates"].get(key, 0) + units
-                entry["units"] += units
+                rate = rate or (to_decimal(s.hourly) / s.share, to_decimal(s.monthly) / s.share)
+                entry = months.setdefault((cursor.year, cursor.month), [{}, 0])
+                entry[0][rate] = entry[0].get(rate, 0) + units
+                entry[1] += units
             offset, cursor = b, piece_end
-    result = []
-    for month in sorted(months):
-        rates, units = months[month]["rates"], months[month]["units"]
+    return [_month_charge(month, *months[month], granularity_s) for month in sorted(months)]
+
+
+def _by_start(stretch: Metered):
+    return stretch.start
+
+
+def _month_charge(month, rates: dict, units: int, granularity_s: int) -> MonthCharge:
+    """A month's started units at their rates, capped at the monthly rate (weighted by the units
+    at each rate; no cap when a rate has no monthly price)."""
+    if len(rates) == 1:  # one rate all month: the common case, without the weighting
+        [((hourly, monthly), _)] = rates.items()
+        hourly_total = hourly * units if granularity_s == 3600 else hourly * units * granularity_s / 3600
+        cap = monthly if monthly > 0 else None
+    else:
         hourly_total = sum((hourly * n * granularity_s / 3600 for (hourly, _), n in rates.items()),
                            Decimal(0))
         cap = None
         if all(monthly > 0 for (_, monthly) in rates):
             cap = sum((monthly * n for (_, monthly), n in rates.items()), Decimal(0)) / units
-        by_month = cap is not None and cap < hourly_total
-        result.append(MonthCharge(month, units, hourly_total, cap,
-                                  cap if by_month else hourly_total, by_month))
-    return result
+    by_month = cap is not None and cap < hourly_total
+    return MonthCharge(month, units, hourly_total, cap, cap if by_month else hourly_total, by_month)

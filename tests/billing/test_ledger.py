@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from portal.billing.models import UsageInterval
-from portal.billing.selectors import order_cost, usage_costs
+from portal.billing.selectors import as_of, month_of, order_cost, usage_costs
 from portal.billing.services import order_price_change, usage_sync
 from portal.catalog.pricing import job_price
 from portal.core.states import DomainError
@@ -90,15 +90,23 @@ class TestWrittenByTheMoves:
 
 
 class TestPricedAsQuoted:
-    @pytest.mark.parametrize("hours", [1, 5, 21, 300, 730])
-    def test_the_quotes_price_for_n_hours_is_the_ledgers(self, catalog, people, hours):
+    @pytest.mark.parametrize("start", [at(2026, 3, 1, 9, 41), at(2026, 1, 31, 23, 30),
+                                       at(2028, 2, 29, 12)], ids=["march", "january-end", "leap-day"])
+    @pytest.mark.parametrize("hours", [1, 5, 21, 300, 730, 731, 744, 745, 1000, 2000])
+    def test_the_quotes_price_for_n_hours_is_the_ledgers(self, catalog, people, start, hours):
+        """A two-node order used N hours from ``start``: the months' invoice figures (per node
+        and month, to the cent) add up to the quote for N hours from the same hand-over."""
         order = _active(people, node_count=2, network="ib-ndr-400g")
-        start = at(2026, 3, 1, 9, 41)
+        end = start + timedelta(hours=hours)
         usage_sync(order=order, nodes={1: "gpu-a", 2: "gpu-b"}, storage=False, at=start, cause="t")
-        usage_sync(order=order, nodes={}, storage=False, at=start + timedelta(hours=hours), cause="t")
+        usage_sync(order=order, nodes={}, storage=False, at=end, cause="t")
+        months, billed = month_of(start), Decimal(0)
+        while months.start < end:
+            billed += order_cost(order, at=as_of(months, now=end)).so_far
+            months = month_of(months.end)
         quoted = job_price(hourly_usd=order.price_hourly, monthly_usd=order.price_monthly,
-                           train_hours=hours, provisioning_hours=0)
-        assert order_cost(order, at=at(2026, 3, 31)).so_far == quoted.total_usd
+                           train_hours=hours, provisioning_hours=0, start=start)
+        assert billed == quoted.total_usd
 
     def test_a_price_change_mid_hour_on_a_running_order(self, catalog, people):
         order = _active(people)

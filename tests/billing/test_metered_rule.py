@@ -5,7 +5,7 @@ from decimal import Decimal
 
 import pytest
 
-from portal.catalog.pricing import Metered, job_price, metered_charges, money
+from portal.catalog.pricing import QUOTE_START, Metered, billed_total, job_price, metered_charges, money
 
 H, M = Decimal("23.60"), Decimal("12000.00")
 
@@ -18,14 +18,47 @@ def charges(*stretches, granularity_s=3600):
     return {c.month: c for c in metered_charges(list(stretches), granularity_s=granularity_s)}
 
 
-@pytest.mark.parametrize("hours", [1, 2, 7, 21, 100, 333, 508, 509, 729, 730])
-def test_the_ledger_prices_n_hours_as_the_quote_does(hours):
-    quoted = job_price(hourly_usd=H, monthly_usd=M, train_hours=hours, provisioning_hours=0)
-    start = at(2026, 3, 1, 5, 17)
-    [charge] = metered_charges([Metered(start, start + timedelta(hours=hours), H, M)])
-    assert charge.units == quoted.billed_hours == hours
-    assert charge.total == quoted.total_usd
-    assert charge.by_month == (quoted.billing == "monthly")
+# Hand-overs at and around month boundaries: mid-month, the last hour of a 31-day month, a
+# leap February's last day, New Year's Eve, the quote's own start (the first of a January).
+STARTS = [at(2026, 3, 14, 5, 17), at(2026, 1, 31, 23, 30), at(2028, 2, 29, 12), at(2026, 12, 31, 22),
+          QUOTE_START]
+
+
+def _by_brute_force(start: datetime, most: int):
+    """Oracle, independent of the rule's code: the hour starting at start + k h is billed in
+    its calendar month; each month costs min(its hours × H, M). Yields (N, total) for N = 1…most."""
+    hours_in = {}
+    for k in range(most):
+        moment = start + timedelta(hours=k)
+        hours_in[(moment.year, moment.month)] = hours_in.get((moment.year, moment.month), 0) + 1
+        yield k + 1, sum((min(n * H, M) for n in hours_in.values()), Decimal(0))
+
+
+@pytest.mark.parametrize("start", STARTS, ids=lambda s: f"{s:%Y-%m-%d-%H%M}")
+def test_the_quote_for_n_hours_is_the_ledgers_for_n_hours(start):
+    """1 to 2,000 hours: the quote from ``start``, the brute-force rule, and the ledger's charges
+    for the same hours written as two intervals (cut where a price change to the same rate
+    would cut them) agree to the cent."""
+    for hours, expected in _by_brute_force(start, 2000):
+        quoted = job_price(hourly_usd=H, monthly_usd=M, train_hours=hours, provisioning_hours=0,
+                           start=start)
+        assert (quoted.billed_hours, quoted.total_usd) == (hours, expected), hours
+        if hours % 97 == 0 or hours in (1, 671, 672, 696, 720, 730, 731, 743, 744, 745, 1460, 2000):
+            end, cut = start + timedelta(hours=hours), start + timedelta(hours=hours * 0.37)
+            ledger = metered_charges([Metered(start, cut, H, M), Metered(cut, end, H, M)])
+            assert sum((c.total for c in ledger), Decimal(0)) == expected, hours
+            assert quoted.billing == ("monthly" if any(c.by_month for c in ledger) else "hourly")
+
+
+def test_a_31_day_month_of_use_is_one_monthly_rate_in_the_quote_and_the_ledger():
+    """The rule is per calendar month: 744 h in January is capped once (the quote used to charge
+    two started 730-hour months past 730 h); 744 h from mid-January spans two months, each
+    capped on its own, and neither reaches the cap."""
+    whole = job_price(hourly_usd=H, monthly_usd=M, train_hours=744, provisioning_hours=0)
+    assert (whole.total_usd, whole.billing, whole.monthly_total_usd) == (M, "monthly", M)
+    assert billed_total(H, M, 745)[0] == M + H  # one hour of February
+    mid = billed_total(H, M, 744, start=at(2026, 1, 15))[0]
+    assert mid == min(17 * 24 * H, M) + min(14 * 24 * H, M) == 744 * H
 
 
 def test_a_started_hour_is_billed_whole():

@@ -48,8 +48,10 @@ def _cluster(step: StepRun, known: dict[str, Node] | None = None) -> list[Node]:
 
 def stack_downloads(order) -> tuple[NodeStackFiles, ...]:
     steps = _latest_stack_steps(order).values()
-    hostnames = {h for step in steps for h in _recorded_cluster(step)}
-    known = {n.hostname: n for n in Node.objects.filter(hostname__in=hostnames)} if hostnames else {}
+    known = {step.node.hostname: step.node for step in steps}  # read with their steps
+    missing = {h for step in steps for h in _recorded_cluster(step)} - set(known)
+    if missing:
+        known |= {n.hostname: n for n in Node.objects.filter(hostname__in=missing)}
     found = []
     for step in steps:
         cluster = _cluster(step, known)

@@ -23,7 +23,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from portal.accounts.selectors import organisations_for
 from portal.billing.forms import TerminateAtForm
 from portal.billing.models import TerminationDeadline
-from portal.billing.selectors import order_summary
+from portal.billing.selectors import order_summary, price_basis
 from portal.billing.services import order_deadline_set
 from portal.core.keyset import keyset_page
 from portal.core.states import DomainError
@@ -193,7 +193,7 @@ def server_detail(request, reference: str):
         "is_staff": request.user.is_hosting_staff, "storage": storage_for(order),
         "stack_files": stack_downloads(order),
         "ssh_keys": order_ssh_keys(order),
-        "summary": order_summary(order),
+        "summary": order_summary(order, markup=price_basis(request.user, order.organisation)),
         "deadline": TerminationDeadline.objects.filter(order=order).first(),
         **gpu_charts_context(order, range_key=request.GET.get("range"), node=request.GET.get("node")),
     })
@@ -380,5 +380,6 @@ def _detail_context(request, order: Order) -> dict:
         "is_staff": staff,
         "retained": (retained_data_for(order)
                      if order.state in (OrderState.TERMINATING, OrderState.TERMINATED) else None),
-        "summary": order_summary(order) if order.state in BILLED_STATES else None,
+        "summary": (order_summary(order, markup=price_basis(request.user, order.organisation))
+                    if order.state in BILLED_STATES else None),
     }

@@ -98,6 +98,11 @@ def customers_of(reseller: Organisation) -> QuerySet[Organisation]:
     return Organisation.objects.filter(parent=reseller).order_by("name", "pk")
 
 
+def customers_visible_to(user, reseller: Organisation) -> QuerySet[Organisation]:
+    """The reseller's customers ``user`` may see (a reseller's plain member: none)."""
+    return customers_of(reseller).filter(pk__in=organisations_for(user).values("pk"))
+
+
 def can_manage_ssh_keys(user, organisation: Organisation) -> bool:
     """Who adds and removes an organisation's SSH keys: whoever manages its API keys (a
     reseller admin for its organisation and its customers; a customer's members; staff)."""

@@ -46,7 +46,10 @@ def resale_list_of(reseller, customer=None) -> ResalePriceList | None:
             .prefetch_related("items__sku", "items__storage").first())
 
 
-def _as_price_list(row: ResalePriceList) -> PriceList:
+def resale_markup(row: ResalePriceList | None) -> PriceList:
+    """Saved resale prices as the price function applies them (none saved: a markup of 0)."""
+    if row is None:
+        return PriceList(name="resale")
     return PriceList(percent=row.percent, name=f"resale:{row.reseller_id}:{row.customer_id or ''}",
                      items=tuple((item.key, item.percent) for item in row.items.all()))
 
@@ -60,8 +63,7 @@ def resale_markup_for(customer) -> PriceList | None:
     rows = {row.customer_id: row for row in ResalePriceList.objects.filter(
         Q(customer=customer) | Q(customer__isnull=True), reseller_id=customer.parent_id)
         .prefetch_related("items__sku", "items__storage")}
-    row = rows.get(customer.pk) or rows.get(None)
-    return _as_price_list(row) if row else PriceList(name=f"resale:{customer.parent_id}:")
+    return resale_markup(rows.get(customer.pk) or rows.get(None))
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from portal.accounts.selectors import can_manage_api_keys, organisations_for
 from portal.core.crypto import decrypt, encrypt
 from portal.core.forms import add_service_errors
 from portal.webhooks.publish import endpoint_test_send
-from portal.webhooks.selectors import deliveries_of, endpoints_for
+from portal.webhooks.selectors import deliveries_of, endpoints_visible_to
 from portal.webhooks.services import (
     endpoint_create,
     endpoint_delete,
@@ -37,7 +37,8 @@ def _organisation(request, slug: str, *, change: str = ""):
 
 def _endpoint(request, slug: str, reference: str, *, change: str = ""):
     organisation = _organisation(request, slug, change=change)
-    return organisation, get_object_or_404(endpoints_for(request.user, organisation), reference=reference)
+    return organisation, get_object_or_404(endpoints_visible_to(request.user, organisation),
+                                           reference=reference)
 
 
 def _remember_secret(request, reference: str, secret: str) -> None:
@@ -67,7 +68,7 @@ def webhook_list(request, slug: str):
             _remember_secret(request, endpoint.reference, secret)
             return redirect("accounts:webhook", slug=slug, reference=endpoint.reference)
     return render(request, "accounts/webhooks.html", {
-        "organisation": organisation, "endpoints": endpoints_for(request.user, organisation),
+        "organisation": organisation, "endpoints": endpoints_visible_to(request.user, organisation),
         "form": form, "can_manage": can_manage_api_keys(request.user, organisation)},
         status=400 if form.is_bound else 200)
 

@@ -6,7 +6,7 @@ from portal.accounts.selectors import organisations_for
 from portal.webhooks.models import WebhookDelivery, WebhookEndpoint
 
 
-def endpoints_for(user, organisation=None) -> QuerySet[WebhookEndpoint]:
+def endpoints_visible_to(user, organisation=None) -> QuerySet[WebhookEndpoint]:
     """The endpoints of the organisations ``user`` sees (of ``organisation`` only, when given),
     newest first; anyone else's are not there (a 404 where one is looked up)."""
     endpoints = WebhookEndpoint.objects.filter(organisation__in=organisations_for(user))

@@ -17,12 +17,12 @@ from portal.api.v1.views.common import own_organisation
 from portal.api.v1.views.quotes import IDEMPOTENCY_KEY
 from portal.webhooks.models import WebhookEndpoint
 from portal.webhooks.publish import endpoint_test_send
-from portal.webhooks.selectors import deliveries_of, endpoints_for
+from portal.webhooks.selectors import deliveries_of, endpoints_visible_to
 from portal.webhooks.services import endpoint_create, endpoint_delete, endpoint_rotate_secret, endpoint_update
 
 
 def _endpoint(request, reference: str) -> WebhookEndpoint:
-    return get_object_or_404(endpoints_for(request.user), reference=reference)
+    return get_object_or_404(endpoints_visible_to(request.user), reference=reference)
 
 
 def _managed_endpoint(request, reference: str) -> WebhookEndpoint:
@@ -38,7 +38,7 @@ class WebhookListCreateView(generics.GenericAPIView):
     @extend_schema(operation_id="webhooks_list", responses=sw.WebhookEndpointOutputSerializer(many=True),
                    summary="Webhook endpoints, newest first")
     def get(self, request):
-        page = self.paginate_queryset(endpoints_for(request.user))
+        page = self.paginate_queryset(endpoints_visible_to(request.user))
         return self.get_paginated_response(sw.WebhookEndpointOutputSerializer(page, many=True).data)
 
     @extend_schema(operation_id="webhooks_create", request=sw.WebhookEndpointInputSerializer,

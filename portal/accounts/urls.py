@@ -1,6 +1,8 @@
 from django.urls import path
 
-from portal.accounts import views, views_reseller, views_team, views_two_factor, views_webhooks
+from portal.accounts import views, views_team, views_two_factor
+from portal.reseller import views as views_reseller
+from portal.webhooks import views as views_webhooks
 
 app_name = "accounts"
 urlpatterns = [

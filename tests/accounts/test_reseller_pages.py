@@ -86,8 +86,8 @@ def test_a_plain_member_of_the_reseller_gets_403(catalog, people, login):
 
 
 def _cells(html: str, name: str) -> list[str]:
-    row = re.search(rf"<tr>\s*<td class=\"cell-title\" data-label=\"Server\">{re.escape(name)}</td>(.*?)</tr>",
-                    html, re.S)
+    cell = f'<td class="cell-title" data-label="Server">{re.escape(name)}</td>'
+    row = re.search(rf"<tr>\s*{cell}(.*?)</tr>", html, re.S)
     return re.findall(r"\$[\d,]+\.\d\d", row.group(1))
 
 

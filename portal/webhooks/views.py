@@ -11,10 +11,10 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
-from portal.accounts.forms_reseller import WebhookForm
 from portal.accounts.selectors import can_manage_api_keys, organisations_for
 from portal.core.crypto import decrypt, encrypt
 from portal.core.forms import add_service_errors
+from portal.webhooks.forms import WebhookForm
 from portal.webhooks.publish import endpoint_test_send
 from portal.webhooks.selectors import deliveries_of, endpoints_visible_to
 from portal.webhooks.services import (

@@ -10,13 +10,13 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from portal.accounts.forms_reseller import CustomerForm, CustomerRenameForm, ResalePricesForm
 from portal.accounts.models import Organisation
 from portal.accounts.selectors import can_manage_api_keys, customers_visible_to, organisations_for
 from portal.accounts.services import customer_create, customer_update
 from portal.catalog.selectors import resale_list_of, resale_markup, resale_rows
 from portal.catalog.services import resale_prices_drop, resale_prices_set
 from portal.core.forms import add_service_errors
+from portal.reseller.forms import CustomerForm, CustomerRenameForm, ResalePricesForm
 from portal.sizing.catalog_data import price_list_for
 
 

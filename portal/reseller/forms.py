@@ -1,5 +1,5 @@
-"""Forms of a reseller's pages (customers, resale prices) and of an organisation's webhook
-endpoints. They check shape only; the services (the same the API calls) check the rest."""
+"""Forms of a reseller's pages (customers, resale prices). They check shape only; the services
+(the same the API calls) check the rest."""
 
 from decimal import Decimal
 
@@ -7,7 +7,6 @@ from django import forms
 
 from portal.catalog.models import PERCENT_VALIDATORS, RESALE_HELP
 from portal.core.forms import VisibleTextMixin
-from portal.webhooks.events import SUBSCRIBABLE, EventType
 
 
 class CustomerForm(VisibleTextMixin, forms.Form):
@@ -18,21 +17,6 @@ class CustomerForm(VisibleTextMixin, forms.Form):
 
 class CustomerRenameForm(VisibleTextMixin, forms.Form):
     name = forms.CharField(max_length=200)
-
-
-def _event_choices():
-    return [(value, f"{value} — {EventType(value).label}") for value in SUBSCRIBABLE]
-
-
-class WebhookForm(VisibleTextMixin, forms.Form):
-    url = forms.URLField(label="URL", max_length=500, assume_scheme="https",
-                         widget=forms.URLInput(attrs={"placeholder": "https://example.com/hooks/trainyard"}),
-                         help_text="An https:// address we POST each event to, signed with the "
-                                   "endpoint's secret.")
-    event_types = forms.MultipleChoiceField(label="Events", choices=_event_choices,
-                                            initial=SUBSCRIBABLE, widget=forms.CheckboxSelectMultiple)
-    description = forms.CharField(max_length=200, required=False,
-                                  help_text="Optional: what receives it, e.g. “billing sync”.")
 
 
 class ResalePricesForm(forms.Form):

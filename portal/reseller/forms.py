@@ -4,9 +4,15 @@
 from decimal import Decimal
 
 from django import forms
+from django.core.validators import MaxValueValidator, MinValueValidator
 
-from portal.catalog.models import PERCENT_VALIDATORS, RESALE_HELP
+from portal.catalog.models import RESALE_HELP
+from portal.catalog.pricing import MAX_PERCENT, MIN_PERCENT
 from portal.core.forms import VisibleTextMixin
+
+OUT_OF_RANGE = f"Give a markup between {MIN_PERCENT} and {MAX_PERCENT} %%."  # a validator formats it
+PERCENT_VALIDATORS = [MinValueValidator(MIN_PERCENT, message=OUT_OF_RANGE),
+                      MaxValueValidator(MAX_PERCENT, message=OUT_OF_RANGE)]
 
 
 class CustomerForm(VisibleTextMixin, forms.Form):
@@ -33,7 +39,7 @@ class ResalePricesForm(forms.Form):
             self.fields[key] = forms.DecimalField(
                 label="Markup (%)", max_digits=5, decimal_places=2, required=False,
                 validators=PERCENT_VALIDATORS, widget=forms.NumberInput(
-                    attrs={"step": "0.01", "placeholder": "same as everything", "inputmode": "decimal"}))
+                    attrs={"step": "0.01", "placeholder": "—", "inputmode": "decimal"}))
 
     def items(self) -> dict:
         return {key: value for key, value in self.cleaned_data.items() if key != "percent"}

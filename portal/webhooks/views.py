@@ -14,6 +14,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from portal.accounts.selectors import can_manage_api_keys, organisations_for
 from portal.core.crypto import decrypt, encrypt
 from portal.core.forms import add_service_errors
+from portal.webhooks.events import SUBSCRIBABLE
 from portal.webhooks.forms import WebhookForm
 from portal.webhooks.publish import endpoint_test_send
 from portal.webhooks.selectors import deliveries_of, endpoints_visible_to
@@ -69,7 +70,8 @@ def webhook_list(request, slug: str):
             return redirect("accounts:webhook", slug=slug, reference=endpoint.reference)
     return render(request, "accounts/webhooks.html", {
         "organisation": organisation, "endpoints": endpoints_visible_to(request.user, organisation),
-        "form": form, "can_manage": can_manage_api_keys(request.user, organisation)},
+        "form": form, "can_manage": can_manage_api_keys(request.user, organisation),
+        "event_count": len(SUBSCRIBABLE)},
         status=400 if form.is_bound else 200)
 
 

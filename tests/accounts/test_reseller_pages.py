@@ -117,7 +117,8 @@ def test_bad_markups_are_refused_and_nothing_is_lost(catalog, people, login):
                            {"percent": "30", f"sku:{H100_SKU}": "900"})
     assert response.status_code == 400
     html = response.content.decode()
-    assert "Nothing was saved" in html and 'value="900"' in html and 'value="30"' in html
+    assert "Nothing was saved" in html and "between -90 and 500 %" in html
+    assert 'value="900"' in html and 'value="30"' in html
     saved = ResalePriceList.objects.get(reseller=people.reseller, customer=None)
     assert saved.percent == D("25")
     assert [(i.key, i.percent) for i in saved.items.all()] == [(f"sku:{H100_SKU}", D("40"))]

@@ -241,6 +241,24 @@ def order_summary(order, *, at: datetime | None = None, markup: PriceList | None
                         estimate, hours)
 
 
+@dataclass(frozen=True)
+class OrderPrice:
+    """An order's price as one viewer reads it: the frozen quote, or (``marked_up``) the
+    reseller's selling price of it, as the viewer's usage is priced; then without lines, which
+    marked up one by one would not add up to the marked-up rates the usage is billed at."""
+
+    hourly: Decimal
+    monthly: Decimal
+    lines: tuple
+    marked_up: bool
+
+
+def order_price(order, *, markup: PriceList | None = None) -> OrderPrice:
+    if markup is None:
+        return OrderPrice(order.price_hourly, order.price_monthly, tuple(order.price_lines or ()), False)
+    return OrderPrice(*_order_prices(order, markup), (), True)
+
+
 def _order_prices(order, markup: PriceList | None) -> tuple[Decimal, Decimal]:
     """The order's hourly and monthly price, at ``markup``'s prices when given (its server and its
     bucket each marked up as their meters are)."""

@@ -23,7 +23,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from portal.accounts.selectors import organisations_for
 from portal.billing.forms import TerminateAtForm
 from portal.billing.models import TerminationDeadline
-from portal.billing.selectors import order_summary, price_basis
+from portal.billing.selectors import order_price, order_summary, price_basis
 from portal.billing.services import order_deadline_set
 from portal.core.keyset import keyset_page
 from portal.core.states import DomainError
@@ -193,7 +193,7 @@ def server_detail(request, reference: str):
         "is_staff": request.user.is_hosting_staff, "storage": storage_for(order),
         "stack_files": stack_downloads(order),
         "ssh_keys": order_ssh_keys(order),
-        "summary": order_summary(order, markup=price_basis(request.user, order.organisation)),
+        **_priced_for(request, order, summary=True),
         "deadline": TerminationDeadline.objects.filter(order=order).first(),
         **gpu_charts_context(order, range_key=request.GET.get("range"), node=request.GET.get("node")),
     })
@@ -363,6 +363,14 @@ def _retain_until_if_now(order: Order):
     return timezone.now() + timedelta(days=order.storage_retention_days)
 
 
+def _priced_for(request, order: Order, *, summary: bool) -> dict:
+    """The order's price and (``summary``) its cost so far, as the viewer reads them: a
+    reseller's customer's people at the reseller's selling prices (``price_basis``)."""
+    markup = price_basis(request.user, order.organisation)
+    return {"price": order_price(order, markup=markup),
+            "summary": order_summary(order, markup=markup) if summary else None}
+
+
 def _detail_context(request, order: Order) -> dict:
     staff = request.user.is_hosting_staff
     progress = order_progress(order)
@@ -380,6 +388,5 @@ def _detail_context(request, order: Order) -> dict:
         "is_staff": staff,
         "retained": (retained_data_for(order)
                      if order.state in (OrderState.TERMINATING, OrderState.TERMINATED) else None),
-        "summary": (order_summary(order, markup=price_basis(request.user, order.organisation))
-                    if order.state in BILLED_STATES else None),
+        **_priced_for(request, order, summary=order.state in BILLED_STATES),
     }

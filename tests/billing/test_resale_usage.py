@@ -1,6 +1,7 @@
 """A reseller's customer reads its own usage at the reseller's selling prices (its markup on the
 ledger's rates); the reseller and staff read the ledger, and the reseller is invoiced at its cost."""
 
+import re
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
@@ -90,3 +91,14 @@ def test_the_statement_to_rebill_is_at_the_selling_prices(march, people, login):
     rows = login(people.rita).get(
         f"/billing/{people.client_org.slug}/statement.csv?month=2026-03").content.decode().splitlines()
     assert rows[-1].split(",")[5] == str(_selling_hourly(march) * HOURS)
+
+
+def test_the_order_page_prices_the_order_as_its_usage_is_priced(march, people, login):
+    html = login(member_of(people.client_org, username="carol")).get(
+        f"/orders/{march.reference}/").content.decode()
+    price = re.search(r'<p class="price-now"><span class="stat">(.*?)</span>', html).group(1)
+    assert price == usd(_selling_hourly(march))
+    assert "At GPU Resale's prices for you." in html
+    html = login(people.rita).get(f"/orders/{march.reference}/").content.decode()
+    price = re.search(r'<p class="price-now"><span class="stat">(.*?)</span>', html).group(1)
+    assert price == usd(march.price_hourly)

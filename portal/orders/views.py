@@ -20,6 +20,7 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from portal.accounts.models import Organisation
 from portal.accounts.selectors import organisations_for
 from portal.billing.forms import TerminateAtForm
 from portal.billing.models import TerminationDeadline
@@ -74,9 +75,10 @@ def order_list(request):
                        older=request.GET.get("older"), newer=request.GET.get("newer"))
     show_org = len(organisations) > 1 or (request.user.is_hosting_staff and
                                           len({o.organisation_id for o in page}) > 1)
+    reseller = any(o.kind == Organisation.Kind.RESELLER for o in organisations)
     return render(request, "orders/list.html", {
         "page": page, "show_org": show_org, "organisations": organisations if len(organisations) > 1
-        else [], "chosen": chosen})
+        else [], "chosen": chosen, "org_label": "Customer" if reseller else "Organisation"})
 
 
 @login_required

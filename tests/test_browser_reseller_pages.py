@@ -102,7 +102,11 @@ def test_the_webhook_deliveries_and_the_customers_usage(live_server, browser, pe
         expect(page.get_by_text("HTTP 503")).to_be_visible()
         _look(page, "reseller-webhook", width, errors)
         page.goto(f"{base}/orders/?customer={people.client_org.slug}")
+        expect(page.locator("#order-table thead")).to_contain_text("Customer")
         _look(page, "reseller-orders", width, errors)
+        page.goto(f"{base}/billing/{people.reseller.slug}/")
+        expect(page.locator("#customer-table")).to_contain_text("They pay so far")
+        _look(page, "reseller-billing", width, errors)
         context.close()
         context, page, errors = signed_in_page(browser, base, "carol", width=width,
                                                timeout_ms=PAGE_TIMEOUT_MS)

@@ -305,6 +305,26 @@ def organisation_usage(organisation, *, period: Period | None = None, now: datet
     return OrganisationUsage(period, rows)
 
 
+@dataclass(frozen=True)
+class CustomerMonth:
+    """A reseller's customer's month side by side: at the reseller's cost (what it is invoiced)
+    and at the reseller's selling prices (what it re-bills)."""
+
+    customer: object
+    cost: OrganisationUsage
+    price: OrganisationUsage
+
+    @property
+    def margin(self) -> Decimal:
+        return money(self.price.so_far - self.cost.so_far)
+
+
+def customer_months(customers, *, period: Period) -> list[CustomerMonth]:
+    return [CustomerMonth(child, organisation_usage(child, period=period),
+                          organisation_usage(child, period=period, markup=resale_markup_for(child)))
+            for child in customers]
+
+
 def recent_months(current: Period, count: int = 12) -> list[Period]:
     """``current`` and the ``count - 1`` months before it, newest first."""
     months = [current]

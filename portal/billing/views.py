@@ -14,6 +14,7 @@ from portal.billing.documents import invoice_context, invoice_csv, invoice_pdf, 
 from portal.billing.forms import SpendLimitForm
 from portal.billing.models import Invoice, SpendLimit
 from portal.billing.selectors import (
+    customer_months,
     month_of,
     month_parse,
     organisation_usage,
@@ -48,8 +49,8 @@ def organisation_billing(request, slug: str):
         "organisation": organisation,
         "usage": organisation_usage(organisation, period=period,
                                     markup=price_basis(request.user, organisation)),
-        "customers": [(child, organisation_usage(child, period=period))
-                      for child in organisations_for(request.user).filter(parent=organisation)],
+        "customers": customer_months(organisations_for(request.user).filter(parent=organisation),
+                                     period=period),
         "error": error, "is_current": period == this_month, "months": recent_months(this_month),
         "invoices": (Invoice.objects.filter(organisation=organisation, state=Invoice.State.ISSUED)[:24]
                      if can_manage_api_keys(request.user, organisation) else None),

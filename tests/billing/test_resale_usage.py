@@ -102,3 +102,13 @@ def test_the_order_page_prices_the_order_as_its_usage_is_priced(march, people, l
     html = login(people.rita).get(f"/orders/{march.reference}/").content.decode()
     price = re.search(r'<p class="price-now"><span class="stat">(.*?)</span>', html).group(1)
     assert price == usd(march.price_hourly)
+
+
+def test_the_resellers_billing_page_shows_each_customers_cost_price_and_margin(march, people, login):
+    html = login(people.rita).get(f"/billing/{people.reseller.slug}/?month=2026-03").content.decode()
+    row = re.search(r'<table class="table titled" id="customer-table">.*?</table>', html, re.S).group(0)
+    cost, selling = march.price_hourly * HOURS, _selling_hourly(march) * HOURS
+    labels = "Your cost so far|They pay so far|Your margin"
+    cells = re.findall(rf'data-label="({labels})" class="num">([^<]*)<', row)
+    assert cells == [("Your cost so far", usd(cost)), ("They pay so far", usd(selling)),
+                     ("Your margin", usd(selling - cost))]

@@ -370,7 +370,7 @@ class ResalePriceList(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"Resale prices of {self.reseller_id} for {self.customer_id or 'every customer'}"
+        return f"Resale prices of {self.reseller} for {self.customer or 'every customer'}"
 
 
 RESALE_TARGETS = ("sku", "storage")

@@ -6,7 +6,7 @@ from decimal import Decimal
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
-from portal.accounts.models import Organisation
+from portal.accounts.models import Organisation, User
 from portal.catalog.models import PriceList as PriceListRow
 from portal.catalog.models import ResalePriceList
 from portal.catalog.pricing import PriceList, resale
@@ -78,3 +78,14 @@ def test_the_cost_is_the_resellers_price_list(catalog, people):
     cost_list = price_list_for(people.reseller)
     row = resale(f"sku:{H100_SKU}", D("10.00"), cost_list=cost_list, markup=PriceList(percent=D("10")))
     assert (row.cost, row.price) == (D("12.00"), D("13.20"))
+
+
+def test_staff_read_resale_prices_in_the_admin_and_cannot_change_them(catalog, people, login):
+    row = resale_prices_set(reseller=people.reseller, percent="25", items={f"sku:{H100_SKU}": "40"})
+    client = login(User.objects.create_superuser("root", "root@example.com", "pw"))
+    assert b"GPU Resale" in client.get("/admin/catalog/resalepricelist/").content
+    page = client.get(f"/admin/catalog/resalepricelist/{row.pk}/change/")
+    assert page.status_code == 200 and b"40.00" in page.content
+    client.post(f"/admin/catalog/resalepricelist/{row.pk}/change/", {"percent": "99"})
+    row.refresh_from_db()
+    assert row.percent == D("25")

@@ -259,13 +259,21 @@ def order_price(order, *, markup: PriceList | None = None) -> OrderPrice:
     return OrderPrice(*_order_prices(order, markup), (), True)
 
 
-def _order_prices(order, markup: PriceList | None) -> tuple[Decimal, Decimal]:
+def marked_up_hourly(orders, *, markup: PriceList) -> None:
+    """Sets ``marked_up_hourly`` on each of ``orders`` (a page of a list, with their price lines):
+    its hourly price at ``markup``'s prices, as ``order_price`` gives it. One query."""
+    keys = _meter_keys([o.pk for o in orders])
+    for order in orders:
+        order.marked_up_hourly = _order_prices(order, markup, keys)[0]
+
+
+def _order_prices(order, markup: PriceList | None, keys=None) -> tuple[Decimal, Decimal]:
     """The order's hourly and monthly price, at ``markup``'s prices when given (its server and its
     bucket each marked up as their meters are)."""
     if markup is None:
         return order.price_hourly, order.price_monthly
     rates = order_rates(order)
-    keys = _meter_keys([order.pk])
+    keys = keys or _meter_keys([order.pk])
     node, storage = keys[(order.pk, UsageInterval.Kind.NODE)], keys[(order.pk, UsageInterval.Kind.STORAGE)]
     return (markup.unit(node, rates.nodes_hourly) + markup.unit(storage, rates.storage_hourly),
             markup.unit(node, rates.nodes_monthly) + markup.unit(storage, rates.storage_monthly))

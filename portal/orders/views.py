@@ -24,14 +24,20 @@ from portal.accounts.models import Organisation
 from portal.accounts.selectors import organisations_for
 from portal.billing.forms import TerminateAtForm
 from portal.billing.models import TerminationDeadline
-from portal.billing.selectors import order_price, order_summary, price_basis
+from portal.billing.selectors import marked_up_hourly, order_price, order_summary, price_basis
 from portal.billing.services import order_deadline_set
 from portal.core.keyset import keyset_page
 from portal.core.states import DomainError
 from portal.orders import services as order_services
 from portal.orders.forms import CancelForm, StaffCancelForm, TerminateForm
 from portal.orders.models import Order
-from portal.orders.selectors import order_history, order_rows_for, orders_for, plan_fit
+from portal.orders.selectors import (
+    LIST_ROW_UNUSED,
+    order_history,
+    order_rows_for,
+    orders_for,
+    plan_fit,
+)
 from portal.orders.states import ORDER_TRANSITIONS, OrderState, QuoteAlreadyOrdered
 from portal.quotes.selectors import quote_for_user, stock_note
 from provisioning import fulfilment
@@ -71,8 +77,13 @@ def order_list(request):
     chosen = request.GET.get("customer", "")
     if chosen:
         orders = orders.filter(organisation__slug=chosen)
+    markup = (price_basis(request.user, organisations[0]) if len(organisations) == 1 else None)
+    if markup is not None:  # a reseller's customer: its prices are marked up from the lines
+        orders = orders.defer(None).defer(*(f for f in LIST_ROW_UNUSED if f != "price_lines"))
     page = keyset_page(orders, field="created_at", size=ORDERS_PER_PAGE,
                        older=request.GET.get("older"), newer=request.GET.get("newer"))
+    if markup is not None:
+        marked_up_hourly(page.rows, markup=markup)
     show_org = len(organisations) > 1 or (request.user.is_hosting_staff and
                                           len({o.organisation_id for o in page}) > 1)
     reseller = any(o.kind == Organisation.Kind.RESELLER for o in organisations)

@@ -112,3 +112,13 @@ def test_the_resellers_billing_page_shows_each_customers_cost_price_and_margin(m
     cells = re.findall(rf'data-label="({labels})" class="num">([^<]*)<', row)
     assert cells == [("Your cost so far", usd(cost)), ("They pay so far", usd(selling)),
                      ("Your margin", usd(selling - cost))]
+
+
+def test_the_order_list_prices_a_customers_orders_at_the_selling_price(march, people, login):
+    second = make_order(people.client_org, state=OrderState.ACTIVE, **SMALL)
+    html = login(member_of(people.client_org, username="carol")).get("/orders/").content.decode()
+    prices = re.findall(r'<td data-label="Price" class="num">([^<]*)</td>', html)
+    assert prices == [f"{usd(_selling_hourly(second))}/h", f"{usd(_selling_hourly(march))}/h"]
+    html = login(people.rita).get(f"/orders/?customer={people.client_org.slug}").content.decode()
+    prices = re.findall(r'<td data-label="Price" class="num">([^<]*)</td>', html)
+    assert prices == [f"{usd(second.price_hourly)}/h", f"{usd(march.price_hourly)}/h"]

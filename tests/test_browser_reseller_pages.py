@@ -116,7 +116,7 @@ def test_the_webhook_deliveries_and_the_customers_usage(live_server, browser, pe
         expect(page.locator("td[data-label='So far'] strong").first).to_have_text(usd(selling * hours))
         _look(page, "customer-billing-selling", width, errors)
         page.goto(f"{base}/orders/{order.reference}/")
-        expect(page.locator(".price-now .stat")).to_have_text(usd(selling))
+        expect(page.locator("#price-title ~ .price-now .stat")).to_have_text(usd(selling))
         _look(page, "customer-order-selling", width, errors)
         page.goto(f"{base}/orders/")
         expect(page.locator("#order-table td[data-label='Price']")).to_have_text(f"{usd(selling)}/h")

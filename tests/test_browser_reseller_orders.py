@@ -31,7 +31,7 @@ def test_the_reseller_sees_and_filters_by_customer(live_server, browser, people,
         expect(table).to_contain_text(people.client_org.name)
         expect(table).to_contain_text(theirs.reference)
         expect(table).to_contain_text(own.reference)
-        page.get_by_label("Organisation").select_option(people.client_org.slug)
+        page.get_by_label("Customer", exact=True).select_option(people.client_org.slug)
         page.get_by_role("button", name="Show").click()
         expect(table).to_contain_text(theirs.reference)
         expect(table).not_to_contain_text(own.reference)

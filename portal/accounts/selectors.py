@@ -82,8 +82,25 @@ def acting_organisation(user, *, customer: str = "") -> Organisation | None:
     return organisations_for(user).filter(slug=customer, parent__isnull=False).first()
 
 
+def acts_for_reseller_of(user, organisation: Organisation) -> bool:
+    """Whether ``user`` looks at ``organisation`` (a reseller's customer) as its reseller does:
+    staff, the reseller's keys and the reseller's members. A customer's own members and keys
+    do not."""
+    if not organisation.parent_id or not user.is_authenticated:
+        return False
+    if isinstance(user, ApiKeyPrincipal):
+        return user.organisation.pk == organisation.parent_id
+    return user.is_hosting_staff or Membership.objects.filter(
+        user=user, organisation_id=organisation.parent_id).exists()
+
+
 def customers_of(reseller: Organisation) -> QuerySet[Organisation]:
     return Organisation.objects.filter(parent=reseller).order_by("name", "pk")
+
+
+def customers_visible_to(user, reseller: Organisation) -> QuerySet[Organisation]:
+    """The reseller's customers ``user`` may see (a reseller's plain member: none)."""
+    return customers_of(reseller).filter(pk__in=organisations_for(user).values("pk"))
 
 
 def can_manage_ssh_keys(user, organisation: Organisation) -> bool:

@@ -21,6 +21,7 @@ from portal.accounts.services import api_key_issue, api_key_revoke
 from portal.accounts.team_pages import team_section
 from portal.catalog.selectors import sku_list
 from portal.core.crypto import decrypt, encrypt
+from portal.core.forms import add_service_errors
 from portal.core.units import usd
 from portal.quotes.pricing import unit_price
 from portal.sizing.catalog_data import price_list_for
@@ -159,9 +160,7 @@ def _add_key(request, form, **owner) -> SSHKey | None:
         return ssh_keys.ssh_key_add(public_key=form.cleaned_data["public_key"],
                                     name=form.cleaned_data["name"], by=request.user, **owner)
     except ValidationError as exc:
-        for field, errors in exc.message_dict.items():
-            for error in errors:
-                form.add_error(field if field in form.fields else None, error)
+        add_service_errors(form, exc)
         return None
 
 

@@ -27,6 +27,7 @@ from portal.accounts.forms import (
 from portal.accounts.models import Membership, User
 from portal.accounts.selectors import organisations_for
 from portal.accounts.views import organisation_context
+from portal.core.forms import add_service_errors
 
 BACKEND = "django.contrib.auth.backends.ModelBackend"
 
@@ -46,12 +47,6 @@ def _members_url(organisation) -> str:
     return reverse("accounts:organisation", args=[organisation.slug]) + "#members"
 
 
-def _add_errors(form, exc: ValidationError) -> None:
-    for name, errors in exc.message_dict.items():
-        for error in errors:
-            form.add_error(name if name in form.fields else None, error)
-
-
 # --- managing members ---------------------------------------------------------------------------
 @login_required
 @require_POST
@@ -66,7 +61,7 @@ def member_invite(request, slug):
             messages.error(request, str(exc))
             return redirect(_members_url(organisation))
         except ValidationError as exc:
-            _add_errors(form, exc)
+            add_service_errors(form, exc)
         else:
             messages.success(request, f"Invitation sent to {invitation.email}: the link works for "
                                       f"{settings.INVITATION_VALID_DAYS} days.")
@@ -152,7 +147,7 @@ def invitation_accept(request, token: str):
         except PermissionDenied as exc:  # another account than the invited address's
             wrong_account = str(exc)
         except ValidationError as exc:
-            _add_errors(form, exc)
+            add_service_errors(form, exc)
     status = 410 if problem and invitation is not None else 404 if problem else \
         403 if wrong_account and request.method == "POST" else (400 if form.is_bound else 200)
     return render(request, "accounts/invitation.html", {
@@ -186,7 +181,7 @@ def email_change(request):
             new_email = team.email_change_request(user=request.user,
                                                   new_email=form.cleaned_data["email"])
         except ValidationError as exc:
-            _add_errors(form, exc)
+            add_service_errors(form, exc)
         else:
             messages.success(request, f"We sent a link to {new_email}; your address changes when "
                                       f"you follow it.")
@@ -228,7 +223,7 @@ def signup(request):
         try:
             user = team.signup(**data)
         except ValidationError as exc:
-            _add_errors(form, exc)
+            add_service_errors(form, exc)
         else:
             return render(request, "accounts/signup_sent.html", {"email": user.email})
     return render(request, "accounts/signup.html", {"form": form},

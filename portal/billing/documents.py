@@ -46,7 +46,8 @@ def invoice_csv(invoice: Invoice) -> str:
 
 def usage_statement_csv(organisation, usage) -> str:
     """A month's usage of one organisation (e.g. a reseller's customer, to re-bill): a row per
-    order meter at the prices it was ordered at, and the total."""
+    order meter at the prices of ``usage`` (a reseller's customer's: the reseller's selling
+    prices), and the total."""
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(["organisation", "month", "order", "item", "billed_hours", "amount", "currency"])

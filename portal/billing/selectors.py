@@ -16,8 +16,11 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
+from portal.accounts.selectors import acts_for_reseller_of
 from portal.billing.models import UsageInterval
-from portal.catalog.pricing import Metered, job_price, metered_charges, microseconds, money
+from portal.billing.services import order_rates
+from portal.catalog.pricing import Metered, PriceList, job_price, metered_charges, microseconds, money
+from portal.catalog.selectors import resale_markup_for
 from portal.orders.models import Order
 
 ZERO = Decimal("0.00")
@@ -95,6 +98,39 @@ class _Row(NamedTuple):
     measured_before_us: int
 
 
+def price_basis(viewer, organisation) -> PriceList | None:
+    """The markup ``viewer`` reads ``organisation``'s usage with. A reseller's customer's own
+    members and keys see what the reseller charges them: its resale markup on the ledger's
+    rates. Everyone else (the reseller, staff, an organisation with no reseller) sees the ledger
+    as it is invoiced: None."""
+    if not organisation.parent_id or acts_for_reseller_of(viewer, organisation):
+        return None
+    return resale_markup_for(organisation)
+
+
+def _meter_keys(order_ids) -> dict[tuple[int, str], str]:
+    """(order id, meter kind) → the key a resale markup names it by: a node bills its order's
+    server (SKU), the bucket its storage provider."""
+    rows = Order.objects.filter(pk__in=list(order_ids)).values_list(
+        "pk", "sku__slug", "storage_provider__slug")
+    keys = {}
+    for pk, sku, storage in rows:
+        keys[(pk, UsageInterval.Kind.NODE)] = f"sku:{sku}"
+        keys[(pk, UsageInterval.Kind.STORAGE)] = f"storage:{storage}"
+    return keys
+
+
+def _marked_up(rows, markup: PriceList | None):
+    """``rows`` (with order_id, kind, hourly, monthly) at ``markup``'s prices; as they are
+    without one."""
+    if markup is None:
+        return list(rows)
+    rows = list(rows)
+    keys = _meter_keys({r.order_id for r in rows})
+    return [r._replace(hourly=markup.unit(keys[(r.order_id, r.kind)], r.hourly),
+                       monthly=markup.unit(keys[(r.order_id, r.kind)], r.monthly)) for r in rows]
+
+
 def _measured_before(first: _Row, period: Period) -> int:
     """The meter's measured time before ``period``, from its first interval in the month (which
     may have begun in an earlier month)."""
@@ -116,11 +152,12 @@ def _month_total(rows, period: Period, until: datetime, before_us: int) -> tuple
 
 
 def usage_costs(*, order_ids=None, organisation_id: int | None = None, organisation_ids=None,
-                at: datetime | None = None) -> list[OrderCost]:
+                at: datetime | None = None, markup: PriceList | None = None) -> list[OrderCost]:
     """Cost so far and forecast for the month of ``at`` (default now), per order and meter:
     the orders ``order_ids``, or every order of ``organisation_id`` (or of ``organisation_ids``)
-    with usage this month. One query, whatever the history: the month's intervals (each
-    carries its meter's measured time before it, which decides where its billing units start)."""
+    with usage this month; ``markup``: at a reseller's selling prices (``price_basis``). One
+    query, whatever the history: the month's intervals (each carries its meter's measured time
+    before it, which decides where its billing units start)."""
     at = (at or timezone.now()).astimezone(UTC)
     period = month_of(at)
     in_month = UsageInterval.objects.filter(Q(ended_at=None) | Q(ended_at__gt=period.start),
@@ -133,7 +170,7 @@ def usage_costs(*, order_ids=None, organisation_id: int | None = None, organisat
         in_month = in_month.filter(order__organisation_id__in=list(organisation_ids))
     grouped = defaultdict(list)
     rows = in_month.order_by("order_id", "kind", "meter", "started_at").values_list(*_Row._fields)
-    for row in map(_Row._make, rows):
+    for row in _marked_up(map(_Row._make, rows), markup):
         grouped[(row.order_id, row.kind, row.meter)].append(row)
     costs: dict[int, OrderCost] = {}
     for (order_id, kind, meter), meter_rows in sorted(grouped.items()):
@@ -149,8 +186,8 @@ def usage_costs(*, order_ids=None, organisation_id: int | None = None, organisat
     return list(costs.values())
 
 
-def order_cost(order, *, at: datetime | None = None) -> OrderCost:
-    costs = usage_costs(order_ids=[order.pk], at=at)
+def order_cost(order, *, at: datetime | None = None, markup: PriceList | None = None) -> OrderCost:
+    costs = usage_costs(order_ids=[order.pk], at=at, markup=markup)
     return costs[0] if costs else OrderCost(order.pk)
 
 
@@ -183,12 +220,13 @@ class OrderSummary:
     estimate_hours: int | None
 
 
-def order_summary(order, *, at: datetime | None = None) -> OrderSummary:
+def order_summary(order, *, at: datetime | None = None, markup: PriceList | None = None) -> OrderSummary:
     """This month's cost so far and forecast, the whole order's cost to now, and beside it the
-    price the sizing wizard estimated for the job (when it was sized in the wizard)."""
+    price the sizing wizard estimated for the job (when it was sized in the wizard); ``markup``:
+    at a reseller's selling prices (``price_basis``)."""
     at = (at or timezone.now()).astimezone(UTC)
-    rows = list(UsageInterval.objects.filter(order=order, started_at__lt=at)
-                .order_by("kind", "meter", "started_at"))
+    rows = _marked_up(map(_Row._make, UsageInterval.objects.filter(order=order, started_at__lt=at)
+                          .order_by("kind", "meter", "started_at").values_list(*_Row._fields)), markup)
     lifetime = Decimal(0)
     by_meter = defaultdict(list)
     for row in rows:
@@ -202,10 +240,49 @@ def order_summary(order, *, at: datetime | None = None) -> OrderSummary:
     estimate = hours = None
     train_hours = (order.plan or {}).get("train_hours")
     if isinstance(train_hours, int | float) and train_hours >= 0:
-        job = job_price(hourly_usd=order.price_hourly, monthly_usd=order.price_monthly,
-                        train_hours=float(train_hours))
+        hourly, monthly = _order_prices(order, markup)
+        job = job_price(hourly_usd=hourly, monthly_usd=monthly, train_hours=float(train_hours))
         estimate, hours = job.total_usd, job.billed_hours
-    return OrderSummary(month_of(at), order_cost(order, at=at), money(lifetime), estimate, hours)
+    return OrderSummary(month_of(at), order_cost(order, at=at, markup=markup), money(lifetime),
+                        estimate, hours)
+
+
+@dataclass(frozen=True)
+class OrderPrice:
+    """An order's price as one viewer reads it: the frozen quote, or (``marked_up``) the
+    reseller's selling price of it, as the viewer's usage is priced; then without lines, which
+    marked up one by one would not add up to the marked-up rates the usage is billed at."""
+
+    hourly: Decimal
+    monthly: Decimal
+    lines: tuple
+    marked_up: bool
+
+
+def order_price(order, *, markup: PriceList | None = None) -> OrderPrice:
+    if markup is None:
+        return OrderPrice(order.price_hourly, order.price_monthly, tuple(order.price_lines or ()), False)
+    return OrderPrice(*_order_prices(order, markup), (), True)
+
+
+def marked_up_hourly(orders, *, markup: PriceList) -> None:
+    """Sets ``marked_up_hourly`` on each of ``orders`` (a page of a list, with their price lines):
+    its hourly price at ``markup``'s prices, as ``order_price`` gives it. One query."""
+    keys = _meter_keys([o.pk for o in orders])
+    for order in orders:
+        order.marked_up_hourly = _order_prices(order, markup, keys)[0]
+
+
+def _order_prices(order, markup: PriceList | None, keys=None) -> tuple[Decimal, Decimal]:
+    """The order's hourly and monthly price, at ``markup``'s prices when given (its server and its
+    bucket each marked up as their meters are)."""
+    if markup is None:
+        return order.price_hourly, order.price_monthly
+    rates = order_rates(order)
+    keys = keys or _meter_keys([order.pk])
+    node, storage = keys[(order.pk, UsageInterval.Kind.NODE)], keys[(order.pk, UsageInterval.Kind.STORAGE)]
+    return (markup.unit(node, rates.nodes_hourly) + markup.unit(storage, rates.storage_hourly),
+            markup.unit(node, rates.nodes_monthly) + markup.unit(storage, rates.storage_monthly))
 
 
 @dataclass(frozen=True)
@@ -230,15 +307,36 @@ class OrganisationUsage:
         return money(self.so_far - self.storage)
 
 
-def organisation_usage(organisation, *, period: Period | None = None,
-                       now: datetime | None = None) -> OrganisationUsage:
-    """An organisation's month by order, node and storage (default: the current month)."""
+def organisation_usage(organisation, *, period: Period | None = None, now: datetime | None = None,
+                       markup: PriceList | None = None) -> OrganisationUsage:
+    """An organisation's month by order, node and storage (default: the current month);
+    ``markup``: at a reseller's selling prices (``price_basis``)."""
     period = period or month_of(now or timezone.now())
-    costs = usage_costs(organisation_id=organisation.pk, at=as_of(period, now=now))
+    costs = usage_costs(organisation_id=organisation.pk, at=as_of(period, now=now), markup=markup)
     orders = (Order.objects.select_related("sku").only("reference", "state", "node_count", "sku__name")
               .in_bulk([c.order_id for c in costs]))
     rows = sorted(((orders[c.order_id], c) for c in costs), key=lambda pair: -pair[1].so_far)
     return OrganisationUsage(period, rows)
+
+
+@dataclass(frozen=True)
+class CustomerMonth:
+    """A reseller's customer's month side by side: at the reseller's cost (what it is invoiced)
+    and at the reseller's selling prices (what it re-bills)."""
+
+    customer: object
+    cost: OrganisationUsage
+    price: OrganisationUsage
+
+    @property
+    def margin(self) -> Decimal:
+        return money(self.price.so_far - self.cost.so_far)
+
+
+def customer_months(customers, *, period: Period) -> list[CustomerMonth]:
+    return [CustomerMonth(child, organisation_usage(child, period=period),
+                          organisation_usage(child, period=period, markup=resale_markup_for(child)))
+            for child in customers]
 
 
 def recent_months(current: Period, count: int = 12) -> list[Period]:

@@ -14,8 +14,16 @@ from portal.billing.documents import invoice_context, invoice_csv, invoice_pdf, 
 from portal.billing.forms import BillingProfileForm, SpendLimitForm
 from portal.billing.models import BillingProfile, Invoice, SpendLimit
 from portal.billing.profiles import billing_profile_save, can_edit_billing_profile
-from portal.billing.selectors import month_of, month_parse, organisation_usage, recent_months
+from portal.billing.selectors import (
+    customer_months,
+    month_of,
+    month_parse,
+    organisation_usage,
+    price_basis,
+    recent_months,
+)
 from portal.billing.spend import spend_limit_set
+from portal.catalog.selectors import resale_markup_for
 
 
 @login_required
@@ -39,9 +47,11 @@ def organisation_billing(request, slug: str):
         except ValueError as exc:
             error = str(exc)
     return render(request, "billing/organisation.html", {
-        "organisation": organisation, "usage": organisation_usage(organisation, period=period),
-        "customers": [(child, organisation_usage(child, period=period))
-                      for child in organisations_for(request.user).filter(parent=organisation)],
+        "organisation": organisation,
+        "usage": organisation_usage(organisation, period=period,
+                                    markup=price_basis(request.user, organisation)),
+        "customers": customer_months(organisations_for(request.user).filter(parent=organisation),
+                                     period=period),
         "error": error, "is_current": period == this_month, "months": recent_months(this_month),
         "invoices": (Invoice.objects.filter(organisation=organisation, state=Invoice.State.ISSUED)[:24]
                      if can_manage_api_keys(request.user, organisation) else None),
@@ -65,7 +75,8 @@ def spend_limit(request, slug: str):
     if not form.is_valid():
         this_month = month_of(timezone.now())
         return render(request, "billing/organisation.html", {
-            "organisation": organisation, "usage": organisation_usage(organisation), "error": "",
+            "organisation": organisation, "error": "",
+            "usage": organisation_usage(organisation, markup=price_basis(request.user, organisation)),
             "is_current": True, "months": recent_months(this_month), "invoices": None,
             **_limit_context(request, organisation, form)}, status=400)
     limit = spend_limit_set(organisation=organisation, monthly_usd=form.cleaned_data["monthly_usd"])
@@ -138,13 +149,14 @@ def invoice_csv_download(request, slug: str, number: str):
 @login_required
 @require_GET
 def usage_statement(request, slug: str):
-    """The month's usage of an organisation as CSV (a reseller re-bills its customer from it)."""
+    """The month's usage of an organisation as CSV; a reseller's customer's at the reseller's
+    selling prices (the reseller re-bills its customer from it)."""
     organisation = get_object_or_404(organisations_for(request.user), slug=slug)
     try:
         period = month_parse(request.GET["month"]) if request.GET.get("month") else None
     except ValueError as exc:
         return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
-    usage = organisation_usage(organisation, period=period)
+    usage = organisation_usage(organisation, period=period, markup=resale_markup_for(organisation))
     response = HttpResponse(usage_statement_csv(organisation, usage), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = (f'attachment; filename="{organisation.slug}-'
                                        f'{usage.period.start:%Y-%m}.csv"')

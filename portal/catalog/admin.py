@@ -6,6 +6,8 @@ from portal.catalog.models import (
     NvmeOption,
     PriceList,
     PriceListItem,
+    ResalePriceItem,
+    ResalePriceList,
     ServerSKU,
     StackOption,
     StorageProvider,
@@ -69,3 +71,28 @@ class PriceListAdmin(admin.ModelAdmin):
     @admin.display(description="items")
     def item_count(self, obj):
         return obj.items.count()
+
+
+class ResalePriceItemInline(admin.TabularInline):
+    model = ResalePriceItem
+    extra = 0
+    fields = ("sku", "storage", "percent")
+    readonly_fields = fields
+    can_delete = False
+
+
+@admin.register(ResalePriceList)
+class ResalePriceListAdmin(admin.ModelAdmin):
+    """What a reseller charges its customers, set by the reseller on its pages (read-only here:
+    it changes only what its customers see of their usage, never what it is invoiced)."""
+
+    list_display = ("reseller", "customer", "percent", "updated_at", "updated_by")
+    search_fields = ("reseller__name", "reseller__slug", "customer__name")
+    readonly_fields = ("reseller", "customer", "percent", "updated_at", "updated_by")
+    inlines = [ResalePriceItemInline]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

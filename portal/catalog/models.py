@@ -1,5 +1,6 @@
 from decimal import Decimal
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
@@ -335,3 +336,71 @@ class PriceListItem(models.Model):
         named = [t for t in self.TARGETS if getattr(self, f"{t}_id")]
         if len(named) != 1:
             raise ValidationError("Choose exactly one SKU or option for this item.")
+
+
+RESALE_HELP = "+25 charges customers 25 % over your cost; −5 sells 5 % under it."
+
+
+class ResalePriceList(models.Model):
+    """What a reseller charges its customers: a markup (or discount) in percent on its own cost
+    (its PriceList applied to the list prices), one for everything and one per SKU or storage
+    provider; for every customer (``customer`` empty) or for one customer, which then has its
+    own. A SKU's markup covers its whole server (the server and its per-node NVMe and network),
+    as the usage ledger meters it; storage is metered and marked up on its own. Only what the
+    reseller's customers see of their usage changes: the reseller is invoiced at its cost."""
+
+    reseller = models.ForeignKey("accounts.Organisation", on_delete=models.CASCADE,
+                                 related_name="resale_price_lists", limit_choices_to={"kind": "reseller"})
+    customer = models.ForeignKey("accounts.Organisation", null=True, blank=True,
+                                 on_delete=models.CASCADE, related_name="resale_price_list_as_customer",
+                                 help_text="Empty: every customer without its own prices.")
+    percent = models.DecimalField("everything else (%)", max_digits=5, decimal_places=2, default=0,
+                                  validators=PERCENT_VALIDATORS, help_text=RESALE_HELP)
+    updated_at = models.DateTimeField(auto_now=True)
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+
+    class Meta:
+        ordering = ["reseller_id", "customer_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["reseller"], condition=Q(customer__isnull=True),
+                                    name="one_default_resale_list_per_reseller"),
+            models.UniqueConstraint(fields=["reseller", "customer"], condition=Q(customer__isnull=False),
+                                    name="one_resale_list_per_customer"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Resale prices of {self.reseller} for {self.customer or 'every customer'}"
+
+
+RESALE_TARGETS = ("sku", "storage")
+
+
+class ResalePriceItem(models.Model):
+    """A markup on one SKU (its whole server) or one storage provider (exactly one of them)."""
+
+    TARGETS = RESALE_TARGETS
+
+    resale_list = models.ForeignKey(ResalePriceList, on_delete=models.CASCADE, related_name="items")
+    sku = models.ForeignKey(ServerSKU, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    storage = models.ForeignKey(StorageProvider, null=True, blank=True, on_delete=models.CASCADE,
+                                related_name="+")
+    percent = models.DecimalField("markup (%)", max_digits=5, decimal_places=2,
+                                  validators=PERCENT_VALIDATORS, help_text=RESALE_HELP)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(sku__isnull=False, storage__isnull=True)
+                                   | Q(sku__isnull=True, storage__isnull=False),
+                                   name="resale_item_names_one_target"),
+            models.UniqueConstraint(fields=["resale_list", "sku"], name="one_resale_item_per_sku"),
+            models.UniqueConstraint(fields=["resale_list", "storage"], name="one_resale_item_per_storage"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key} {self.percent:+}%"
+
+    @property
+    def key(self) -> str:
+        """How the price function names the item: sku:<slug> or storage:<slug>."""
+        return f"sku:{self.sku.slug}" if self.sku_id else f"storage:{self.storage.slug}"

@@ -103,6 +103,35 @@ class PriceList:
         return money(to_decimal(amount) * (1 + self.percent_for(key) / 100))
 
 
+@dataclass(frozen=True)
+class Resale:
+    """One unit as a reseller buys and sells it, to the cent: ``cost`` is what the reseller pays
+    (its price list on the list price), ``price`` what its customers pay (its resale markup on
+    that cost)."""
+
+    cost: Decimal
+    price: Decimal
+
+    @property
+    def margin(self) -> Decimal:
+        return self.price - self.cost
+
+    @property
+    def margin_percent(self) -> Decimal | None:
+        """The margin as a share of the selling price, one decimal (None: a free unit)."""
+        if not self.price:
+            return None
+        return (self.margin * 100 / self.price).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)
+
+
+def resale(key: str, list_amount, *, cost_list: PriceList | None, markup: PriceList) -> Resale:
+    """``list_amount`` (a list price of the item ``key``) as the reseller buys it and sells it:
+    the cost is rounded to the cent first, and the markup applies to that cost, as a customer's
+    usage is marked up from the rates the reseller is invoiced."""
+    cost = money(list_amount) if cost_list is None else cost_list.unit(key, list_amount)
+    return Resale(cost, markup.unit(key, cost))
+
+
 def _times(nodes: int) -> str:
     return f" × {nodes} nodes" if nodes > 1 else ""
 

@@ -1,8 +1,12 @@
+from dataclasses import dataclass
+from decimal import Decimal
+
 from django.conf import settings
 from django.db.models import Q, QuerySet
 from django.utils.module_loading import import_string
 
-from portal.catalog.models import ServerSKU
+from portal.catalog.models import ResalePriceList, ServerSKU, StorageProvider
+from portal.catalog.pricing import PriceList, Resale, resale
 
 # How the catalog can be sorted: key → (label, ordering). The first is the default.
 SKU_SORTS = {
@@ -32,3 +36,58 @@ def sku_list(*, gpus: int | None = None, min_memory_gb: int | None = None,
         skus = skus.exclude(interconnect=ServerSKU.Interconnect.PCIE)
     skus = skus.annotate(stock=import_string(settings.CATALOG_STOCK).of_each_sku())
     return skus.order_by(*SKU_SORTS.get(sort, SKU_SORTS[""])[1], "slug")
+
+
+# --- what a reseller charges its customers ------------------------------------------------------
+def resale_list_of(reseller, customer=None) -> ResalePriceList | None:
+    """The reseller's resale prices for ``customer`` exactly (None: its prices for every
+    customer), with their items; None when it set none."""
+    return (ResalePriceList.objects.filter(reseller=reseller, customer=customer)
+            .prefetch_related("items__sku", "items__storage").first())
+
+
+def resale_markup(row: ResalePriceList | None) -> PriceList:
+    """Saved resale prices as the price function applies them (none saved: a markup of 0)."""
+    if row is None:
+        return PriceList(name="resale")
+    return PriceList(percent=row.percent, name=f"resale:{row.reseller_id}:{row.customer_id or ''}",
+                     items=tuple((item.key, item.percent) for item in row.items.all()))
+
+
+def resale_markup_for(customer) -> PriceList | None:
+    """What ``customer``'s reseller charges it on top of the reseller's cost: the customer's own
+    resale prices, else the reseller's for every customer; None when ``customer`` has no
+    reseller. A reseller that set nothing sells at its cost (a markup of 0)."""
+    if customer is None or not getattr(customer, "parent_id", None):
+        return None
+    rows = {row.customer_id: row for row in ResalePriceList.objects.filter(
+        Q(customer=customer) | Q(customer__isnull=True), reseller_id=customer.parent_id)
+        .prefetch_related("items__sku", "items__storage")}
+    return resale_markup(rows.get(customer.pk) or rows.get(None))
+
+
+@dataclass(frozen=True)
+class ResaleRow:
+    """One SKU or storage provider on the reseller's prices page: its list prices, and per
+    amount (hourly, monthly; per TB-month for storage) the reseller's cost and its price."""
+
+    key: str
+    name: str
+    percent: Decimal  # the markup that applies (its own, else the list's)
+    own_percent: Decimal | None  # set for this item
+    amounts: tuple[tuple[str, Resale], ...]  # (unit, cost and price): ("/h", …), ("/month", …)
+
+
+def resale_rows(*, cost_list: PriceList | None, markup: PriceList,
+                own: dict[str, Decimal]) -> tuple[list[ResaleRow], list[ResaleRow]]:
+    """(servers, storage): every active SKU and storage provider priced side by side through
+    ``portal.catalog.pricing.resale``; ``own``: the item markups the reseller set (by key)."""
+    def row(key, name, amounts):
+        return ResaleRow(key, name, markup.percent_for(key), own.get(key), tuple(
+            (unit, resale(key, amount, cost_list=cost_list, markup=markup)) for unit, amount in amounts))
+
+    servers = [row(f"sku:{s.slug}", s.name, (("/h", s.price_hourly), ("/month", s.price_monthly)))
+               for s in sku_list(sort="")]
+    storage = [row(f"storage:{p.slug}", p.name, (("/TB-month", p.price_per_tb_monthly),))
+               for p in StorageProvider.objects.order_by("name")]
+    return servers, storage

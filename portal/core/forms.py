@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django import forms
+from django.core.exceptions import ValidationError
 
 from portal.core.text import VisibleText
 
@@ -17,3 +18,11 @@ class VisibleTextMixin:
         for field in self.fields.values():
             if isinstance(field, forms.CharField) and not isinstance(field.widget, forms.PasswordInput):
                 field.validators.append(VisibleText(multiline=isinstance(field.widget, forms.Textarea)))
+
+
+def add_service_errors(form, exc: ValidationError) -> None:
+    """A service's ValidationError shown on the form: each message on its field (by name), the
+    rest above the form."""
+    for name, errors in exc.message_dict.items():
+        for error in errors:
+            form.add_error(name if name in form.fields else None, error)

@@ -20,16 +20,23 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from portal.accounts.models import Organisation
 from portal.accounts.selectors import organisations_for
 from portal.billing.forms import TerminateAtForm
-from portal.billing.selectors import order_summary
+from portal.billing.selectors import marked_up_hourly, order_price, order_summary, price_basis
 from portal.billing.services import order_deadline_set
 from portal.core.keyset import keyset_page
 from portal.core.states import DomainError
 from portal.orders import services as order_services
 from portal.orders.forms import CancelForm, StaffCancelForm, TerminateForm
 from portal.orders.models import Order
-from portal.orders.selectors import order_history, order_rows_for, orders_for, plan_fit
+from portal.orders.selectors import (
+    LIST_ROW_UNUSED,
+    order_history,
+    order_rows_for,
+    orders_for,
+    plan_fit,
+)
 from portal.orders.states import ORDER_TRANSITIONS, OrderState, QuoteAlreadyOrdered
 from portal.quotes.selectors import quote_for_user, stock_note
 from provisioning.fulfilment import day2
@@ -69,13 +76,19 @@ def order_list(request):
     chosen = request.GET.get("customer", "")
     if chosen:
         orders = orders.filter(organisation__slug=chosen)
+    markup = (price_basis(request.user, organisations[0]) if len(organisations) == 1 else None)
+    if markup is not None:  # a reseller's customer: its prices are marked up from the lines
+        orders = orders.defer(None).defer(*(f for f in LIST_ROW_UNUSED if f != "price_lines"))
     page = keyset_page(orders, field="created_at", size=ORDERS_PER_PAGE,
                        older=request.GET.get("older"), newer=request.GET.get("newer"))
+    if markup is not None:
+        marked_up_hourly(page.rows, markup=markup)
     show_org = len(organisations) > 1 or (request.user.is_hosting_staff and
                                           len({o.organisation_id for o in page}) > 1)
+    reseller = any(o.kind == Organisation.Kind.RESELLER for o in organisations)
     return render(request, "orders/list.html", {
         "page": page, "show_org": show_org, "organisations": organisations if len(organisations) > 1
-        else [], "chosen": chosen})
+        else [], "chosen": chosen, "org_label": "Customer" if reseller else "Organisation"})
 
 
 @login_required
@@ -193,7 +206,7 @@ def server_detail(request, reference: str):
         "is_staff": request.user.is_hosting_staff, "storage": storage_for(order),
         "stack_files": stack_downloads(order),
         "ssh_keys": order_ssh_keys(order),
-        "summary": order_summary(order),
+        **_priced_for(request, order, summary=True),
         "deadline": getattr(order, "termination_deadline", None),  # none set: no row
         **gpu_charts_context(order, range_key=request.GET.get("range"), node=request.GET.get("node")),
     })
@@ -363,6 +376,14 @@ def _retain_until_if_now(order: Order):
     return timezone.now() + timedelta(days=order.storage_retention_days)
 
 
+def _priced_for(request, order: Order, *, summary: bool) -> dict:
+    """The order's price and (``summary``) its cost so far, as the viewer reads them: a
+    reseller's customer's people at the reseller's selling prices (``price_basis``)."""
+    markup = price_basis(request.user, order.organisation)
+    return {"price": order_price(order, markup=markup),
+            "summary": order_summary(order, markup=markup) if summary else None}
+
+
 def _detail_context(request, order: Order) -> dict:
     staff = request.user.is_hosting_staff
     progress = order_progress(order)
@@ -380,5 +401,5 @@ def _detail_context(request, order: Order) -> dict:
         "is_staff": staff,
         "retained": (retained_data_for(order)
                      if order.state in (OrderState.TERMINATING, OrderState.TERMINATED) else None),
-        "summary": order_summary(order) if order.state in BILLED_STATES else None,
+        **_priced_for(request, order, summary=order.state in BILLED_STATES),
     }

@@ -9,7 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from portal.accounts.models import Organisation
-from portal.accounts.selectors import customers_of, organisations_for
+from portal.accounts.selectors import customers_visible_to
 from portal.accounts.services import customer_create, customer_update
 from portal.api.idempotency import idempotent
 from portal.api.permissions import require_org_admin
@@ -27,17 +27,12 @@ def _reseller(request) -> Organisation:
     return org
 
 
-def _customers(request, reseller: Organisation):
-    """The reseller's customers this principal may see (a reseller's plain member: none)."""
-    return customers_of(reseller).filter(pk__in=organisations_for(request.user).values("pk"))
-
-
 def _customer(request, slug: str) -> tuple[Organisation, Organisation]:
     """(reseller, customer); a 404 for anyone else's, also when the caller is no reseller."""
     org = own_organisation(request.user)
     if org.kind != Organisation.Kind.RESELLER:
         raise Http404
-    return org, get_object_or_404(_customers(request, org), slug=slug)
+    return org, get_object_or_404(customers_visible_to(request.user, org), slug=slug)
 
 
 class CustomerListCreateView(generics.GenericAPIView):
@@ -47,7 +42,7 @@ class CustomerListCreateView(generics.GenericAPIView):
     @extend_schema(operation_id="customers_list", responses=so.CustomerOutputSerializer(many=True),
                    summary="The reseller's customer organisations")
     def get(self, request):
-        page = self.paginate_queryset(_customers(request, _reseller(request)))
+        page = self.paginate_queryset(customers_visible_to(request.user, _reseller(request)))
         return self.get_paginated_response(so.CustomerOutputSerializer(page, many=True).data)
 
     @extend_schema(operation_id="customers_create", request=so.CustomerInputSerializer, examples=ex.CUSTOMER,

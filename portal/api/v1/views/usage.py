@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 from portal.accounts.selectors import organisations_for
 from portal.api.v1 import serializers_usage as su
 from portal.api.v1.views.common import own_organisation
-from portal.billing.selectors import as_of, month_of, month_parse, usage_costs
+from portal.billing.selectors import as_of, month_of, month_parse, price_basis, usage_costs
 from portal.orders.selectors import orders_for
 
 
@@ -33,11 +33,14 @@ class UsageView(APIView):
         moment = as_of(period)
         if q.get("order"):
             order = get_object_or_404(orders_for(request.user), reference=q["order"])
-            organisation, costs = order.organisation, usage_costs(order_ids=[order.pk], at=moment)
+            organisation = order.organisation
+            costs = usage_costs(order_ids=[order.pk], at=moment,
+                                markup=price_basis(request.user, organisation))
         else:
             organisation = (get_object_or_404(organisations_for(request.user), slug=q["customer"])
                             if q.get("customer") else own_organisation(request.user))
-            costs = usage_costs(organisation_id=organisation.pk, at=moment)
+            costs = usage_costs(organisation_id=organisation.pk, at=moment,
+                                markup=price_basis(request.user, organisation))
         references = dict(orders_for(request.user).filter(pk__in=[c.order_id for c in costs])
                           .values_list("pk", "reference"))
         orders = [{"order": references[c.order_id], "organisation": organisation.slug,

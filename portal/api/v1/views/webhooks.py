@@ -7,7 +7,6 @@ from rest_framework import generics, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from portal.accounts.selectors import organisations_for
 from portal.api.errors import Conflict
 from portal.api.idempotency import idempotent
 from portal.api.permissions import require_org_admin
@@ -16,18 +15,14 @@ from portal.api.v1 import serializers_webhooks as sw
 from portal.api.v1.pagination import NewestFirstCursor
 from portal.api.v1.views.common import own_organisation
 from portal.api.v1.views.quotes import IDEMPOTENCY_KEY
-from portal.webhooks.models import WebhookDelivery, WebhookEndpoint
+from portal.webhooks.models import WebhookEndpoint
 from portal.webhooks.publish import endpoint_test_send
+from portal.webhooks.selectors import deliveries_of, endpoints_visible_to
 from portal.webhooks.services import endpoint_create, endpoint_delete, endpoint_rotate_secret, endpoint_update
 
 
-def _endpoints(request):
-    return WebhookEndpoint.objects.filter(
-        organisation__in=organisations_for(request.user)).select_related("organisation")
-
-
 def _endpoint(request, reference: str) -> WebhookEndpoint:
-    return get_object_or_404(_endpoints(request), reference=reference)
+    return get_object_or_404(endpoints_visible_to(request.user), reference=reference)
 
 
 def _managed_endpoint(request, reference: str) -> WebhookEndpoint:
@@ -43,7 +38,7 @@ class WebhookListCreateView(generics.GenericAPIView):
     @extend_schema(operation_id="webhooks_list", responses=sw.WebhookEndpointOutputSerializer(many=True),
                    summary="Webhook endpoints, newest first")
     def get(self, request):
-        page = self.paginate_queryset(_endpoints(request))
+        page = self.paginate_queryset(endpoints_visible_to(request.user))
         return self.get_paginated_response(sw.WebhookEndpointOutputSerializer(page, many=True).data)
 
     @extend_schema(operation_id="webhooks_create", request=sw.WebhookEndpointInputSerializer,
@@ -117,7 +112,5 @@ class WebhookDeliveryListView(generics.GenericAPIView):
                                                                "newest first, with every attempt")
     def get(self, request, reference: str):
         endpoint = _endpoint(request, reference)
-        deliveries = (WebhookDelivery.objects.filter(endpoint=endpoint).select_related("event")
-                      .prefetch_related("log"))
-        page = self.paginate_queryset(deliveries)
+        page = self.paginate_queryset(deliveries_of(endpoint))
         return self.get_paginated_response(sw.WebhookDeliverySerializer(page, many=True).data)

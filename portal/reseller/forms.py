@@ -25,7 +25,7 @@ class CustomerRenameForm(VisibleTextMixin, forms.Form):
     name = forms.CharField(max_length=200)
 
 
-class ResalePricesForm(forms.Form):
+class ResalePricesForm(VisibleTextMixin, forms.Form):
     """The markup for everything and, per server (SKU) and storage provider, its own markup
     (blank: the markup for everything). Fields are named by key: ``sku:<slug>``, ``storage:<slug>``."""
 

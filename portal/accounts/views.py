@@ -20,8 +20,8 @@ from portal.accounts.selectors import (
 from portal.accounts.services import api_key_issue, api_key_revoke
 from portal.accounts.team_pages import team_section
 from portal.catalog.selectors import sku_list
-from portal.core.crypto import decrypt, encrypt
 from portal.core.forms import add_service_errors
+from portal.core.shown_once import keep_for_next_page, pop_shown_once
 from portal.core.units import usd
 from portal.quotes.pricing import unit_price
 from portal.sizing.catalog_data import price_list_for
@@ -44,7 +44,7 @@ def organisation_detail(request, slug):
         issued = api_key_issue(organisation=organisation, name=form.cleaned_data["name"],
                                scopes=form.cleaned_data["scopes"], by=request.user)
         # Post/redirect/get: a reload shows the page again, it does not create a second key.
-        request.session[NEW_KEY_SESSION] = encrypt(issued.plaintext)
+        keep_for_next_page(request, NEW_KEY_SESSION, issued.plaintext)
         return redirect(f"{reverse('accounts:organisation', args=[slug])}#new-api-key")
     return render(request, "accounts/organisation_detail.html", organisation_context(
         request, organisation, form=form, new_key=new_key, can_manage_keys=can_manage),
@@ -56,8 +56,7 @@ NEW_KEY_SESSION = "accounts.new_api_key"  # encrypted, and popped by the page th
 
 def _shown_once(request) -> str | None:
     """A key created by the POST just before this page, shown this once."""
-    token = request.session.pop(NEW_KEY_SESSION, None)
-    return decrypt(token) if token else None
+    return pop_shown_once(request, NEW_KEY_SESSION)
 
 
 def organisation_context(request, organisation, **extra) -> dict:

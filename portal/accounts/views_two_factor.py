@@ -20,7 +20,7 @@ from portal.accounts import team, two_factor
 from portal.accounts.forms import OrganisationTwoFactorForm, TokenForm
 from portal.accounts.middleware import two_factor_exempt
 from portal.accounts.selectors import organisations_for
-from portal.core.crypto import decrypt, encrypt
+from portal.core.shown_once import keep_for_next_page, pop_shown_once
 
 NEW_CODES_SESSION = "accounts.new_recovery_codes"  # encrypted; popped by the page that shows them
 NEXT_SESSION = "accounts.two_factor_next"
@@ -92,7 +92,7 @@ def two_factor_setup(request):
         else:
             device.refresh_from_db()
             _signed_in_fully(request, device)
-            request.session[NEW_CODES_SESSION] = encrypt("\n".join(codes))
+            keep_for_next_page(request, NEW_CODES_SESSION, "\n".join(codes))
             request.session[NEXT_SESSION] = _next_url(request, fallback="account:two-factor")
             return redirect("account:two-factor-codes")
     return render(request, "accounts/two_factor_setup.html", {
@@ -105,13 +105,13 @@ def two_factor_setup(request):
 @never_cache  # the codes are shown once: no cache keeps a copy
 @login_required
 def two_factor_codes(request):
-    token = request.session.pop(NEW_CODES_SESSION, None)
-    if token is None:
+    codes = pop_shown_once(request, NEW_CODES_SESSION)
+    if codes is None:
         messages.info(request, "Recovery codes are shown once, when they are made. Make new ones "
                                "here if you lost them.")
         return redirect("account:two-factor")
     return render(request, "accounts/two_factor_codes.html", {
-        "codes": decrypt(token).split("\n"),
+        "codes": codes.split("\n"),
         "continue_url": request.session.pop(NEXT_SESSION, reverse("account:two-factor"))})
 
 
@@ -133,7 +133,7 @@ def two_factor_codes_regenerate(request):
     except PermissionDenied as exc:
         messages.error(request, str(exc))
         return redirect("account:two-factor")
-    request.session[NEW_CODES_SESSION] = encrypt("\n".join(codes))
+    keep_for_next_page(request, NEW_CODES_SESSION, "\n".join(codes))
     request.session[NEXT_SESSION] = reverse("account:two-factor")
     return redirect("account:two-factor-codes")
 

@@ -12,8 +12,8 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from portal.accounts.selectors import can_manage_api_keys, organisations_for
-from portal.core.crypto import decrypt, encrypt
 from portal.core.forms import add_service_errors
+from portal.core.shown_once import keep_for_next_page, pop_shown_once
 from portal.webhooks.events import SUBSCRIBABLE
 from portal.webhooks.forms import WebhookForm
 from portal.webhooks.publish import endpoint_test_send
@@ -43,14 +43,14 @@ def _endpoint(request, slug: str, reference: str, *, change: str = ""):
 
 
 def _remember_secret(request, reference: str, secret: str) -> None:
-    request.session[NEW_SECRET_SESSION] = encrypt(f"{reference} {secret}")
+    keep_for_next_page(request, NEW_SECRET_SESSION, f"{reference} {secret}")
 
 
 def _secret_shown_once(request, reference: str) -> str | None:
-    token = request.session.pop(NEW_SECRET_SESSION, None)
-    if not token:
+    kept = pop_shown_once(request, NEW_SECRET_SESSION)
+    if kept is None:
         return None
-    owner, secret = decrypt(token).split(" ", 1)
+    owner, secret = kept.split(" ", 1)
     return secret if owner == reference else None
 
 

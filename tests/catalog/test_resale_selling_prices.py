@@ -155,3 +155,16 @@ def test_an_outsider_still_gets_a_404(resale, people, login):
     outsider = key_client(people.outsider_org)
     assert outsider.get(f"/api/v1/quotes/{order.quote.reference}").status_code == 404
     assert outsider.get(f"/api/v1/orders/{order.reference}").status_code == 404
+
+
+def test_the_recommendations_price_the_customers_plans_at_its_selling_prices(resale, people):
+    from tests.catalog.test_price_lists import SMALL_JOB, _quote_of
+
+    mine = key_client(people.client_org)
+    plan = mine.post("/api/v1/recommendations", SMALL_JOB, format="json").json()["plans"][0]
+    quote = _quote_of(mine, plan)  # read back at the customer's prices
+    assert Decimal(str(plan["price_hourly_usd"])) == Decimal(quote["price_hourly"]), (plan, quote)
+    resellers = key_client(people.reseller).post("/api/v1/recommendations", SMALL_JOB, format="json").json()
+    cost_plan = resellers["plans"][0]
+    assert (cost_plan["sku"], cost_plan["nodes"]) == (plan["sku"], plan["nodes"])
+    assert Decimal(str(plan["price_hourly_usd"])) > Decimal(str(cost_plan["price_hourly_usd"]))

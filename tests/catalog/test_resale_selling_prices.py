@@ -168,3 +168,21 @@ def test_the_recommendations_price_the_customers_plans_at_its_selling_prices(res
     cost_plan = resellers["plans"][0]
     assert (cost_plan["sku"], cost_plan["nodes"]) == (plan["sku"], plan["nodes"])
     assert Decimal(str(plan["price_hourly_usd"])) > Decimal(str(cost_plan["price_hourly_usd"]))
+
+
+def test_sold_marks_up_the_nodes_and_the_bucket_on_their_totals_as_they_are_metered():
+    from portal.catalog.pricing import Price, PriceLine, sold
+    from portal.catalog.pricing import PriceList as Markup
+
+    cost = Price(lines=(PriceLine("Server", D("0.05"), D("30.00")), PriceLine("NVMe", D("0.05"), D("30.00")),
+                        PriceLine("Bucket", D("0.10"), D("70.00"))), hourly=D("0.20"), monthly=D("130.00"))
+    markup = Markup(percent=D("10"), items=(("storage:s3", D("50")),))
+    price = sold(cost, markup=markup, server_key="sku:x", storage_key="storage:s3")
+    assert (price.hourly, price.monthly) == (D("0.11") + D("0.15"), D("66.00") + D("105.00"))
+    server, nvme, bucket = price.lines
+    assert server.hourly == D("0.06")  # 0.055 to the cent, as the catalog's unit price
+    assert nvme.hourly == D("0.05")  # the nodes' total is 0.11 (0.10 + 10 %): the last line takes the cent
+    assert (bucket.hourly, bucket.monthly) == (D("0.15"), D("105.00"))
+    assert sum(line.hourly for line in price.lines) == price.hourly
+    stale = Price(lines=cost.lines, hourly=D("0.30"), monthly=D("130.00"))  # repriced since its quote
+    assert sold(stale, markup=markup, server_key="sku:x", storage_key="storage:s3").lines == ()

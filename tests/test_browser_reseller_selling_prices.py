@@ -28,7 +28,8 @@ def _up20(amount: Decimal) -> Decimal:
 
 @pytest.mark.browser
 def test_the_customer_sees_one_selling_price_on_the_catalog_the_choices_and_the_price_box(
-        live_server, browser, people, catalog):
+    live_server, browser, people, catalog
+):
     resale_prices_set(reseller=people.reseller, customer=people.client_org, percent="20", items={})
     member_of(people.client_org, username="carol")
     sku = ServerSKU.objects.get(slug=SKU)
@@ -36,18 +37,21 @@ def test_the_customer_sees_one_selling_price_on_the_catalog_the_choices_and_the_
     assert selling != usd(sku.price_hourly)
     SHOTS.mkdir(parents=True, exist_ok=True)
     for width in WIDTHS:
-        context, page, errors = signed_in_page(browser, live_server.url, "carol", width=width,
-                                               timeout_ms=PAGE_TIMEOUT_MS)
+        context, page, errors = signed_in_page(
+            browser, live_server.url, "carol", width=width, timeout_ms=PAGE_TIMEOUT_MS
+        )
         page.goto(f"{live_server.url}/catalog/")
-        row = page.locator("#sku-table tbody tr").filter(has=page.get_by_role(
-            "link", name=f"{sku.gpu_count}× {sku.gpu.name}", exact=True))
+        row = page.locator("#sku-table tbody tr").filter(
+            has=page.get_by_role("link", name=f"{sku.gpu_count}× {sku.gpu.name}", exact=True)
+        )
         expect(row.locator("td[data-label='Per hour']")).to_have_text(selling)
         page.screenshot(path=str(SHOTS / f"catalog-customer-{width}.png"), full_page=True)
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
 
         page.goto(f"{live_server.url}/configure/?sku={SKU}")
         expect(page.get_by_label("GPU server").locator(f"option[value='{SKU}']")).to_contain_text(
-            f"{selling}/h")
+            f"{selling}/h"
+        )
         server_line = page.locator(".price-lines tbody tr").first
         expect(server_line.locator("td[data-label='Per hour']")).to_have_text(selling)
         lines = page.locator(".price-lines tbody td[data-label='Per hour']").all_inner_texts()
@@ -62,12 +66,14 @@ def test_the_customer_sees_one_selling_price_on_the_catalog_the_choices_and_the_
 
 @pytest.mark.browser
 def test_the_reseller_quoting_for_its_customer_sees_what_the_customer_pays(
-        live_server, browser, people, catalog):
+    live_server, browser, people, catalog
+):
     resale_prices_set(reseller=people.reseller, customer=people.client_org, percent="20", items={})
     SHOTS.mkdir(parents=True, exist_ok=True)
     for width in WIDTHS:
-        context, page, errors = signed_in_page(browser, live_server.url, "rita", width=width,
-                                               timeout_ms=PAGE_TIMEOUT_MS)
+        context, page, errors = signed_in_page(
+            browser, live_server.url, "rita", width=width, timeout_ms=PAGE_TIMEOUT_MS
+        )
         page.goto(f"{live_server.url}/configure/?sku={SKU}&organisation={people.client_org.slug}")
         expect(page.get_by_role("heading", name="Your cost")).to_be_visible()
         cost = Decimal(page.locator("#price-hourly").inner_text().lstrip("$").replace(",", ""))

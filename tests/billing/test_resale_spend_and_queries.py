@@ -56,8 +56,11 @@ def test_the_resellers_own_limit_counts_at_its_cost(catalog, people, queued):
 
 def test_the_customers_billing_page_shows_its_limit_at_its_prices(catalog, people, queued):
     resale_prices_set(reseller=people.reseller, customer=people.client_org, percent="20", items={})
-    order = _ran(people.client_org, 10, start=datetime.now(UTC).replace(day=1, hour=0, minute=0, second=0,
-                                                                         microsecond=0))
+    order = _ran(
+        people.client_org,
+        10,
+        start=datetime.now(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0),
+    )
     spend.spend_limit_set(organisation=people.client_org, monthly_usd=D("1000"))
     selling = PriceList(percent=D("20")).unit(f"sku:{L4_SKU}", order.price_hourly) * 10
     carol = verified_login(Client(), member_of(people.client_org, username="carol"))
@@ -68,8 +71,11 @@ def test_the_customers_billing_page_shows_its_limit_at_its_prices(catalog, peopl
 
 
 def _key_reads(queries) -> list[str]:
-    return [q["sql"] for q in queries
-            if '"catalog_storageprovider"."slug" AS "storage_provider__slug"' in q["sql"]]
+    return [
+        q["sql"]
+        for q in queries
+        if '"catalog_storageprovider"."slug" AS "storage_provider__slug"' in q["sql"]
+    ]
 
 
 @pytest.mark.parametrize("page", ["", "server/"])

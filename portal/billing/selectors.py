@@ -16,12 +16,13 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from portal.accounts.selectors import acts_for_reseller_of
 from portal.billing.models import UsageInterval
-from portal.billing.services import order_rates
 from portal.catalog.pricing import Metered, PriceList, job_price, metered_charges, microseconds, money
+from portal.catalog.selectors import price_basis as price_basis
 from portal.catalog.selectors import resale_markup_for
 from portal.orders.models import Order
+from portal.quotes.pricing import frozen_price, selling_price
+from portal.quotes.pricing import meter_keys as quote_meter_keys
 
 ZERO = Decimal("0.00")
 
@@ -98,35 +99,27 @@ class _Row(NamedTuple):
     measured_before_us: int
 
 
-def price_basis(viewer, organisation) -> PriceList | None:
-    """The markup ``viewer`` reads ``organisation``'s usage with. A reseller's customer's own
-    members and keys see what the reseller charges them: its resale markup on the ledger's
-    rates. Everyone else (the reseller, staff, an organisation with no reseller) sees the ledger
-    as it is invoiced: None."""
-    if not organisation.parent_id or acts_for_reseller_of(viewer, organisation):
-        return None
-    return resale_markup_for(organisation)
-
-
-def _meter_keys(order_ids) -> dict[tuple[int, str], str]:
+def meter_keys(order_ids) -> dict[tuple[int, str], str]:
     """(order id, meter kind) → the key a resale markup names it by: a node bills its order's
-    server (SKU), the bucket its storage provider."""
+    server (SKU), the bucket its storage provider (``portal.quotes.pricing.meter_keys``). One
+    query; read it once per page and hand it to each read that marks up."""
     rows = Order.objects.filter(pk__in=list(order_ids)).values_list(
-        "pk", "sku__slug", "storage_provider__slug")
+        "pk", "sku__slug", "storage_provider__slug", "storage_tb")
     keys = {}
-    for pk, sku, storage in rows:
-        keys[(pk, UsageInterval.Kind.NODE)] = f"sku:{sku}"
-        keys[(pk, UsageInterval.Kind.STORAGE)] = f"storage:{storage}"
+    for pk, sku, storage, storage_tb in rows:
+        node, bucket = quote_meter_keys(sku=sku, storage=storage, storage_tb=storage_tb)
+        keys[(pk, UsageInterval.Kind.NODE)] = node
+        keys[(pk, UsageInterval.Kind.STORAGE)] = bucket
     return keys
 
 
-def _marked_up(rows, markup: PriceList | None):
+def _marked_up(rows, markup: PriceList | None, keys=None):
     """``rows`` (with order_id, kind, hourly, monthly) at ``markup``'s prices; as they are
-    without one."""
+    without one. ``keys``: ``meter_keys`` of their orders (read when not given)."""
     if markup is None:
         return list(rows)
     rows = list(rows)
-    keys = _meter_keys({r.order_id for r in rows})
+    keys = keys if keys is not None else meter_keys({r.order_id for r in rows})
     return [r._replace(hourly=markup.unit(keys[(r.order_id, r.kind)], r.hourly),
                        monthly=markup.unit(keys[(r.order_id, r.kind)], r.monthly)) for r in rows]
 
@@ -152,13 +145,21 @@ def _month_total(rows, period: Period, until: datetime, before_us: int) -> tuple
 
 
 def usage_costs(*, order_ids=None, organisation_id: int | None = None, organisation_ids=None,
-                at: datetime | None = None, markup: PriceList | None = None) -> list[OrderCost]:
+                at: datetime | None = None, markup: PriceList | None = None,
+                keys=None) -> list[OrderCost]:
     """Cost so far and forecast for the month of ``at`` (default now), per order and meter:
     the orders ``order_ids``, or every order of ``organisation_id`` (or of ``organisation_ids``)
-    with usage this month; ``markup``: at a reseller's selling prices (``price_basis``). One
-    query, whatever the history: the month's intervals (each carries its meter's measured time
-    before it, which decides where its billing units start)."""
+    with usage this month; ``markup``: at a reseller's selling prices (``price_basis``), with
+    ``keys`` (``meter_keys``) when the caller has read them. One query, whatever the history:
+    the month's intervals (each carries its meter's measured time before it, which decides
+    where its billing units start)."""
     at = (at or timezone.now()).astimezone(UTC)
+    rows = _month_rows(at, order_ids=order_ids, organisation_id=organisation_id,
+                       organisation_ids=organisation_ids)
+    return _costs(_marked_up(rows, markup, keys), at)
+
+
+def _month_rows(at: datetime, *, order_ids=None, organisation_id=None, organisation_ids=None) -> list[_Row]:
     period = month_of(at)
     in_month = UsageInterval.objects.filter(Q(ended_at=None) | Q(ended_at__gt=period.start),
                                             started_at__lt=period.end)
@@ -168,9 +169,15 @@ def usage_costs(*, order_ids=None, organisation_id: int | None = None, organisat
         in_month = in_month.filter(order__organisation_id=organisation_id)
     if organisation_ids is not None:
         in_month = in_month.filter(order__organisation_id__in=list(organisation_ids))
-    grouped = defaultdict(list)
     rows = in_month.order_by("order_id", "kind", "meter", "started_at").values_list(*_Row._fields)
-    for row in _marked_up(map(_Row._make, rows), markup):
+    return list(map(_Row._make, rows))
+
+
+def _costs(rows: list[_Row], at: datetime) -> list[OrderCost]:
+    """The month of ``at`` per order and meter from its intervals ``rows`` (already priced)."""
+    period = month_of(at)
+    grouped = defaultdict(list)
+    for row in rows:
         grouped[(row.order_id, row.kind, row.meter)].append(row)
     costs: dict[int, OrderCost] = {}
     for (order_id, kind, meter), meter_rows in sorted(grouped.items()):
@@ -186,8 +193,9 @@ def usage_costs(*, order_ids=None, organisation_id: int | None = None, organisat
     return list(costs.values())
 
 
-def order_cost(order, *, at: datetime | None = None, markup: PriceList | None = None) -> OrderCost:
-    costs = usage_costs(order_ids=[order.pk], at=at, markup=markup)
+def order_cost(order, *, at: datetime | None = None, markup: PriceList | None = None,
+               keys=None) -> OrderCost:
+    costs = usage_costs(order_ids=[order.pk], at=at, markup=markup, keys=keys)
     return costs[0] if costs else OrderCost(order.pk)
 
 
@@ -220,13 +228,18 @@ class OrderSummary:
     estimate_hours: int | None
 
 
-def order_summary(order, *, at: datetime | None = None, markup: PriceList | None = None) -> OrderSummary:
+def order_summary(order, *, at: datetime | None = None, markup: PriceList | None = None,
+                  keys=None) -> OrderSummary:
     """This month's cost so far and forecast, the whole order's cost to now, and beside it the
     price the sizing wizard estimated for the job (when it was sized in the wizard); ``markup``:
-    at a reseller's selling prices (``price_basis``)."""
+    at a reseller's selling prices (``price_basis``), with the order's ``meter_keys`` when the
+    caller has read them (else read once here)."""
     at = (at or timezone.now()).astimezone(UTC)
-    rows = _marked_up(map(_Row._make, UsageInterval.objects.filter(order=order, started_at__lt=at)
-                          .order_by("kind", "meter", "started_at").values_list(*_Row._fields)), markup)
+    if markup is not None and keys is None:
+        keys = meter_keys([order.pk])
+    rows = _marked_up(map(_Row._make, UsageInterval.objects.filter(
+        order=order, started_at__lt=month_of(at).end).order_by("kind", "meter", "started_at")
+        .values_list(*_Row._fields)), markup, keys)
     lifetime = Decimal(0)
     by_meter = defaultdict(list)
     for row in rows:
@@ -240,18 +253,28 @@ def order_summary(order, *, at: datetime | None = None, markup: PriceList | None
     estimate = hours = None
     train_hours = (order.plan or {}).get("train_hours")
     if isinstance(train_hours, int | float) and train_hours >= 0:
-        hourly, monthly = _order_prices(order, markup)
-        job = job_price(hourly_usd=hourly, monthly_usd=monthly, train_hours=float(train_hours))
+        price = order_price(order, markup=markup, keys=keys)
+        job = job_price(hourly_usd=price.hourly, monthly_usd=price.monthly,
+                        train_hours=float(train_hours))
         estimate, hours = job.total_usd, job.billed_hours
-    return OrderSummary(month_of(at), order_cost(order, at=at, markup=markup), money(lifetime),
+    return OrderSummary(month_of(at), _order_cost_of(order, rows, at), money(lifetime),
                         estimate, hours)
+
+
+def _order_cost_of(order, rows: list[_Row], at: datetime) -> OrderCost:
+    """The month of ``at`` from the order's intervals ``rows`` (already priced, every one that
+    began before the month's end), as ``order_cost`` reads it."""
+    period = month_of(at)
+    in_month = [r for r in rows if r.ended_at is None or r.ended_at > period.start]
+    costs = _costs(in_month, at)
+    return costs[0] if costs else OrderCost(order.pk)
 
 
 @dataclass(frozen=True)
 class OrderPrice:
     """An order's price as one viewer reads it: the frozen quote, or (``marked_up``) the
-    reseller's selling price of it, as the viewer's usage is priced; then without lines, which
-    marked up one by one would not add up to the marked-up rates the usage is billed at."""
+    reseller's selling price of it, as the viewer's usage is priced
+    (``portal.quotes.pricing.selling_price``)."""
 
     hourly: Decimal
     monthly: Decimal
@@ -259,30 +282,23 @@ class OrderPrice:
     marked_up: bool
 
 
-def order_price(order, *, markup: PriceList | None = None) -> OrderPrice:
+def order_price(order, *, markup: PriceList | None = None, keys=None) -> OrderPrice:
+    """``keys``: the order's ``meter_keys`` when the caller has read them."""
     if markup is None:
         return OrderPrice(order.price_hourly, order.price_monthly, tuple(order.price_lines or ()), False)
-    return OrderPrice(*_order_prices(order, markup), (), True)
+    keys = keys if keys is not None else meter_keys([order.pk])
+    price = selling_price(frozen_price(order.price_hourly, order.price_monthly, order.price_lines),
+                          markup, server_key=keys[(order.pk, UsageInterval.Kind.NODE)],
+                          storage_key=keys[(order.pk, UsageInterval.Kind.STORAGE)])
+    return OrderPrice(price.hourly, price.monthly, price.lines, True)
 
 
 def marked_up_hourly(orders, *, markup: PriceList) -> None:
     """Sets ``marked_up_hourly`` on each of ``orders`` (a page of a list, with their price lines):
     its hourly price at ``markup``'s prices, as ``order_price`` gives it. One query."""
-    keys = _meter_keys([o.pk for o in orders])
+    keys = meter_keys([o.pk for o in orders])
     for order in orders:
-        order.marked_up_hourly = _order_prices(order, markup, keys)[0]
-
-
-def _order_prices(order, markup: PriceList | None, keys=None) -> tuple[Decimal, Decimal]:
-    """The order's hourly and monthly price, at ``markup``'s prices when given (its server and its
-    bucket each marked up as their meters are)."""
-    if markup is None:
-        return order.price_hourly, order.price_monthly
-    rates = order_rates(order)
-    keys = keys or _meter_keys([order.pk])
-    node, storage = keys[(order.pk, UsageInterval.Kind.NODE)], keys[(order.pk, UsageInterval.Kind.STORAGE)]
-    return (markup.unit(node, rates.nodes_hourly) + markup.unit(storage, rates.storage_hourly),
-            markup.unit(node, rates.nodes_monthly) + markup.unit(storage, rates.storage_monthly))
+        order.marked_up_hourly = order_price(order, markup=markup, keys=keys).hourly
 
 
 @dataclass(frozen=True)
@@ -315,6 +331,10 @@ def organisation_usage(organisation, *, period: Period | None = None, now: datet
     costs = usage_costs(organisation_id=organisation.pk, at=as_of(period, now=now), markup=markup)
     orders = (Order.objects.select_related("sku").only("reference", "state", "node_count", "sku__name")
               .in_bulk([c.order_id for c in costs]))
+    return _usage_of(period, costs, orders)
+
+
+def _usage_of(period: Period, costs: list[OrderCost], orders: dict) -> OrganisationUsage:
     rows = sorted(((orders[c.order_id], c) for c in costs), key=lambda pair: -pair[1].so_far)
     return OrganisationUsage(period, rows)
 
@@ -334,9 +354,25 @@ class CustomerMonth:
 
 
 def customer_months(customers, *, period: Period) -> list[CustomerMonth]:
-    return [CustomerMonth(child, organisation_usage(child, period=period),
-                          organisation_usage(child, period=period, markup=resale_markup_for(child)))
-            for child in customers]
+    """Each customer's month at cost and at its reseller's selling prices, from one read of the
+    customers' intervals (and one of their orders' keys), not two per customer."""
+    customers = list(customers)
+    at = as_of(period)
+    rows = _month_rows(at, organisation_ids=[c.pk for c in customers])
+    orders = (Order.objects.select_related("sku").only("reference", "state", "node_count", "sku__name",
+                                                       "organisation_id")
+              .in_bulk({r.order_id for r in rows}))
+    keys = meter_keys(orders) if rows else {}
+    by_customer = defaultdict(list)
+    for row in rows:
+        by_customer[orders[row.order_id].organisation_id].append(row)
+    months = []
+    for child in customers:
+        mine = by_customer.get(child.pk, [])
+        markup = resale_markup_for(child)
+        months.append(CustomerMonth(child, _usage_of(period, _costs(mine, at), orders),
+                                    _usage_of(period, _costs(_marked_up(mine, markup, keys), at), orders)))
+    return months
 
 
 def recent_months(current: Period, count: int = 12) -> list[Period]:

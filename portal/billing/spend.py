@@ -15,6 +15,7 @@ from portal.billing.mail_tasks import spend_alert_notify_task
 from portal.billing.models import SpendAlert, SpendLimit
 from portal.billing.selectors import month_of, usage_costs
 from portal.catalog.pricing import money
+from portal.catalog.selectors import resale_markup_for
 from portal.core.states import DomainError
 from portal.orders.models import Order
 from portal.orders.states import OrderState
@@ -39,8 +40,10 @@ def spend_limit_set(*, organisation: Organisation, monthly_usd, by=None) -> Spen
 
 
 def month_spend(organisation: Organisation, *, at: datetime | None = None) -> Decimal:
-    return money(sum((c.so_far for c in usage_costs(organisation_id=organisation.pk, at=at)),
-                     Decimal(0)))
+    """This month's spend as the organisation reads it: a reseller's customer at its reseller's
+    selling prices (what its usage and prices show it), anyone else at the ledger's rates."""
+    costs = usage_costs(organisation_id=organisation.pk, at=at, markup=resale_markup_for(organisation))
+    return money(sum((c.so_far for c in costs), Decimal(0)))
 
 
 def spend_limit_reached(organisation: Organisation, *, at: datetime | None = None) -> bool:

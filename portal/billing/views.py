@@ -22,7 +22,7 @@ from portal.billing.selectors import (
     price_basis,
     recent_months,
 )
-from portal.billing.spend import spend_limit_set
+from portal.billing.spend import month_spend, spend_limit_set
 from portal.catalog.selectors import resale_markup_for
 
 
@@ -62,6 +62,7 @@ def organisation_billing(request, slug: str):
 def _limit_context(request, organisation, form=None) -> dict:
     limit = SpendLimit.objects.filter(organisation=organisation).first()
     return {"limit": limit, "can_set_limit": can_manage_api_keys(request.user, organisation),
+            "limit_spent": month_spend(organisation) if limit else None,
             "limit_form": form or SpendLimitForm(initial={"monthly_usd": limit and limit.monthly_usd})}
 
 

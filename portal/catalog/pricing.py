@@ -12,7 +12,7 @@ Django: the pure recommender uses it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from functools import lru_cache
@@ -88,6 +88,7 @@ class PriceList:
     percent: Decimal = Decimal("0")
     items: tuple[tuple[str, Decimal], ...] = ()
     name: str = ""
+    then: PriceList | None = None  # a reseller's markup on what this list charges (``resold``)
 
     def __post_init__(self) -> None:
         for key, value in (("percent", self.percent), *self.items):
@@ -100,7 +101,16 @@ class PriceList:
 
     def unit(self, key: str, amount) -> Decimal:
         """One unit's price as this list charges it, to the cent."""
-        return money(to_decimal(amount) * (1 + self.percent_for(key) / 100))
+        price = money(to_decimal(amount) * (1 + self.percent_for(key) / 100))
+        return price if self.then is None else self.then.unit(key, price)
+
+
+def resold(cost_list: PriceList | None, markup: PriceList | None) -> PriceList | None:
+    """The unit prices a reseller's customer pays: ``markup`` on the reseller's cost (``cost_list``
+    on the list price), each rounded to the cent as ``resale`` rounds them."""
+    if markup is None:
+        return cost_list
+    return replace(cost_list or PriceList(name="list"), then=markup)
 
 
 @dataclass(frozen=True)
@@ -158,6 +168,33 @@ def server_price(*, nodes: int, server: Priced, per_node: tuple[Priced, ...] = (
     lines += [_line(item, 1, item.label, price_list) for item in shared]
     return Price(lines=tuple(lines), hourly=sum((line.hourly for line in lines), Decimal("0.00")),
                  monthly=sum((line.monthly for line in lines), Decimal("0.00")))
+
+
+def sold(price: Price, *, markup: PriceList, server_key: str, storage_key: str = "") -> Price:
+    """``price`` (a server size at the reseller's cost) as the reseller's customer pays it, the way
+    its usage is metered: the nodes (the server and its per-node options) at the server's markup
+    on their total, the bucket (the last line, when ``storage_key`` names it) at its provider's.
+    Lines follow the same markup and add up to those totals (the last node line takes the cent
+    rounding may leave); cost lines that do not add up to ``price`` (an order repriced since its
+    quote) are left out, as the totals are what is billed."""
+    node_lines, shared = (price.lines[:-1], price.lines[-1]) if storage_key else (price.lines, None)
+    storage_h, storage_m = (shared.hourly, shared.monthly) if shared else (ZERO, ZERO)
+    nodes_h = markup.unit(server_key, price.hourly - storage_h)
+    nodes_m = markup.unit(server_key, price.monthly - storage_m)
+    lines = [PriceLine(line.label, markup.unit(server_key, line.hourly),
+                       markup.unit(server_key, line.monthly)) for line in node_lines]
+    if lines:
+        last = lines[-1]
+        lines[-1] = PriceLine(last.label, last.hourly + nodes_h - sum(line.hourly for line in lines),
+                              last.monthly + nodes_m - sum(line.monthly for line in lines))
+    if shared is not None:
+        lines.append(PriceLine(shared.label, markup.unit(storage_key, storage_h),
+                               markup.unit(storage_key, storage_m)))
+    hourly = nodes_h + (lines[-1].hourly if shared else ZERO)
+    monthly = nodes_m + (lines[-1].monthly if shared else ZERO)
+    adds_up = (sum((line.hourly for line in price.lines), ZERO) == price.hourly
+               and sum((line.monthly for line in price.lines), ZERO) == price.monthly)
+    return Price(lines=tuple(lines) if adds_up else (), hourly=hourly, monthly=monthly)
 
 
 # Billing of a training job (docs/sizing.md, "Priced as billed").

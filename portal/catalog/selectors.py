@@ -5,6 +5,7 @@ from django.conf import settings
 from django.db.models import Q, QuerySet
 from django.utils.module_loading import import_string
 
+from portal.accounts.selectors import acts_for_reseller_of
 from portal.catalog.models import ResalePriceList, ServerSKU, StorageProvider
 from portal.catalog.pricing import PriceList, Resale, resale
 
@@ -64,6 +65,26 @@ def resale_markup_for(customer) -> PriceList | None:
         Q(customer=customer) | Q(customer__isnull=True), reseller_id=customer.parent_id)
         .prefetch_related("items__sku", "items__storage")}
     return resale_markup(rows.get(customer.pk) or rows.get(None))
+
+
+def price_basis(viewer, organisation) -> PriceList | None:
+    """The markup ``viewer`` reads ``organisation``'s prices with, on every page and endpoint
+    (catalog, configurator, quotes, orders, usage). A reseller's customer's own members and keys
+    see what the reseller charges them: its resale markup on the reseller's cost. Everyone else
+    (the reseller, staff, an organisation with no reseller) sees the prices as they are frozen
+    and invoiced: None."""
+    if organisation is None or not organisation.parent_id or acts_for_reseller_of(viewer, organisation):
+        return None
+    return resale_markup_for(organisation)
+
+
+def resale_markup_shown(viewer, organisation) -> PriceList | None:
+    """The markup a reseller (its members and keys; not staff) sees beside its cost when it
+    quotes for its customer ``organisation``: what that customer will pay. None otherwise."""
+    if (organisation is None or not organisation.parent_id or getattr(viewer, "is_hosting_staff", False)
+            or not acts_for_reseller_of(viewer, organisation)):
+        return None
+    return resale_markup_for(organisation)
 
 
 @dataclass(frozen=True)

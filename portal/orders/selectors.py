@@ -16,6 +16,7 @@ from portal.orders.states import ORDER_FINAL, ORDER_TRANSITIONS, QUOTE_FREEING_S
 from portal.quotes.fit import PlanFit, plan_fit_verdict
 from portal.quotes.models import Quote
 from portal.quotes.plans import UNREADABLE_PLAN, plan_readable
+from portal.quotes.selectors import shown_prices
 
 PLACE_LABEL = "Order placed"
 # Audit events that are not moves of the state machine: what they read as in the history.
@@ -61,10 +62,13 @@ def customer_home(user, *, rows: int) -> dict:
     """The customer's start page: the newest orders still live and the newest open quotes (valid,
     not used up by an order), each read by an index range of the person's organisations."""
     quotes = quotes_open(Quote.objects.filter(tenant_filter(user)))
-    quotes = quotes.select_related("sku").defer(*LIST_ROW_UNUSED)
+    quotes = quotes.select_related("sku", "storage_provider", "organisation").defer(
+        *(f for f in LIST_ROW_UNUSED if f != "price_lines"))
+    quotes = list(quotes.order_by("-created_at", "-pk")[:rows])
+    shown_prices(user, quotes)
     return {"orders": list(order_rows_for(user).exclude(state__in=ORDER_FINAL)
                            .order_by("-created_at", "-pk")[:rows]),
-            "quotes": list(quotes.order_by("-created_at", "-pk")[:rows])}
+            "quotes": quotes}
 
 
 def order_events(order: Order) -> QuerySet[OrderEvent]:

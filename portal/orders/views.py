@@ -23,7 +23,13 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from portal.accounts.models import Organisation
 from portal.accounts.selectors import organisations_for
 from portal.billing.forms import TerminateAtForm
-from portal.billing.selectors import marked_up_hourly, order_price, order_summary, price_basis
+from portal.billing.selectors import (
+    marked_up_hourly,
+    meter_keys,
+    order_price,
+    order_summary,
+    price_basis,
+)
 from portal.billing.services import order_deadline_set
 from portal.core.keyset import keyset_page
 from portal.core.states import DomainError
@@ -380,8 +386,9 @@ def _priced_for(request, order: Order, *, summary: bool) -> dict:
     """The order's price and (``summary``) its cost so far, as the viewer reads them: a
     reseller's customer's people at the reseller's selling prices (``price_basis``)."""
     markup = price_basis(request.user, order.organisation)
-    return {"price": order_price(order, markup=markup),
-            "summary": order_summary(order, markup=markup) if summary else None}
+    keys = meter_keys([order.pk]) if markup is not None else None
+    return {"price": order_price(order, markup=markup, keys=keys),
+            "summary": order_summary(order, markup=markup, keys=keys) if summary else None}
 
 
 def _detail_context(request, order: Order) -> dict:

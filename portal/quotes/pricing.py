@@ -4,7 +4,9 @@ paying organisation's price list applied there."""
 
 from __future__ import annotations
 
-from portal.catalog.pricing import Price, Priced, PriceList, server_price
+from decimal import Decimal
+
+from portal.catalog.pricing import Price, Priced, PriceLine, PriceList, server_price, sold
 from portal.quotes.configuration import Configuration
 
 
@@ -25,6 +27,55 @@ def price(config: Configuration, price_list: PriceList | None = None) -> Price:
     return server_price(nodes=config.node_count,
                         server=Priced(sku.name, sku.price_monthly, sku.price_hourly, key=_key("sku", sku)),
                         per_node=tuple(per_node), shared=shared, price_list=price_list)
+
+
+def selling_price(price: Price, markup: PriceList | None, *, server_key: str,
+                  storage_key: str = "") -> Price:
+    """``price`` (at the paying organisation's cost: ``price``, or a frozen quote or order) as a
+    reader with ``markup`` (``portal.catalog.selectors.price_basis``) sees it: a reseller's
+    customer at the reseller's selling prices, the way its usage is billed; anyone else as it is.
+    ``server_key`` (``sku:<slug>``) and ``storage_key`` (``storage:<slug>`` of a priced bucket,
+    "" for none): what the markup names them by (``meter_keys``)."""
+    if markup is None:
+        return price
+    return sold(price, markup=markup, server_key=server_key,
+                storage_key=storage_key if len(price.lines) > 1 else "")
+
+
+def meter_keys(*, sku: str, storage: str | None, storage_tb: int) -> tuple[str, str]:
+    """(server key, bucket key) of a quote or an order by its slugs: what its two meters (the
+    nodes, the bucket) are marked up by; the bucket key "" when it has no priced bucket."""
+    return f"sku:{sku}", (f"storage:{storage}" if storage and storage_tb else "")
+
+
+def configured_price(config: Configuration, price: Price, markup: PriceList | None) -> Price:
+    """The configurator's ``price`` of ``config`` (at the organisation's cost) as a reader with
+    ``markup`` sees it, exactly as the quote it freezes will show it to that reader."""
+    if markup is None:
+        return price
+    provider = config.storage_provider
+    server_key, storage_key = meter_keys(sku=config.sku.slug, storage=provider.slug if provider else None,
+                                         storage_tb=config.storage_tb)
+    return selling_price(price, markup, server_key=server_key, storage_key=storage_key)
+
+
+def frozen_price(hourly, monthly, lines) -> Price:
+    """A quote's or an order's frozen price (its JSON lines) as the price function's ``Price``."""
+    return Price(lines=tuple(PriceLine(line["label"], Decimal(str(line["hourly"])),
+                                       Decimal(str(line["monthly"]))) for line in lines or ()),
+                 hourly=Decimal(hourly), monthly=Decimal(monthly))
+
+
+def shown_price(priced, markup: PriceList | None) -> Price:
+    """A Quote's or an Order's price as a reader with ``markup`` sees it (``selling_price``); its
+    ``sku`` and ``storage_provider`` read through the instance (select them with it)."""
+    if markup is None:
+        return frozen_price(priced.price_hourly, priced.price_monthly, priced.price_lines)
+    provider = priced.storage_provider.slug if priced.storage_provider_id else None
+    server_key, storage_key = meter_keys(sku=priced.sku.slug, storage=provider,
+                                         storage_tb=priced.storage_tb)
+    return selling_price(frozen_price(priced.price_hourly, priced.price_monthly, priced.price_lines),
+                         markup, server_key=server_key, storage_key=storage_key)
 
 
 def _key(kind: str, item) -> str:

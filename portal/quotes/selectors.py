@@ -2,18 +2,38 @@ from django.db.models import QuerySet
 
 from portal.accounts.selectors import organisations_for, primary_organisation
 from portal.catalog.models import StackOption
-from portal.catalog.pricing import PriceList
-from portal.catalog.selectors import sku_list
+from portal.catalog.pricing import PriceList, resold
+from portal.catalog.selectors import price_basis, sku_list
 from portal.quotes.models import Quote
+from portal.quotes.pricing import shown_price
 from portal.quotes.rules import stock_text
 from portal.sizing.catalog_data import price_list_for
 
 
 def price_list_of_user(user) -> PriceList | None:
-    """What the catalog shows a signed-in member: its organisation's prices (None: list prices)."""
+    """What the catalog shows a signed-in member or key: its organisation's unit prices
+    (``unit_prices_for``; None: list prices)."""
     if not user.is_authenticated or getattr(user, "is_hosting_staff", False):
         return None
-    return price_list_for(primary_organisation(user))
+    return unit_prices_for(user, primary_organisation(user))
+
+
+def unit_prices_for(viewer, organisation) -> PriceList | None:
+    """The catalog's unit prices as ``viewer`` sees them for ``organisation``: what it pays (its
+    or its reseller's price list), and for a reseller's customer's own people the reseller's
+    markup on that (``price_basis``), as its quotes, orders and usage show them."""
+    return resold(price_list_for(organisation), price_basis(viewer, organisation))
+
+
+def shown_prices(viewer, priced) -> None:
+    """Sets ``shown`` (a ``Price``) on each quote or order of ``priced`` (a page of a list, with
+    their organisation, SKU, storage provider and price lines): its price as ``viewer`` reads it
+    (``portal.quotes.pricing.shown_price``). One markup read per organisation on the page."""
+    markups: dict = {}
+    for row in priced:
+        if row.organisation_id not in markups:
+            markups[row.organisation_id] = price_basis(viewer, row.organisation)
+        row.shown = shown_price(row, markups[row.organisation_id])
 
 
 def sku_stock(sku) -> int | None:

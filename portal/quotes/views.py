@@ -9,12 +9,13 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import replace_url
 
 from portal.accounts.selectors import organisations_for, primary_organisation
+from portal.catalog.selectors import price_basis, resale_markup_shown
 from portal.orders.selectors import quote_order
 from portal.quotes.forms import ConfiguratorForm, default_initial, initial_from_plan
 from portal.quotes.plans import plan_check
-from portal.quotes.selectors import quote_for_user, stock_note
+from portal.quotes.pricing import configured_price, shown_price
+from portal.quotes.selectors import quote_for_user, stock_note, unit_prices_for
 from portal.quotes.services import ConfigurationError, configuration_evaluate, quote_create
-from portal.sizing.catalog_data import price_list_for
 from portal.sizing.plan_tokens import plan_sign, plan_unsign
 from portal.sizing.services import wizard_url
 
@@ -57,7 +58,8 @@ def _form(request, data) -> ConfiguratorForm:
         if chosen is not None and "organisation" not in data and organisations.count() > 1:
             data = data.copy()
             data["organisation"] = chosen.slug
-    return ConfiguratorForm(data, organisations=organisations, price_list=price_list_for(chosen))
+    return ConfiguratorForm(data, organisations=organisations,
+                            price_list=unit_prices_for(request.user, chosen))
 
 
 @login_required
@@ -68,6 +70,7 @@ def quote_detail(request, reference: str):
     ordered_as = quote_order(quote)
     return render(request, "quotes/quote.html", {
         "quote": quote, "plan": quote.plan, "reconfigure_url": _configure_url(_quote_params(quote)),
+        **_prices(request, quote.organisation, lambda markup: shown_price(quote, markup)),
         "ordered_as": ordered_as,
         "stock_note": stock_note(quote.sku, requested=quote.node_count)
         if quote.is_valid and ordered_as is None else ""})
@@ -93,11 +96,24 @@ def _create_quote(request, form):
         return None
 
 
+def _prices(request, organisation, priced) -> dict:
+    """The price as the viewer reads it (``price_basis``: a reseller's customer's people at the
+    reseller's selling prices) and, for the reseller quoting for its customer, what that
+    customer will pay (``customer_price``; None for anyone else)."""
+    shown = resale_markup_shown(request.user, organisation)
+    return {"price": priced(price_basis(request.user, organisation)),
+            "customer_price": priced(shown) if shown is not None else None, "customer": organisation}
+
+
 def _context(request, form) -> dict:
     evaluation = None
+    priced = {"price": None, "customer_price": None, "customer": None}
     if form.is_valid():
-        evaluation = configuration_evaluate(form.configuration(), plan=form.plan_data,
-                                            organisation=_paying(request, form))
+        paying = _paying(request, form)
+        config = form.configuration()
+        evaluation = configuration_evaluate(config, plan=form.plan_data, organisation=paying)
+        priced = _prices(request, paying,
+                         lambda markup: configured_price(config, evaluation.price, markup))
     field_messages = {name: [] for name in FORM_FIELDS if name in form.fields}
     if evaluation is not None:
         for message in evaluation.messages:
@@ -105,6 +121,7 @@ def _context(request, form) -> dict:
     return {
         "form": form,
         "evaluation": evaluation,
+        **priced,
         "field_messages": field_messages,
         "plan": form.plan_data,
         "sizing_url": wizard_url(form.plan_data.get("workload")),

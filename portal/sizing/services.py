@@ -16,6 +16,8 @@ from django.core import signing
 from django.core.cache import cache
 from django.urls import reverse
 
+from portal.catalog.pricing import resold
+from portal.catalog.selectors import price_basis
 from portal.sizing.catalog_data import catalog_cached, price_list_for
 from portal.sizing.config_json import load_config_json, shape_problem
 from portal.sizing.estimator import (
@@ -200,10 +202,15 @@ def _reachable(endpoint: str) -> bool:
 
 
 # --- Recommendation -----------------------------------------------------------------------
-def catalog(*, organisation=None, stock: bool = True):
+def catalog(*, organisation=None, stock: bool = True, viewer=None):
     """The catalog (kept per process until it changes), with stock read now, and priced as
-    ``organisation`` pays (its or its reseller's price list)."""
-    return catalog_cached(stock=stock, price_list=price_list_for(organisation))
+    ``organisation`` pays (its or its reseller's price list); read by ``viewer``, a reseller's
+    customer's own people and keys see each unit at the reseller's selling price
+    (``portal.catalog.selectors.price_basis``), as its catalog shows it."""
+    price_list = price_list_for(organisation)
+    if viewer is not None:
+        price_list = resold(price_list, price_basis(viewer, organisation))
+    return catalog_cached(stock=stock, price_list=price_list)
 
 
 def strategy_runs(strategy: str, *, tp: int = 1, pp: int = 1) -> bool:

@@ -18,7 +18,7 @@ def wizard(request):
     else:
         form, wanted = WizardForm(), request.GET.get("go", "model")
     step = form.step_to_show(wanted) if wanted in STEP_NAMES else "model"
-    context = wizard_context(form, step, organisation=_paying(request))
+    context = wizard_context(form, step, organisation=_paying(request), viewer=request.user)
     return render(request, "sizing/_wizard.html" if request.htmx else "sizing/wizard.html", context)
 
 
@@ -26,7 +26,7 @@ def wizard(request):
 def results(request):
     """Live results while the inputs change (htmx); without htmx, the full results step."""
     form = WizardForm(request.POST, request.FILES)
-    context = wizard_context(form, "results", organisation=_paying(request))
+    context = wizard_context(form, "results", organisation=_paying(request), viewer=request.user)
     # The results alone replace #results: the form's field errors beside it go out of band.
     context["field_errors_oob"] = bool(request.htmx)
     return render(request, "sizing/_results.html" if request.htmx else "sizing/wizard.html", context)
@@ -37,9 +37,9 @@ def _paying(request):
     return primary_organisation(request.user) if request.user.is_authenticated else None
 
 
-def wizard_context(form, step: str, *, organisation=None) -> dict:
+def wizard_context(form, step: str, *, organisation=None, viewer=None) -> dict:
     """Everything the wizard templates show for `step`; results only when the inputs are valid;
-    plans priced as ``organisation`` pays."""
+    plans priced as ``organisation`` pays, as ``viewer`` reads its prices."""
     index = STEP_NAMES.index(step)
     context = {
         "form": form, "step": step, "step_index": index,
@@ -52,7 +52,7 @@ def wizard_context(form, step: str, *, organisation=None) -> dict:
     if step != "results" or not form.is_bound or not form.is_valid():
         return context
     try:
-        data = services.catalog(organisation=organisation)
+        data = services.catalog(organisation=organisation, viewer=viewer)
         rec = services.recommendation_run(workload=form.workload(), goal=form.goal_spec(),
                                           options=form.search_options(), catalog_data=data)
     except ValueError as exc:

@@ -1,5 +1,6 @@
 """GET /api/v1/catalog: GPU models, SKUs with stock, options, and prices as the key's
-organisation pays them (its or its reseller's price list)."""
+organisation pays them (its or its reseller's price list; a reseller's customer's key at the
+reseller's selling prices)."""
 
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
@@ -8,7 +9,7 @@ from rest_framework.views import APIView
 from portal.accounts.selectors import primary_organisation
 from portal.api.v1 import serializers_orders as so
 from portal.catalog.cache import catalog_cached, catalog_rows, sku_stock
-from portal.sizing.catalog_data import price_list_for
+from portal.quotes.selectors import unit_prices_for
 
 
 def catalog_snapshot(*, price_list) -> dict:
@@ -27,7 +28,7 @@ class CatalogView(APIView):
                    summary="What can be ordered: GPU models, server SKUs (with stock), options, and "
                            "prices as your organisation pays them")
     def get(self, request):
-        body = catalog_snapshot(price_list=price_list_for(primary_organisation(request.user)))
+        body = catalog_snapshot(price_list=unit_prices_for(request.user, primary_organisation(request.user)))
         stock = sku_stock()
         skus = [sku | {"stock": stock.get(sku["slug"], 0)} for sku in body["skus"]]
         return Response({**body, "skus": skus})

@@ -17,7 +17,7 @@ from portal.api.v1 import examples as ex
 from portal.api.v1 import serializers as s
 from portal.api.v1 import serializers_orders as so
 from portal.api.v1.pagination import NewestFirstCursor
-from portal.api.v1.rows import order_row, order_rows
+from portal.api.v1.rows import as_seen, order_row, order_rows
 from portal.api.v1.views.common import list_filters, organisation_for_create
 from portal.api.v1.views.quotes import IDEMPOTENCY_KEY
 from portal.orders.selectors import order_events, orders_for
@@ -62,7 +62,7 @@ class OrderListCreateView(generics.GenericAPIView):
                    responses=so.OrderOutputSerializer(many=True),
                    summary="Orders, newest first (cursor pages); filters: state, customer, created time")
     def get(self, request):
-        page = self.paginate_queryset(self.get_queryset())
+        page = as_seen(request.user, self.paginate_queryset(self.get_queryset()))
         return self.get_paginated_response(so.OrderOutputSerializer(page, many=True).data)
 
     @extend_schema(operation_id="orders_create", request=so.OrderCreateInputSerializer, examples=ex.ORDER,

@@ -11,7 +11,7 @@ from portal.api.v1 import examples as ex
 from portal.api.v1 import serializers as s
 from portal.api.v1 import serializers_orders as so
 from portal.api.v1.pagination import NewestFirstCursor
-from portal.api.v1.rows import quote_row, quote_rows
+from portal.api.v1.rows import as_seen, quote_row, quote_rows
 from portal.api.v1.views.common import list_filters, organisation_for_create
 from portal.quotes.services import ConfigurationError, quote_create
 
@@ -49,7 +49,7 @@ class QuoteListCreateView(generics.GenericAPIView):
                    summary="Quotes of the key's organisation (a reseller's: also its customers'), "
                            "newest first")
     def get(self, request):
-        page = self.paginate_queryset(self.get_queryset())
+        page = as_seen(request.user, self.paginate_queryset(self.get_queryset()))
         return self.get_paginated_response(s.QuoteOutputSerializer(page, many=True).data)
 
     @extend_schema(operation_id="quotes_create", request=so.QuoteCreateInputSerializer, examples=ex.QUOTE,

@@ -50,7 +50,8 @@ class RecommendationView(APIView):
             workload, goal, options = data.request()
             rec = services.recommendation_run(
                 workload=workload, goal=goal, options=options,
-                catalog_data=services.catalog(organisation=primary_organisation(request.user)))
+                catalog_data=services.catalog(organisation=primary_organisation(request.user),
+                                              viewer=request.user))
         except ValueError as exc:
             raise ValidationError({"non_field_errors": [str(exc)]}) from None
         return Response(rec.to_dict())

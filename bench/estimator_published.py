@@ -623,7 +623,7 @@ def peft_70b_rows(case: dict) -> list[Row]:
             continue
         knobs, parallel = PEFT_70B[method]
         training = {"seq_len": 2048, "checkpointing": "full", "attention": "flash", "lora_rank": 8,
-                    "lora_targets": ("all-linear",), **knobs}
+                    "lora_targets": ("all-linear",), "lora_dropout": 0.1, **knobs}
         parallel = dict(parallel)
         if parallel["sharding"] == "zero3":  # Accelerate's "auto" ZeRO buckets from the hidden size
             h = model.hidden_size

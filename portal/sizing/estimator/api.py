@@ -253,7 +253,8 @@ def represented_knobs(training: TrainingConfig, parallel: ParallelConfig, layout
         gather = " +fp8 all-gather" if training.float8_all_gather else ""
         out.append(f"float8={training.float8_recipe}{gather}")
     if training.finetune != "full":
-        out.append(f"finetune={training.finetune} r={training.lora_rank}")
+        out.append(f"finetune={training.finetune} r={training.lora_rank}"
+                   + (f" lora_dropout={training.lora_dropout:g}" if training.lora_dropout else ""))
     if training.finetune == "qlora":
         out.append(f"quant_storage={mem.nf4_storage(training, parallel)}")
     if training.optimizer_impl != "default":

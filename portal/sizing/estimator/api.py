@@ -18,9 +18,11 @@ DEFAULT_HOST = HostSpec()  # the node's CPU side when none is given (config.Host
 # The version of the memory and time model (docs/sizing.md): 1 until issue 33; 2 adds NCCL's
 # latencies, TP-narrowed matmuls, ring attention's own costs, the host CPU's optimizer step,
 # sharded 4-bit QLoRA weights and framework-specific overlap; 3 times attention at its kernel's
-# own rate (compute.attention_slowdown: step times only, no bytes). A stored plan carries the
+# own rate (compute.attention_slowdown: step times only, no bytes); 4 sizes LoRA/QLoRA
+# activations as autograd saves them under a frozen base, with the adapters' dropout copies
+# (activations.adapted_linears; bytes of LoRA/QLoRA plans only). A stored plan carries the
 # version that sized it: one sized by an older version may re-estimate to other bytes or times.
-ESTIMATOR_VERSION = 3
+ESTIMATOR_VERSION = 4
 
 
 @dataclass(frozen=True)

@@ -272,7 +272,8 @@ class Searcher:
         if tc is None:
             w, regime = self.workload, regime_of(stack)
             knobs = {**regime.training_knobs(ckpt, self.model, w.attention, w.precision),
-                     **regime.layout_knobs(sharding, w.precision, w.finetune)}
+                     **regime.layout_knobs(sharding, w.precision, w.finetune),
+                     **regime.adapter_knobs(self.model, w.finetune)}
             base = dict(precision=w.precision, optimizer=w.optimizer, micro_batch=mb, seq_len=w.seq_len,
                         grad_accum=ga, checkpointing=ckpt, attention=w.attention, finetune=w.finetune,
                         lora_rank=w.lora_rank or 16)

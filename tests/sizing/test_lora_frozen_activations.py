@@ -103,3 +103,28 @@ def test_saved_bytes_match_peft_style_lora_on_hf_llama(mode, targets, ckpt):
         ),
     )
     assert est.per_gpu.activations + est.per_gpu.logits_and_loss == pytest.approx(measured, rel=0.005)
+
+
+def test_lora_dropout_keeps_one_dropped_copy_and_mask_per_adapter():
+    """PEFT applies a dropout per adapter (lora_A(dropout(x))): with p > 0 every adapter keeps its
+    own half copy and a 1-byte mask instead of one shared input. On a dense llama, q, k and v
+    adapters read one norm output: three copies of 3 bytes instead of one of 2."""
+    m = get_preset("llama-3.1-8b")
+    knobs = {"finetune": "lora", "lora_rank": 8, "lora_targets": ("q_proj", "k_proj", "v_proj")}
+    plain = _saved(m, **knobs)
+    dropped = _saved(m, **knobs, lora_dropout=0.1)
+    tokens, h = 2 * 1024, m.hidden_size
+    first_layer_masks = 3 * tokens * h  # the first layer's input needs no gradient: no masks kept
+    assert dropped - plain == m.num_layers * tokens * h * (3 * (2 + 1) - 2) - first_layer_masks
+
+
+def test_gpt2_lora_dropout_copies_come_on_top_of_the_full_count():
+    """Frozen ops of GPT-2 are not traced (counted as if trained, an over-estimate); LoRA dropout's
+    copies and masks are added for every adapted linear, so the count stays above what runs."""
+    m = get_preset("gpt2-124m")
+    knobs = {"precision": "bf16-mixed", "finetune": "lora", "lora_targets": ("c_attn", "c_proj", "c_fc")}
+    plain = _saved(m, **knobs)
+    dropped = _saved(m, **knobs, lora_dropout=0.05)
+    inputs = 3 * m.hidden_size + m.intermediate_size  # c_attn, attn.c_proj, c_fc, mlp.c_proj
+    assert dropped - plain == m.num_layers * 2 * 1024 * inputs * (2 + 1)
+    assert plain == _saved(m, precision="bf16-mixed")  # full fine-tuning's count without dropout

@@ -43,7 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .config import ParallelConfig, TrainingConfig
-from .models import ModelSpec
+from .models import ModelSpec, param_tensors
 
 LSE_BYTES = 4  # FlashAttention log-sum-exp, fp32 per head and token
 STATS_BYTES = 8  # LayerNorm mean + rstd, fp32 per token
@@ -106,6 +106,19 @@ def _adapted_lin_in(dt: Dt, adapted: int, lora_dropout: float = 0.0) -> int:
     if lora_dropout > 0:
         return adapted * _dropped_copy(dt)
     return 2 * adapted if dt.autocast else dt.norm_out
+
+
+def untraced_lora_dropout(m: ModelSpec, tc: TrainingConfig, dt: Dt, T: int) -> int:
+    """GPT-2, BERT and MoE models keep the full fine-tuning count under LoRA (adapted_linears);
+    with LoRA dropout each adapted dense linear's dropped copy and mask come on top, so the count
+    stays an over-estimate (experts' adapters, per routed token, are not added)."""
+    if tc.finetune == "full" or tc.lora_dropout == 0 or adapted_linears(m, tc) is not None:
+        return 0
+    targets = tc.lora_targets
+    ins = sum(t.shape[1] for t in param_tensors(m)
+              if t.kind == "linear" and t.group == "layer" and not t.expert
+              and ("all-linear" in targets or any(t.name == x or t.name.endswith("." + x) for x in targets)))
+    return _dropped_copy(dt) * T * ins
 
 
 def _dropped_copy(dt: Dt) -> int:
@@ -265,6 +278,7 @@ def layer_terms(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> dic
         mlp = 2 * dt.act * T * inter
         if p > 0:
             replicated += 2 * DROPOUT_MASK_BYTES * T * h
+    replicated += untraced_lora_dropout(m, tc, dt, T)
     return {"replicated": replicated, "sharded": core["qkvo"] + mlp, "scores": core["scores"]}
 
 

@@ -41,6 +41,7 @@ the optimizer step.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .config import ParallelConfig, TrainingConfig
 from .models import ModelSpec, param_tensors
@@ -90,10 +91,14 @@ def adapted_linears(m: ModelSpec, tc: TrainingConfig) -> frozenset[str] | None:
     trained, an over-estimate)."""
     if tc.finetune == "full" or m.family != "llama" or m.is_moe:
         return None
-    if "all-linear" in tc.lora_targets:
+    return _llama_adapted(tc.lora_targets)
+
+
+@lru_cache(maxsize=64)
+def _llama_adapted(targets: tuple[str, ...]) -> frozenset[str]:
+    if "all-linear" in targets:
         return frozenset(LLAMA_LINEARS)
-    return frozenset(n for n in LLAMA_LINEARS
-                     if any(x == n or x.endswith("." + n) for x in tc.lora_targets))
+    return frozenset(n for n in LLAMA_LINEARS if any(x == n or x.endswith("." + n) for x in targets))
 
 
 def _adapted_lin_in(dt: Dt, adapted: int, lora_dropout: float = 0.0) -> int:

@@ -709,6 +709,7 @@ def clear_caches() -> None:
                    cmp._utilisation, cmp._fp8_time_factor, cmp._link_rates, cmp._call_latencies,
                    cmp._latency_seconds, cmp._narrowing,
                    mem._lora_tensors, mem._trainable_sum, mem._optimizer_sum, mem._frozen_sum,
+                   act._llama_adapted,
                    mem._trainable_local, mem.linear_param_elems, mem.root_param_elems, mem._trainable_elems,
                    mem._all_local, mem.layer_linear_elems,
                    param_tensors, count_params, arch_scale, layer_params):

@@ -623,7 +623,7 @@ def peft_70b_rows(case: dict) -> list[Row]:
             continue
         knobs, parallel = PEFT_70B[method]
         training = {"seq_len": 2048, "checkpointing": "full", "attention": "flash", "lora_rank": 8,
-                    "lora_targets": ("all-linear",), **knobs}
+                    "lora_targets": ("all-linear",), "lora_dropout": 0.1, **knobs}
         parallel = dict(parallel)
         if parallel["sharding"] == "zero3":  # Accelerate's "auto" ZeRO buckets from the hidden size
             h = model.hidden_size
@@ -632,6 +632,31 @@ def peft_70b_rows(case: dict) -> list[Row]:
         rows.append(Row(case["id"], f"Llama-2-70B {method} {gpus} GPUs", model, training, parallel, H100_SXM,
                         SINGLE, memory_gib=gb, memory_metric="device", split=case.get("split", "held-out"),
                         assumed="the screenshots' memory in use read as GiB; Accelerate's auto ZeRO buckets"))
+    return rows
+
+
+# AWS g5's A10G: only its memory is compared (the A10 datasheet's dense rates, not A10G-specific)
+A10G = GPUSpec("A10G 24GB", 24 * 10**9, 125, None, 31.2, 600)
+
+
+def philschmid_qlora_rows(case: dict) -> list[Row]:
+    """Llama 3 70B FSDP1 QLoRA with parameter offload (the notebook's yaml and run_fsdp_qlora.py):
+    bf16 model and quant storage, r 16 all-linear, LoRA dropout 0.05, packed 3072-token samples,
+    batch 1, grad accum 2, reentrant checkpointing, SDPA."""
+    rows = []
+    for setup, gpus, gb in case["published"]["rows"]:
+        if setup != "FSDP QLoRA + CPU offload":
+            rows.append(unconfigured(case["id"], setup, f"no configuration for {setup!r}"))
+            continue
+        training = {"precision": "bf16", "finetune": "qlora", "quant_storage": "bf16", "micro_batch": 1,
+                    "grad_accum": 2, "seq_len": 3072, "checkpointing": "full", "attention": "sdpa",
+                    "lora_rank": 16, "lora_targets": ("all-linear",), "lora_dropout": 0.05}
+        rows.append(Row(case["id"], f"Llama-3-70B {setup} {gpus} GPUs", get_preset("llama-3.1-70b"), training,
+                        {"dp": gpus, "sharding": "fsdp-full-shard", "offload": "optimizer+params"}, A10G,
+                        Interconnect.pcie(4), memory_gib=gb, memory_metric="device",
+                        split=case.get("split", "held-out"),
+                        assumed="Llama 3 70B as the llama-3.1-70b shape (same layers and vocabulary); the"
+                                " notebook's 22 GB read as GiB, the device's memory in use"))
     return rows
 
 
@@ -653,6 +678,7 @@ BUILDERS = {
     "peft_docs_llama2_70b_fsdp_deepspeed": peft_70b_rows,
     "llm_foundry_mpt_throughput_readme": foundry_rows,
     "peft_metamathqa_llama3.2_3B_variants": peft_rows,
+    "philschmid_fsdp_qlora_llama3_70b": philschmid_qlora_rows,
 }
 NOT_RUNS = {  # measured cases that are not a training step we can configure
     "eleuther_a100_throughput_anchors": "a range of TFLOP/s with no model, batch or layout",

@@ -100,3 +100,13 @@ def test_the_attention_kernel_sets_attention_time_on_hopper():
     assert step() == step("--attention-kernel", "fa2") > step("--attention-kernel", "fa3")
     with pytest.raises(CommandError, match="attention-kernel"):
         _run(*FLAGS, "--attention-kernel", "fa4")
+
+
+def test_lora_dropout_adds_each_adapters_dropped_copy():
+    lora = [*FLAGS, "--finetune", "lora", "--lora-targets", "q_proj,v_proj", "--json"]
+    plain = json.loads(_run(*lora))
+    dropped = json.loads(_run(*lora, "--lora-dropout", "0.1"))
+    assert dropped["per_gpu_bytes"]["activations"] > plain["per_gpu_bytes"]["activations"]
+    assert "finetune=lora r=16 lora_dropout=0.1" in dropped["represents"]
+    with pytest.raises(CommandError, match="lora_dropout must be in"):
+        _run(*lora, "--lora-dropout", "1.5")

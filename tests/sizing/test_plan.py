@@ -152,17 +152,53 @@ def test_a_qlora_plan_sized_by_the_older_model_is_marked_so_and_a_new_one_re_est
     assert plan_estimate(older).per_gpu.total == old["per_gpu_total_bytes"]  # today's model: auto = bf16
 
 
-def test_a_plan_sized_by_version_2_is_marked_older_and_re_estimates_to_its_stored_bytes(catalog):
-    """Version 3 (attention at its kernel's rate on Hopper) changes step times, not bytes: a plan
-    that version 2 sized reads as from an older model (its time may differ today) and still
-    re-estimates to the bytes it stored, term by term."""
-    assert ESTIMATOR_VERSION == 3
+@pytest.mark.parametrize("version", [2, 3])
+def test_a_full_finetuning_plan_of_an_older_version_is_marked_older_and_keeps_its_bytes(catalog, version):
+    """Version 3 (attention at its kernel's rate on Hopper) changes step times, not bytes; version
+    4 changes LoRA/QLoRA activations only: a full fine-tuning plan that version 2 or 3 sized reads
+    as from an older model (its time may differ today) and still re-estimates to the bytes it
+    stored, term by term."""
+    assert ESTIMATOR_VERSION == 4
     for plan in plans_for("llama-3.1-8b", catalog)[:3]:
         data = stored(plan)
-        data["estimator_regime"] = {**data["estimator_regime"], "version": 2}
+        data["estimator_regime"] = {**data["estimator_regime"], "version": version}
         older = Plan.from_dict(data)
-        assert older.estimator_version == 2 and older.from_older_model
+        assert older.estimator_version == version and older.from_older_model
         again = plan_estimate(older).per_gpu
         assert again.total == data["per_gpu_total_bytes"]
         terms = data["memory_breakdown_bytes"]
         assert {k: getattr(again, k) for k in terms} == terms
+
+
+@pytest.mark.parametrize("finetune", ["lora", "qlora"])
+def test_a_lora_plan_is_sized_with_its_stacks_adapters_and_re_estimates_to_its_bytes(catalog, finetune):
+    """Version 4: a LoRA/QLoRA plan carries the adapters adapters.json renders (every linear of the
+    blocks, LoRA dropout 0.05) in its regime and re-estimates to its stored bytes; without them (a
+    version-3 plan) it is marked as from an older model, which sized the adapters on q, k, v, o
+    with the activations of full fine-tuning."""
+    plans = plans_for("llama-3.1-8b", catalog, finetune=finetune)
+    assert plans
+    for plan in plans:
+        data = stored(plan)
+        training = data["estimator_regime"]["training"]
+        assert training["lora_targets"] == ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                                            "down_proj"]
+        assert training["lora_dropout"] == 0.05
+        again = plan_estimate(Plan.from_dict(data))
+        assert again.per_gpu.total == data["per_gpu_total_bytes"]
+        assert {k: getattr(again.per_gpu, k) for k in data["memory_breakdown_bytes"]} == \
+            data["memory_breakdown_bytes"]
+    old = stored(plans[0])
+    old["estimator_regime"] = {**old["estimator_regime"], "version": 3}
+    for key in ("lora_targets", "lora_dropout"):
+        old["estimator_regime"]["training"].pop(key)
+    older = Plan.from_dict(old)
+    assert older.from_older_model
+    assert plan_estimate(older).per_gpu.total != old["per_gpu_total_bytes"]
+
+
+def test_a_stored_regimes_lora_targets_must_be_layer_names(catalog):
+    data = stored(plans_for("llama-3.1-8b", catalog, finetune="lora")[0])
+    data["estimator_regime"]["training"]["lora_targets"] = "q_proj"
+    with pytest.raises(ValueError, match="lora_targets must be a list of layer names"):
+        Plan.from_dict(data)

@@ -124,3 +124,19 @@ def test_qlora_with_sharded_weights_is_sized_with_the_half_quant_storage_the_sta
     assert "bnb_4bit_quant_storage" not in rendered["quantization"]  # not sharded: bitsandbytes' uint8
     assert "quant_storage" not in REGIMES["deepspeed"].layout_knobs("zero2", "bf16-mixed", "qlora")
     assert "quant_storage" not in REGIMES["fsdp"].layout_knobs("fsdp-full-shard", "bf16-mixed", "lora")
+
+
+def test_lora_plans_are_sized_with_the_adapters_every_stack_renders():
+    """adapters.json adapts every linear of the attention and MLP blocks with LoRA dropout 0.05 on
+    every stack; the regime restates both (the dropout copies are saved per adapter)."""
+    from portal.sizing.recommend.regimes import LORA_TARGETS
+    from provisioning.stack.adapters import TARGETS, adapters_config
+
+    assert {k: tuple(v) for k, v in TARGETS.items()} == LORA_TARGETS
+    for strategy, sharding in (("ddp", "none"), ("fsdp", "fsdp-full-shard"), ("deepspeed", "zero3")):
+        for finetune in ("lora", "qlora"):
+            rendered = adapters_config(inputs(strategy, sharding=sharding, finetune=finetune, lora_rank=16))
+            knobs = REGIMES[strategy].adapter_knobs(LLAMA, finetune)
+            assert knobs == {"lora_targets": tuple(rendered["lora"]["target_modules"]),
+                             "lora_dropout": rendered["lora"]["lora_dropout"]}
+        assert REGIMES[strategy].adapter_knobs(LLAMA, "full") == {}

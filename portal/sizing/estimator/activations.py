@@ -22,6 +22,13 @@ tests/sizing/test_activations_measured.py):
   output, keeps all three alive wherever the kernel saves q itself (SDPA; eager at b = 1).
 - Dropout (p > 0, CUDA): a 1-byte mask per element (and the dropped probabilities).
 - Loss: the fp32 log-softmax output over the vocabulary (BERT keeps the logits dtype).
+- Frozen weights (LoRA, QLoRA): autograd saves an input of an op only when the gradient that
+  needs it is computed (PyTorch's generated autograd code guards each saved input with
+  ``should_compute_output``: ``mm`` saves its input for the weight's gradient, ``mul`` each
+  factor for the other's). A frozen linear saves nothing, a frozen norm weight keeps no
+  normalised copy; bitsandbytes' 4-bit matmul keeps its packed weight only
+  (``ctx.tensors = (None, B)``), torchao's NF4 linear too. Only the inputs of adapted linears
+  (and each adapter's rank-r middle) are saved (``adapted_linears``; dense llama family).
 
 The Trainyard smoke model (ModelSpec.implementation "trainyard-smoke", the Llama of
 provisioning/acceptance/node/train_smoke.py) saves more than HF's Llama, op for op: its RMSNorm
@@ -34,9 +41,10 @@ the optimizer step.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .config import ParallelConfig, TrainingConfig
-from .models import ModelSpec
+from .models import ModelSpec, param_tensors
 
 LSE_BYTES = 4  # FlashAttention log-sum-exp, fp32 per head and token
 STATS_BYTES = 8  # LayerNorm mean + rstd, fp32 per token
@@ -71,6 +79,56 @@ def dtype_facts(training: TrainingConfig, layout: str) -> Dt:
 def _lin_in(dt: Dt, consumers: int) -> int:
     """Bytes per element saved as the input of `consumers` linears reading one tensor."""
     return 2 * consumers if dt.autocast else dt.norm_out
+
+
+LLAMA_LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+def adapted_linears(m: ModelSpec, tc: TrainingConfig) -> frozenset[str] | None:
+    """The layer linears whose weights train while the base is frozen (LoRA/QLoRA on a dense
+    llama-family model), or None when autograd sees trainable base weights (full fine-tuning)
+    or a model whose frozen ops this module does not trace (GPT-2, BERT, MoE: counted as if
+    trained, an over-estimate)."""
+    if tc.finetune == "full" or m.family != "llama" or m.is_moe:
+        return None
+    return _llama_adapted(tc.lora_targets)
+
+
+@lru_cache(maxsize=64)
+def _llama_adapted(targets: tuple[str, ...]) -> frozenset[str]:
+    if "all-linear" in targets:
+        return frozenset(LLAMA_LINEARS)
+    return frozenset(n for n in LLAMA_LINEARS if any(x == n or x.endswith("." + n) for x in targets))
+
+
+def _adapted_lin_in(dt: Dt, adapted: int, lora_dropout: float = 0.0) -> int:
+    """Bytes per element of a tensor read by `adapted` LoRA-adapted linears (and frozen ones):
+    lora_A saves it (under autocast its own half cast, one per adapter); frozen ones save nothing.
+    With LoRA dropout each adapter drops its own copy (PEFT: ``lora_A(lora_dropout(x))``): lora_A
+    saves that copy (its half cast under autocast) and dropout its 1-byte mask, x itself none."""
+    if not adapted:
+        return 0
+    if lora_dropout > 0:
+        return adapted * _dropped_copy(dt)
+    return 2 * adapted if dt.autocast else dt.norm_out
+
+
+def untraced_lora_dropout(m: ModelSpec, tc: TrainingConfig, dt: Dt, T: int) -> int:
+    """GPT-2, BERT and MoE models keep the full fine-tuning count under LoRA (adapted_linears);
+    with LoRA dropout each adapted dense linear's dropped copy and mask come on top, so the count
+    stays an over-estimate (experts' adapters, per routed token, are not added)."""
+    if tc.finetune == "full" or tc.lora_dropout == 0 or adapted_linears(m, tc) is not None:
+        return 0
+    targets = tc.lora_targets
+    ins = sum(t.shape[1] for t in param_tensors(m)
+              if t.kind == "linear" and t.group == "layer" and not t.expert
+              and ("all-linear" in targets or any(t.name == x or t.name.endswith("." + x) for x in targets)))
+    return _dropped_copy(dt) * T * ins
+
+
+def _dropped_copy(dt: Dt) -> int:
+    """Bytes per element one adapter's dropout keeps: the copy lora_A saves and CUDA's mask."""
+    return (2 if dt.autocast else dt.act) + DROPOUT_MASK_BYTES
 
 
 def _attention_core(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int, p: float) -> dict:
@@ -178,12 +236,25 @@ def layer_terms(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> dic
     core = _attention_core(m, tc, dt, b, s, p)
     if m.family == "llama":
         fused = tc.compile and not dt.autocast
+        adapted = adapted_linears(m, tc)
         if fused:  # compiled RMSNorm: its input and rsqrt (no fp32 upcast, no normalised copy)
             norm = (dt.residual * h + 4) * T
-        else:
-            norm = (4 * h + 4 + dt.norm_out * h) * T  # fp32 input/upcast, rsqrt, normalised
+        else:  # fp32 input/upcast, rsqrt, normalised (kept for the weight's gradient only)
+            norm = (4 * h + 4 + (dt.norm_out * h if adapted is None else 0)) * T
             norm += smoke_norm_upcast(m, dt, T)
-        replicated = 2 * norm + (_lin_in(dt, 3) + _lin_in(dt, 2)) * T * h + smoke_rope_casts(m, tc, dt, s)
+        if adapted is None:
+            inputs = _lin_in(dt, 3) + _lin_in(dt, 2)
+        else:
+            pd = tc.lora_dropout
+            inputs = (_adapted_lin_in(dt, len(adapted & {"q_proj", "k_proj", "v_proj"}), pd)
+                      + _adapted_lin_in(dt, len(adapted & {"gate_proj", "up_proj"}), pd))
+            if tc.attention == "eager" and not _merged_output_kept(adapted, pd):
+                core["qkvo"] -= dt.act * T * m.q_dim  # the head-merged output: no linear keeps it
+            if "o_proj" in adapted and pd > 0:
+                core["qkvo"] += _dropped_copy(dt) * T * m.q_dim
+        replicated = 2 * norm + inputs * T * h + smoke_rope_casts(m, tc, dt, s)
+        if adapted is not None:  # each adapter's lora_A output, saved by lora_B
+            replicated += len(adapted) * tc.lora_rank * dt.act * T
         if m.is_moe:
             k, e = m.experts_per_token, m.num_experts
             routing = (4 * e + 8 * k + 4 + 4 * k + 3 * 8 * k + 4 * k) * T
@@ -191,7 +262,12 @@ def layer_terms(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> dic
                 routing += 2 * T * h  # router input cast
             mlp = dt.act * T * k * (2 * h + 4 * inter) + routing
         else:  # gate, silu(gate), up, product; compiled: silu is recomputed in backward
-            mlp = (3 if fused else 4) * dt.act * T * inter
+            saved = 3 if fused else 4  # the product is down_proj's input: not kept for a frozen one
+            if adapted is not None and ("down_proj" not in adapted or tc.lora_dropout > 0):
+                saved -= 1
+            mlp = saved * dt.act * T * inter
+            if adapted is not None and "down_proj" in adapted and tc.lora_dropout > 0:
+                mlp += _dropped_copy(dt) * T * inter
     elif m.family == "gpt2":
         ln = (dt.residual * h + STATS_BYTES) * T
         replicated = 2 * ln + 2 * _lin_in(dt, 1) * T * h
@@ -207,7 +283,40 @@ def layer_terms(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> dic
         mlp = 2 * dt.act * T * inter
         if p > 0:
             replicated += 2 * DROPOUT_MASK_BYTES * T * h
+    replicated += untraced_lora_dropout(m, tc, dt, T)
     return {"replicated": replicated, "sharded": core["qkvo"] + mlp, "scores": core["scores"]}
+
+
+def frozen_prefix(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int, t: int, sp: bool) -> int:
+    """Bytes layer_terms counts for the first layer that it does not save when the base is
+    frozen: the frozen embedding's output needs no gradient, so no op saves anything until the
+    first adapted linear (its input norm always; attention too when q, k and v are frozen,
+    and the second norm when o_proj is frozen as well). Not under full recompute, which keeps
+    layer inputs only."""
+    adapted = adapted_linears(m, tc)
+    if adapted is None or tc.checkpointing in ("full", "selective-op"):
+        return 0
+    T, h = b * s, m.hidden_size
+    fused = tc.compile and not dt.autocast
+    norm = (dt.residual * h + 4) * T if fused else (4 * h + 4) * T + smoke_norm_upcast(m, dt, T)
+    norm = norm // t if sp else norm
+    # LoRA dropout of a first adapter whose input needs no gradient keeps no mask
+    masks = DROPOUT_MASK_BYTES * T if tc.lora_dropout > 0 else 0
+    if qkv := len(adapted & {"q_proj", "k_proj", "v_proj"}):
+        return norm + masks * qkv * h
+    core = _attention_core(m, tc, dt, b, s, tc.dropout if tc.dropout is not None else m.dropout)
+    unsaved = core["qkvo"] + (core["scores"] if tc.checkpointing == "none" else 0)
+    if tc.attention == "eager" and not _merged_output_kept(adapted, tc.lora_dropout):
+        unsaved -= dt.act * T * m.q_dim  # layer_terms already leaves the merged output out
+    if "o_proj" in adapted:  # o_proj's adapter input (or its dropped copy) needs a gradient
+        return norm + (unsaved - (0 if tc.lora_dropout > 0 else dt.act * T * m.q_dim)) // t + masks * m.q_dim
+    return 2 * norm + unsaved // t + masks * h * len(adapted & {"gate_proj", "up_proj"})
+
+
+def _merged_output_kept(adapted: frozenset[str], lora_dropout: float) -> bool:
+    """Eager attention's head-merged output is o_proj's input: kept only by its adapter's lora_A
+    (without dropout; with it, lora_A keeps the dropped copy)."""
+    return "o_proj" in adapted and lora_dropout == 0
 
 
 def checkpointed_layer_input(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> int:
@@ -227,6 +336,8 @@ def outside_layers(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> 
         rope = 0 if tc.checkpointing == "full" else 2 * s * m.head_dim * (2 if dt.half_model else 4)
         if m.implementation == "trainyard-smoke":  # its tables are buffers, cast per layer
             rope = smoke_rope_tables(m, tc, dt, s)
+        if adapted_linears(m, tc) is not None:  # frozen embedding, final norm and head
+            return rope + (4 * h + 4) * T
         norm = (4 * h + 4 + dt.norm_out * h) * T + smoke_norm_upcast(m, dt, T)
         return ids + rope + norm + _lin_in(dt, 1) * T * h
     if m.family == "gpt2":
@@ -325,6 +436,7 @@ def activation_bytes(
     # micro-batches in flight. Interleaved with v virtual stages it warms up further ahead:
     # L (1 + (p-1)/(p v)) layers' worth instead of L (Korthikanti et al. 2022, 4.2.3).
     in_flight = min(pc.pp, pc.pp_microbatches or tc.grad_accum) if pc.pp > 1 else 1
+    layers -= frozen_prefix(m, tc, dt, b, s, t, pc.sp)
     layers *= in_flight
     if pc.pp > 1 and pc.pp_interleave > 1:
         layers = int(layers * (1 + (pc.pp - 1) / (pc.pp * pc.pp_interleave)))

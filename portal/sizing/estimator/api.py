@@ -18,9 +18,11 @@ DEFAULT_HOST = HostSpec()  # the node's CPU side when none is given (config.Host
 # The version of the memory and time model (docs/sizing.md): 1 until issue 33; 2 adds NCCL's
 # latencies, TP-narrowed matmuls, ring attention's own costs, the host CPU's optimizer step,
 # sharded 4-bit QLoRA weights and framework-specific overlap; 3 times attention at its kernel's
-# own rate (compute.attention_slowdown: step times only, no bytes). A stored plan carries the
+# own rate (compute.attention_slowdown: step times only, no bytes); 4 sizes LoRA/QLoRA
+# activations as autograd saves them under a frozen base, with the adapters' dropout copies
+# (activations.adapted_linears; bytes of LoRA/QLoRA plans only). A stored plan carries the
 # version that sized it: one sized by an older version may re-estimate to other bytes or times.
-ESTIMATOR_VERSION = 3
+ESTIMATOR_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -253,7 +255,8 @@ def represented_knobs(training: TrainingConfig, parallel: ParallelConfig, layout
         gather = " +fp8 all-gather" if training.float8_all_gather else ""
         out.append(f"float8={training.float8_recipe}{gather}")
     if training.finetune != "full":
-        out.append(f"finetune={training.finetune} r={training.lora_rank}")
+        out.append(f"finetune={training.finetune} r={training.lora_rank}"
+                   + (f" lora_dropout={training.lora_dropout:g}" if training.lora_dropout else ""))
     if training.finetune == "qlora":
         out.append(f"quant_storage={mem.nf4_storage(training, parallel)}")
     if training.optimizer_impl != "default":
@@ -706,6 +709,7 @@ def clear_caches() -> None:
                    cmp._utilisation, cmp._fp8_time_factor, cmp._link_rates, cmp._call_latencies,
                    cmp._latency_seconds, cmp._narrowing,
                    mem._lora_tensors, mem._trainable_sum, mem._optimizer_sum, mem._frozen_sum,
+                   act._llama_adapted,
                    mem._trainable_local, mem.linear_param_elems, mem.root_param_elems, mem._trainable_elems,
                    mem._all_local, mem.layer_linear_elems,
                    param_tensors, count_params, arch_scale, layer_params):

@@ -131,6 +131,7 @@ class TrainingConfig:
     finetune: str = "full"
     lora_rank: int = 16
     lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
+    lora_dropout: float = 0.0  # PEFT LoraConfig.lora_dropout: each adapter drops its own input copy
     dropout: float | None = None  # None: the model's own dropout probability
     mfu: float | None = None  # None: the MFU model in compute.py
     checkpoint_every: int = 1  # full checkpointing on every N-th layer
@@ -170,6 +171,8 @@ class TrainingConfig:
             require_whole("lora_rank", self.lora_rank)
             if not self.lora_targets:
                 raise ValueError("lora_targets is empty; name the linear layers LoRA adapts")
+        if not 0 <= self.lora_dropout < 1:
+            raise ValueError(f"lora_dropout must be in [0, 1), got {self.lora_dropout}")
         if self.dropout is not None and not 0 <= self.dropout < 1:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
         if self.mfu is not None and not 0 < self.mfu <= 1:

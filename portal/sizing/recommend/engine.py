@@ -19,6 +19,7 @@ from .collector import collections_paused
 from .memo import searcher_for
 from .pareto import pareto_front, rank
 from .plan import MemoryBreakdown, Plan, regime_overrides
+from .regimes import REGIMES
 from .search import Candidate, Miss, Searcher, Size, make_gpu, make_link, naive_best, size_price
 from .stacks import Needs, family_of, missing, strategy_stacks
 from .strategies import get_strategy
@@ -39,7 +40,8 @@ def _probe(model: ModelSpec, workload: Workload, catalog: CatalogData) -> tuple[
         raise ValueError(f"no GPU in the catalog supports precision={workload.precision!r}; pick bf16-mixed")
     tc = TrainingConfig(precision=workload.precision, optimizer=workload.optimizer, seq_len=workload.seq_len,
                         attention=workload.attention, finetune=workload.finetune,
-                        lora_rank=workload.lora_rank or 16)
+                        lora_rank=workload.lora_rank or 16,
+                        **REGIMES["ddp"].adapter_knobs(model, workload.finetune))  # every stack's adapters
     states = [estimate_memory(model, tc, ParallelConfig(dp=2, sharding=sh)).checkpoint
               for sh in ("none", "zero3")]
     return max(c.full_state_bytes for c in states), max(c.model_only_bytes for c in states)

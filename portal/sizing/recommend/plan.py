@@ -268,8 +268,7 @@ def regime_overrides(training: TrainingConfig, parallel: ParallelConfig, *, chec
     plain_t = TrainingConfig(precision=precision, optimizer=training.optimizer,
                              micro_batch=training.micro_batch, seq_len=training.seq_len,
                              grad_accum=training.grad_accum, checkpointing=checkpointing, attention=attention,
-                             finetune=training.finetune, lora_rank=training.lora_rank,
-                             lora_targets=training.lora_targets)
+                             finetune=training.finetune, lora_rank=training.lora_rank)
     plain_p = ParallelConfig(dp=parallel.dp, sharding=parallel.sharding, offload=parallel.offload,
                              tp=parallel.tp, pp=parallel.pp, ep=parallel.ep)
     t = tuple((f.name, getattr(training, f.name)) for f in fields(TrainingConfig)
@@ -308,10 +307,15 @@ def _regime_from(data: Any) -> tuple[tuple[tuple[str, Any], ...], tuple[tuple[st
         items = []
         for key, value in knobs.items():
             known = _REGIME_FIELDS[part].get(key)
-            if known is None or key in ("mfu", "lora_targets") or key in _PLAN_OWN:
+            if known is None or key == "mfu" or key in _PLAN_OWN:
                 raise ValueError(f"In the sizing plan, estimator_regime.{part}.{key} is not an estimator"
                                  " knob.")
-            if key == "zero":
+            if key == "lora_targets":
+                if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+                    raise ValueError("In the sizing plan, estimator_regime.training.lora_targets must be a"
+                                     " list of layer names.")
+                value = tuple(value)
+            elif key == "zero":
                 if not isinstance(value, dict):
                     raise ValueError("In the sizing plan, estimator_regime.parallel.zero must be an object.")
                 try:

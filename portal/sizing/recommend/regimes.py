@@ -11,6 +11,8 @@ stack's config and checks it against this table, so the two cannot drift apart s
   gradient checkpointing recomputes whole layers).
 - every stack: QLoRA with sharded weights (FSDP full/hybrid shard, ZeRO-3) stores the 4-bit
   weights in the half type (adapters.json's bnb_4bit_quant_storage), so they are sharded.
+- every stack: LoRA and QLoRA adapt every linear of the attention and MLP blocks with LoRA
+  dropout 0.05 (adapters.json's LoraConfig): each adapter saves its own dropped input copy.
 - fsdp (Accelerate FSDP2): fsdp2 layout with reduce_dtype bf16 (Accelerate's mixed_precision
   policy), eager; none / full (``fsdp_activation_checkpointing``); CPU offload moves
   parameters, gradients and optimizer; HSDP shards within a node, replicates across nodes.
@@ -39,6 +41,10 @@ from portal.sizing.estimator import ModelSpec
 from portal.sizing.estimator.config import ZeroConfig
 
 FSDP = ("fsdp-full-shard", "fsdp-shard-grad-op", "fsdp-hybrid")
+# provisioning/stack/adapters.py's LoraConfig: target_modules by the estimator's family, lora_dropout
+LORA_TARGETS = {"llama": ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
+                "gpt2": ("c_attn", "c_proj", "c_fc"), "bert": ("query", "key", "value", "dense")}
+LORA_DROPOUT = 0.05
 SHARDED_WEIGHTS = ("fsdp-full-shard", "fsdp-hybrid", "zero3")
 
 
@@ -64,6 +70,7 @@ class StackRegime:
     # QLoRA with sharded weights: the stack renders bnb_4bit_quant_storage as the half type
     # (provisioning/stack/adapters.py), so FSDP and ZeRO-3 shard the 4-bit weights
     qlora_half_storage: bool = False
+    renders_adapters: bool = False  # LoRA/QLoRA plans run adapters.json's LoraConfig (adapter_knobs)
     # plan precision -> the precision the rendered config trains in; a precision not listed is
     # run as it is named; one mapped to None is not offered
     precisions: tuple[tuple[str, str | None], ...] = ()
@@ -112,6 +119,13 @@ class StackRegime:
             out["mixed_layout"] = self.fsdp_layout
         return out
 
+    def adapter_knobs(self, model: ModelSpec, finetune: str) -> dict[str, Any]:
+        """TrainingConfig overrides of a LoRA/QLoRA plan: the adapters the stack renders."""
+        if finetune == "full" or not self.renders_adapters:
+            return {}
+        return {"lora_targets": LORA_TARGETS.get(model.family, LORA_TARGETS["llama"]),
+                "lora_dropout": LORA_DROPOUT}
+
     def replicated_tp(self, tp: int) -> int:
         """ParallelConfig.replicated_tp of this stack's layouts at TP width tp."""
         return 1 if self.sp_with_tp else tp
@@ -153,17 +167,18 @@ HF_CHECKPOINTING = (("none", "none"), ("full", "full"))
 BF16_AS_MIXED = (("bf16", "bf16-mixed"),)
 REGIMES: dict[str, StackRegime] = {
     "ddp": StackRegime("ddp", checkpointing=HF_CHECKPOINTING, precisions=BF16_AS_MIXED,
-                       qlora_half_storage=True),
+                       qlora_half_storage=True, renders_adapters=True),
     "fsdp": StackRegime("fsdp", checkpointing=HF_CHECKPOINTING, fsdp_layout="fsdp2",
-                        fsdp_reduce_dtype="bf16", precisions=BF16_AS_MIXED, qlora_half_storage=True),
+                        fsdp_reduce_dtype="bf16", precisions=BF16_AS_MIXED, qlora_half_storage=True,
+                        renders_adapters=True),
     "deepspeed": StackRegime("deepspeed", checkpointing=HF_CHECKPOINTING, deepspeed_buckets=True,
-                             precisions=BF16_AS_MIXED, qlora_half_storage=True),
+                             precisions=BF16_AS_MIXED, qlora_half_storage=True, renders_adapters=True),
     # torchtitan has no fp16 mixed precision (its config would train in fp32): not offered
     "torchtitan": StackRegime(
         "torchtitan", checkpointing=(("none", "none"), ("selective", "selective-op"), ("full", "full")),
         fsdp_layout="fsdp2", fsdp_reduce_dtype="fp32", compile=True, compile_loss=True, sp_with_tp=True,
         reshard_with_pp=False, float8_all_gather=True, fused_attention=True, dense_llama_only=True,
-        precisions=(*BF16_AS_MIXED, ("fp16-mixed", None)), qlora_half_storage=True),
+        precisions=(*BF16_AS_MIXED, ("fp16-mixed", None)), qlora_half_storage=True, renders_adapters=True),
 }
 DEFAULT_REGIME = StackRegime("")
 

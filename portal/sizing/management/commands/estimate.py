@@ -102,6 +102,8 @@ class Command(BaseCommand):
         parser.add_argument("--finetune", choices=FINETUNE, default="full")
         parser.add_argument("--lora-rank", type=int, default=16)
         parser.add_argument("--lora-targets", default="q_proj,k_proj,v_proj,o_proj")
+        parser.add_argument("--lora-dropout", type=float, default=0.0,
+                            help="PEFT's lora_dropout: each adapter keeps its own dropped input copy")
         parser.add_argument("--quant-storage", choices=QUANT_STORAGES, default="auto",
                             help="QLoRA: bnb_4bit_quant_storage (a half type lets FSDP/ZeRO-3 shard the 4-bit"
                                  " weights; auto: the half type under weight sharding), or torchao-nf4")
@@ -167,7 +169,7 @@ class Command(BaseCommand):
             micro_batch=o["micro_batch"], seq_len=o["seq_len"], grad_accum=o["grad_accum"],
             checkpointing=o["checkpointing"], attention=o["attention"], finetune=o["finetune"],
             lora_rank=o["lora_rank"],
-            lora_targets=tuple(x for x in o["lora_targets"].split(",") if x),
+            lora_targets=tuple(x for x in o["lora_targets"].split(",") if x), lora_dropout=o["lora_dropout"],
             compile=o["compile"], compile_loss=o["compile_loss"], loss=o["loss"],
             float8_recipe=o["float8_recipe"], float8_all_gather=o["float8_all_gather"],
             optimizer_impl=o["optimizer_impl"], quant_storage=o["quant_storage"],

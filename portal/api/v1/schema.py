@@ -55,6 +55,57 @@ _HEADERS = {
 }
 
 
+# What portal.core.middleware and the JSON parser refuse anywhere in a request (a 400).
+CONTROLS = "\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f"
+NO_CONTROLS = f"^[^{CONTROLS}]*$"
+PATH_SEGMENT = f"^[^/{CONTROLS}]+$"
+NOT_EMPTIABLE = {"limit", "state"}  # `?limit=`, `?state=` are a 400; any other empty value is left out
+
+
+def _plain_string(schema: dict) -> bool:
+    return schema.get("type") == "string" and not {"pattern", "enum", "format"} & schema.keys()
+
+
+def _no_controls(schema, seen: set) -> None:
+    """Every plain string of a request body states that it holds no control character."""
+    if not isinstance(schema, dict) or id(schema) in seen:
+        return
+    seen.add(id(schema))
+    if _plain_string(schema):
+        schema["pattern"] = NO_CONTROLS
+    for key in ("properties",):
+        for child in schema.get(key, {}).values():
+            _no_controls(child, seen)
+    for key in ("items", "additionalProperties"):
+        _no_controls(schema.get(key), seen)
+    for key in ("allOf", "anyOf", "oneOf"):
+        for child in schema.get(key, []):
+            _no_controls(child, seen)
+
+
+def request_strings(result, generator, request, public):
+    """Postprocessing hook: the schema says what the API does with the text of a request. A query
+    parameter sent empty is the same as one left out (DRF reads `?month=` as no month), so every
+    optional one but `limit` and `state` allows the empty value; no parameter or body string may
+    hold a control character (tab and line breaks aside in a body): the API refuses those (400)."""
+    seen: set = set()
+    for name, schema in result.get("components", {}).get("schemas", {}).items():
+        if name.endswith("Request"):
+            _no_controls(schema, seen)
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            for content in operation.get("requestBody", {}).get("content", {}).values():
+                _no_controls(content.get("schema"), seen)
+            for parameter in operation.get("parameters", []):
+                schema = parameter.get("schema", {})
+                if parameter["in"] == "query" and not parameter.get("required") \
+                        and parameter["name"] not in NOT_EMPTIABLE:
+                    parameter["allowEmptyValue"] = True
+                if _plain_string(schema):
+                    schema["pattern"] = PATH_SEGMENT if parameter["in"] == "path" else NO_CONTROLS
+    return result
+
+
 def problem_responses(result, generator, request, public):
     """Postprocessing hook: every operation documents the problem+json errors it can answer, so
     clients (and schemathesis) see them in the schema."""

@@ -58,15 +58,17 @@ HIDDEN_TEXT = hidden_text_problem("\u200b").split("(")[0]
 
 # Schema-valid requests the API refuses (positive_data_acceptance) for a rule no JSON Schema can
 # state: a rule between fields (global_batch_tokens a multiple of seq_len; tp dividing the model's
-# heads; a quote or a configuration; a plan alone; a write key without read), a name that must be
-# of an object that exists (a customer, a catalog row; a slug or an SSH key not already taken), or
-# a check narrower than a format (an OpenSSH key line; Django's URL validator for `format: uri`).
+# heads; a quote or a configuration; a write key without read), a name that must be of an object
+# that exists (a customer, a catalog row, a model preset; a slug or an SSH key not already taken),
+# or a check narrower than a type (an OpenSSH key line; Django's URL validator for `format: uri`;
+# what a Hugging Face config.json or a stored plan must hold).
 # Accepted only as a 400 problem whose `errors` name nothing but these fields; any other refusal
 # of valid data fails.
 CATALOG = ("sku", "nvme", "network", "storage_provider", "strategy", "tracker")  # rows by slug
+SIZING = ("model", "hf_config")  # a preset that exists; what a config.json must say
 BUSINESS_RULES = {
-    "POST /api/v1/estimates": {"non_field_errors", "model", "plan"},
-    "POST /api/v1/recommendations": {"non_field_errors", "model"},
+    "POST /api/v1/estimates": {"non_field_errors", *SIZING, "plan", "sku", "gpu", "network"},
+    "POST /api/v1/recommendations": {"non_field_errors", *SIZING},
     "POST /api/v1/quotes": {"customer", *CATALOG, "storage_custom"},
     "POST /api/v1/orders": {"non_field_errors", "customer", "quote",
                             *(f"configuration.{name}" for name in (*CATALOG, "storage_custom"))},

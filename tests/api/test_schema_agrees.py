@@ -167,3 +167,25 @@ def test_the_usage_month_pattern_is_the_months_the_api_takes(reseller_api, month
     assert bool(re.fullmatch(pattern, month)) is valid
     if not valid:
         assert "month" in assert_problem(reseller_api.get(f"/api/v1/usage?month={month}"), 400)["errors"]
+
+
+@pytest.mark.parametrize("path", ["/api/v1/estimates", "/api/v1/recommendations"])
+def test_a_model_is_named_one_way_as_the_schema_now_says(reseller_api, path):
+    """An empty hf_config beside a preset was taken (and ignored); the schema said nothing of the
+    one-of rule."""
+    body = {**ESTIMATE, "hf_config": {}} if path.endswith("estimates") else {"model": "gpt2-124m",
+                                                                              "hf_config": {}}
+    assert "model" in assert_problem(reseller_api.post(path, body, format="json"), 400)["errors"]
+    name = "EstimateInputRequest" if path.endswith("estimates") else "RecommendationInputRequest"
+    shape = _schema(reseller_api)["components"]["schemas"][name]
+    sources = [option["required"] for option in shape["oneOf"]]
+    assert ["model"] in sources and ["hf_config"] in sources
+    assert shape["properties"]["hf_config"]["minProperties"] == 1
+
+
+def test_an_estimate_plan_is_sent_alone_as_the_schema_says(reseller_api):
+    shape = _schema(reseller_api)["components"]["schemas"]["EstimateInputRequest"]
+    assert {"not": {"required": ["plan", "training"]}} in shape["allOf"]
+    body = {"plan": {"schema_version": 1}, "training": {"seq_len": 1024}}
+    response = reseller_api.post("/api/v1/estimates", body, format="json")
+    assert "plan" in assert_problem(response, 400)["errors"]

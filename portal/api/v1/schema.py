@@ -106,6 +106,25 @@ def request_strings(result, generator, request, public):
     return result
 
 
+PLAN_ALONE = ("training", "parallel", "gpu", "sku", "network", "train_tokens")
+
+
+def one_model_source(result, generator, request, public):
+    """Postprocessing hook: a sizing request names its model one way, a preset or a non-empty
+    hf_config (ModelInputMixin), and an estimate may instead send a stored plan alone."""
+    schemas = result.get("components", {}).get("schemas", {})
+    for name, sources in (("RecommendationInputRequest", ["model", "hf_config"]),
+                          ("EstimateInputRequest", ["model", "hf_config", "plan"])):
+        if name not in schemas:
+            continue
+        schema = schemas[name]
+        schema["properties"]["hf_config"]["minProperties"] = 1
+        schema["oneOf"] = [{"required": [source]} for source in sources]
+        if "plan" in sources:
+            schema["allOf"] = [{"not": {"required": ["plan", other]}} for other in PLAN_ALONE]
+    return result
+
+
 def problem_responses(result, generator, request, public):
     """Postprocessing hook: every operation documents the problem+json errors it can answer, so
     clients (and schemathesis) see them in the schema."""

@@ -218,8 +218,10 @@ class ModelInputMixin(serializers.Serializer):
                                       help_text="Or the contents of a Hugging Face config.json.")
 
     def validate(self, attrs):
-        if bool(attrs.get("model")) == bool(attrs.get("hf_config")):
+        if ("model" in attrs) == ("hf_config" in attrs):
             raise serializers.ValidationError({"model": ["Give either a preset name or an hf_config."]})
+        if attrs.get("hf_config") == {}:
+            raise serializers.ValidationError({"hf_config": ["An empty config describes no model."]})
         return attrs
 
     def model_spec(self):

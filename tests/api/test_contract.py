@@ -59,11 +59,10 @@ HIDDEN_TEXT = hidden_text_problem("\u200b").split("(")[0]
 # Schema-valid requests the API refuses (positive_data_acceptance) for a rule no JSON Schema can
 # state: a rule between fields (global_batch_tokens a multiple of seq_len; tp dividing the model's
 # heads; a quote or a configuration; a write key without read), a name that must be of an object
-# that exists (a customer, a catalog row, a model preset; a slug or an SSH key not already taken),
-# or a check narrower than a type (an OpenSSH key line; Django's URL validator for `format: uri`;
-# what a Hugging Face config.json or a stored plan must hold).
-# Accepted only as a 400 problem whose `errors` name nothing but these fields; any other refusal
-# of valid data fails.
+# that exists (a customer, a catalog row, a model preset), or a check narrower than a type (an
+# OpenSSH key line; Django's URL validator for `format: uri`; what a Hugging Face config.json or
+# a stored plan must hold). Accepted only as a 400 problem whose `errors` name nothing but these
+# fields; any other refusal of valid data fails.
 CATALOG = ("sku", "nvme", "network", "storage_provider", "strategy", "tracker")  # rows by slug
 SIZING = ("model", "hf_config")  # a preset that exists; what a config.json must say
 BUSINESS_RULES = {
@@ -73,7 +72,6 @@ BUSINESS_RULES = {
     "POST /api/v1/orders": {"non_field_errors", "customer", "quote",
                             *(f"configuration.{name}" for name in (*CATALOG, "storage_custom"))},
     "POST /api/v1/api-keys": {"non_field_errors"},
-    "POST /api/v1/customers": {"slug"},
     "POST /api/v1/ssh-keys": {"customer", "public_key"},
     "POST /api/v1/webhooks": {"url"},
     "PATCH /api/v1/webhooks/{reference}": {"url"},

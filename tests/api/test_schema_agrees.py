@@ -9,6 +9,7 @@ import yaml
 
 from portal.sizing.recommend.types import MAX_TOKENS
 from portal.webhooks.services import endpoint_create
+from tests.accounts.ssh_keygen import new_public_key
 from tests.api.conftest import assert_problem, key_client
 from tests.factories import make_order
 
@@ -189,3 +190,16 @@ def test_an_estimate_plan_is_sent_alone_as_the_schema_says(reseller_api):
     body = {"plan": {"schema_version": 1}, "training": {"seq_len": 1024}}
     response = reseller_api.post("/api/v1/estimates", body, format="json")
     assert "plan" in assert_problem(response, 400)["errors"]
+
+
+def test_a_slug_or_an_ssh_key_already_taken_is_a_409_naming_the_field(reseller_api, people):
+    """Was a 400 for a request the schema allows; a conflict with what exists is the 409 it lists."""
+    taken = reseller_api.post("/api/v1/customers", {"name": "Again", "slug": people.client_org.slug},
+                              format="json")
+    assert "slug" in assert_problem(taken, 409, "taken")["errors"]
+    line = new_public_key()
+    assert reseller_api.post("/api/v1/ssh-keys", {"public_key": line}, format="json").status_code == 201
+    again = reseller_api.post("/api/v1/ssh-keys", {"public_key": line}, format="json")
+    assert "already added" in assert_problem(again, 409, "taken")["errors"]["public_key"][0]
+    responses = _schema(reseller_api)["paths"]["/api/v1/ssh-keys"]["post"]["responses"]
+    assert "taken" in responses["409"]["description"]

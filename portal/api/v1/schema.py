@@ -46,7 +46,7 @@ _ALWAYS = {
     "404": "No such object among your organisations' (another tenant's is a 404 too), or a bad cursor.",
     "429": "Over the per-key rate; wait `Retry-After` seconds.",
 }
-_UNSAFE = {"409": "The object's state does not allow this."}
+_UNSAFE = {"409": "The object's state does not allow this, or a slug or key is already taken (`errors`)."}
 _WITH_BODY = {"415": "The body is not JSON."}
 _IDEMPOTENT = {"422": "An `Idempotency-Key` reused with another body."}
 _HEADERS = {

@@ -363,7 +363,10 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {"OrderStateEnum": "portal.orders.states.OrderState"},
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
-                             "portal.api.v1.schema.problem_responses"],
+                             "portal.api.v1.schema.problem_responses",
+                             "portal.api.v1.schema.request_strings",
+                             "portal.api.v1.schema.one_model_source"],
+    "COMPONENT_SPLIT_REQUEST": True,
 }
 
 # --- Logging: one JSON object per line on stdout ------------------------------------------

@@ -12,6 +12,7 @@ from django.utils.text import slugify
 
 from portal.accounts.models import ApiKey, Organisation, SSHKey
 from portal.accounts.ssh_keys import InvalidPublicKey, parse_public_key
+from portal.core.taken import Taken
 
 KEY_PREFIX_LENGTH = 8
 SCOPES = tuple(ApiKey.Scope.values)
@@ -120,7 +121,7 @@ def customer_create(*, reseller: Organisation, name: str, slug: str = "") -> Org
     if not slug:
         raise ValidationError({"slug": "Give a slug of letters, digits and hyphens."})
     if Organisation.objects.filter(slug=slug).exists():
-        raise ValidationError({"slug": f"The slug {slug!r} is taken; choose another."})
+        raise Taken({"slug": f"The slug {slug!r} is taken; choose another."})
     return Organisation.objects.create(name=name, slug=slug, kind=Organisation.Kind.CUSTOMER,
                                        parent=reseller)
 
@@ -155,7 +156,7 @@ def ssh_key_add(*, public_key: str, name: str = "", user=None,
     owner = {"user": user} if user is not None else {"organisation": organisation}
     existing = SSHKey.objects.filter(**owner, fingerprint=parsed.fingerprint).first()
     if existing is not None:
-        raise ValidationError({"public_key": _duplicate(existing)})
+        raise Taken({"public_key": _duplicate(existing)})
     try:
         with transaction.atomic():
             return SSHKey.objects.create(
@@ -166,7 +167,7 @@ def ssh_key_add(*, public_key: str, name: str = "", user=None,
         existing = SSHKey.objects.filter(**owner, fingerprint=parsed.fingerprint).first()
         if existing is None:
             raise
-        raise ValidationError({"public_key": _duplicate(existing)}) from None
+        raise Taken({"public_key": _duplicate(existing)}) from None
 
 
 def _duplicate(existing: SSHKey) -> str:

@@ -2,9 +2,10 @@
 
 `{"type", "title", "status", "detail", "instance", "code"}`, plus `errors` (by field, as the
 serializers report them) on a validation failure. Business rules that say no (`DomainError`, e.g.
-cancelling an active order) are 409; Django's ValidationError and PermissionDenied from services
-become 400 and 403. Headers DRF sets (`WWW-Authenticate` on 401, `Retry-After` on 429) stay.
-An unexpected error is logged as Django logs it and answered as a 500 problem, never an HTML page."""
+cancelling an active order) and a name or key already taken (`Taken`, with `errors`) are 409;
+Django's ValidationError and PermissionDenied from services become 400 and 403. Headers DRF sets
+(`WWW-Authenticate` on 401, `Retry-After` on 429) stay. An unexpected error is logged as Django
+logs it and answered as a 500 problem, never an HTML page."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import set_rollback
 
 from portal.core.states import DomainError
+from portal.core.taken import Taken
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 SERVER_ERROR_DETAIL = "Something went wrong on our side; it has been logged. Try again later."
@@ -33,6 +35,12 @@ class Conflict(exceptions.APIException):
     default_code = "conflict"
 
 
+class TakenConflict(exceptions.ValidationError):
+    """`errors` by field, as a 400, with the status of a conflict."""
+
+    status_code = status.HTTP_409_CONFLICT
+
+
 class Unprocessable(exceptions.APIException):
     status_code = status.HTTP_422_UNPROCESSABLE_ENTITY
     default_detail = "The request cannot be processed."
@@ -40,7 +48,9 @@ class Unprocessable(exceptions.APIException):
 
 
 def problem_exception_handler(exc, context):
-    if isinstance(exc, DjangoValidationError):
+    if isinstance(exc, Taken):
+        exc = TakenConflict(detail=get_error_detail(exc))
+    elif isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(detail=get_error_detail(exc))
     elif isinstance(exc, DomainError):
         exc = Conflict(str(exc), code="conflict")
@@ -75,7 +85,8 @@ def problem_body(exc, status_code: int, data, *, instance: str = "") -> dict:
     body = {"type": "about:blank", "title": HTTPStatus(status_code).phrase, "status": status_code}
     if isinstance(exc, exceptions.ValidationError):
         errors = data if isinstance(data, dict) else {"non_field_errors": data}
-        body |= {"detail": _validation_summary(errors), "code": "invalid", "errors": errors}
+        code = "taken" if isinstance(exc, TakenConflict) else "invalid"
+        body |= {"detail": _validation_summary(errors), "code": code, "errors": errors}
     else:
         detail = data.get("detail", "") if isinstance(data, dict) else str(data)
         codes = exc.get_codes() if isinstance(exc, exceptions.APIException) else "error"

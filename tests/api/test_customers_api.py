@@ -27,7 +27,7 @@ def test_a_reseller_creates_lists_and_renames_customers(people, reseller_api):
 def test_input_is_validated(reseller_api):
     assert "name" in assert_problem(reseller_api.post("/api/v1/customers", {}, format="json"), 400)["errors"]
     response = reseller_api.post("/api/v1/customers", {"name": "X", "slug": "resale-client"}, format="json")
-    assert "taken" in str(assert_problem(response, 400)["errors"]["slug"])
+    assert "taken" in str(assert_problem(response, 409)["errors"]["slug"])
 
 
 def test_creating_is_idempotent(reseller_api):

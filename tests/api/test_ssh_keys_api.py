@@ -36,7 +36,7 @@ def test_bad_keys_are_problems_by_field_and_store_nothing(people):
     assert "public_key" in assert_problem(api.post("/api/v1/ssh-keys", {}, format="json"), 400)["errors"]
     line = new_public_key()
     api.post("/api/v1/ssh-keys", {"public_key": line, "name": "first"}, format="json")
-    again = assert_problem(api.post("/api/v1/ssh-keys", {"public_key": line}, format="json"), 400)
+    again = assert_problem(api.post("/api/v1/ssh-keys", {"public_key": line}, format="json"), 409)
     assert "already added as “first”" in again["errors"]["public_key"][0]
     assert SSHKey.objects.count() == 1
 

@@ -46,13 +46,83 @@ _ALWAYS = {
     "404": "No such object among your organisations' (another tenant's is a 404 too), or a bad cursor.",
     "429": "Over the per-key rate; wait `Retry-After` seconds.",
 }
-_UNSAFE = {"409": "The object's state does not allow this."}
+_UNSAFE = {"409": "The object's state does not allow this, or a slug or key is already taken (`errors`)."}
 _WITH_BODY = {"415": "The body is not JSON."}
 _IDEMPOTENT = {"422": "An `Idempotency-Key` reused with another body."}
 _HEADERS = {
     "401": {"WWW-Authenticate": {"schema": {"type": "string"}}},
     "429": {"Retry-After": {"schema": {"type": "integer"}}},
 }
+
+
+# What portal.core.middleware and the JSON parser refuse anywhere in a request (a 400).
+CONTROLS = "\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f"
+NO_CONTROLS = f"^[^{CONTROLS}]*$"
+PATH_SEGMENT = f"^[^/{CONTROLS}]+$"
+NOT_EMPTIABLE = {"limit", "state"}  # `?limit=`, `?state=` are a 400; any other empty value is left out
+
+
+def _plain_string(schema: dict) -> bool:
+    return schema.get("type") == "string" and not {"pattern", "enum", "format"} & schema.keys()
+
+
+def _no_controls(schema, seen: set) -> None:
+    """Every plain string of a request body states that it holds no control character."""
+    if not isinstance(schema, dict) or id(schema) in seen:
+        return
+    seen.add(id(schema))
+    if _plain_string(schema):
+        schema["pattern"] = NO_CONTROLS
+    for key in ("properties",):
+        for child in schema.get(key, {}).values():
+            _no_controls(child, seen)
+    for key in ("items", "additionalProperties"):
+        _no_controls(schema.get(key), seen)
+    for key in ("allOf", "anyOf", "oneOf"):
+        for child in schema.get(key, []):
+            _no_controls(child, seen)
+
+
+def request_strings(result, generator, request, public):
+    """Postprocessing hook: the schema says what the API does with the text of a request. A query
+    parameter sent empty is the same as one left out (DRF reads `?month=` as no month), so every
+    optional one but `limit` and `state` allows the empty value; no parameter or body string may
+    hold a control character (tab and line breaks aside in a body): the API refuses those (400)."""
+    seen: set = set()
+    for name, schema in result.get("components", {}).get("schemas", {}).items():
+        if name.endswith("Request"):
+            _no_controls(schema, seen)
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            for content in operation.get("requestBody", {}).get("content", {}).values():
+                _no_controls(content.get("schema"), seen)
+            for parameter in operation.get("parameters", []):
+                schema = parameter.get("schema", {})
+                if parameter["in"] == "query" and not parameter.get("required") \
+                        and parameter["name"] not in NOT_EMPTIABLE:
+                    parameter["allowEmptyValue"] = True
+                if _plain_string(schema):
+                    schema["pattern"] = PATH_SEGMENT if parameter["in"] == "path" else NO_CONTROLS
+    return result
+
+
+PLAN_ALONE = ("training", "parallel", "gpu", "sku", "network", "train_tokens")
+
+
+def one_model_source(result, generator, request, public):
+    """Postprocessing hook: a sizing request names its model one way, a preset or a non-empty
+    hf_config (ModelInputMixin), and an estimate may instead send a stored plan alone."""
+    schemas = result.get("components", {}).get("schemas", {})
+    for name, sources in (("RecommendationInputRequest", ["model", "hf_config"]),
+                          ("EstimateInputRequest", ["model", "hf_config", "plan"])):
+        if name not in schemas:
+            continue
+        schema = schemas[name]
+        schema["properties"]["hf_config"]["minProperties"] = 1
+        schema["oneOf"] = [{"required": [source]} for source in sources]
+        if "plan" in sources:
+            schema["allOf"] = [{"not": {"required": ["plan", other]}} for other in PLAN_ALONE]
+    return result
 
 
 def problem_responses(result, generator, request, public):

@@ -7,6 +7,7 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from portal.api.v1.fields import StrictBooleanField, StrictCharField
 from portal.catalog.cache import catalog_cache_clear, catalog_names
 from portal.catalog.models import NetworkOption, NvmeOption, ServerSKU, StackOption, StorageProvider
 from portal.quotes.configuration import Configuration, CustomStorage
@@ -34,9 +35,9 @@ RETENTION_HELP = StorageChoice._meta.get_field("storage_retention_days").help_te
 # --- Quotes -------------------------------------------------------------------------------
 class CustomStorageInputSerializer(serializers.Serializer):
     endpoint_url = serializers.URLField(help_text="Your S3 endpoint, e.g. https://s3.example.com")
-    bucket = serializers.CharField(max_length=63)
-    access_key_id = serializers.CharField(max_length=128)
-    secret_key = serializers.CharField(max_length=256, write_only=True)
+    bucket = StrictCharField(max_length=63)
+    access_key_id = StrictCharField(max_length=128)
+    secret_key = StrictCharField(max_length=256, write_only=True)
 
 
 class QuoteInputSerializer(serializers.Serializer):
@@ -212,13 +213,15 @@ WIZARD_BATCH_SEQUENCES = _wizard("global_batch_seqs")
 
 
 class ModelInputMixin(serializers.Serializer):
-    model = serializers.CharField(required=False, help_text="A preset name, e.g. `llama-3.1-8b`.")
+    model = StrictCharField(required=False, help_text="A preset name, e.g. `llama-3.1-8b`.")
     hf_config = serializers.DictField(required=False,
                                       help_text="Or the contents of a Hugging Face config.json.")
 
     def validate(self, attrs):
-        if bool(attrs.get("model")) == bool(attrs.get("hf_config")):
+        if ("model" in attrs) == ("hf_config" in attrs):
             raise serializers.ValidationError({"model": ["Give either a preset name or an hf_config."]})
+        if attrs.get("hf_config") == {}:
+            raise serializers.ValidationError({"hf_config": ["An empty config describes no model."]})
         return attrs
 
     def model_spec(self):
@@ -256,15 +259,6 @@ class ExactFloatField(serializers.FloatField):
         return value
 
 
-class StrictBooleanField(serializers.BooleanField):
-    """JSON true or false only, as the schema says (DRF's field also takes 0, 1, "yes", "on" …)."""
-
-    def to_internal_value(self, data):
-        if not isinstance(data, bool):
-            self.fail("invalid", input=data)
-        return data
-
-
 def tokens(**kwargs):
     """A count of tokens or bytes: 0 to MAX_TOKENS."""
     return serializers.IntegerField(min_value=0, max_value=rec_types.MAX_TOKENS, **kwargs)
@@ -293,7 +287,7 @@ class ParallelInputSerializer(serializers.Serializer):
     sharding = serializers.ChoiceField(choices=est_config.SHARDING, default="none")
     offload = serializers.ChoiceField(choices=est_config.OFFLOAD, default="none")
     tp = limited("tp", default=1)
-    sp = serializers.BooleanField(default=False)
+    sp = StrictBooleanField(default=False)
     pp = limited("pp", default=1)
     ep = limited("ep", default=1)
 
@@ -301,9 +295,9 @@ class ParallelInputSerializer(serializers.Serializer):
 class EstimateInputSerializer(ModelInputMixin):
     training = TrainingInputSerializer(required=False)
     parallel = ParallelInputSerializer(required=False)
-    gpu = serializers.CharField(required=False, help_text="Catalog GPU slug: makes the estimate timed.")
-    sku = serializers.CharField(required=False, help_text="Catalog SKU slug: sets GPU and links.")
-    network = serializers.CharField(required=False, help_text="Network option slug between nodes.")
+    gpu = StrictCharField(required=False, help_text="Catalog GPU slug: makes the estimate timed.")
+    sku = StrictCharField(required=False, help_text="Catalog SKU slug: sets GPU and links.")
+    network = StrictCharField(required=False, help_text="Network option slug between nodes.")
     train_tokens = ExactFloatField(required=False, min_value=0, max_value=rec_types.MAX_TOKENS)
     plan = serializers.DictField(
         required=False, help_text="Or a stored plan (with schema_version, as POST /api/v1/recommendations "
@@ -365,7 +359,7 @@ class SearchInputSerializer(serializers.Serializer):
                                      max_length=5, required=False)
     checkpointing = serializers.ListField(child=serializers.ChoiceField(choices=rec_types.CHECKPOINTING),
                                          required=False)
-    strategies = serializers.ListField(child=serializers.CharField(), max_length=20, required=False)
+    strategies = serializers.ListField(child=StrictCharField(), max_length=20, required=False)
     top_n = serializers.IntegerField(min_value=1, max_value=20, default=5)
 
 

@@ -3,11 +3,12 @@
 from rest_framework import serializers
 
 from portal.accounts.models import ApiKey
+from portal.api.v1.fields import StrictCharField
 from portal.core.text import VisibleText
 
 
 class ApiKeyInputSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=100, validators=[VisibleText()],
+    name = StrictCharField(max_length=100, validators=[VisibleText()],
                                  help_text="What the key is for, e.g. 'storefront'.")
     scopes = serializers.MultipleChoiceField(choices=ApiKey.Scope.choices, default=["read", "write"],
                                              help_text="`read`, or `read` and `write`.")

@@ -3,6 +3,7 @@
 from rest_framework import serializers
 
 from portal.accounts.models import Organisation
+from portal.api.v1.fields import StrictCharField, StrictSlugField
 from portal.api.v1.serializers import (
     RETENTION_HELP,
     CatalogSlugField,
@@ -25,7 +26,7 @@ FILTER_HELP = "A customer's slug (resellers); empty: every customer, as when not
 
 # --- quotes -------------------------------------------------------------------------------
 class QuoteCreateInputSerializer(QuoteInputSerializer):
-    customer = serializers.SlugField(required=False, help_text=CUSTOMER_HELP)
+    customer = StrictSlugField(required=False, help_text=CUSTOMER_HELP)
 
 
 class QuoteListFilterSerializer(serializers.Serializer):
@@ -34,11 +35,11 @@ class QuoteListFilterSerializer(serializers.Serializer):
 
 # --- orders -------------------------------------------------------------------------------
 class OrderCreateInputSerializer(serializers.Serializer):
-    quote = serializers.CharField(required=False, max_length=12,
+    quote = StrictCharField(required=False, max_length=12,
                                   help_text="A quote's reference (Q-…); or give `configuration`.")
     configuration = QuoteInputSerializer(required=False,
                                          help_text="An inline configuration, priced and quoted now.")
-    customer = serializers.SlugField(required=False, help_text=CUSTOMER_HELP)
+    customer = StrictSlugField(required=False, help_text=CUSTOMER_HELP)
 
     def validate(self, attrs):
         if ("quote" in attrs) == ("configuration" in attrs):
@@ -48,11 +49,11 @@ class OrderCreateInputSerializer(serializers.Serializer):
 
 
 class OrderCancelInputSerializer(serializers.Serializer):
-    reason = serializers.CharField(required=False, allow_blank=True, max_length=500, default="")
+    reason = StrictCharField(required=False, allow_blank=True, max_length=500, default="")
 
 
 class OrderTerminateInputSerializer(serializers.Serializer):
-    note = serializers.CharField(required=False, allow_blank=True, max_length=500, default="")
+    note = StrictCharField(required=False, allow_blank=True, max_length=500, default="")
 
 
 class OrderListFilterSerializer(serializers.Serializer):
@@ -342,12 +343,12 @@ class CatalogOutputSerializer(serializers.Serializer):
 
 # --- customers ----------------------------------------------------------------------------
 class CustomerInputSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=200, validators=[VisibleText()])
-    slug = serializers.SlugField(required=False, max_length=50,
+    name = StrictCharField(max_length=200, validators=[VisibleText()])
+    slug = StrictSlugField(required=False, max_length=50,
                                  help_text="Default: made from the name. Unique across Trainyard.")
 
 class CustomerUpdateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=200, validators=[VisibleText()])
+    name = StrictCharField(max_length=200, validators=[VisibleText()])
 
 class CustomerOutputSerializer(serializers.ModelSerializer):
     class Meta:

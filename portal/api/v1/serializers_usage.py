@@ -4,6 +4,7 @@ decimal strings, to the cent."""
 from rest_framework import serializers
 
 MONEY = {"max_digits": 14, "decimal_places": 2}
+MONTH = r"^(000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})-(0[1-9]|1[0-2])$"  # years 0001 to 9999
 
 
 class UsageQuerySerializer(serializers.Serializer):
@@ -11,7 +12,7 @@ class UsageQuerySerializer(serializers.Serializer):
     customer = serializers.SlugField(required=False,
                                      help_text="A reseller's customer (its slug); default: your own "
                                                "organisation.")
-    month = serializers.RegexField(r"^\d{4}-\d{2}$", required=False,
+    month = serializers.RegexField(MONTH, required=False,
                                    help_text="YYYY-MM, a past or the current month (default: now).")
 
     def validate(self, attrs):

@@ -2,7 +2,7 @@
 
 from rest_framework import serializers
 
-from portal.api.v1.serializers import StrictBooleanField
+from portal.api.v1.fields import StrictBooleanField, StrictCharField
 from portal.core.text import VisibleText
 from portal.webhooks.events import SUBSCRIBABLE
 from portal.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
@@ -14,9 +14,9 @@ class WebhookEndpointInputSerializer(serializers.Serializer):
     url = serializers.URLField(max_length=500, help_text="https:// (plain http only to loopback "
                                                          "on a development server).")
     event_types = serializers.ListField(child=serializers.ChoiceField(choices=SUBSCRIBABLE),
-                                        required=False, allow_empty=False, max_length=20,
+                                        required=False, allow_empty=False, min_length=1, max_length=20,
                                         help_text=EVENT_TYPES_HELP)
-    description = serializers.CharField(max_length=200, required=False, allow_blank=True,
+    description = StrictCharField(max_length=200, required=False, allow_blank=True,
                                         validators=[VisibleText()])
 
 

@@ -13,6 +13,7 @@ class UsageQuerySerializer(serializers.Serializer):
                                      help_text="A reseller's customer (its slug); default: your own "
                                                "organisation.")
     month = serializers.RegexField(MONTH, required=False,
+                                   error_messages={"invalid": "A month as YYYY-MM (01 to 12)."},
                                    help_text="YYYY-MM, a past or the current month (default: now).")
 
     def validate(self, attrs):

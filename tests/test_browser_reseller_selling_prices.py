@@ -84,3 +84,38 @@ def test_the_reseller_quoting_for_its_customer_sees_what_the_customer_pays(
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
         assert errors == [], errors
         context.close()
+
+
+@pytest.mark.browser
+def test_the_nvme_choice_follows_the_chosen_servers_markup(live_server, browser, people, catalog):
+    """50 % on the L4, 20 % on everything else: the NVMe choice's label is the price box's NVMe
+    line for the L4, and again for another server once it is chosen (relabelled in place: the
+    NVMe choice keeps the focus when it is the one changed; no console error)."""
+    resale_prices_set(reseller=people.reseller, customer=people.client_org, percent="20",
+                      items={f"sku:{SKU}": "50"})
+    member_of(people.client_org, username="carol")
+    other = ServerSKU.objects.filter(is_active=True).exclude(slug=SKU).order_by("price_hourly").first()
+    for width in WIDTHS:
+        context, page, errors = signed_in_page(
+            browser, live_server.url, "carol", width=width, timeout_ms=PAGE_TIMEOUT_MS
+        )
+        page.goto(f"{live_server.url}/configure/?sku={SKU}")
+        nvme_line = page.locator(".price-lines tbody tr").filter(has_text="NVMe").locator(
+            "td[data-label='Per month']")
+        chosen = page.locator("#id_nvme option:checked")
+        at_l4 = nvme_line.inner_text()
+        expect(chosen).to_contain_text(f"{at_l4}/mo")
+        page.get_by_label("GPU server").select_option(other.slug)
+        expect(nvme_line).not_to_have_text(at_l4)
+        expect(chosen).to_contain_text(f"{nvme_line.inner_text()}/mo")
+        nvme = page.locator("#id_nvme")
+        nvme.focus()
+        before = nvme_line.inner_text()
+        nvme.select_option(index=1)
+        expect(nvme_line).not_to_have_text(before)
+        expect(chosen).to_contain_text(f"{nvme_line.inner_text()}/mo")
+        assert page.evaluate("document.activeElement.id") == "id_nvme"  # replaced, still focused
+        page.screenshot(path=str(SHOTS / f"configure-customer-per-sku-{width}.png"), full_page=True)
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        assert errors == [], errors
+        context.close()

@@ -104,6 +104,14 @@ class PriceList:
         price = money(to_decimal(amount) * (1 + self.percent_for(key) / 100))
         return price if self.then is None else self.then.unit(key, price)
 
+    def options_of(self, server_key: str) -> PriceList:
+        """This list as it prices a node's options (NVMe, network) on the server ``server_key``:
+        a reseller's markup (``then``) takes that server's percent, because the node is metered
+        and marked up as one line (``sold``)."""
+        if self.then is None:
+            return self
+        return replace(self, then=replace(self.then, percent=self.then.percent_for(server_key)))
+
 
 def resold(cost_list: PriceList | None, markup: PriceList | None) -> PriceList | None:
     """The unit prices a reseller's customer pays: ``markup`` on the reseller's cost (``cost_list``

@@ -18,6 +18,8 @@ from portal.quotes.rules import (
 )
 from portal.sizing.plan_tokens import plan_unsign
 
+NODE_OPTIONS = ("nvme", "network")  # priced per node, as part of the server's line
+
 
 class PricedChoiceField(forms.ModelChoiceField):
     """A choice whose label shows a price as the paying organisation's price list sets it
@@ -96,14 +98,21 @@ class ConfiguratorForm(VisibleTextMixin, forms.Form):
     def __init__(self, *args, organisations=None, price_list: PriceList | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.plan_data: dict = {}
-        for field in self.fields.values():
+        options = price_list.options_of(f"sku:{self.data.get('sku', '')}") if price_list else None
+        for name, field in self.fields.items():
             if isinstance(field, PricedChoiceField):
-                field.price_list = price_list
+                field.price_list = options if name in NODE_OPTIONS else price_list
+        self.options_follow_sku = options is not price_list
         if organisations is not None and len(organisations) > 1:
             self.fields["organisation"] = forms.ModelChoiceField(
                 queryset=organisations, to_field_name="slug", label="Quote for", empty_label=None)
         for name, field in self.fields.items():
             field.widget.attrs.setdefault("aria-describedby", f"rules-{name}")
+
+    def node_options_oob(self) -> list[str]:
+        """The NVMe and network choices again, to replace the page's (htmx out of band) when
+        their prices follow the chosen server (``options_follow_sku``)."""
+        return [self[name].as_widget(attrs={"hx-swap-oob": "true"}) for name in NODE_OPTIONS]
 
     def clean_plan(self):
         token = self.cleaned_data.get("plan") or ""

@@ -206,3 +206,39 @@ def test_sold_marks_up_the_nodes_and_the_bucket_on_their_totals_as_they_are_mete
     assert sum(line.hourly for line in price.lines) == price.hourly
     stale = Price(lines=cost.lines, hourly=D("0.30"), monthly=D("130.00"))  # repriced since its quote
     assert sold(stale, markup=markup, server_key="sku:x", storage_key="storage:s3").lines == ()
+
+
+def _nvme_label_monthly(html: str) -> str:
+    select = re.search(r'<select name="nvme"[^>]*>(.*?)</select>', html, re.S).group(1)
+    return re.search(r"<option[^>]*selected[^>]*>[^<]*· (\$[\d,.]+)/mo", select).group(1)
+
+
+def _nvme_line_monthly(html: str) -> str:
+    return re.search(r"<td[^>]*>NVMe[^<]*</td>\s*<td[^>]*>[^<]*</td>\s*<td[^>]*>([^<]*)</td>", html).group(1)
+
+
+def test_a_node_option_is_labelled_at_its_servers_markup_as_its_line_is_priced(resale, people, login):
+    """A per-server markup (50 % on the L4 against 20 % overall) covers the node's whole line:
+    the NVMe choice is labelled at the chosen server's markup, as the price box's NVMe line and
+    the node meter charge it; choosing another server relabels it (htmx, out of band)."""
+    resale_prices_set(reseller=people.reseller, customer=people.client_org, percent="20",
+                      items={f"sku:{L4_SKU}": "50"})
+    carol = login(resale["carol"])
+    html = carol.get(f"/configure/?{CONFIG}").content.decode()
+    assert _nvme_label_monthly(html) == _nvme_line_monthly(html)
+    nvme_cost = D(_nvme_line_monthly(login(people.rita).get(f"/configure/?{CONFIG}").content.decode())
+                  .lstrip("$").replace(",", ""))
+    assert _nvme_label_monthly(html) == usd((nvme_cost * D("1.5")).quantize(D("0.01")))
+
+    other_sku = ServerSKU.objects.filter(is_active=True).exclude(slug=L4_SKU).order_by("price_hourly").first()
+    update = carol.get(f"/configure/price/?{CONFIG.replace(L4_SKU, other_sku.slug)}",
+                       HTTP_HX_REQUEST="true").content.decode()
+    assert 'hx-swap-oob="true"' in re.search(r'<select name="nvme"[^>]*>', update).group(0)
+    assert _nvme_label_monthly(update) == usd((nvme_cost * D("1.2")).quantize(D("0.01")))
+    assert _nvme_label_monthly(update) == _nvme_line_monthly(update)
+
+
+def test_without_a_markup_the_price_update_leaves_the_choices_alone(resale, people, login):
+    response = login(people.alice).get(f"/configure/price/?{CONFIG}", HTTP_HX_REQUEST="true")
+    assert response.status_code == 200 and 'id="price-hourly"' in response.content.decode()
+    assert '<select name="nvme"' not in response.content.decode()

@@ -129,3 +129,15 @@ def catalog_names() -> dict[str, dict[int, tuple[str, str]]]:
         return {kind: {pk: (slug, name) for pk, slug, name in values} for kind, values in rows.items()}
 
     return catalog_cached("catalog.names", build)
+
+
+def catalog_name(kind: str, pk: int | None, part: int = 0) -> str | None:
+    """The slug (``part=1``: the name) of the catalog row ``pk`` of ``kind`` (``catalog_names``);
+    a row added since this process read the catalog is read again. None for no row."""
+    if pk is None:
+        return None
+    names = catalog_names()[kind]
+    if pk not in names:
+        catalog_cache_clear()
+        names = catalog_names()[kind]
+    return names[pk][part]

@@ -9,7 +9,7 @@ from django.shortcuts import get_object_or_404
 
 from portal.accounts.models import Organisation
 from portal.accounts.selectors import organisations_for, visible_to
-from portal.catalog.cache import catalog_cache_clear, catalog_names
+from portal.catalog.cache import catalog_name
 from portal.catalog.selectors import price_basis
 from portal.orders.models import Order
 from portal.quotes.models import Quote
@@ -66,18 +66,10 @@ def as_seen(user, rows) -> list[dict]:
 
 
 def _mark_up(row: dict, markup) -> None:
-    server_key, storage_key = meter_keys(sku=_slug("sku", row["sku_id"]),
-                                         storage=_slug("storage", row["storage_provider_id"]),
+    server_key, storage_key = meter_keys(sku=catalog_name("sku", row["sku_id"]),
+                                         storage=catalog_name("storage", row["storage_provider_id"]),
                                          storage_tb=row["storage_tb"])
     price = selling_price(frozen_price(row["price_hourly"], row["price_monthly"], row["price_lines"]),
                           markup, server_key=server_key, storage_key=storage_key)
     row.update(price_hourly=price.hourly, price_monthly=price.monthly,
                price_lines=[line.to_dict() for line in price.lines])
-
-
-def _slug(kind: str, pk: int | None) -> str | None:
-    if pk is None:
-        return None
-    if pk not in catalog_names()[kind]:  # a row added since this process read the catalog
-        catalog_cache_clear()
-    return catalog_names()[kind][pk][0]

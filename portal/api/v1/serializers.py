@@ -8,7 +8,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from portal.api.v1.fields import StrictBooleanField, StrictCharField
-from portal.catalog.cache import catalog_cache_clear, catalog_names
+from portal.catalog.cache import catalog_name
 from portal.catalog.models import NetworkOption, NvmeOption, ServerSKU, StackOption, StorageProvider
 from portal.quotes.configuration import Configuration, CustomStorage
 from portal.quotes.models import StorageChoice
@@ -144,14 +144,7 @@ class CatalogSlugField(serializers.CharField):
         super().__init__(read_only=True, **kwargs)
 
     def get_attribute(self, instance):
-        pk = instance[f"{self.source}_id"]
-        if pk is None:
-            return None
-        names = catalog_names()[self.kind]
-        if pk not in names:  # a row added since this process read the catalog
-            catalog_cache_clear()
-            names = catalog_names()[self.kind]
-        return names[pk][self.part]
+        return catalog_name(self.kind, instance[f"{self.source}_id"], self.part)
 
 
 class PriceLineSerializer(serializers.Serializer):

@@ -67,22 +67,36 @@ def resale_markup_for(customer) -> PriceList | None:
     return resale_markup(rows.get(customer.pk) or rows.get(None))
 
 
+@dataclass(frozen=True)
+class ResaleMarkups:
+    """How ``viewer`` reads ``organisation``'s prices (``resale_markups``): ``basis``, the markup
+    its prices are shown at (``price_basis``); ``shown``, the customer's markup a reseller sees
+    beside its cost when it quotes for it."""
+
+    basis: PriceList | None = None
+    shown: PriceList | None = None
+
+
+def resale_markups(viewer, organisation) -> ResaleMarkups:
+    """Both markups, for a page that shows both (the configurator, a quote), with one check of
+    who the viewer is and one read of the resale prices. A reseller's customer's own members and
+    keys see what the reseller charges them (``basis``: its resale markup on the reseller's
+    cost); the reseller (its members and keys, not staff) sees that beside its cost (``shown``);
+    everyone else reads prices as they are frozen and invoiced."""
+    if organisation is None or not organisation.parent_id:
+        return ResaleMarkups()
+    if not acts_for_reseller_of(viewer, organisation):
+        return ResaleMarkups(basis=resale_markup_for(organisation))
+    if getattr(viewer, "is_hosting_staff", False):
+        return ResaleMarkups()
+    return ResaleMarkups(shown=resale_markup_for(organisation))
+
+
 def price_basis(viewer, organisation) -> PriceList | None:
     """The markup ``viewer`` reads ``organisation``'s prices with, on every page and endpoint
-    (catalog, configurator, quotes, orders, usage). A reseller's customer's own members and keys
-    see what the reseller charges them: its resale markup on the reseller's cost. Everyone else
-    (the reseller, staff, an organisation with no reseller) sees the prices as they are frozen
-    and invoiced: None."""
+    (catalog, configurator, quotes, orders, usage): ``resale_markups(…).basis``, without reading
+    the resale prices for a viewer who reads them at cost (the reseller, staff)."""
     if organisation is None or not organisation.parent_id or acts_for_reseller_of(viewer, organisation):
-        return None
-    return resale_markup_for(organisation)
-
-
-def resale_markup_shown(viewer, organisation) -> PriceList | None:
-    """The markup a reseller (its members and keys; not staff) sees beside its cost when it
-    quotes for its customer ``organisation``: what that customer will pay. None otherwise."""
-    if (organisation is None or not organisation.parent_id or getattr(viewer, "is_hosting_staff", False)
-            or not acts_for_reseller_of(viewer, organisation)):
         return None
     return resale_markup_for(organisation)
 

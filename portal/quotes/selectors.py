@@ -22,7 +22,13 @@ def unit_prices_for(viewer, organisation) -> PriceList | None:
     """The catalog's unit prices as ``viewer`` sees them for ``organisation``: what it pays (its
     or its reseller's price list), and for a reseller's customer's own people the reseller's
     markup on that (``price_basis``), as its quotes, orders and usage show them."""
-    return resold(price_list_for(organisation), price_basis(viewer, organisation))
+    return unit_prices(organisation, price_basis(viewer, organisation))
+
+
+def unit_prices(organisation, basis: PriceList | None) -> PriceList | None:
+    """``organisation``'s unit prices (its or its reseller's price list) at the markup ``basis``
+    (``price_basis``) it is read with."""
+    return resold(price_list_for(organisation), basis)
 
 
 def shown_prices(viewer, priced) -> None:

@@ -9,12 +9,12 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import replace_url
 
 from portal.accounts.selectors import organisations_for, primary_organisation
-from portal.catalog.selectors import price_basis, resale_markup_shown
+from portal.catalog.selectors import resale_markups
 from portal.orders.selectors import quote_order
 from portal.quotes.forms import ConfiguratorForm, default_initial, initial_from_plan
 from portal.quotes.plans import plan_check
 from portal.quotes.pricing import configured_price, shown_price
-from portal.quotes.selectors import quote_for_user, stock_note, unit_prices_for
+from portal.quotes.selectors import quote_for_user, stock_note, unit_prices
 from portal.quotes.services import ConfigurationError, configuration_evaluate, quote_create
 from portal.sizing.plan_tokens import plan_sign, plan_unsign
 from portal.sizing.services import wizard_url
@@ -58,8 +58,11 @@ def _form(request, data) -> ConfiguratorForm:
         if chosen is not None and "organisation" not in data and organisations.count() > 1:
             data = data.copy()
             data["organisation"] = chosen.slug
-    return ConfiguratorForm(data, organisations=organisations,
-                            price_list=unit_prices_for(request.user, chosen))
+    markups = resale_markups(request.user, chosen)
+    form = ConfiguratorForm(data, organisations=organisations,
+                            price_list=unit_prices(chosen, markups.basis))
+    form.priced_for = (chosen, markups)  # _context prices the same organisation: read once
+    return form
 
 
 @login_required
@@ -70,7 +73,8 @@ def quote_detail(request, reference: str):
     ordered_as = quote_order(quote)
     return render(request, "quotes/quote.html", {
         "quote": quote, "plan": quote.plan, "reconfigure_url": _configure_url(_quote_params(quote)),
-        **_prices(request, quote.organisation, lambda markup: shown_price(quote, markup)),
+        **_prices(quote.organisation, resale_markups(request.user, quote.organisation),
+                  lambda markup: shown_price(quote, markup)),
         "ordered_as": ordered_as,
         "stock_note": stock_note(quote.sku, requested=quote.node_count)
         if quote.is_valid and ordered_as is None else ""})
@@ -96,13 +100,13 @@ def _create_quote(request, form):
         return None
 
 
-def _prices(request, organisation, priced) -> dict:
-    """The price as the viewer reads it (``price_basis``: a reseller's customer's people at the
+def _prices(organisation, markups, priced) -> dict:
+    """The price as the viewer reads it (``markups.basis``: a reseller's customer's people at the
     reseller's selling prices) and, for the reseller quoting for its customer, what that
-    customer will pay (``customer_price``; None for anyone else)."""
-    shown = resale_markup_shown(request.user, organisation)
-    return {"price": priced(price_basis(request.user, organisation)),
-            "customer_price": priced(shown) if shown is not None else None, "customer": organisation}
+    customer will pay (``customer_price``, at ``markups.shown``; None for anyone else)."""
+    return {"price": priced(markups.basis),
+            "customer_price": priced(markups.shown) if markups.shown is not None else None,
+            "customer": organisation}
 
 
 def _context(request, form) -> dict:
@@ -112,8 +116,10 @@ def _context(request, form) -> dict:
         paying = _paying(request, form)
         config = form.configuration()
         evaluation = configuration_evaluate(config, plan=form.plan_data, organisation=paying)
-        priced = _prices(request, paying,
-                         lambda markup: configured_price(config, evaluation.price, markup))
+        chosen, markups = form.priced_for
+        if paying != chosen:
+            markups = resale_markups(request.user, paying)
+        priced = _prices(paying, markups, lambda markup: configured_price(config, evaluation.price, markup))
     field_messages = {name: [] for name in FORM_FIELDS if name in form.fields}
     if evaluation is not None:
         for message in evaluation.messages:

@@ -8,7 +8,9 @@ import re
 from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from portal.catalog.models import PriceList, ServerSKU
 from portal.catalog.services import resale_prices_set
@@ -242,3 +244,16 @@ def test_without_a_markup_the_price_update_leaves_the_choices_alone(resale, peop
     response = login(people.alice).get(f"/configure/price/?{CONFIG}", HTTP_HX_REQUEST="true")
     assert response.status_code == 200 and 'id="price-hourly"' in response.content.decode()
     assert '<select name="nvme"' not in response.content.decode()
+
+
+@pytest.mark.parametrize("who", ["carol", "rita"])
+def test_a_price_update_reads_the_resale_prices_once(resale, people, login, who):
+    """The configurator's choices and its price box read the viewer's markups once per update
+    (``resale_markups``): for the customer and for its reseller quoting for it."""
+    client = login(resale["carol"] if who == "carol" else people.rita)
+    url = f"/configure/price/?{CONFIG}&organisation={people.client_org.slug}"
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(url, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200 and 'id="price-hourly"' in response.content.decode()
+    reads = [q["sql"] for q in queries.captured_queries if 'FROM "catalog_resalepricelist"' in q["sql"]]
+    assert len(reads) == 1, reads

@@ -257,3 +257,15 @@ def test_a_price_update_reads_the_resale_prices_once(resale, people, login, who)
     assert response.status_code == 200 and 'id="price-hourly"' in response.content.decode()
     reads = [q["sql"] for q in queries.captured_queries if 'FROM "catalog_resalepricelist"' in q["sql"]]
     assert len(reads) == 1, reads
+
+
+def test_a_price_update_for_a_server_that_does_not_exist_says_so(resale, people, login):
+    """A customer with resale prices and an unknown server in the query: the update names the
+    field, prices nothing and still relabels the choices (at the overall markup)."""
+    response = login(resale["carol"]).get(f"/configure/price/?{CONFIG.replace(L4_SKU, 'no-such-server')}",
+                                          HTTP_HX_REQUEST="true")
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "Select a valid choice" in re.search(r'id="rules-sku"[^>]*>(.*?)</div>', html, re.S).group(1)
+    assert 'id="price-hourly"' not in html
+    assert '<select name="nvme"' in html

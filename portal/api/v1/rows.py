@@ -25,27 +25,31 @@ QUOTE_COLUMNS = (*_PAYER, "reference", "organisation__slug", "node_count", *_CAT
 ORDER_COLUMNS = (*_PAYER, "reference", "organisation__slug", "quote__reference", "state", "target_state",
                  "state_changed_at", "rejection_reason", "node_count", *_CATALOG_IDS, *_STORAGE, "plan",
                  "price_lines", "price_hourly", "price_monthly", "currency", "created_at", "updated_at")
+# The column lists resolved once (as DRF's ``queryset`` class attribute is), each read filters a
+# clone: resolving 25 columns and their joins cost more than the rest of building the query.
+_QUOTES = Quote.objects.values(*QUOTE_COLUMNS)
+_ORDERS = Order.objects.values(*ORDER_COLUMNS)
 
 
 def quote_rows(user) -> QuerySet:
     """The quotes ``user`` may see."""
-    return Quote.objects.filter(organisation__in=organisations_for(user)).values(*QUOTE_COLUMNS)
+    return _QUOTES.filter(organisation__in=organisations_for(user))
 
 
 def order_rows(user) -> QuerySet:
     """The orders ``user`` may see."""
-    return Order.objects.filter(organisation__in=organisations_for(user)).values(*ORDER_COLUMNS)
+    return _ORDERS.filter(organisation__in=organisations_for(user))
 
 
 def quote_row(user, reference: str) -> dict:
     """A quote ``user`` may see; anyone else's is a 404 (never a 403)."""
-    rows = Quote.objects.filter(visible_to(user, via="organisation__")).values(*QUOTE_COLUMNS)
+    rows = _QUOTES.filter(visible_to(user, via="organisation__"))
     return as_seen(user, [get_object_or_404(rows, reference=reference)])[0]
 
 
 def order_row(user, reference: str) -> dict:
     """An order ``user`` may see; anyone else's is a 404 (never a 403)."""
-    rows = Order.objects.filter(visible_to(user, via="organisation__")).values(*ORDER_COLUMNS)
+    rows = _ORDERS.filter(visible_to(user, via="organisation__"))
     return as_seen(user, [get_object_or_404(rows, reference=reference)])[0]
 
 

@@ -448,8 +448,10 @@ def _model_states(model: ModelSpec, precision: str, mixed_layout: str | None, op
         cpu_per_gpu += optim
         optim = 0.0
         if parallel.offload == "optimizer+params":
-            cpu_per_gpu += weights + grads
-            weights = grads = 0.0
+            # what offload leaves on the GPU: bitsandbytes' quantisation state
+            resident = mem.offload_resident_weight_bytes(model, training, parallel)
+            cpu_per_gpu += weights - resident + grads
+            weights, grads = resident, 0.0
     gathered = mem.gathered_bytes(model, training, parallel, p, layer_params(model), grads)
     step_extra = mem.deepspeed_fp32_grad_partition_bytes(model, training, parallel, p)
     if parallel.offload != "none":

@@ -22,7 +22,9 @@ DEFAULT_HOST = HostSpec()  # the node's CPU side when none is given (config.Host
 # activations as autograd saves them under a frozen base, with the adapters' dropout copies
 # (activations.adapted_linears; bytes of LoRA/QLoRA plans only). A stored plan carries the
 # version that sized it: one sized by an older version may re-estimate to other bytes or times.
-ESTIMATOR_VERSION = 4
+# 5 keeps QLoRA's quantisation state on the GPU under parameter offload (memory.
+# offload_resident_weight_bytes; bytes of QLoRA plans with offload="optimizer+params" only).
+ESTIMATOR_VERSION = 5
 
 
 @dataclass(frozen=True)

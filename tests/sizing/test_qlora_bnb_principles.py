@@ -90,6 +90,13 @@ def test_torchao_nf4_and_16_bit_bases_offload_every_weight():
         assert estimate(m, training, par).per_gpu.weights == 0
 
 
+def test_an_old_bitsandbytes_is_named_in_what_the_estimate_represents():
+    m = get_preset("llama-3.1-8b")
+    old = estimate(m, TrainingConfig(finetune="qlora", bnb_version="<=0.43.1"))
+    assert "bitsandbytes<=0.43.1" in old.represents
+    assert not any("bitsandbytes" in k for k in estimate(m, TrainingConfig(finetune="qlora")).represents)
+
+
 def test_an_unknown_bitsandbytes_version_is_a_clear_error():
     with pytest.raises(ValueError, match="bnb_version"):
         TrainingConfig(finetune="qlora", bnb_version="0.41")

@@ -261,6 +261,8 @@ def represented_knobs(training: TrainingConfig, parallel: ParallelConfig, layout
                    + (f" lora_dropout={training.lora_dropout:g}" if training.lora_dropout else ""))
     if training.finetune == "qlora":
         out.append(f"quant_storage={mem.nf4_storage(training, parallel)}")
+        if training.bnb_version != "current":
+            out.append(f"bitsandbytes{training.bnb_version}")
     if training.optimizer_impl != "default":
         out.append(f"optimizer_impl={training.optimizer_impl}")
     out.append(f"sharding={parallel.sharding}" + (f" offload={parallel.offload}" if parallel.offload != "none"

@@ -624,6 +624,8 @@ def peft_70b_rows(case: dict) -> list[Row]:
         knobs, parallel = PEFT_70B[method]
         training = {"seq_len": 2048, "checkpointing": "full", "attention": "flash", "lora_rank": 8,
                     "lora_targets": ("all-linear",), "lora_dropout": 0.1, **knobs}
+        if training["finetune"] == "qlora":  # the guides (2024-03-13) need bitsandbytes>=0.43.0, the
+            training["bnb_version"] = "<=0.43.1"  # newest then; 0.43.2 came in July 2024
         parallel = dict(parallel)
         if parallel["sharding"] == "zero3":  # Accelerate's "auto" ZeRO buckets from the hidden size
             h = model.hidden_size
@@ -650,7 +652,8 @@ def philschmid_qlora_rows(case: dict) -> list[Row]:
             continue
         training = {"precision": "bf16", "finetune": "qlora", "quant_storage": "bf16", "micro_batch": 1,
                     "grad_accum": 2, "seq_len": 3072, "checkpointing": "full", "attention": "sdpa",
-                    "lora_rank": 16, "lora_targets": ("all-linear",), "lora_dropout": 0.05}
+                    "lora_rank": 16, "lora_targets": ("all-linear",), "lora_dropout": 0.05,
+                    "bnb_version": "<=0.43.1"}  # the notebook pins bitsandbytes==0.43.1
         rows.append(Row(case["id"], f"Llama-3-70B {setup} {gpus} GPUs", get_preset("llama-3.1-70b"), training,
                         {"dp": gpus, "sharding": "fsdp-full-shard", "offload": "optimizer+params"}, A10G,
                         Interconnect.pcie(4), memory_gib=gb, memory_metric="device",

@@ -253,6 +253,9 @@ def layer_terms(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> dic
             if "o_proj" in adapted and pd > 0:
                 core["qkvo"] += _dropped_copy(dt) * T * m.q_dim
         replicated = 2 * norm + inputs * T * h + smoke_rope_casts(m, tc, dt, s)
+        kept_rep, kept_shard = bnb_kept_inputs(m, tc, dt, T, adapted)
+        replicated += kept_rep
+        core["qkvo"] += kept_shard
         if adapted is not None:  # each adapter's lora_A output, saved by lora_B
             replicated += len(adapted) * tc.lora_rank * dt.act * T
         if m.is_moe:
@@ -285,6 +288,30 @@ def layer_terms(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> dic
             replicated += 2 * DROPOUT_MASK_BYTES * T * h
     replicated += untraced_lora_dropout(m, tc, dt, T)
     return {"replicated": replicated, "sharded": core["qkvo"] + mlp, "scores": core["scores"]}
+
+
+def bnb_kept_inputs(m: ModelSpec, tc: TrainingConfig, dt: Dt, T: int,
+                    adapted: frozenset[str] | None) -> tuple[int, int]:
+    """(replicated, TP-sharded) bytes per layer that bitsandbytes <= 0.43.1 keeps on top of what
+    a frozen base saves: its MatMul4Bit.forward stored ``ctx.tensors = (A, B)`` whenever an input
+    needs a gradient, so every 4-bit linear kept its input A (bitsandbytes#1270 dropped A in
+    0.43.2). q/k/v share the attention norm's output and gate/up the MLP norm's: one copy each,
+    unless an adapter without dropout already keeps it; o_proj's input is the fused attention's
+    output, which the kernel saves anyway (eager: the merged heads, unless o_proj's adapter keeps
+    them); down_proj's is the SwiGLU product, unless its adapter without dropout keeps it."""
+    if tc.finetune != "qlora" or tc.bnb_version != "<=0.43.1" or tc.quant_storage == "torchao-nf4" \
+            or adapted is None:
+        return 0, 0
+    kept_by_adapter = (lambda names: tc.lora_dropout == 0 and bool(adapted & names))
+    h, rep, shard = m.hidden_size, 0, 0
+    for names in ({"q_proj", "k_proj", "v_proj"}, {"gate_proj", "up_proj"}):
+        if not kept_by_adapter(names):
+            rep += dt.act * T * h
+    if tc.attention == "eager" and not _merged_output_kept(adapted, tc.lora_dropout):
+        shard += dt.act * T * m.q_dim
+    if not kept_by_adapter({"down_proj"}):
+        shard += dt.act * T * m.intermediate_size
+    return rep, shard
 
 
 def frozen_prefix(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int, t: int, sp: bool) -> int:

@@ -22,7 +22,9 @@ DEFAULT_HOST = HostSpec()  # the node's CPU side when none is given (config.Host
 # activations as autograd saves them under a frozen base, with the adapters' dropout copies
 # (activations.adapted_linears; bytes of LoRA/QLoRA plans only). A stored plan carries the
 # version that sized it: one sized by an older version may re-estimate to other bytes or times.
-ESTIMATOR_VERSION = 4
+# 5 keeps QLoRA's quantisation state on the GPU under parameter offload (memory.
+# offload_resident_weight_bytes; bytes of QLoRA plans with offload="optimizer+params" only).
+ESTIMATOR_VERSION = 5
 
 
 @dataclass(frozen=True)
@@ -259,6 +261,8 @@ def represented_knobs(training: TrainingConfig, parallel: ParallelConfig, layout
                    + (f" lora_dropout={training.lora_dropout:g}" if training.lora_dropout else ""))
     if training.finetune == "qlora":
         out.append(f"quant_storage={mem.nf4_storage(training, parallel)}")
+        if training.bnb_version != "current":
+            out.append(f"bitsandbytes{training.bnb_version}")
     if training.optimizer_impl != "default":
         out.append(f"optimizer_impl={training.optimizer_impl}")
     out.append(f"sharding={parallel.sharding}" + (f" offload={parallel.offload}" if parallel.offload != "none"
@@ -448,8 +452,10 @@ def _model_states(model: ModelSpec, precision: str, mixed_layout: str | None, op
         cpu_per_gpu += optim
         optim = 0.0
         if parallel.offload == "optimizer+params":
-            cpu_per_gpu += weights + grads
-            weights = grads = 0.0
+            # what offload leaves on the GPU: bitsandbytes' quantisation state
+            resident = mem.offload_resident_weight_bytes(model, training, parallel)
+            cpu_per_gpu += weights - resident + grads
+            weights, grads = resident, 0.0
     gathered = mem.gathered_bytes(model, training, parallel, p, layer_params(model), grads)
     step_extra = mem.deepspeed_fp32_grad_partition_bytes(model, training, parallel, p)
     if parallel.offload != "none":

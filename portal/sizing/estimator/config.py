@@ -27,6 +27,12 @@ OPTIMIZER_IMPLS = ("default", "fused", "single-tensor")
 # when the sharding splits weights (what FSDP and ZeRO-3 QLoRA need and the stacks render: PEFT's
 # guides set it), bitsandbytes' uint8 otherwise.
 QUANT_STORAGES = ("auto", "uint8", "bf16", "fp16", "fp32", "torchao-nf4")
+# bitsandbytes' 4-bit matmul (QLoRA with a bitsandbytes base): "current" (>= 0.43.2) keeps only
+# the packed weight for backward (MatMul4Bit.forward: ctx.tensors = (None, B)); "<=0.43.1" also
+# kept its input A (ctx.tensors = (A, B)) until bitsandbytes#1270 ("fix QLoRA mem bug: delete
+# useless buffered activation", 9e753741, July 2024): every 4-bit linear's input stays alive,
+# whether or not its adapter needs it (activations.bnb_kept_inputs).
+BNB_VERSIONS = ("current", "<=0.43.1")
 CHECKPOINTING = ("none", "selective", "full")  # what the recommender searches by default
 # every policy the estimator models: + torchtitan's op-level SAC (dense llama-family models)
 CHECKPOINTING_POLICIES = (*CHECKPOINTING, "selective-op")
@@ -118,6 +124,8 @@ class TrainingConfig:
     floating dtype lets FSDP and ZeRO-3 shard the 4-bit weights (QUANT_STORAGES).
     attention_kernel: the fused attention kernel of a flash/sdpa step (ATTENTION_KERNELS): on
     Hopper FlashAttention-2 runs attention well below the time model's rate (compute.py).
+    bnb_version (QLoRA on bitsandbytes): ``<=0.43.1`` for runs on bitsandbytes before 0.43.2,
+    whose 4-bit matmul kept its input for backward (BNB_VERSIONS).
     """
 
     precision: str = "bf16-mixed"
@@ -147,11 +155,13 @@ class TrainingConfig:
     optimizer_impl: str = "default"
     quant_storage: str = "auto"  # QLoRA: bnb_4bit_quant_storage (QUANT_STORAGES)
     attention_kernel: str = "auto"  # the fused attention kernel (ATTENTION_KERNELS)
+    bnb_version: str = "current"  # QLoRA on bitsandbytes: which MatMul4Bit saves (BNB_VERSIONS)
 
     def __post_init__(self) -> None:
         _choice("precision", self.precision, PRECISIONS)
         _choice("optimizer_impl", self.optimizer_impl, OPTIMIZER_IMPLS)
         _choice("quant_storage", self.quant_storage, QUANT_STORAGES)
+        _choice("bnb_version", self.bnb_version, BNB_VERSIONS)
         _choice("float8_recipe", self.float8_recipe, FLOAT8_RECIPES)
         if self.float8_all_gather and (self.precision != "fp8" or self.float8_recipe != "tensorwise"):
             raise ValueError("float8_all_gather needs precision='fp8' with float8_recipe='tensorwise'"

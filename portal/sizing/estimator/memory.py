@@ -299,6 +299,25 @@ def frozen_weight_bytes(model: ModelSpec, training: TrainingConfig, parallel: Pa
     return total / p.shard  # ZeRO-3 with uint8 storage: unmodelled (api.unmodelled_knobs)
 
 
+def offload_resident_weight_bytes(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig) -> float:
+    """QLoRA weights that parameter offload leaves on the GPU. FSDP's CPU offload moves its
+    FlatParameters (ZeRO-3 its partitioned parameters) to host RAM, nothing else; bitsandbytes
+    quantises a Params4bit when it is moved to the GPU (Params4bit.to -> _quantize, CUDA only)
+    and keeps the quantisation state on the parameter and its module (Linear4bit.quant_state),
+    not in a parameter: with torch FSDP1 the module is moved to its device_id (Accelerate passes
+    it) and quantised before it is flattened, sharded and offloaded, so the state stays whole on
+    every GPU. With uint8 storage under FSDP the 4-bit weights are not in the shards at all and
+    stay whole as well. torchao's NF4Tensor keeps its scalers inside the tensor: offloaded with
+    it. 0 without parameter offload or a 4-bit base."""
+    if (training.finetune != "qlora" or parallel.offload != "optimizer+params"
+            or training.quant_storage == "torchao-nf4"):
+        return 0.0
+    nf4 = _frozen_sum(model, True, 0, parallel.tp, parallel.ep, parallel.pp)  # NF4 tensors only
+    if not nf4_sharded(training, parallel) and parallel.sharding in FSDP_SHARDING:
+        return nf4
+    return nf4 / NF4_DOUBLE_QUANT_BYTES * NF4_QUANT_STATE_BYTES
+
+
 def _nf4_sharded_bytes(elems: float, training: TrainingConfig, shard: int) -> float:
     """Per-GPU bytes of sharded 4-bit weights: the packed codes split over the shard group; the
     quantisation state whole (bitsandbytes keeps it on the module) or split with the codes

@@ -1,0 +1,102 @@
+"""QLoRA on bitsandbytes: what its 4-bit matmul saves, and what parameter offload leaves on the GPU.
+
+- bitsandbytes <= 0.43.1: ``MatMul4Bit.forward`` stored ``ctx.tensors = (A, B)`` whenever an
+  input needed a gradient, so every 4-bit linear kept its input A for a backward that never uses
+  it (tag 0.43.0: bitsandbytes/autograd/_functions.py); bitsandbytes#1270 (9e753741,
+  0.43.2) stores ``(None, B)``. ``TrainingConfig.bnb_version``.
+- Parameter offload (FSDP's CPU offload, ZeRO-3's offload_param) moves parameters to host RAM;
+  bitsandbytes keeps its quantisation state on the parameter and its module
+  (``Params4bit._quantize``: ``self.quant_state = quant_state; self.module.quant_state = ...``),
+  not in a parameter, so it stays whole on every GPU.
+"""
+
+import pytest
+
+from portal.sizing.estimator import ParallelConfig, TrainingConfig, estimate, get_preset
+from portal.sizing.estimator.dtypes import NF4_QUANT_STATE_BYTES
+from portal.sizing.estimator.models import param_tensors
+
+ALL = ("all-linear",)
+
+
+def _activations(m, **knobs) -> int:
+    training = TrainingConfig(**{"precision": "bf16", "finetune": "qlora", "micro_batch": 2, "seq_len": 1024,
+                                 "attention": "flash", "lora_targets": ALL, **knobs})
+    return estimate(m, training).per_gpu.activations
+
+
+def test_bitsandbytes_up_to_0_43_1_keeps_every_4bit_linears_input():
+    """With LoRA dropout each adapter saves its own dropped copy, so the linears' shared inputs are
+    kept by nobody, except bitsandbytes <= 0.43.1's MatMul4Bit: the attention norm's output (q, k,
+    v: one tensor), the MLP norm's (gate, up) and the SwiGLU product (down_proj), in bf16, per
+    layer. o_proj's input is the attention kernel's output, which the kernel saves anyway."""
+    m = get_preset("llama-3.1-8b")
+    tokens = 2 * 1024
+    new = _activations(m, lora_dropout=0.05)
+    old = _activations(m, lora_dropout=0.05, bnb_version="<=0.43.1")
+    assert old - new == m.num_layers * tokens * 2 * (2 * m.hidden_size + m.intermediate_size)
+
+
+def test_old_bitsandbytes_adds_nothing_where_the_adapters_already_keep_the_inputs():
+    """Without dropout the adapters' lora_A keep x itself (and down_proj's the product): the
+    tensor bitsandbytes also held is the same one, so nothing more is saved; torchao's NF4 linear
+    (torchtune) never kept its input."""
+    m = get_preset("llama-3.1-8b")
+    assert _activations(m, bnb_version="<=0.43.1") == _activations(m)
+    assert (_activations(m, lora_dropout=0.05, quant_storage="torchao-nf4", bnb_version="<=0.43.1")
+            == _activations(m, lora_dropout=0.05, quant_storage="torchao-nf4"))
+
+
+def test_under_full_recompute_only_the_recomputed_layer_keeps_the_old_inputs():
+    """Full recompute keeps layer inputs: bitsandbytes' extra copies live in the one layer being
+    recomputed, not in every layer (they are not in the saved activations)."""
+    m = get_preset("llama-2-70b")  # its recomputed layer outweighs the loss's vocabulary tensors
+    knobs = {"lora_dropout": 0.05, "checkpointing": "full"}
+    assert _activations(m, bnb_version="<=0.43.1", **knobs) == _activations(m, **knobs)
+    training = {"precision": "bf16", "finetune": "qlora", "micro_batch": 2, "seq_len": 2048, "attention": "flash",
+                "lora_targets": ALL, **knobs}
+    new = estimate(m, TrainingConfig(**training))
+    old = estimate(m, TrainingConfig(**training, bnb_version="<=0.43.1"))
+    tokens = 2 * 2048
+    assert old.per_gpu.transient - new.per_gpu.transient == tokens * 2 * (2 * m.hidden_size + m.intermediate_size)
+
+
+def _nf4_elements(m) -> int:
+    return sum(t.total for t in param_tensors(m) if t.group == "layer" and t.kind == "linear")
+
+
+@pytest.mark.parametrize("sharding", ["fsdp-full-shard", "zero3"])
+def test_parameter_offload_leaves_bitsandbytes_quant_state_on_the_gpu(sharding):
+    """Offloading parameters moves the packed 4-bit codes (a parameter) to host RAM; the
+    quantisation state (one 8-bit absmax per 64 weights, one fp32 scale per 256 of those) stays
+    on every GPU, whole. Nothing is lost: host plus device hold what the GPU held before."""
+    m = get_preset("llama-2-70b")
+    training = TrainingConfig(precision="bf16", finetune="qlora", quant_storage="bf16", lora_targets=ALL,
+                              checkpointing="full")
+    off = estimate(m, training, ParallelConfig(dp=2, sharding=sharding, offload="optimizer+params"))
+    on_gpu = estimate(m, training, ParallelConfig(dp=2, sharding=sharding, offload="optimizer"))
+    assert off.per_gpu.weights == pytest.approx(_nf4_elements(m) * NF4_QUANT_STATE_BYTES, rel=1e-9)
+    moved = on_gpu.per_gpu.weights + on_gpu.per_gpu.gradients - off.per_gpu.weights
+    assert off.memory.cpu_bytes_per_gpu - on_gpu.memory.cpu_bytes_per_gpu == pytest.approx(moved, rel=1e-9)
+
+
+def test_torchao_nf4_and_16_bit_bases_offload_every_weight():
+    """torchao's NF4Tensor keeps its scalers inside the tensor (offloaded with it); LoRA's 16-bit
+    base and full fine-tuning have no state outside their parameters."""
+    m = get_preset("llama-2-70b")
+    par = ParallelConfig(dp=2, sharding="fsdp-full-shard", offload="optimizer+params")
+    for training in (TrainingConfig(precision="bf16", finetune="qlora", quant_storage="torchao-nf4"),
+                     TrainingConfig(precision="bf16", finetune="lora"), TrainingConfig(precision="bf16")):
+        assert estimate(m, training, par).per_gpu.weights == 0
+
+
+def test_an_old_bitsandbytes_is_named_in_what_the_estimate_represents():
+    m = get_preset("llama-3.1-8b")
+    old = estimate(m, TrainingConfig(finetune="qlora", bnb_version="<=0.43.1"))
+    assert "bitsandbytes<=0.43.1" in old.represents
+    assert not any("bitsandbytes" in k for k in estimate(m, TrainingConfig(finetune="qlora")).represents)
+
+
+def test_an_unknown_bitsandbytes_version_is_a_clear_error():
+    with pytest.raises(ValueError, match="bnb_version"):
+        TrainingConfig(finetune="qlora", bnb_version="0.41")

@@ -104,3 +104,25 @@ def test_a_cursor_whose_position_is_not_a_time_is_a_404(reseller_api, people):
     assert response.status_code == 404 and "cursor" in response.json()["detail"].lower()
 
 
+
+
+@pytest.mark.parametrize("kind", ["quote", "order"])
+def test_the_shared_answers_read_as_a_fresh_serializer_reads_each_row(catalog, people, kind):
+    """RowAnswers answers every request from one serializer instance: row after row, what it
+    answers is what a serializer made for that row answers (no row's value stays behind)."""
+    from portal.api.v1.rows import order_row, quote_row
+    from portal.api.v1.serializers import QUOTE_ANSWERS, QuoteOutputSerializer
+    from portal.api.v1.serializers_orders import ORDER_ANSWERS, OrderOutputSerializer
+    from portal.orders.states import OrderState
+
+    orders = [make_order(people.client_org), make_order(people.acme, state=OrderState.SUBMITTED)]
+    if kind == "quote":
+        answers, serializer = QUOTE_ANSWERS, QuoteOutputSerializer
+        rows = [quote_row(people.sam, o.quote.reference) for o in orders]
+    else:
+        answers, serializer = ORDER_ANSWERS, OrderOutputSerializer
+        rows = [order_row(people.sam, o.reference) for o in orders]
+    fresh = [serializer(row).data for row in rows]
+    assert fresh[0] != fresh[1]
+    assert answers.many(rows) == fresh
+    assert [answers.one(row) for row in reversed(rows)] == fresh[::-1]

@@ -9,6 +9,7 @@ from portal.api.v1.serializers import (
     CatalogSlugField,
     JsonObjectField,
     QuoteInputSerializer,
+    RowAnswers,
     money,
     read_only,
     utc_time,
@@ -110,6 +111,9 @@ class OrderOutputSerializer(serializers.Serializer):
     currency = read_only(serializers.CharField)
     created_at = utc_time()
     updated_at = utc_time()
+
+
+ORDER_ANSWERS = RowAnswers(OrderOutputSerializer)
 
 
 class CopiedFromNodeSerializer(serializers.Serializer):

@@ -38,7 +38,7 @@ def _order(request, reference: str):
 
 def _order_answer(user, order) -> dict:
     """An order as a read of it answers (after a change: its state now)."""
-    return so.OrderOutputSerializer(order_row(user, order.reference)).data
+    return so.ORDER_ANSWERS.one(order_row(user, order.reference))
 
 
 class OrderListCreateView(generics.GenericAPIView):
@@ -63,7 +63,7 @@ class OrderListCreateView(generics.GenericAPIView):
                    summary="Orders, newest first (cursor pages); filters: state, customer, created time")
     def get(self, request):
         page = as_seen(request.user, self.paginate_queryset(self.get_queryset()))
-        return self.get_paginated_response(so.OrderOutputSerializer(page, many=True).data)
+        return self.get_paginated_response(so.ORDER_ANSWERS.many(page))
 
     @extend_schema(operation_id="orders_create", request=so.OrderCreateInputSerializer, examples=ex.ORDER,
                    parameters=[IDEMPOTENCY_KEY],
@@ -104,7 +104,7 @@ class OrderDetailView(APIView):
     @extend_schema(operation_id="orders_retrieve", responses={200: so.OrderDetailOutputSerializer},
                    summary="One order; once it terminates, its kept bucket (retained_data)")
     def get(self, request, reference: str):
-        answer = so.OrderOutputSerializer(order_row(request.user, reference)).data
+        answer = so.ORDER_ANSWERS.one(order_row(request.user, reference))
         retained = (retained_data_for(_order(request, reference))
                     if answer["state"] in (OrderState.TERMINATING, OrderState.TERMINATED) else None)
         return Response({**answer, "retained_data": so.RetainedDataSerializer(retained).data

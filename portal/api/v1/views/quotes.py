@@ -50,7 +50,7 @@ class QuoteListCreateView(generics.GenericAPIView):
                            "newest first")
     def get(self, request):
         page = as_seen(request.user, self.paginate_queryset(self.get_queryset()))
-        return self.get_paginated_response(s.QuoteOutputSerializer(page, many=True).data)
+        return self.get_paginated_response(s.QUOTE_ANSWERS.many(page))
 
     @extend_schema(operation_id="quotes_create", request=so.QuoteCreateInputSerializer, examples=ex.QUOTE,
                    parameters=[IDEMPOTENCY_KEY],
@@ -72,9 +72,9 @@ class QuoteDetailView(APIView):
                    summary="A quote of the key's organisation or (reseller) one of its customers")
     def get(self, request, reference: str):
         quote = quote_row(request.user, reference)
-        return Response(s.QuoteOutputSerializer(quote).data)
+        return Response(s.QUOTE_ANSWERS.one(quote))
 
 
 def _quote_answer(user, quote) -> dict:
     """A quote just made, as a read of it answers."""
-    return s.QuoteOutputSerializer(quote_row(user, quote.reference)).data
+    return s.QUOTE_ANSWERS.one(quote_row(user, quote.reference))

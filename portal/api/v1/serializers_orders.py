@@ -65,19 +65,11 @@ class OrderListFilterSerializer(serializers.Serializer):
     created_before = serializers.DateTimeField(required=False)
 
 
-class StateField(serializers.ChoiceField):
-    """A value of the ``states`` choices. Takes the choices class, not its list: a serializer
-    deep-copies its fields' arguments on every use, and a class is copied by reference."""
-
-    def __init__(self, states, **kwargs):
-        super().__init__(choices=states.choices, read_only=True, **kwargs)
-
-
 class ChoiceLabelField(serializers.CharField):
-    """The label of a ``states`` value (``get_<field>_display`` for a row)."""
+    """The label of a choice field's value (``get_<field>_display`` for a row)."""
 
-    def __init__(self, states, **kwargs):
-        self.labels = dict(states.choices)
+    def __init__(self, choices, **kwargs):
+        self.labels = dict(choices)
         super().__init__(read_only=True, **kwargs)
 
     def to_representation(self, value) -> str:
@@ -90,10 +82,10 @@ class OrderOutputSerializer(serializers.Serializer):
     reference = read_only(serializers.CharField)
     organisation = read_only(serializers.CharField, source="organisation__slug")
     quote = read_only(serializers.CharField, source="quote__reference", allow_null=True)
-    state = StateField(OrderState)
-    state_label = ChoiceLabelField(OrderState, source="state")
-    target_state = StateField(OrderState, allow_blank=True,
-                              help_text="Where in-flight work takes the order; empty when none.")
+    state = read_only(serializers.ChoiceField, choices=OrderState.choices)
+    state_label = ChoiceLabelField(OrderState.choices, source="state")
+    target_state = read_only(serializers.ChoiceField, choices=OrderState.choices, allow_blank=True,
+                        help_text="Where in-flight work takes the order; empty when none.")
     state_changed_at = utc_time()
     rejection_reason = read_only(serializers.CharField, help_text="Shown to the customer.")
     sku = CatalogSlugField("sku")

@@ -53,12 +53,13 @@ def test_under_full_recompute_only_the_recomputed_layer_keeps_the_old_inputs():
     m = get_preset("llama-2-70b")  # its recomputed layer outweighs the loss's vocabulary tensors
     knobs = {"lora_dropout": 0.05, "checkpointing": "full"}
     assert _activations(m, bnb_version="<=0.43.1", **knobs) == _activations(m, **knobs)
-    training = {"precision": "bf16", "finetune": "qlora", "micro_batch": 2, "seq_len": 2048, "attention": "flash",
-                "lora_targets": ALL, **knobs}
+    training = {"precision": "bf16", "finetune": "qlora", "micro_batch": 2, "seq_len": 2048,
+                "attention": "flash", "lora_targets": ALL, **knobs}
     new = estimate(m, TrainingConfig(**training))
     old = estimate(m, TrainingConfig(**training, bnb_version="<=0.43.1"))
     tokens = 2 * 2048
-    assert old.per_gpu.transient - new.per_gpu.transient == tokens * 2 * (2 * m.hidden_size + m.intermediate_size)
+    kept = tokens * 2 * (2 * m.hidden_size + m.intermediate_size)
+    assert old.per_gpu.transient - new.per_gpu.transient == kept
 
 
 def _nf4_elements(m) -> int:

@@ -302,7 +302,9 @@ def bnb_kept_inputs(m: ModelSpec, tc: TrainingConfig, dt: Dt, T: int,
     if tc.finetune != "qlora" or tc.bnb_version != "<=0.43.1" or tc.quant_storage == "torchao-nf4" \
             or adapted is None:
         return 0, 0
-    kept_by_adapter = (lambda names: tc.lora_dropout == 0 and bool(adapted & names))
+    def kept_by_adapter(names: set[str]) -> bool:
+        return tc.lora_dropout == 0 and bool(adapted & names)
+
     h, rep, shard = m.hidden_size, 0, 0
     for names in ({"q_proj", "k_proj", "v_proj"}, {"gate_proj", "up_proj"}):
         if not kept_by_adapter(names):

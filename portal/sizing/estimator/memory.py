@@ -299,7 +299,8 @@ def frozen_weight_bytes(model: ModelSpec, training: TrainingConfig, parallel: Pa
     return total / p.shard  # ZeRO-3 with uint8 storage: unmodelled (api.unmodelled_knobs)
 
 
-def offload_resident_weight_bytes(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig) -> float:
+def offload_resident_weight_bytes(model: ModelSpec, training: TrainingConfig,
+                                  parallel: ParallelConfig) -> float:
     """QLoRA weights that parameter offload leaves on the GPU. FSDP's CPU offload moves its
     FlatParameters (ZeRO-3 its partitioned parameters) to host RAM, nothing else; bitsandbytes
     quantises a Params4bit when it is moved to the GPU (Params4bit.to -> _quantize, CUDA only)

@@ -663,6 +663,128 @@ def philschmid_qlora_rows(case: dict) -> list[Row]:
     return rows
 
 
+# litgpt's config hub (config_hub/finetune/README.md): models as litgpt's Config defines them, by
+# the README's model column; the Llama-architecture ones as config.json fields of their HF twins.
+# litgpt's GPT keeps lm_head as its own weight: its finetune scripts do not tie embeddings (they
+# list train.tie_embeddings as unsupported), so Llama 3.2 and Gemma run untied here.
+LITGPT_HF = {
+    "llama-3.2-1b": {"model_type": "llama", "vocab_size": 128256, "hidden_size": 2048,
+                     "intermediate_size": 8192, "num_hidden_layers": 16, "num_attention_heads": 32,
+                     "num_key_value_heads": 8, "head_dim": 64},
+    "llama-3.2-3b": {**LLAMA_32_3B, "tie_word_embeddings": False},
+    "tiny-llama": {"model_type": "llama", "vocab_size": 32000, "hidden_size": 2048, "intermediate_size": 5632,
+                   "num_hidden_layers": 22, "num_attention_heads": 32, "num_key_value_heads": 4},
+    # Phi-3-mini: RMSNorm, SwiGLU (fused gate/up), full RoPE, no biases, MHA: a Llama shape
+    "Phi-3-mini-4k-instruct": {"model_type": "llama", "vocab_size": 32064, "hidden_size": 3072,
+                               "intermediate_size": 8192, "num_hidden_layers": 32, "num_attention_heads": 32,
+                               "num_key_value_heads": 32},
+    # Gemma 1: GeGLU (tanh GELU) where Llama has SwiGLU, head_dim 256
+    "gemma-2b": {"model_type": "llama", "vocab_size": 256000, "hidden_size": 2048, "intermediate_size": 16384,
+                 "num_hidden_layers": 18, "num_attention_heads": 8, "num_key_value_heads": 1,
+                 "head_dim": 256},
+    "gemma-7b": {"model_type": "llama", "vocab_size": 256000, "hidden_size": 3072, "intermediate_size": 24576,
+                 "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 16,
+                 "head_dim": 256},
+}
+LITGPT_PRESETS = {"llama-2-7b": "llama-2-7b", "llama-3-8b": "llama-3.1-8b", "llama-3.1-8b": "llama-3.1-8b",
+                  "mistral-7b": "mistral-7b", "mistral-7b-v0.2": "mistral-7b"}
+LITGPT_NOT_EXPRESSED = {  # architectures no model family of the estimator has
+    "falcon-7b": "Falcon-7B's parallel attention + MLP block on one LayerNorm with multi-query attention and"
+                 " rotary positions: no model family of the estimator",
+    "phi-2": "Phi-2's parallel attention + MLP block (LayerNorm, GELU MLP, biases, partial rotary): no model"
+             " family of the estimator",
+    "stablelm-base-alpha-3b": "StableLM-Alpha's GPT-NeoX parallel residual (partial rotary, LayerNorm,"
+                              " GELU MLP): no model family of the estimator",
+    "gemma-2-9b": "Gemma 2's attention logit soft-capping (litgpt's own attention math, not SDPA),"
+                  " sliding-window layers and post-norms: no model family of the estimator",
+}
+LITGPT_LORA = {"query": ("q_proj",), "key": ("k_proj",), "value": ("v_proj",), "projection": ("o_proj",),
+               "mlp": ("gate_proj", "up_proj", "down_proj")}
+
+
+def litgpt_model(config: str, name: str) -> ModelSpec | str:
+    """The model of a config hub row, or why the estimator cannot express it."""
+    if config.startswith("gemma2"):  # the README's model column says gemma-2b for gemma-2-2b
+        return LITGPT_NOT_EXPRESSED["gemma-2-9b"]
+    if name in LITGPT_NOT_EXPRESSED:
+        return LITGPT_NOT_EXPRESSED[name]
+    if name in LITGPT_PRESETS:
+        return get_preset(LITGPT_PRESETS[name])
+    if name in LITGPT_HF:
+        return model_from_hf_config(LITGPT_HF[name], name=name)
+    return f"no configuration for the model {name!r}"
+
+
+def litgpt_rows(case: dict) -> list[Row]:
+    """litgpt's config hub on A10Gs: each row as its yaml (read at the commit of the README line) and
+    litgpt's finetune scripts ran it; memory as the scripts print it (max_memory_allocated / 1e9)."""
+    rows, yamls = [], case["config"]["yamls"]
+    for config, name, gpus, gpu, peak_gb, _runtime, key in case["published"]["rows"]:
+        label = f"{config} {gpus}x{gpu}"
+        y, method = yamls.get(key), config.split("/")[-1].removesuffix(".yaml")
+        model = litgpt_model(config, name)
+        why = next((w for cond, w in (
+            (y is None, f"the case has no yaml settings for {key!r}"),
+            (gpu != "A10G", f"no configuration for the GPU {gpu!r}"),
+            (peak_gb is None, "the run went out of memory on the A10G: no peak to compare"),
+            (y is not None and gpus != y["devices"] and y["devices"] == 1,
+             "the same run as the 1xA10G row (the yaml says devices: 1; the same peak, runtime within 1 %):"
+             " not a 4-GPU run, not counted twice"),
+            (y is not None and gpus != y["devices"], f"the README's {gpus} GPUs against the yaml's devices:"
+                                                     f" {y and y['devices']}"),
+            (isinstance(model, str), model),
+            (method not in ("full", "lora", "qlora"), f"no configuration for the method {method!r}"),
+            (y is not None and "head" in y.get("lora_on", ()),
+             "LoRA on the output head (lora_head: true): the estimator adapts layer linears only"),
+        ) if cond), None)
+        if why:
+            rows.append(unconfigured(case["id"], label, why))
+            continue
+        mbs, seq = y["micro_batch_size"], y["max_seq_length"]
+        unmodelled, assumed = [], ["peak at a batch padded to max_seq_length (a sample reaches it: the"
+                                   " source's phi-2 log; assumed for this tokenizer); published GB read as"
+                                   " 1e9 bytes"]
+        if method == "full":
+            own = 8 * model.params.total / gpus  # bf16 weights + grads + two bf16 AdamW states
+            if own > peak_gb * 1e9:
+                rows.append(unconfigured(case["id"], label, (
+                    "did not run as stated: bf16 weights, gradients and AdamW states alone are"
+                    f" {own / 1e9:.1f} GB per GPU, above the published {peak_gb} GB peak")))
+                continue
+            training = {"finetune": "full", "loss_chunks": -(-mbs * (seq - 1) // 128)}
+            assumed.append("full.py slices logits[..., :-1, :] and reshapes: one more bf16 logits copy")
+        else:
+            training = {"finetune": method, "lora_rank": y["lora_r"], "lora_dropout": y["lora_dropout"],
+                        "lora_targets": tuple(t for k in y["lora_on"] for t in LITGPT_LORA[k]),
+                        "loss_chunks": -(-seq // 128)}  # lm_head_chunk_size=128
+            assumed.append("litgpt's fused-QKV adapter drops its input once for q and v (the estimator:"
+                           " one copy per adapter)")
+        if method == "qlora":
+            training |= {"optimizer": "adamw-paged", "bnb_version": "<=0.43.1"}
+            unmodelled.append("bitsandbytes PagedAdamW (litgpt's optimizer under bnb quantisation): its"
+                              " states live in CUDA unified memory, outside max_memory_allocated")
+            if y["quantize"] != "bnb.nf4-dq":
+                unmodelled.append(f"quantize {y['quantize']}: NF4 without double quantisation (fp32 absmax"
+                                  " per 64 weights); the estimator's NF4 counts the double-quantised state")
+        training |= {"precision": "bf16", "micro_batch": mbs, "seq_len": seq,
+                     "grad_accum": max(1, y["global_batch_size"] // (mbs * gpus)), "attention": "sdpa",
+                     "checkpointing": "full" if gpus > 1 else "none", "loss": "chunked"}
+        parallel = {}
+        if gpus > 1:  # Fabric's FSDPStrategy under bf16-true: bf16 params, reductions and buffers
+            parallel = {"dp": gpus, "sharding": "fsdp-full-shard", "fsdp_reduce_dtype": "bf16"}
+            if training["grad_accum"] > 1:
+                unmodelled.append("gradient accumulation under fabric.no_backward_sync, which is FSDP1's"
+                                  " no_sync(): the accumulated gradients stay unsharded (the whole model's)"
+                                  " on every GPU until the step's backward (no knob of the estimator)")
+        assumed.append("cross-entropy on bf16 chunks (the estimator's chunked loss keeps fp32 log-softmax)")
+        if name.startswith("gemma"):
+            assumed.append("Gemma's GeGLU as SwiGLU (both keep the gate input and the up output)")
+        rows.append(Row(case["id"], label, model, training, parallel, A10G, Interconnect.pcie(4),
+                        memory_gib=peak_gb * 1e9 / GIB, memory_metric="active", unmodelled=unmodelled,
+                        split=case.get("split", "held-out"), assumed="; ".join(assumed)))
+    return rows
+
+
 BUILDERS = {
     "korthikanti_table5_e2e": korthikanti_rows,
     "narayanan_table1_weak_scaling": narayanan_rows,
@@ -682,6 +804,7 @@ BUILDERS = {
     "llm_foundry_mpt_throughput_readme": foundry_rows,
     "peft_metamathqa_llama3.2_3B_variants": peft_rows,
     "philschmid_fsdp_qlora_llama3_70b": philschmid_qlora_rows,
+    "litgpt_config_hub_finetune_a10g": litgpt_rows,
 }
 NOT_RUNS = {  # measured cases that are not a training step we can configure
     "eleuther_a100_throughput_anchors": "a range of TFLOP/s with no model, batch or layout",

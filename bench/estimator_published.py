@@ -772,10 +772,8 @@ def litgpt_rows(case: dict) -> list[Row]:
         parallel = {}
         if gpus > 1:  # Fabric's FSDPStrategy under bf16-true: bf16 params, reductions and buffers
             parallel = {"dp": gpus, "sharding": "fsdp-full-shard", "fsdp_reduce_dtype": "bf16"}
-            if training["grad_accum"] > 1:
-                unmodelled.append("gradient accumulation under fabric.no_backward_sync, which is FSDP1's"
-                                  " no_sync(): the accumulated gradients stay unsharded (the whole model's)"
-                                  " on every GPU until the step's backward (no knob of the estimator)")
+            # micro-batches accumulate under fabric.no_backward_sync, which is FSDP1's no_sync()
+            parallel["fsdp_no_sync"] = True
         assumed.append("cross-entropy on bf16 chunks (the estimator's chunked loss keeps fp32 log-softmax)")
         if name.startswith("gemma"):
             assumed.append("Gemma's GeGLU as SwiGLU (both keep the gate input and the up output)")

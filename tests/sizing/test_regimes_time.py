@@ -83,7 +83,7 @@ def test_sharded_weights_are_gathered_and_reduced_every_micro_batch():
 
 def test_the_forward_all_gather_hides_behind_the_forward_and_the_rest_behind_the_backward():
     parallel = ParallelConfig(dp=4, sharding="fsdp-full-shard")
-    share = cmp.dp_forward_share(parallel, P, P, cmp.comm_dtypes(FSDP2, parallel, "fsdp2", 0.5))
+    share = cmp.dp_forward_share(parallel, P, P, cmp.comm_dtypes(FSDP2, parallel, "fsdp2", 0.5), FSDP2)
     assert share == pytest.approx(2 * P / (2 * 2 * P + 4 * P))
     # 8 s of traffic, a quarter in forward, over 3 s of compute at 90 % overlap
     assert cmp.exposed_dp_seconds(8.0, 0.0, 0.25, 3.0, 0.9) == pytest.approx((2 - 0.9) + (6 - 1.8))

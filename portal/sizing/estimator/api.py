@@ -273,6 +273,8 @@ def represented_knobs(training: TrainingConfig, parallel: ParallelConfig, layout
         out.append(f"fsdp reduce_dtype={parallel.fsdp_reduce_dtype}")
         if not parallel.reshard_after_forward:
             out.append("reshard_after_forward=False")
+    if parallel.fsdp_no_sync:
+        out.append("fsdp no_sync")
     if parallel.sharding in mem.DEEPSPEED_SHARDING:
         z = parallel.zero
         stage = int(parallel.sharding[-1])
@@ -359,6 +361,8 @@ def estimate_memory(
         model, training.precision, training.mixed_layout, training.optimizer_kind, training.finetune,
         training.lora_rank, training.lora_targets, training.float8_all_gather, parallel,
         training.quant_storage if training.finetune == "qlora" else "auto")
+    if mem.accumulates_unsharded(training, parallel):
+        grads = mem.unsharded_gradient_bytes(model, training, parallel, p)
     activations, logits, backward, offloaded, held = _activations(
         model, training, parallel.tp, parallel.sp, parallel.pp, parallel.pp_microbatches, p.layout,
         parallel.cp, parallel.pp_interleave)
@@ -616,7 +620,7 @@ def comm_volume(model: ModelSpec, training: TrainingConfig, parallel: ParallelCo
     return _frozen(
         CommVolume,
         volume=cmp.comm_bytes_per_step(model, training, parallel, trainable_local, gathered_local, dtypes),
-        forward_share=cmp.dp_forward_share(parallel, trainable_local, gathered_local, dtypes),
+        forward_share=cmp.dp_forward_share(parallel, trainable_local, gathered_local, dtypes, training),
         overlap=cmp.dp_overlap(training, parallel),
         calls=cmp.collective_calls(model, training, parallel, trainable_local, grad_bytes))
 
@@ -699,7 +703,7 @@ def _step_facts(model: ModelSpec, training: TrainingConfig, parallel: ParallelCo
                                             parallel.pp_schedule),
         comm_bytes=cmp.comm_bytes_per_step(model, training, parallel, trainable_local, gathered_local,
                                            dtypes),
-        dp_forward_share=cmp.dp_forward_share(parallel, trainable_local, gathered_local, dtypes),
+        dp_forward_share=cmp.dp_forward_share(parallel, trainable_local, gathered_local, dtypes, training),
         shard_elems=trainable_local / shard,
         gathered_shard_elems=gathered_local / shard,
         comm_calls=cmp.collective_calls(model, training, parallel, trainable_local, grad_bytes),

@@ -524,9 +524,10 @@ def collective_calls(model: ModelSpec, training: TrainingConfig, parallel: Paral
         units = stage_layers + 1
         if parallel.sharding in ("zero3", "fsdp-full-shard", "fsdp-hybrid"):
             gathers = 2 if parallel.reshard_after_forward or parallel.sharding == "zero3" else 1
-            out["dp"] = (("gather", units * (gathers + 1) * mbs),)
+            reduces = grad_reductions(training, parallel)
+            out["dp"] = (("gather", units * (gathers * mbs + reduces)),)
             if parallel.sharding == "fsdp-hybrid" and ranks > parallel.hybrid_shard_size:
-                out["dp_replicate"] = (("allreduce", units * mbs),)
+                out["dp_replicate"] = (("allreduce", units * reduces),)
         elif parallel.sharding == "fsdp-shard-grad-op":
             out["dp"] = (("gather", units * 2 * mbs),)
         elif parallel.sharding == "zero2":
@@ -557,7 +558,8 @@ def comm_bytes_per_step(
     dp: gradient all-reduce (DDP, ZeRO-1/2) or, with sharded weights, the all-gathers of the
     weights (forward, and backward again after resharding) and the gradient reduce-scatter,
     each micro-batch (FSDP and ZeRO-3 cannot keep gathered weights across micro-batches; ZeRO-2
-    reduce-scatters each micro-batch and all-gathers the updated weights once); under HSDP
+    reduce-scatters each micro-batch and all-gathers the updated weights once; FSDP under
+    no_sync reduce-scatters once per step: grad_reductions); under HSDP
     over the shard group only. dp_replicate: HSDP's all-reduce of the reduce-scattered shard
     across the replicas. tp, pp, ep, cp: see below."""
     dp, cp = parallel.dp, parallel.cp
@@ -570,12 +572,13 @@ def comm_bytes_per_step(
             shard = min(ranks, parallel.hybrid_shard_size) if parallel.sharding == "fsdp-hybrid" else ranks
             ring = (shard - 1) / shard
             gathers = 2 if parallel.reshard_after_forward or parallel.sharding == "zero3" else 1
-            per_mb = (gathers * gathered_local * dtypes.param + trainable_local * dtypes.reduce) * ring
-            out["dp"] = per_mb * mbs
+            reduces = grad_reductions(training, parallel)
+            out["dp"] = (gathers * gathered_local * dtypes.param * mbs
+                         + trainable_local * dtypes.reduce * reduces) * ring
             replicas = ranks // shard
             if replicas > 1:
                 shard_bytes = trainable_local / shard * dtypes.reduce
-                out["dp_replicate"] = 2 * shard_bytes * (replicas - 1) / replicas * mbs
+                out["dp_replicate"] = 2 * shard_bytes * (replicas - 1) / replicas * reduces
         elif parallel.sharding == "zero2":
             ring = (ranks - 1) / ranks
             out["dp"] = (trainable_local * dtypes.reduce * mbs + trainable_local * dtypes.param) * ring
@@ -624,16 +627,22 @@ class CommDtypes:
         self.param, self.reduce, self.activation = param, reduce, activation
 
 
+def grad_reductions(training: TrainingConfig, parallel: ParallelConfig) -> int:
+    """Gradient reduce-scatters of a sharded FSDP layout per step: one per micro-batch, or one
+    per step under FSDP's no_sync() (ParallelConfig.fsdp_no_sync)."""
+    return 1 if parallel.fsdp_no_sync else training.grad_accum
+
+
 def dp_forward_share(parallel: ParallelConfig, trainable_local: float, gathered_local: float,
-                     dtypes: CommDtypes) -> float:
+                     dtypes: CommDtypes, training: TrainingConfig) -> float:
     """Share of the sharded-weight traffic that happens in the forward pass (its all-gather,
     prefetched behind the forward compute); the rest (the backward all-gather and the
     reduce-scatter) hides behind the backward. 0 for gradient all-reduces."""
     if parallel.sharding not in ("zero3", "fsdp-full-shard", "fsdp-hybrid"):
         return 0.0
     gathers = 2 if parallel.reshard_after_forward or parallel.sharding == "zero3" else 1
-    forward = gathered_local * dtypes.param
-    total = gathers * forward + trainable_local * dtypes.reduce
+    forward = gathered_local * dtypes.param * training.grad_accum
+    total = gathers * forward + trainable_local * dtypes.reduce * grad_reductions(training, parallel)
     return forward / total if total else 0.0
 
 

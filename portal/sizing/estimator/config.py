@@ -47,6 +47,7 @@ SHARDING = (
     "none", "zero1", "zero2", "zero3", "fsdp-full-shard", "fsdp-shard-grad-op", "fsdp-hybrid",
 )
 OFFLOAD = ("none", "optimizer", "optimizer+params")
+NO_SYNC_SHARDING = ("fsdp-full-shard", "fsdp-shard-grad-op", "fsdp-hybrid")  # FSDP shards gradients
 DEEPSPEED_SHARDING = ("zero1", "zero2", "zero3")
 FLOAT8_RECIPES = ("tensorwise", "rowwise")  # torchao float8 scaling recipes (torchtitan's names)
 PP_SCHEDULES = ("1f1b", "zb-h1")  # 1F1B (interleaved with pp_interleave > 1); zero-bubble ZB-H1
@@ -261,7 +262,11 @@ class ParallelConfig:
     split of a causal sequence (PyTorch's default); without it the rank holding the sequence's end
     computes every block the others skip. host_threads_per_rank: the OpenMP threads a rank's CPU
     optimizer step runs on (torchrun and ``accelerate launch`` set OMP_NUM_THREADS=1 per process
-    when it is unset; the stacks launch through them)."""
+    when it is unset; the stacks launch through them). fsdp_no_sync: gradient accumulation inside
+    FSDP's no_sync() (FSDP2: set_requires_gradient_sync(False)), as Lightning Fabric's
+    no_backward_sync does: the micro-batches before the last add into unsharded gradients of the
+    whole model on every GPU and reduce-scatter once per step (torch FSDP's docs: "FSDP will
+    accumulate the full model gradients (instead of gradient shards) until the eventual sync")."""
 
     dp: int = 1
     sharding: str = "none"
@@ -282,6 +287,7 @@ class ParallelConfig:
     zero: ZeroConfig = ZeroConfig()
     cp_load_balance: bool = True  # PyTorch's _cp_options.enable_load_balance (its default)
     host_threads_per_rank: int = 1  # OpenMP threads of a rank's CPU optimizer step
+    fsdp_no_sync: bool = False  # FSDP: accumulate micro-batches unsharded, reduce once per step
 
     def __post_init__(self) -> None:
         if not isinstance(self.cp_load_balance, bool):
@@ -301,6 +307,10 @@ class ParallelConfig:
             raise ValueError("CPU offload needs ZeRO or FSDP sharding; set sharding too")
         if self.offload == "optimizer+params" and self.sharding not in ("zero3", "fsdp-full-shard"):
             raise ValueError("offloading parameters needs zero3 or fsdp-full-shard")
+        if not isinstance(self.fsdp_no_sync, bool):
+            raise ValueError("fsdp_no_sync must be true or false")
+        if self.fsdp_no_sync and (self.sharding not in NO_SYNC_SHARDING or self.offload != "none"):
+            raise ValueError("fsdp_no_sync is FSDP's no_sync(): it needs FSDP sharding without CPU offload")
         if self.sp and self.tp == 1:
             raise ValueError("sequence parallel (sp) needs tp > 1")
         if self.pp_interleave > 1 and self.pp == 1:

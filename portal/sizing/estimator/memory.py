@@ -351,6 +351,17 @@ def gradient_bytes(model, training, parallel, p: Placement) -> float:
     return total
 
 
+def accumulates_unsharded(training: TrainingConfig, parallel: ParallelConfig) -> bool:
+    """FSDP's no_sync() over more than one micro-batch (ParallelConfig.fsdp_no_sync): the
+    micro-batches add into unsharded gradients of the whole model on every GPU."""
+    return parallel.fsdp_no_sync and training.grad_accum > 1
+
+
+def unsharded_gradient_bytes(model, training, parallel, p: Placement) -> float:
+    """The whole model's gradients (this rank's TP/PP share) in the gradients' dtype."""
+    return trainable_sum(model, training, parallel, p.grad_bytes)
+
+
 def largest_gradient_bytes(model, training, parallel, p: Placement) -> float:
     """The biggest single gradient (optimizer step in backward frees each after its step)."""
     biggest = max(trainable_tensors(model, training), key=lambda t: t.numel)

@@ -140,3 +140,24 @@ def test_lora_plans_are_sized_with_the_adapters_every_stack_renders():
             assert knobs == {"lora_targets": tuple(rendered["lora"]["target_modules"]),
                              "lora_dropout": rendered["lora"]["lora_dropout"]}
         assert REGIMES[strategy].adapter_knobs(LLAMA, "full") == {}
+
+
+def test_the_fsdp_stack_accumulates_inside_accelerates_no_sync_unless_parameters_are_offloaded():
+    """The fsdp stack runs FSDP2 under the pinned Accelerate, whose accumulate() enters no_sync on
+    every micro-batch but the last and, for FSDP2, turns the gradient sync off: the layouts carry
+    fsdp_no_sync (not under CPU offload); the other stacks' loops reduce every micro-batch."""
+    from provisioning.stack.packages import FALLBACK_PACKAGES
+
+    assert "accelerate==1.15.0" in FALLBACK_PACKAGES["fsdp"]  # no_sync calls set_requires_gradient_sync
+    assert accelerate_config(inputs("fsdp", sharding="fsdp-full-shard"))["fsdp_config"]["fsdp_version"] == 2
+    fsdp = REGIMES["fsdp"]
+    for sharding in ("fsdp-full-shard", "fsdp-shard-grad-op", "fsdp-hybrid"):
+        knobs = fsdp.parallel_knobs(sharding=sharding, tp=1, pp=1, dp=8, nodes=1, model=LLAMA)
+        assert knobs["fsdp_no_sync"] is True
+    offloaded = fsdp.parallel_knobs(sharding="fsdp-full-shard", tp=1, pp=1, dp=8, nodes=1, model=LLAMA,
+                                    offload="optimizer")
+    assert "fsdp_no_sync" not in offloaded
+    for slug in ("torchtitan", "deepspeed", "ddp"):
+        knobs = REGIMES[slug].parallel_knobs(sharding="fsdp-full-shard", tp=1, pp=1, dp=8, nodes=1,
+                                             model=LLAMA)
+        assert "fsdp_no_sync" not in knobs

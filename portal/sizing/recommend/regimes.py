@@ -16,6 +16,11 @@ stack's config and checks it against this table, so the two cannot drift apart s
 - fsdp (Accelerate FSDP2): fsdp2 layout with reduce_dtype bf16 (Accelerate's mixed_precision
   policy), eager; none / full (``fsdp_activation_checkpointing``); CPU offload moves
   parameters, gradients and optimizer; HSDP shards within a node, replicates across nodes.
+  Micro-batches accumulate inside ``no_sync``: Accelerate's ``accumulate()`` (the stack pins
+  accelerate 1.15) skips the gradient sync on every micro-batch but the last unless the
+  script sets ``sync_each_batch``, and for FSDP2 its ``no_sync`` calls
+  ``set_requires_gradient_sync(False)`` (accelerator.py, since ec92b1af): each GPU holds the
+  whole model's gradients while they accumulate (``fsdp_no_sync``; not under CPU offload).
 - deepspeed: master layout (bf16 weights, fp32 master), eager; none / full; ZeRO buckets from
   the hidden size h as the renderer writes them: reduce h², prefetch 0.9 h², persistence
   10 h, overlap_comm on, contiguous gradients.
@@ -67,6 +72,8 @@ class StackRegime:
     deepspeed_buckets: bool = False  # ZeRO buckets sized from the hidden size (DeepSpeed's "auto")
     dense_llama_only: bool = False  # the stack's model code is a dense llama (torchtitan's llama3)
     pp_schedule: str = "1f1b"  # the pipeline schedule its config names (torchtitan renders 1F1B)
+    # its training loop accumulates micro-batches inside FSDP's no_sync (ParallelConfig.fsdp_no_sync)
+    no_sync_accumulation: bool = False
     # QLoRA with sharded weights: the stack renders bnb_4bit_quant_storage as the half type
     # (provisioning/stack/adapters.py), so FSDP and ZeRO-3 shard the 4-bit weights
     qlora_half_storage: bool = False
@@ -131,9 +138,11 @@ class StackRegime:
         return 1 if self.sp_with_tp else tp
 
     def parallel_knobs(self, *, sharding: str, tp: int, pp: int, dp: int, nodes: int,
-                       model: ModelSpec) -> dict[str, Any]:
+                       model: ModelSpec, offload: str = "none") -> dict[str, Any]:
         """ParallelConfig overrides for a layout of this stack."""
         out: dict[str, Any] = {}
+        if self.no_sync_accumulation and sharding in FSDP and offload == "none":
+            out["fsdp_no_sync"] = True
         if self.sp_with_tp and tp > 1:
             out["sp"] = True
         if pp > 1 and not self.reshard_with_pp and sharding in FSDP:
@@ -170,7 +179,7 @@ REGIMES: dict[str, StackRegime] = {
                        qlora_half_storage=True, renders_adapters=True),
     "fsdp": StackRegime("fsdp", checkpointing=HF_CHECKPOINTING, fsdp_layout="fsdp2",
                         fsdp_reduce_dtype="bf16", precisions=BF16_AS_MIXED, qlora_half_storage=True,
-                        renders_adapters=True),
+                        renders_adapters=True, no_sync_accumulation=True),
     "deepspeed": StackRegime("deepspeed", checkpointing=HF_CHECKPOINTING, deepspeed_buckets=True,
                              precisions=BF16_AS_MIXED, qlora_half_storage=True, renders_adapters=True),
     # torchtitan has no fp16 mixed precision (its config would train in fp32): not offered

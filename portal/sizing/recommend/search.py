@@ -286,7 +286,7 @@ class Searcher:
         pc = self.configs.get(key)
         if pc is None:
             knobs = regime_of(stack).parallel_knobs(sharding=s.sharding, tp=tp, pp=pp, dp=dp, nodes=nodes,
-                                                    model=self.model)
+                                                    model=self.model, offload=s.offload)
             base = dict(dp=dp, sharding=s.sharding, offload=s.offload, tp=tp, pp=pp)
             pc = self.configs[key] = _config(ParallelConfig, tuple({**base, **knobs}.items()))
         return pc

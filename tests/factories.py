@@ -14,6 +14,7 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from portal.accounts.models import Membership, Organisation, User
 from portal.accounts.two_factor import LoginStep, login_step
+from portal.billing.services import usage_sync
 from portal.catalog.models import NetworkOption, NvmeOption, ServerSKU, StackOption, StorageProvider
 from portal.orders.models import Order
 from portal.orders.services import order_place
@@ -148,6 +149,14 @@ def make_order(organisation, *, state: str = OrderState.DRAFT, by=None, **quote_
         price_lines=quote.price_lines, price_hourly=quote.price_hourly,
         price_monthly=quote.price_monthly, state=state,
     )
+
+
+def metered_order(organisation, hours: float, *, start, **quote_kwargs) -> Order:
+    """An active order whose one node was metered for ``hours`` from ``start`` (no storage)."""
+    order = make_order(organisation, state=OrderState.ACTIVE, **quote_kwargs)
+    usage_sync(order=order, nodes={1: "gpu-1"}, storage=False, at=start, cause="t")
+    usage_sync(order=order, nodes={}, storage=False, at=start + timedelta(hours=hours), cause="t")
+    return order
 
 
 _numbers = itertools.count(1)

@@ -11,11 +11,9 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from portal.billing import spend
-from portal.billing.services import usage_sync
 from portal.catalog.pricing import PriceList
 from portal.catalog.services import resale_prices_set
-from portal.orders.states import OrderState
-from tests.factories import L4_SKU, OrganisationFactory, make_order, member_of, verified_login
+from tests.factories import L4_SKU, OrganisationFactory, member_of, metered_order, verified_login
 
 D = Decimal
 SMALL = {"sku": L4_SKU, "network": "eth-1g", "nvme": "nvme-1tb-single"}
@@ -23,17 +21,7 @@ MARCH_2 = datetime(2026, 3, 2, tzinfo=UTC)
 
 
 def _ran(org, hours, *, start=MARCH_2, **quote):
-    order = make_order(org, state=OrderState.ACTIVE, **(quote or SMALL))
-    usage_sync(order=order, nodes={1: "gpu-1"}, storage=False, at=start, cause="t")
-    usage_sync(order=order, nodes={}, storage=False, at=start + timedelta(hours=hours), cause="t")
-    return order
-
-
-@pytest.fixture
-def queued(monkeypatch):
-    sent = []
-    monkeypatch.setattr(spend.spend_alert_notify_task, "delay", sent.append)
-    return sent
+    return metered_order(org, hours, start=start, **(quote or SMALL))
 
 
 def test_a_reseller_customers_thresholds_fire_at_its_selling_prices(catalog, people, queued):

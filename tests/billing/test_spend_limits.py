@@ -18,28 +18,18 @@ from portal.orders.models import OrderEvent
 from portal.orders.states import OrderState
 from portal.webhooks.models import WebhookEvent
 from portal.webhooks.services import endpoint_create
-from tests.factories import L4_SKU, make_node, make_order, submitted_order
+from tests.factories import L4_SKU, make_node, make_order, metered_order, submitted_order
 
 
 def at(*args):
     return datetime(*args, tzinfo=UTC)
 
 
-@pytest.fixture
-def queued(monkeypatch):
-    sent = []
-    monkeypatch.setattr(spend.spend_alert_notify_task, "delay", sent.append)
-    return sent
-
-
 MARCH_2 = at(2026, 3, 2)
 
 
 def _hours(org, hours, start=MARCH_2):
-    order = make_order(org, state=OrderState.ACTIVE)
-    usage_sync(order=order, nodes={1: "gpu-1"}, storage=False, at=start, cause="t")
-    usage_sync(order=order, nodes={}, storage=False, at=start + timedelta(hours=hours), cause="t")
-    return order
+    return metered_order(org, hours, start=start)
 
 
 def test_each_threshold_is_announced_once_per_month(catalog, people, queued, mailoutbox,

@@ -24,7 +24,8 @@ DEFAULT_HOST = HostSpec()  # the node's CPU side when none is given (config.Host
 # version that sized it: one sized by an older version may re-estimate to other bytes or times.
 # 5 keeps QLoRA's quantisation state on the GPU under parameter offload (memory.
 # offload_resident_weight_bytes; bytes of QLoRA plans with offload="optimizer+params" only).
-ESTIMATOR_VERSION = 5
+# 6 slows the compute under hidden communication (compute.OVERLAP_SLOWDOWN: step times only).
+ESTIMATOR_VERSION = 6
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,13 @@ DP_OVERLAP = 0.90  # share of data-parallel communication hidden behind the back
 # Megatron-LM 2021-22 all-reduced gradients after the backward pass (no overlap until 2023);
 # Megatron-Core overlaps them (overlap_grad_reduce / overlap_param_gather).
 DP_OVERLAP_BY_STACK = {"megatron": 0.0}
+# Communication hidden behind compute still slows it: NCCL's kernels hold SMs (a CTA per channel)
+# and HBM bandwidth while the kernels they overlap run. Overlapped with communication, compute ran
+# 18.9 % slower on average (40.0 % at most) than alone, over GPT and LLaMA training on A100, H100,
+# MI250 and MI210 ("Characterizing Compute-Communication Overlap in GPU-Accelerated Distributed
+# Deep Learning", arXiv 2507.03114, 2025). The compute under a hidden transfer runs as long as the
+# transfer does, so each hidden second of it costs this share of a second.
+OVERLAP_SLOWDOWN = 0.189
 # CPU offload (docs/sizing.md "Offload"): the optimizer step on the host streams the shard's
 # weights, gradients and both moments. Element passes per parameter (in units of one state
 # element, 4 B fp32 or 2 B bf16): a fused step (DeepSpeedCPUAdam's Step_AVX, torch's
@@ -392,11 +399,12 @@ def exposed_cp_seconds(cp_seconds: float, latency_seconds: float, attention_seco
     """Ring attention's traffic hides behind the attention blocks it feeds: the forward's k, v
     all-gather behind the local block, each step's k, v gradients behind the next block, so
     behind all but one of the cp blocks; each step's launch and wait (NCCL's latency) is
-    serialised with its block and stays exposed."""
+    serialised with its block and stays exposed; what hides slows the blocks (with_contention)."""
     if parallel.cp == 1:
         return cp_seconds
     hideable = max(0.0, cp_seconds - latency_seconds)
-    return latency_seconds + max(0.0, hideable - attention_seconds * (parallel.cp - 1) / parallel.cp)
+    return with_contention(cp_seconds, latency_seconds
+                           + max(0.0, hideable - attention_seconds * (parallel.cp - 1) / parallel.cp))
 
 
 def memory_bound_seconds(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig,
@@ -663,11 +671,19 @@ def dp_overlap(training: TrainingConfig, parallel: ParallelConfig) -> float:
 def exposed_dp_seconds(dp_seconds: float, replicate_seconds: float, forward_share: float,
                        compute_seconds: float, overlap: float) -> float:
     """Data-parallel traffic not hidden: the forward all-gathers behind overlap x the forward
-    (a third of the compute), the rest behind overlap x the backward (two thirds)."""
+    (a third of the compute), the rest behind overlap x the backward (two thirds); what hides
+    still slows the compute (with_contention)."""
     forward = dp_seconds * forward_share
     backward = dp_seconds - forward + replicate_seconds
-    return (max(0.0, forward - overlap * compute_seconds / 3)
-            + max(0.0, backward - overlap * compute_seconds * 2 / 3))
+    exposed = (max(0.0, forward - overlap * compute_seconds / 3)
+               + max(0.0, backward - overlap * compute_seconds * 2 / 3))
+    return with_contention(dp_seconds + replicate_seconds, exposed)
+
+
+def with_contention(seconds: float, exposed: float) -> float:
+    """``exposed`` seconds of a transfer of ``seconds``, plus what its hidden rest slows the
+    compute it overlaps (OVERLAP_SLOWDOWN per hidden second)."""
+    return exposed + OVERLAP_SLOWDOWN * max(0.0, seconds - exposed)
 
 
 def comm_dtypes(training: TrainingConfig, parallel: ParallelConfig, layout: str, gathered_linear_share: float
@@ -773,12 +789,14 @@ def exposed_tp_seconds(tp_seconds: float, compute_seconds: float, parallel: Para
     with chunk i-1's matmul (Wang et al. 2022; PyTorch async TP): one chunk stays exposed, the
     rest hides behind the forward's matmuls. The backward's collectives (half the traffic) stay
     exposed: PyTorch reports ~20 % forward and ~8 % end-to-end speed-up for Llama 3 70B
-    ("Introducing Async Tensor Parallelism in PyTorch", 2024)."""
+    ("Introducing Async Tensor Parallelism in PyTorch", 2024). What hides slows the matmuls
+    (with_contention)."""
     if not parallel.async_tp or not tp_seconds:
         return tp_seconds
     forward = tp_seconds / 2
     first = forward / parallel.tp
-    return tp_seconds - forward + first + max(0.0, forward - first - compute_seconds / 3)
+    return with_contention(tp_seconds, tp_seconds - forward + first
+                           + max(0.0, forward - first - compute_seconds / 3))
 
 
 def optimizer_impl(training: TrainingConfig, parallel: ParallelConfig) -> str:

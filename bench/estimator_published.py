@@ -759,13 +759,9 @@ def litgpt_rows(case: dict) -> list[Row]:
                         "loss_chunks": -(-seq // 128)}  # lm_head_chunk_size=128
             assumed.append("litgpt's fused-QKV adapter drops its input once for q and v (the estimator:"
                            " one copy per adapter)")
-        if method == "qlora":
-            training |= {"optimizer": "adamw-paged", "bnb_version": "<=0.43.1"}
-            unmodelled.append("bitsandbytes PagedAdamW (litgpt's optimizer under bnb quantisation): its"
-                              " states live in CUDA unified memory, outside max_memory_allocated")
-            if y["quantize"] != "bnb.nf4-dq":
-                unmodelled.append(f"quantize {y['quantize']}: NF4 without double quantisation (fp32 absmax"
-                                  " per 64 weights); the estimator's NF4 counts the double-quantised state")
+        if method == "qlora":  # litgpt's optimizer under bnb quantisation: bitsandbytes' PagedAdamW
+            training |= {"optimizer": "adamw-paged", "bnb_version": "<=0.43.1",
+                         "nf4_double_quant": y["quantize"] == "bnb.nf4-dq"}  # Lightning's "nf4": plain
         training |= {"precision": "bf16", "micro_batch": mbs, "seq_len": seq,
                      "grad_accum": max(1, y["global_batch_size"] // (mbs * gpus)), "attention": "sdpa",
                      "checkpointing": "full" if gpus > 1 else "none", "loss": "chunked"}
@@ -826,7 +822,8 @@ def missing_knobs(cls, kwargs: dict) -> list[str]:
 def published_memory_view(est, metric: str) -> float:
     """Our figure for the source's memory metric, GiB."""
     g = est.per_gpu
-    allocated = g.total - g.framework_overhead
+    # a paged optimizer's states are on the device, outside PyTorch's allocator (and its counters)
+    allocated = g.total - g.framework_overhead - est.memory.outside_allocator_bytes
     if metric == "active":
         return allocated / GIB
     if metric == "device":  # the device's memory in use (nvidia-smi): everything on the GPU

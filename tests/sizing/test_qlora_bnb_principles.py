@@ -8,12 +8,15 @@
   bitsandbytes keeps its quantisation state on the parameter and its module
   (``Params4bit._quantize``: ``self.quant_state = quant_state; self.module.quant_state = ...``),
   not in a parameter, so it stays whole on every GPU.
+- Without double quantisation (``compress_statistics=False``: Hugging Face's
+  ``bnb_4bit_use_double_quant=False``, Lightning's ``nf4`` mode) that state is an fp32 absmax per
+  block of 64 weights (bitsandbytes ``functional.quantize_4bit``). ``TrainingConfig.nf4_double_quant``.
 """
 
 import pytest
 
 from portal.sizing.estimator import ParallelConfig, TrainingConfig, estimate, get_preset
-from portal.sizing.estimator.dtypes import NF4_QUANT_STATE_BYTES
+from portal.sizing.estimator.dtypes import NF4_PLAIN_STATE_BYTES, NF4_QUANT_STATE_BYTES
 from portal.sizing.estimator.models import param_tensors
 
 ALL = ("all-linear",)
@@ -101,3 +104,40 @@ def test_an_old_bitsandbytes_is_named_in_what_the_estimate_represents():
 def test_an_unknown_bitsandbytes_version_is_a_clear_error():
     with pytest.raises(ValueError, match="bnb_version"):
         TrainingConfig(finetune="qlora", bnb_version="0.41")
+
+
+# -- NF4 without double quantisation (bitsandbytes' compress_statistics=False) -----------------------
+@pytest.mark.parametrize("parallel", [ParallelConfig(), ParallelConfig(dp=8, sharding="fsdp-full-shard")])
+def test_plain_nf4_keeps_an_fp32_absmax_per_64_weights_whole_on_every_gpu(parallel):
+    """Without double quantisation bitsandbytes keeps one fp32 absmax per block of 64 weights
+    (4/64 B) instead of an 8-bit one with fp32 scales per 256 blocks: on the module, so it is not
+    sharded with the packed codes."""
+    m = get_preset("llama-2-70b")
+    knobs = {"precision": "bf16", "finetune": "qlora", "lora_targets": ALL, "checkpointing": "full"}
+    double = estimate(m, TrainingConfig(**knobs), parallel).per_gpu
+    plain = estimate(m, TrainingConfig(**knobs, nf4_double_quant=False), parallel).per_gpu
+    assert plain.weights - double.weights == pytest.approx(
+        _nf4_elements(m) * (NF4_PLAIN_STATE_BYTES - NF4_QUANT_STATE_BYTES), abs=1)
+    assert NF4_PLAIN_STATE_BYTES == 4 / 64
+    # nothing else moves (but the allocator's overhead, a share of what is allocated)
+    for term in ("gradients", "optimizer_states", "activations", "logits_and_loss", "transient",
+                 "gathered_buffers"):
+        assert getattr(plain, term) == getattr(double, term)
+
+
+def test_parameter_offload_leaves_the_plain_fp32_absmax_on_the_gpu():
+    m = get_preset("llama-2-70b")
+    training = TrainingConfig(precision="bf16", finetune="qlora", quant_storage="bf16", lora_targets=ALL,
+                              checkpointing="full", nf4_double_quant=False)
+    off = estimate(m, training, ParallelConfig(dp=2, sharding="fsdp-full-shard", offload="optimizer+params"))
+    assert off.per_gpu.weights == pytest.approx(_nf4_elements(m) * NF4_PLAIN_STATE_BYTES, rel=1e-9)
+
+
+def test_plain_nf4_is_named_and_refused_for_torchaos_nf4():
+    m = get_preset("llama-3.1-8b")
+    plain = estimate(m, TrainingConfig(finetune="qlora", precision="bf16", nf4_double_quant=False))
+    assert "nf4 without double quantisation (fp32 absmax)" in plain.represents
+    with pytest.raises(ValueError, match="NF4Tensor always quantises its scalers"):
+        TrainingConfig(finetune="qlora", quant_storage="torchao-nf4", nf4_double_quant=False)
+    with pytest.raises(ValueError, match="nf4_double_quant must be true or false"):
+        TrainingConfig(finetune="qlora", nf4_double_quant="no")

@@ -219,6 +219,13 @@ class MemoryEstimate:
         return self.per_gpu.total <= gpu.memory_bytes
 
     @cached_property
+    def outside_allocator_bytes(self) -> int:
+        """Of the per-GPU total, what PyTorch's caching allocator does not hold (so
+        torch.cuda.max_memory_allocated does not count it): a paged optimizer's states, which
+        bitsandbytes allocates in CUDA unified memory (config.PAGED_OPTIMIZERS)."""
+        return self.per_gpu.optimizer_states if self.training.optimizer in PAGED_OPTIMIZERS else 0
+
+    @cached_property
     def represents(self) -> tuple[str, ...]:
         """The regime this estimate models, knob by knob."""
         knobs = represented_knobs(self.training, self.parallel, self.layout)
@@ -262,8 +269,13 @@ def represented_knobs(training: TrainingConfig, parallel: ParallelConfig, layout
                    + (f" lora_dropout={training.lora_dropout:g}" if training.lora_dropout else ""))
     if training.finetune == "qlora":
         out.append(f"quant_storage={mem.nf4_storage(training, parallel)}")
+        if not training.nf4_double_quant:
+            out.append("nf4 without double quantisation (fp32 absmax)")
         if training.bnb_version != "current":
             out.append(f"bitsandbytes{training.bnb_version}")
+    if training.optimizer in PAGED_OPTIMIZERS:
+        out.append(f"paged states ({PAGED_OPTIMIZERS[training.optimizer]}'s) resident on the GPU in unified"
+                   " memory, outside PyTorch's allocator")
     if training.optimizer_impl != "default":
         out.append(f"optimizer_impl={training.optimizer_impl}")
     out.append(f"sharding={parallel.sharding}" + (f" offload={parallel.offload}" if parallel.offload != "none"
@@ -311,11 +323,6 @@ def unmodelled_knobs(model: ModelSpec, training: TrainingConfig, parallel: Paral
             and mem.nf4_storage(training, parallel) == "uint8"):
         out.append("QLoRA's NF4 weights in uint8 storage under ZeRO-3 (store them in the half dtype:"
                    " quant_storage)")
-    if training.optimizer in PAGED_OPTIMIZERS:
-        out.append(f"optimizer={training.optimizer}: bitsandbytes keeps paged states in CUDA unified"
-                   " memory, outside PyTorch's allocator, and pages them to host RAM under memory pressure;"
-                   f" counted as {PAGED_OPTIMIZERS[training.optimizer]} on the GPU, the spill and its PCIe"
-                   " traffic are not modelled")
     if training.precision == "fp8" and training.float8_recipe == "rowwise" and parallel.tp > 1:
         out.append("float8 rowwise under tensor parallelism: torchtitan measured it at or below bf16 speed"
                    " with vanilla TP (pytorch/torchtitan#1207, benchmarks/asyncTP_llama3_h100_2025-06); the"
@@ -361,7 +368,8 @@ def estimate_memory(
     p, weights, grads, optim, cpu_per_gpu, gathered, step_extra, params, checkpoint = _model_states(
         model, training.precision, training.mixed_layout, training.optimizer_kind, training.finetune,
         training.lora_rank, training.lora_targets, training.float8_all_gather, parallel,
-        training.quant_storage if training.finetune == "qlora" else "auto")
+        training.quant_storage if training.finetune == "qlora" else "auto",
+        training.nf4_double_quant or training.finetune != "qlora")
     if mem.accumulates_unsharded(training, parallel):
         grads = mem.unsharded_gradient_bytes(model, training, parallel, p)
     activations, logits, backward, offloaded, held = _activations(
@@ -440,14 +448,15 @@ def _activations(model: ModelSpec, training: TrainingConfig, tp: int, sp: bool, 
 @lru_cache(maxsize=8192)
 def _model_states(model: ModelSpec, precision: str, mixed_layout: str | None, optimizer: str,
                   finetune: str, lora_rank: int, lora_targets: tuple[str, ...], float8_all_gather: bool,
-                  parallel: ParallelConfig, quant_storage: str = "auto"):
+                  parallel: ParallelConfig, quant_storage: str = "auto", nf4_double_quant: bool = True):
     """Weights, gradients, optimizer states, gathered buffers, host RAM, parameter counts and
     checkpoint sizes: they depend on the model, the parallel layout and the training settings
     named here, not on the micro-batch, sequence length or checkpointing. Cached (per-model
     constants of a layout), so a search over micro-batches works each out once."""
     training = TrainingConfig(precision=precision, mixed_layout=mixed_layout, optimizer=optimizer,
                               finetune=finetune, lora_rank=lora_rank, lora_targets=lora_targets,
-                              float8_all_gather=float8_all_gather, quant_storage=quant_storage)
+                              float8_all_gather=float8_all_gather, quant_storage=quant_storage,
+                              nf4_double_quant=nf4_double_quant)
     p = mem.placement(training, parallel)
     weights = mem.weights_bytes(model, training, parallel, p)
     grads = mem.gradient_bytes(model, training, parallel, p)

@@ -9,8 +9,10 @@ from .hashing import hash_once
 PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16", "fp8")
 MIXED_LAYOUTS = ("autocast", "master", "fsdp2")
 OPTIMIZERS = ("adamw", "adamw-8bit", "sgd-momentum", "adafactor", "lion")  # what sizing offers
-# bitsandbytes' paged optimizers (PagedAdamW, PagedAdamW8bit): accepted so that a run with one is
-# described as it ran; its estimate lists them as unmodelled (api.unmodelled_knobs says why)
+# bitsandbytes' paged optimizers (PagedAdamW, PagedAdamW8bit): their states live in CUDA unified
+# memory (cudaMallocManaged), outside PyTorch's allocator, resident on the GPU until the device runs
+# out and pages them to host RAM: sized as their twin's states on the GPU, outside the allocator
+# (api.MemoryEstimate.outside_allocator_bytes)
 PAGED_OPTIMIZERS = {"adamw-paged": "adamw", "adamw-8bit-paged": "adamw-8bit"}
 OPTIMIZER_KINDS = (*OPTIMIZERS, *PAGED_OPTIMIZERS)
 # How the optimizer step is implemented (what decides a CPU-offloaded step's host memory traffic):
@@ -126,7 +128,9 @@ class TrainingConfig:
     attention_kernel: the fused attention kernel of a flash/sdpa step (ATTENTION_KERNELS): on
     Hopper FlashAttention-2 runs attention well below the time model's rate (compute.py).
     bnb_version (QLoRA on bitsandbytes): ``<=0.43.1`` for runs on bitsandbytes before 0.43.2,
-    whose 4-bit matmul kept its input for backward (BNB_VERSIONS).
+    whose 4-bit matmul kept its input for backward (BNB_VERSIONS). nf4_double_quant (QLoRA on
+    bitsandbytes): ``bnb_4bit_use_double_quant`` / ``compress_statistics``; False keeps one fp32
+    absmax per 64 weights (4/64 B) instead of an 8-bit one with fp32 scales per 256 blocks.
     """
 
     precision: str = "bf16-mixed"
@@ -157,12 +161,18 @@ class TrainingConfig:
     quant_storage: str = "auto"  # QLoRA: bnb_4bit_quant_storage (QUANT_STORAGES)
     attention_kernel: str = "auto"  # the fused attention kernel (ATTENTION_KERNELS)
     bnb_version: str = "current"  # QLoRA on bitsandbytes: which MatMul4Bit saves (BNB_VERSIONS)
+    nf4_double_quant: bool = True  # QLoRA on bitsandbytes: the absmax quantised too (8-bit)
 
     def __post_init__(self) -> None:
         _choice("precision", self.precision, PRECISIONS)
         _choice("optimizer_impl", self.optimizer_impl, OPTIMIZER_IMPLS)
         _choice("quant_storage", self.quant_storage, QUANT_STORAGES)
         _choice("bnb_version", self.bnb_version, BNB_VERSIONS)
+        if not isinstance(self.nf4_double_quant, bool):
+            raise ValueError("nf4_double_quant must be true or false")
+        if not self.nf4_double_quant and self.quant_storage == "torchao-nf4":
+            raise ValueError("nf4_double_quant=False is bitsandbytes' plain NF4; torchao's NF4Tensor always"
+                             " quantises its scalers")
         _choice("float8_recipe", self.float8_recipe, FLOAT8_RECIPES)
         if self.float8_all_gather and (self.precision != "fp8" or self.float8_recipe != "tensorwise"):
             raise ValueError("float8_all_gather needs precision='fp8' with float8_recipe='tensorwise'"

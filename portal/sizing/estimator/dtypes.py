@@ -12,6 +12,9 @@ NF4_PACKED_BYTES = 0.5  # two 4-bit codes per byte: the Params4bit data FSDP / Z
 # the quantisation state (absmax codes and their fp32 scales): bitsandbytes keeps it on the module
 # (Linear4bit.quant_state), not in a parameter, so no sharding strategy splits it
 NF4_QUANT_STATE_BYTES = 1 / NF4_BLOCK + 4 / (NF4_BLOCK * NF4_SECOND_BLOCK)
+# without double quantisation (bitsandbytes' compress_statistics=False: Hugging Face's
+# bnb_4bit_use_double_quant=False, Lightning's "nf4" mode) one fp32 absmax per block of 64
+NF4_PLAIN_STATE_BYTES = 4 / NF4_BLOCK
 NF4_DOUBLE_QUANT_BYTES = NF4_PACKED_BYTES + NF4_QUANT_STATE_BYTES
 
 

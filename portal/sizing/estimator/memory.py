@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .config import DEEPSPEED_SHARDING, ParallelConfig, TrainingConfig
-from .dtypes import NF4_DOUBLE_QUANT_BYTES, NF4_PACKED_BYTES, NF4_QUANT_STATE_BYTES
+from .dtypes import NF4_DOUBLE_QUANT_BYTES, NF4_PACKED_BYTES, NF4_PLAIN_STATE_BYTES, NF4_QUANT_STATE_BYTES
 from .models import ModelSpec, Tensor, arch_scale, param_tensors
 
 FSDP_SHARDING = ("fsdp-full-shard", "fsdp-shard-grad-op", "fsdp-hybrid")
@@ -280,9 +280,15 @@ def frozen_weight_bytes(model: ModelSpec, training: TrainingConfig, parallel: Pa
 
     QLoRA under weight sharding: the packed 4-bit codes are split over the shard group when the
     storage dtype lets the sharding take them (nf4_sharded), while the quantisation state stays
-    whole on every GPU; with uint8 storage under FSDP all of the 4-bit weights stay whole."""
+    whole on every GPU; with uint8 storage under FSDP all of the 4-bit weights stay whole.
+    Without double quantisation the state is larger (plain_state_bytes), whole on every GPU too."""
     if training.finetune == "full":
         return 0.0
+    return _frozen_base_bytes(model, training, parallel, p) + plain_state_bytes(model, training, parallel)
+
+
+def _frozen_base_bytes(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig,
+                       p: Placement) -> float:
     half = 4 if training.precision == "fp32" else 2
     qlora = training.finetune == "qlora"
     total = _frozen_sum(model, qlora, half, parallel.tp, parallel.ep, parallel.pp)
@@ -315,8 +321,23 @@ def offload_resident_weight_bytes(model: ModelSpec, training: TrainingConfig,
         return 0.0
     nf4 = _frozen_sum(model, True, 0, parallel.tp, parallel.ep, parallel.pp)  # NF4 tensors only
     if not nf4_sharded(training, parallel) and parallel.sharding in FSDP_SHARDING:
-        return nf4
-    return nf4 / NF4_DOUBLE_QUANT_BYTES * NF4_QUANT_STATE_BYTES
+        return nf4 + plain_state_bytes(model, training, parallel)
+    return nf4 / NF4_DOUBLE_QUANT_BYTES * nf4_state_bytes(training)
+
+
+def nf4_state_bytes(training: TrainingConfig) -> float:
+    """Bytes of bitsandbytes' quantisation state per 4-bit weight: an 8-bit absmax per 64 weights
+    with fp32 scales per 256 absmax (double quantisation), or an fp32 absmax per 64 weights."""
+    return NF4_QUANT_STATE_BYTES if training.nf4_double_quant else NF4_PLAIN_STATE_BYTES
+
+
+def plain_state_bytes(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig) -> float:
+    """What QLoRA's quantisation state holds beyond the double-quantised one the 4-bit bytes count
+    (bitsandbytes keeps it on the module, whole on every GPU): 0 with double quantisation."""
+    if training.finetune != "qlora" or training.nf4_double_quant:
+        return 0.0
+    nf4 = _frozen_sum(model, True, 0, parallel.tp, parallel.ep, parallel.pp)  # NF4 tensors only
+    return nf4 / NF4_DOUBLE_QUANT_BYTES * (NF4_PLAIN_STATE_BYTES - NF4_QUANT_STATE_BYTES)
 
 
 def _nf4_sharded_bytes(elems: float, training: TrainingConfig, shard: int) -> float:

@@ -107,6 +107,9 @@ class Command(BaseCommand):
         parser.add_argument("--quant-storage", choices=QUANT_STORAGES, default="auto",
                             help="QLoRA: bnb_4bit_quant_storage (a half type lets FSDP/ZeRO-3 shard the 4-bit"
                                  " weights; auto: the half type under weight sharding), or torchao-nf4")
+        parser.add_argument("--no-double-quant", dest="nf4_double_quant", action="store_false",
+                            help="QLoRA: bitsandbytes NF4 without double quantisation"
+                                 " (bnb_4bit_use_double_quant=False: an fp32 absmax per 64 weights)")
         parser.add_argument("--dp", type=int, default=1)
         parser.add_argument("--sharding", choices=SHARDING, default="none")
         parser.add_argument("--offload", choices=OFFLOAD, default="none")
@@ -173,6 +176,7 @@ class Command(BaseCommand):
             compile=o["compile"], compile_loss=o["compile_loss"], loss=o["loss"],
             float8_recipe=o["float8_recipe"], float8_all_gather=o["float8_all_gather"],
             optimizer_impl=o["optimizer_impl"], quant_storage=o["quant_storage"],
+            nf4_double_quant=o["nf4_double_quant"],
             attention_kernel=o["attention_kernel"],
         )
         parallel = ParallelConfig(

@@ -86,6 +86,14 @@ def test_json_says_what_the_estimate_represents_and_what_it_cannot():
     assert half["unmodelled"] == [] and "quant_storage=bf16" in half["represents"]
 
 
+def test_plain_nf4_is_a_flag_and_adds_its_fp32_absmax():
+    qlora = ("--model", "llama-2-7b", "--finetune", "qlora", "--precision", "bf16", "--json")
+    double, plain = json.loads(_run(*qlora)), json.loads(_run(*qlora, "--no-double-quant"))
+    assert "nf4 without double quantisation (fp32 absmax)" in plain["represents"]
+    assert not any("double" in k for k in double["represents"])
+    assert plain["per_gpu_bytes"]["weights"] > double["per_gpu_bytes"]["weights"]
+
+
 @pytest.mark.django_db
 def test_the_attention_kernel_sets_attention_time_on_hopper():
     """FlashAttention-2 (the default kernel) runs a long sequence's attention slower on an H100

@@ -18,7 +18,8 @@ every endpoint is measured right after a measurement of the trivial endpoint, an
 taken to that one (a shared machine changes speed from one minute to the next: ratios of
 measurements far apart in time mislead).
 The table shows the median requests/s, the median ratio with its range over the rounds, and the
-target (reads ≥ 0.7×, the estimate ≥ 0.5×).
+target: ≥ 0.5× for every call (issue 26: plain ORM reads at no less than half the trivial
+endpoint's rate).
 
 Every answer must be a 200 (wrk: no non-2xx answer, and one request per endpoint checked from
 Python first); any other answer stops the bench (exit 1).
@@ -220,9 +221,9 @@ def main() -> None:
             gunicorn = _start_gunicorn(env, port, tmp / "gunicorn.log")
             endpoints = [
                 ("trivial DRF endpoint", "GET", "/api/v1/bench-trivial", None, None),
-                ("GET /api/v1/catalog", "GET", "/api/v1/catalog", None, 0.7),
-                ("GET /api/v1/quotes/<ref>", "GET", f"/api/v1/quotes/{fixtures['quote']}", None, 0.7),
-                (f"GET /api/v1/orders ({ORDERS} orders)", "GET", "/api/v1/orders", None, 0.7),
+                ("GET /api/v1/catalog", "GET", "/api/v1/catalog", None, 0.5),
+                ("GET /api/v1/quotes/<ref>", "GET", f"/api/v1/quotes/{fixtures['quote']}", None, 0.5),
+                (f"GET /api/v1/orders ({ORDERS} orders)", "GET", "/api/v1/orders", None, 0.5),
                 ("POST /api/v1/estimates", "POST", "/api/v1/estimates", ESTIMATE, 0.5),
             ]
             rates: dict[str, list[float]] = {name: [] for name, *_ in endpoints}

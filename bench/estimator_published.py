@@ -715,6 +715,10 @@ def litgpt_model(config: str, name: str) -> ModelSpec | str:
     return f"no configuration for the model {name!r}"
 
 
+# Lightning's BitsandbytesPrecision modes: "nf4" is Linear4bit(compress_statistics=False), "nf4-dq" True
+LIGHTNING_NF4 = {"bnb.nf4": False, "bnb.nf4-dq": True}
+
+
 def litgpt_rows(case: dict) -> list[Row]:
     """litgpt's config hub on A10Gs: each row as its yaml (read at the commit of the README line) and
     litgpt's finetune scripts ran it; memory as the scripts print it (max_memory_allocated / 1e9)."""
@@ -760,8 +764,11 @@ def litgpt_rows(case: dict) -> list[Row]:
             assumed.append("litgpt's fused-QKV adapter drops its input once for q and v (the estimator:"
                            " one copy per adapter)")
         if method == "qlora":  # litgpt's optimizer under bnb quantisation: bitsandbytes' PagedAdamW
-            training |= {"optimizer": "adamw-paged", "bnb_version": "<=0.43.1",
-                         "nf4_double_quant": y["quantize"] == "bnb.nf4-dq"}  # Lightning's "nf4": plain
+            training |= {"optimizer": "adamw-paged", "bnb_version": "<=0.43.1"}
+            if y["quantize"] in LIGHTNING_NF4:
+                training["nf4_double_quant"] = LIGHTNING_NF4[y["quantize"]]
+            else:
+                unmodelled.append(f"quantize {y['quantize']}: not bitsandbytes' NF4")
         training |= {"precision": "bf16", "micro_batch": mbs, "seq_len": seq,
                      "grad_accum": max(1, y["global_batch_size"] // (mbs * gpus)), "attention": "sdpa",
                      "checkpointing": "full" if gpus > 1 else "none", "loss": "chunked"}

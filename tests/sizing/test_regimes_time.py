@@ -195,6 +195,28 @@ def test_comm_floor_adds_what_estimate_adds_for_communication(parallel):
     assert comm_floor(model, training, parallel, other).dp_seconds < floor.dp_seconds  # faster link
 
 
+@pytest.mark.parametrize("parallel", [
+    ParallelConfig(dp=4, tp=4, sp=True, async_tp=True, sharding="fsdp-full-shard"),
+    ParallelConfig(dp=4, cp=4, sharding="fsdp-full-shard"),
+])
+def test_comm_floor_bounds_the_step_from_below_where_traffic_hides_behind_matmuls_or_attention(parallel):
+    """Async TP and ring attention hide part of their traffic, which then slows the compute
+    (principle 13): the floor counts what hides however long the compute (async TP's unhidden
+    share, the ring's latency), so it stays at or below the estimate, and compute + floor still
+    grows with the compute, which is what lets a search prune with a lower bound of the compute."""
+    model = get_preset("llama-3.1-8b")
+    training = TrainingConfig(precision="bf16-mixed", seq_len=8192, grad_accum=2, checkpointing="full",
+                              mixed_layout="fsdp2")
+    link = Interconnect(intra_node_gbps=450, inter_node_gbit=50, gpus_per_node=8)
+    c = estimate(model, training, parallel, gpu=H100, interconnect=link).compute
+    floor = comm_floor(model, training, parallel, link)
+    assert 0 < floor.exposed(c.compute_seconds) <= c.exposed_comm_seconds
+    assert c.step_seconds == pytest.approx(c.compute_seconds + c.exposed_comm_seconds)
+    for lower in (c.compute_seconds / 2, c.compute_seconds / 8):
+        assert lower + floor.exposed(lower) <= c.compute_seconds + floor.exposed(c.compute_seconds) \
+            <= c.step_seconds
+
+
 # -- the estimate says what it represents and what it does not ---------------------------------------------
 def test_the_estimate_names_what_it_approximates_in_its_json():
     qlora = TrainingConfig(precision="bf16-mixed", finetune="qlora", seq_len=8, quant_storage="uint8")

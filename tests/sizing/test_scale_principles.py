@@ -287,17 +287,41 @@ def test_zero3_qlora_is_modelled_with_float_storage_and_listed_unmodelled_with_u
 
 
 # -- 6. what is not modelled says so ------------------------------------------------------------------
-def test_a_paged_optimizer_is_sized_as_its_twin_resident_on_the_gpu_outside_torchs_allocator():
-    """bitsandbytes allocates a paged optimizer's states with cudaMallocManaged (functional.get_paged):
-    resident on the GPU until it runs out of memory, and invisible to PyTorch's caching allocator,
-    so torch.cuda.max_memory_allocated does not count them."""
-    paged = estimate_memory(TINY, TrainingConfig(optimizer="adamw-8bit-paged", seq_len=8))
-    plain = estimate_memory(TINY, TrainingConfig(optimizer="adamw-8bit", seq_len=8))
-    assert paged.per_gpu == plain.per_gpu
-    assert paged.outside_allocator_bytes == paged.per_gpu.optimizer_states > 0
+def test_a_paged_optimizer_keeps_the_states_of_large_tensors_outside_torchs_allocator():
+    """bitsandbytes allocates a paged optimizer's state with cudaMallocManaged (functional.get_paged)
+    for a tensor of 1e5 elements or more, an ordinary torch.zeros_like below that
+    (Optimizer8bit.get_state_buffer): the twin's bytes on the GPU either way, the large ones
+    invisible to PyTorch's caching allocator (so to torch.cuda.max_memory_allocated, and to the
+    allocator's overhead)."""
+    m = get_preset("llama-3.1-8b")
+    paged = estimate_memory(m, TrainingConfig(optimizer="adamw-8bit-paged", seq_len=8))
+    plain = estimate_memory(m, TrainingConfig(optimizer="adamw-8bit", seq_len=8))
+    assert paged.per_gpu.optimizer_states == plain.per_gpu.optimizer_states
+    tensors = mem.trainable_tensors(m, TrainingConfig())
+    small = sum(t.numel * t.count for t in tensors if t.numel < 100_000)  # the norms' 4,096-vectors
+    share = 1 - small / sum(t.numel * t.count for t in tensors)
+    assert 0 < small and paged.outside_allocator_bytes == int(paged.per_gpu.optimizer_states * share)
+    assert paged.per_gpu.framework_overhead < plain.per_gpu.framework_overhead
     assert plain.outside_allocator_bytes == 0
     assert paged.unmodelled == plain.unmodelled == ()
     assert any("unified memory, outside PyTorch's allocator" in k for k in paged.represents)
+    # LoRA on q_proj of a 4,096-wide model: r=16 adapters hold 65,536 elements (ordinary), r=32 131,072
+    lora = {"optimizer": "adamw-paged", "finetune": "lora", "precision": "bf16", "seq_len": 8,
+            "lora_targets": ("q_proj",)}
+    llama2 = get_preset("llama-2-7b")
+    assert estimate_memory(llama2, TrainingConfig(**lora, lora_rank=16)).outside_allocator_bytes == 0
+    r32 = estimate_memory(llama2, TrainingConfig(**lora, lora_rank=32))
+    assert r32.outside_allocator_bytes == r32.per_gpu.optimizer_states > 0
+
+
+def test_a_paged_optimizer_on_a_gpu_it_does_not_fit_is_unmodelled():
+    """Past the GPU's memory bitsandbytes pages the states to host RAM: a regime the estimate does
+    not size (the spill and its PCIe traffic), so it says so."""
+    training = TrainingConfig(optimizer="adamw-8bit-paged", precision="bf16", seq_len=2048)
+    small = GPUSpec("24 GB card", 24 * 10**9, 165, None, 83, 1008)
+    spilled = estimate(LLAMA_8B, training, gpu=small)
+    assert spilled.fits is False and "pages its states to host RAM" in spilled.unmodelled[-1]
+    assert estimate(LLAMA_8B, training, gpu=H100).unmodelled == ()
 
 
 def test_float8_rowwise_under_tensor_parallelism_is_unmodelled_and_without_it_modelled():

@@ -436,7 +436,9 @@ class ComputeSerializer(serializers.Serializer):
     compute_seconds = serializers.FloatField()
     comm_bytes = serializers.DictField(child=serializers.FloatField())
     comm_seconds = serializers.DictField(child=serializers.FloatField())
-    exposed_comm_seconds = serializers.FloatField()
+    exposed_comm_seconds = serializers.FloatField(
+        help_text="Seconds a step waits on communication: the traffic not hidden, CPU offload, and what the"
+                  " hidden traffic slows the compute under it.")
     bubble_fraction = serializers.FloatField()
     step_seconds = serializers.FloatField()
     tokens_per_second = serializers.FloatField()

@@ -91,7 +91,12 @@ class Estimate:
     @cached_property
     def unmodelled(self) -> tuple[str, ...]:
         """Settings of this setup the estimate cannot represent and approximates (empty: none)."""
-        return self.memory.unmodelled if self.memory is not None else ()
+        if self.memory is None:
+            return ()
+        if self.fits is False and self.memory.outside_allocator_bytes:
+            return (*self.memory.unmodelled, "a paged optimizer on a GPU it does not fit: bitsandbytes pages"
+                    " its states to host RAM, and neither that spill nor its PCIe traffic is modelled")
+        return self.memory.unmodelled
 
     def to_dict(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "memory"}
@@ -222,8 +227,9 @@ class MemoryEstimate:
     def outside_allocator_bytes(self) -> int:
         """Of the per-GPU total, what PyTorch's caching allocator does not hold (so
         torch.cuda.max_memory_allocated does not count it): a paged optimizer's states, which
-        bitsandbytes allocates in CUDA unified memory (config.PAGED_OPTIMIZERS)."""
-        return self.per_gpu.optimizer_states if self.training.optimizer in PAGED_OPTIMIZERS else 0
+        bitsandbytes allocates in CUDA unified memory for tensors of 1e5 elements and more
+        (memory.paged_state_share)."""
+        return _paged_bytes(self.spec, self.training, self.parallel, self.per_gpu.optimizer_states)
 
     @cached_property
     def represents(self) -> tuple[str, ...]:
@@ -273,7 +279,7 @@ def represented_knobs(training: TrainingConfig, parallel: ParallelConfig, layout
             out.append("nf4 without double quantisation (fp32 absmax)")
         if training.bnb_version != "current":
             out.append(f"bitsandbytes{training.bnb_version}")
-    if training.optimizer in PAGED_OPTIMIZERS:
+    if training.optimizer in PAGED_OPTIMIZERS and parallel.offload == "none":
         out.append(f"paged states ({PAGED_OPTIMIZERS[training.optimizer]}'s) resident on the GPU in unified"
                    " memory, outside PyTorch's allocator")
     if training.optimizer_impl != "default":
@@ -391,7 +397,9 @@ def estimate_memory(
     # are not resident at the peak (freed by zero_grad before the forward)
     transient = peak - grads - activations - logits
     allocated = weights + grads + optim + activations + logits + transient + gathered
-    overhead = mem.framework_overhead_bytes(allocated, parallel.world_size)
+    # the allocator's overhead grows with what it holds, not with a paged optimizer's states
+    outside = _paged_bytes(model, training, parallel, int(optim))
+    overhead = mem.framework_overhead_bytes(allocated - outside, parallel.world_size)
     w, g, o, a, lg, t, gb, fo = (int(weights), int(grads), int(optim), int(activations), int(logits),
                                  int(transient), int(gathered), int(overhead))
     per_gpu = _frozen(MemoryBreakdown, weights=w, gradients=g, optimizer_states=o, activations=a,
@@ -443,6 +451,14 @@ def _activations(model: ModelSpec, training: TrainingConfig, tp: int, sp: bool, 
         kv = b * training.seq_len * 2 * (model.kv_dim // min(tp, model.num_kv_heads)) * dt.act
         backward = max(backward, 2 * kv)  # the gathered k, v and their gradients
     return activations, logits, backward, offloaded, held
+
+
+def _paged_bytes(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig, optim: int) -> int:
+    """Of ``optim`` optimizer-state bytes on a GPU, those a paged optimizer keeps outside
+    PyTorch's allocator (memory.paged_state_share; 0 for any other optimizer)."""
+    if training.optimizer not in PAGED_OPTIMIZERS or not optim:
+        return 0
+    return int(optim * mem.paged_state_share(model, training, parallel, mem.placement(training, parallel)))
 
 
 @lru_cache(maxsize=8192)

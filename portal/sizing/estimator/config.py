@@ -170,6 +170,8 @@ class TrainingConfig:
         _choice("bnb_version", self.bnb_version, BNB_VERSIONS)
         if not isinstance(self.nf4_double_quant, bool):
             raise ValueError("nf4_double_quant must be true or false")
+        if not self.nf4_double_quant and self.finetune != "qlora":
+            raise ValueError("nf4_double_quant=False is bitsandbytes' plain NF4: it needs finetune='qlora'")
         if not self.nf4_double_quant and self.quant_storage == "torchao-nf4":
             raise ValueError("nf4_double_quant=False is bitsandbytes' plain NF4; torchao's NF4Tensor always"
                              " quantises its scalers")

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .config import DEEPSPEED_SHARDING, ParallelConfig, TrainingConfig
+from .config import DEEPSPEED_SHARDING, PAGED_OPTIMIZERS, ParallelConfig, TrainingConfig
 from .dtypes import NF4_DOUBLE_QUANT_BYTES, NF4_PACKED_BYTES, NF4_PLAIN_STATE_BYTES, NF4_QUANT_STATE_BYTES
 from .models import ModelSpec, Tensor, arch_scale, param_tensors
 
@@ -351,6 +351,26 @@ def _nf4_sharded_bytes(elems: float, training: TrainingConfig, shard: int) -> fl
 
 def trainable_tensors(model: ModelSpec, training: TrainingConfig) -> tuple[Tensor, ...]:
     return _trainable(model, *_trainable_key(training))
+
+
+# bitsandbytes pages a state only for a tensor of at least this many elements; a smaller one gets
+# an ordinary torch.zeros_like (Optimizer8bit.get_state_buffer: numel < 1e5)
+PAGED_MIN_ELEMENTS = 100_000
+
+
+def paged_state_share(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig,
+                      p: Placement) -> float:
+    """Share of a paged optimizer's states that bitsandbytes allocates in CUDA unified memory,
+    outside PyTorch's allocator: the states of tensors of at least PAGED_MIN_ELEMENTS elements as
+    the optimizer sees them (their TP share, and their shard when the states are sharded). 0 for
+    any other optimizer."""
+    if training.optimizer not in PAGED_OPTIMIZERS:
+        return 0.0
+    split = parallel.tp * (p.shard if p.shard_optimizer else 1)
+    tensors = trainable_tensors(model, training)
+    total = sum(t.numel * t.count for t in tensors)
+    paged = sum(t.numel * t.count for t in tensors if t.numel / split >= PAGED_MIN_ELEMENTS)
+    return paged / total if total else 0.0
 
 
 def weights_bytes(model, training, parallel, p: Placement) -> float:

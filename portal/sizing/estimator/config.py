@@ -11,8 +11,8 @@ MIXED_LAYOUTS = ("autocast", "master", "fsdp2")
 OPTIMIZERS = ("adamw", "adamw-8bit", "sgd-momentum", "adafactor", "lion")  # what sizing offers
 # bitsandbytes' paged optimizers (PagedAdamW, PagedAdamW8bit): their states live in CUDA unified
 # memory (cudaMallocManaged), outside PyTorch's allocator, resident on the GPU until the device runs
-# out and pages them to host RAM: sized as their twin's states on the GPU, outside the allocator
-# (api.MemoryEstimate.outside_allocator_bytes)
+# out and pages them to host RAM (tensors of 1e5 elements or more; smaller ones get ordinary
+# states): sized as their twin's states on the GPU (api.MemoryEstimate.outside_allocator_bytes)
 PAGED_OPTIMIZERS = {"adamw-paged": "adamw", "adamw-8bit-paged": "adamw-8bit"}
 OPTIMIZER_KINDS = (*OPTIMIZERS, *PAGED_OPTIMIZERS)
 # How the optimizer step is implemented (what decides a CPU-offloaded step's host memory traffic):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-from .config import Interconnect, ParallelConfig, TrainingConfig
+from .config import FSDP_SHARDING, Interconnect, ParallelConfig, TrainingConfig
 from .models import ModelSpec, arch_scale, param_tensors
 
 # MFU = achieved model FLOPs / dense peak. Planning values from public reports: GPT-NeoX
@@ -519,7 +519,7 @@ def collective_calls(model: ModelSpec, training: TrainingConfig, parallel: Paral
     mbs = training.grad_accum
     stage_layers = math.ceil(model.num_layers / parallel.pp)
     out: dict[str, tuple[tuple[str, int], ...]] = {}
-    ranks = parallel.dp * (parallel.cp if parallel.sharding in _FSDP else 1)
+    ranks = parallel.dp * (parallel.cp if parallel.sharding in FSDP_SHARDING else 1)
     stack = training.kernel_stack
     if ranks > 1 and stack in MEGATRON_DP_BUCKET_PARAMS and parallel.sharding in ("none", "zero1"):
         # Megatron-LM 2021-22 all-reduces its contiguous gradient buffer at once; Megatron-Core by
@@ -573,7 +573,7 @@ def comm_bytes_per_step(
     dp, cp = parallel.dp, parallel.cp
     mbs = training.grad_accum
     out = {"dp": 0.0, "dp_replicate": 0.0}
-    ranks = dp * (cp if parallel.sharding in _FSDP else 1)
+    ranks = dp * (cp if parallel.sharding in FSDP_SHARDING else 1)
     if ranks > 1:
         sharded = parallel.sharding in ("zero3", "fsdp-full-shard", "fsdp-hybrid")
         if sharded:
@@ -621,9 +621,6 @@ def activation_comm_bytes(model: ModelSpec, training: TrainingConfig, parallel: 
         gathers = 2 + (1 if training.checkpointing == "full" else 0)
         out["cp"] = (gathers * kv * act_bytes * (cp - 1) / cp + kv * 4) * (L / pp) * mbs
     return out
-
-
-_FSDP = ("fsdp-full-shard", "fsdp-shard-grad-op", "fsdp-hybrid")
 
 
 class CommDtypes:
@@ -698,7 +695,7 @@ def comm_dtypes(training: TrainingConfig, parallel: ParallelConfig, layout: str,
     if layout in ("master", "pure-half"):
         return CommDtypes(2, 2, 2)
     if layout == "autocast":
-        return CommDtypes(2, reduce if parallel.sharding in _FSDP else 4, 2)
+        return CommDtypes(2, reduce if parallel.sharding in FSDP_SHARDING else 4, 2)
     param = 2.0
     if training.float8_all_gather:
         param = gathered_linear_share * 1 + (1 - gathered_linear_share) * 2
@@ -743,9 +740,9 @@ def _groups(parallel: ParallelConfig, link: Interconnect) -> dict[str, tuple[int
     """kind: (ranks of the group, whether they span nodes, members of the group in one node)."""
     g = link.gpus_per_node
     tp, dp, pp, ep, cp = parallel.tp, parallel.dp, parallel.pp, parallel.ep, parallel.cp
-    ranks = dp * (cp if parallel.sharding in _FSDP else 1)
+    ranks = dp * (cp if parallel.sharding in FSDP_SHARDING else 1)
     shard = min(ranks, parallel.hybrid_shard_size) if parallel.sharding == "fsdp-hybrid" else ranks
-    inner = tp * (1 if parallel.sharding in _FSDP else cp)  # ranks inside one data-parallel rank
+    inner = tp * (1 if parallel.sharding in FSDP_SHARDING else cp)  # ranks inside one data-parallel rank
     groups = {
         "dp": (shard, inner * shard > g, g // inner),
         "dp_replicate": (ranks // shard, inner * ranks > g, g // (inner * shard)),

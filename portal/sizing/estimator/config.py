@@ -49,7 +49,7 @@ SHARDING = (
     "none", "zero1", "zero2", "zero3", "fsdp-full-shard", "fsdp-shard-grad-op", "fsdp-hybrid",
 )
 OFFLOAD = ("none", "optimizer", "optimizer+params")
-NO_SYNC_SHARDING = ("fsdp-full-shard", "fsdp-shard-grad-op", "fsdp-hybrid")  # FSDP shards gradients
+FSDP_SHARDING = ("fsdp-full-shard", "fsdp-shard-grad-op", "fsdp-hybrid")
 DEEPSPEED_SHARDING = ("zero1", "zero2", "zero3")
 FLOAT8_RECIPES = ("tensorwise", "rowwise")  # torchao float8 scaling recipes (torchtitan's names)
 PP_SCHEDULES = ("1f1b", "zb-h1")  # 1F1B (interleaved with pp_interleave > 1); zero-bubble ZB-H1
@@ -321,7 +321,7 @@ class ParallelConfig:
             raise ValueError("offloading parameters needs zero3 or fsdp-full-shard")
         if not isinstance(self.fsdp_no_sync, bool):
             raise ValueError("fsdp_no_sync must be true or false")
-        if self.fsdp_no_sync and (self.sharding not in NO_SYNC_SHARDING or self.offload != "none"):
+        if self.fsdp_no_sync and (self.sharding not in FSDP_SHARDING or self.offload != "none"):
             raise ValueError("fsdp_no_sync is FSDP's no_sync(): it needs FSDP sharding without CPU offload")
         if self.sp and self.tp == 1:
             raise ValueError("sequence parallel (sp) needs tp > 1")

@@ -6,11 +6,9 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .config import DEEPSPEED_SHARDING, PAGED_OPTIMIZERS, ParallelConfig, TrainingConfig
+from .config import DEEPSPEED_SHARDING, FSDP_SHARDING, PAGED_OPTIMIZERS, ParallelConfig, TrainingConfig
 from .dtypes import NF4_DOUBLE_QUANT_BYTES, NF4_PACKED_BYTES, NF4_PLAIN_STATE_BYTES, NF4_QUANT_STATE_BYTES
 from .models import ModelSpec, Tensor, arch_scale, param_tensors
-
-FSDP_SHARDING = ("fsdp-full-shard", "fsdp-shard-grad-op", "fsdp-hybrid")
 
 # Framework overhead, named and documented (docs/sizing.md "Overheads").
 CUDA_CONTEXT_BYTES = 512 * 2**20  # CUDA context + kernels (lazy loading), outside PyTorch

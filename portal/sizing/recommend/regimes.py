@@ -43,9 +43,8 @@ from functools import lru_cache
 from typing import Any
 
 from portal.sizing.estimator import ModelSpec
-from portal.sizing.estimator.config import ZeroConfig
+from portal.sizing.estimator.config import FSDP_SHARDING, ZeroConfig
 
-FSDP = ("fsdp-full-shard", "fsdp-shard-grad-op", "fsdp-hybrid")
 # provisioning/stack/adapters.py's LoraConfig: target_modules by the estimator's family, lora_dropout
 LORA_TARGETS = {"llama": ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
                 "gpt2": ("c_attn", "c_proj", "c_fc"), "bert": ("query", "key", "value", "dense")}
@@ -122,7 +121,7 @@ class StackRegime:
         if finetune == "qlora" and self.qlora_half_storage and sharding in SHARDED_WEIGHTS:
             out["quant_storage"] = "fp16" if precision == "fp16-mixed" else "bf16"
         precision = self.precision(precision) or precision
-        if sharding in FSDP and self.fsdp_layout and precision in ("bf16-mixed", "fp8"):
+        if sharding in FSDP_SHARDING and self.fsdp_layout and precision in ("bf16-mixed", "fp8"):
             out["mixed_layout"] = self.fsdp_layout
         return out
 
@@ -141,15 +140,15 @@ class StackRegime:
                        model: ModelSpec, offload: str = "none") -> dict[str, Any]:
         """ParallelConfig overrides for a layout of this stack."""
         out: dict[str, Any] = {}
-        if self.no_sync_accumulation and sharding in FSDP and offload == "none":
+        if self.no_sync_accumulation and sharding in FSDP_SHARDING and offload == "none":
             out["fsdp_no_sync"] = True
         if self.sp_with_tp and tp > 1:
             out["sp"] = True
-        if pp > 1 and not self.reshard_with_pp and sharding in FSDP:
+        if pp > 1 and not self.reshard_with_pp and sharding in FSDP_SHARDING:
             out["reshard_after_forward"] = False
         if pp > 1 and self.pp_schedule != "1f1b":
             out["pp_schedule"] = self.pp_schedule
-        if sharding in FSDP and self.fsdp_layout and self.fsdp_reduce_dtype != "fp32":
+        if sharding in FSDP_SHARDING and self.fsdp_layout and self.fsdp_reduce_dtype != "fp32":
             out["fsdp_reduce_dtype"] = self.fsdp_reduce_dtype
         if sharding == "fsdp-hybrid":  # both stacks shard within a node and replicate across nodes
             out["hybrid_shard_size"] = max(1, dp // nodes)

@@ -228,8 +228,8 @@ class MemoryEstimate:
         """Of the per-GPU total, what PyTorch's caching allocator does not hold (so
         torch.cuda.max_memory_allocated does not count it): a paged optimizer's states, which
         bitsandbytes allocates in CUDA unified memory for tensors of 1e5 elements and more
-        (memory.paged_state_share)."""
-        return _paged_bytes(self.spec, self.training, self.parallel, self.per_gpu.optimizer_states)
+        (memory.paged_state_bytes)."""
+        return mem.paged_state_bytes(self.spec, self.training, self.parallel, self.per_gpu.optimizer_states)
 
     @cached_property
     def represents(self) -> tuple[str, ...]:
@@ -398,7 +398,7 @@ def estimate_memory(
     transient = peak - grads - activations - logits
     allocated = weights + grads + optim + activations + logits + transient + gathered
     # the allocator's overhead grows with what it holds, not with a paged optimizer's states
-    outside = _paged_bytes(model, training, parallel, int(optim))
+    outside = mem.paged_state_bytes(model, training, parallel, int(optim))
     overhead = mem.framework_overhead_bytes(allocated - outside, parallel.world_size)
     w, g, o, a, lg, t, gb, fo = (int(weights), int(grads), int(optim), int(activations), int(logits),
                                  int(transient), int(gathered), int(overhead))
@@ -451,14 +451,6 @@ def _activations(model: ModelSpec, training: TrainingConfig, tp: int, sp: bool, 
         kv = b * training.seq_len * 2 * (model.kv_dim // min(tp, model.num_kv_heads)) * dt.act
         backward = max(backward, 2 * kv)  # the gathered k, v and their gradients
     return activations, logits, backward, offloaded, held
-
-
-def _paged_bytes(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig, optim: int) -> int:
-    """Of ``optim`` optimizer-state bytes on a GPU, those a paged optimizer keeps outside
-    PyTorch's allocator (memory.paged_state_share; 0 for any other optimizer)."""
-    if training.optimizer not in PAGED_OPTIMIZERS or not optim:
-        return 0
-    return int(optim * mem.paged_state_share(model, training, parallel, mem.placement(training, parallel)))
 
 
 @lru_cache(maxsize=8192)

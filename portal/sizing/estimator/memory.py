@@ -356,19 +356,20 @@ def trainable_tensors(model: ModelSpec, training: TrainingConfig) -> tuple[Tenso
 PAGED_MIN_ELEMENTS = 100_000
 
 
-def paged_state_share(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig,
-                      p: Placement) -> float:
-    """Share of a paged optimizer's states that bitsandbytes allocates in CUDA unified memory,
-    outside PyTorch's allocator: the states of tensors of at least PAGED_MIN_ELEMENTS elements as
-    the optimizer sees them (their TP share, and their shard when the states are sharded). 0 for
-    any other optimizer."""
-    if training.optimizer not in PAGED_OPTIMIZERS:
-        return 0.0
+def paged_state_bytes(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig,
+                      optimizer_bytes: float) -> int:
+    """Of ``optimizer_bytes`` of states on a GPU, those a paged optimizer allocates in CUDA unified
+    memory, outside PyTorch's allocator: the states of tensors of at least PAGED_MIN_ELEMENTS
+    elements as the optimizer sees them (their TP share, and their shard when the states are
+    sharded). 0 for any other optimizer."""
+    if training.optimizer not in PAGED_OPTIMIZERS or not optimizer_bytes:
+        return 0
+    p = placement(training, parallel)
     split = parallel.tp * (p.shard if p.shard_optimizer else 1)
     tensors = trainable_tensors(model, training)
     total = sum(t.numel * t.count for t in tensors)
     paged = sum(t.numel * t.count for t in tensors if t.numel / split >= PAGED_MIN_ELEMENTS)
-    return paged / total if total else 0.0
+    return int(optimizer_bytes * (paged / total)) if total else 0
 
 
 def weights_bytes(model, training, parallel, p: Placement) -> float:

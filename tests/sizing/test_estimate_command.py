@@ -92,6 +92,8 @@ def test_plain_nf4_is_a_flag_and_adds_its_fp32_absmax():
     assert "nf4 without double quantisation (fp32 absmax)" in plain["represents"]
     assert not any("double" in k for k in double["represents"])
     assert plain["per_gpu_bytes"]["weights"] > double["per_gpu_bytes"]["weights"]
+    with pytest.raises(CommandError, match="plain NF4: it needs finetune='qlora'"):
+        _run("--model", "llama-2-7b", "--no-double-quant")
 
 
 @pytest.mark.django_db

@@ -126,3 +126,26 @@ def test_the_shared_answers_read_as_a_fresh_serializer_reads_each_row(catalog, p
     assert fresh[0] != fresh[1]
     assert answers.many(rows) == fresh
     assert [answers.one(row) for row in reversed(rows)] == fresh[::-1]
+
+
+def test_the_shared_answers_keep_drfs_rules_for_a_null_a_missing_key_and_a_related_field(catalog, people):
+    """A null value answers null, a row without a read-only field's key leaves the field out (as a
+    fresh serializer does), and a serializer with a related field is refused up front."""
+    from rest_framework import serializers
+
+    from portal.api.v1.rows import order_row
+    from portal.api.v1.serializers import RowAnswers
+    from portal.api.v1.serializers_orders import ORDER_ANSWERS, OrderOutputSerializer
+
+    row = order_row(people.sam, make_order(people.client_org).reference)
+    row["rejection_reason"], row["tracker_id"] = None, None
+    del row["currency"]
+    answer = ORDER_ANSWERS.one(row)
+    assert answer == OrderOutputSerializer(row).data
+    assert answer["rejection_reason"] is None and answer["tracker"] is None and "currency" not in answer
+
+    class WithRelated(serializers.Serializer):
+        quote = serializers.PrimaryKeyRelatedField(read_only=True)
+
+    with pytest.raises(TypeError, match="no related objects"):
+        RowAnswers(WithRelated)

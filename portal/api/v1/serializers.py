@@ -6,6 +6,7 @@ import json
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.fields import SkipField
 
 from portal.api.v1.fields import StrictBooleanField, StrictCharField
 from portal.catalog.cache import catalog_name
@@ -129,16 +130,40 @@ class RowAnswers:
     """Rows as an output serializer of plain rows answers them, from one instance of it: DRF
     builds a serializer's fields anew for every instance (a deep copy of every declared field,
     about as long as answering ten rows). Only for serializers whose fields read nothing but
-    the row (no context, no request), so one instance can serve every request and thread."""
+    the row (no context, no request), so one instance can serve every request and thread.
+
+    ``one`` is DRF's ``Serializer.to_representation`` with the field list walked once up front:
+    a field that reads its value the default way from a one-part source (``Field.get_attribute``)
+    reads ``row[source]``; any other, and a row without that key, goes through the field's own
+    ``get_attribute`` (DRF's rules: a default, null, or the field left out)."""
 
     def __init__(self, serializer_class: type[serializers.Serializer]) -> None:
         self.serializer = serializer_class()
+        readable = [f for f in self.serializer.fields.values() if not f.write_only]
+        if any(isinstance(f, serializers.RelatedField) for f in readable):
+            raise TypeError(f"{serializer_class.__name__}: a row holds no related objects")
+        self.fields = tuple((f.field_name, f.source_attrs[0] if _reads_a_key(f) else None, f)
+                            for f in readable)
 
     def one(self, row: dict) -> dict:
-        return self.serializer.to_representation(row)
+        answer = {}
+        for name, key, field in self.fields:
+            if key is not None and key in row:
+                value = row[key]
+            else:
+                try:
+                    value = field.get_attribute(row)
+                except SkipField:
+                    continue
+            answer[name] = None if value is None else field.to_representation(value)
+        return answer
 
     def many(self, rows) -> list[dict]:
-        return [self.serializer.to_representation(row) for row in rows]
+        return [self.one(row) for row in rows]
+
+
+def _reads_a_key(field: serializers.Field) -> bool:
+    return type(field).get_attribute is serializers.Field.get_attribute and len(field.source_attrs) == 1
 
 
 def money(max_digits: int) -> serializers.DecimalField:

@@ -763,8 +763,9 @@ def litgpt_rows(case: dict) -> list[Row]:
                         "loss_chunks": -(-seq // 128)}  # lm_head_chunk_size=128
             assumed.append("litgpt's fused-QKV adapter drops its input once for q and v (the estimator:"
                            " one copy per adapter)")
-        if method == "qlora":  # litgpt's optimizer under bnb quantisation: bitsandbytes' PagedAdamW
-            training |= {"optimizer": "adamw-paged", "bnb_version": "<=0.43.1"}
+        if method == "qlora":  # litgpt's optimizer under bnb quantisation: bitsandbytes' PagedAdamW;
+            # Lightning's BitsandbytesPrecision made every nn.Linear, the head too, 4-bit from fp16
+            training |= {"optimizer": "adamw-paged", "bnb_version": "<=0.43.1", "nf4_quantizer": "lightning"}
             if y["quantize"] in LIGHTNING_NF4:
                 training["nf4_double_quant"] = LIGHTNING_NF4[y["quantize"]]
             else:

@@ -96,6 +96,15 @@ def test_plain_nf4_is_a_flag_and_adds_its_fp32_absmax():
         _run("--model", "llama-2-7b", "--no-double-quant")
 
 
+def test_lightnings_quantizer_is_a_flag_that_makes_the_head_4bit():
+    qlora = ("--model", "llama-3.1-8b", "--finetune", "qlora", "--precision", "bf16", "--json")
+    hf, lightning = json.loads(_run(*qlora)), json.loads(_run(*qlora, "--nf4-quantizer", "lightning"))
+    assert "nf4_quantizer=lightning" in lightning["represents"]
+    assert lightning["per_gpu_bytes"]["weights"] < hf["per_gpu_bytes"]["weights"]
+    with pytest.raises(CommandError, match="one GPU or under plain DDP"):
+        _run(*qlora, "--nf4-quantizer", "lightning", "--dp", "2", "--sharding", "fsdp-full-shard")
+
+
 @pytest.mark.django_db
 def test_the_attention_kernel_sets_attention_time_on_hopper():
     """FlashAttention-2 (the default kernel) runs a long sequence's attention slower on an H100

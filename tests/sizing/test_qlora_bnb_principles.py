@@ -11,12 +11,23 @@
 - Without double quantisation (``compress_statistics=False``: Hugging Face's
   ``bnb_4bit_use_double_quant=False``, Lightning's ``nf4`` mode) that state is an fp32 absmax per
   block of 64 weights (bitsandbytes ``functional.quantize_4bit``). ``TrainingConfig.nf4_double_quant``.
+- ``MatMul4Bit`` multiplies by ``dequantize_4bit(B, state).to(A.dtype)`` in forward and for A's
+  gradient in backward (tag 0.42.0): one whole weight at a time exists in the dtype it was
+  quantised from, then in the compute dtype. Transformers keeps the output head in half
+  (``get_keys_to_not_convert``) and quantises weights as loaded; Lightning's BitsandbytesPrecision
+  (2.2.1) converts every ``nn.Linear`` and quantises from ``weight.to(torch.half)``.
+  ``TrainingConfig.nf4_quantizer``; ``activations.bnb_dequantised``.
 """
 
 import pytest
 
-from portal.sizing.estimator import ParallelConfig, TrainingConfig, estimate, get_preset
-from portal.sizing.estimator.dtypes import NF4_PLAIN_STATE_BYTES, NF4_QUANT_STATE_BYTES
+from portal.sizing.estimator import ParallelConfig, TrainingConfig, estimate, get_preset, model_from_hf_config
+from portal.sizing.estimator.activations import bnb_dequantised
+from portal.sizing.estimator.dtypes import (
+    NF4_DOUBLE_QUANT_BYTES,
+    NF4_PLAIN_STATE_BYTES,
+    NF4_QUANT_STATE_BYTES,
+)
 from portal.sizing.estimator.models import param_tensors
 
 ALL = ("all-linear",)
@@ -141,3 +152,65 @@ def test_plain_nf4_is_named_and_refused_for_torchaos_nf4():
         TrainingConfig(finetune="qlora", quant_storage="torchao-nf4", nf4_double_quant=False)
     with pytest.raises(ValueError, match="nf4_double_quant must be true or false"):
         TrainingConfig(finetune="qlora", nf4_double_quant="no")
+
+
+# -- the dequantised weight at each 4-bit matmul, and who quantised the base ---------------------------
+def test_a_4bit_matmul_dequantises_its_whole_weight_once_or_twice_by_who_quantised_it():
+    """Transformers: the largest layer linear (Llama 3.1 8B's MLP, 14336 x 4096) once in bf16; TP
+    splits it. Lightning: dequantised to fp16, then cast to bf16 (4 B a weight), and the untied
+    head (128256 x 4096) is 4-bit too; computing in fp16 skips the cast."""
+    m = get_preset("llama-3.1-8b")
+    mlp, head = 14336 * 4096, 128256 * 4096
+    qlora = {"finetune": "qlora", "precision": "bf16"}
+    assert bnb_dequantised(m, TrainingConfig(**qlora), 1) == (2 * mlp, 0)
+    assert bnb_dequantised(m, TrainingConfig(**qlora), 2) == (mlp, 0)
+    assert bnb_dequantised(m, TrainingConfig(**qlora, nf4_quantizer="lightning"), 1) == (4 * mlp, 4 * head)
+    fp16 = TrainingConfig(finetune="qlora", precision="fp16-mixed", nf4_quantizer="lightning")
+    assert bnb_dequantised(m, fp16, 1) == (2 * mlp, 2 * head)
+    torchao = TrainingConfig(finetune="qlora", quant_storage="torchao-nf4")
+    for other in (TrainingConfig(finetune="lora"), torchao):
+        assert bnb_dequantised(m, other, 1) == (0, 0)
+
+
+def test_lightnings_4bit_head_is_smaller_at_rest_and_dequantised_next_to_the_logits():
+    """The same QLoRA run quantised by Lightning instead of transformers: the head's weights drop
+    from bf16 to NF4, and its two dequantised copies (fp16 + bf16) join the logits' transient at
+    the loss, which outweighs a layer's weight here."""
+    m = get_preset("llama-3.1-8b")
+    knobs = {"finetune": "qlora", "precision": "bf16", "micro_batch": 2, "seq_len": 512, "loss": "chunked"}
+    hf = estimate(m, TrainingConfig(**knobs)).per_gpu
+    lightning = estimate(m, TrainingConfig(**knobs, nf4_quantizer="lightning")).per_gpu
+    head = 128256 * 4096
+    assert hf.weights - lightning.weights == pytest.approx(head * (2 - NF4_DOUBLE_QUANT_BYTES), abs=1)
+    assert lightning.transient - hf.transient == 4 * head
+    for term in ("gradients", "optimizer_states", "activations", "logits_and_loss"):
+        assert getattr(lightning, term) == getattr(hf, term)
+
+
+def test_a_head_tied_to_the_embedding_stays_half_under_lightning():
+    cfg = {"model_type": "llama", "vocab_size": 128256, "hidden_size": 2048, "intermediate_size": 8192,
+           "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 64,
+           "tie_word_embeddings": True}
+    m = model_from_hf_config(cfg, name="tied")
+    knobs = {"finetune": "qlora", "precision": "bf16"}
+    hf = estimate(m, TrainingConfig(**knobs)).per_gpu
+    lightning = estimate(m, TrainingConfig(**knobs, nf4_quantizer="lightning")).per_gpu
+    assert lightning.weights == hf.weights
+    assert bnb_dequantised(m, TrainingConfig(**knobs, nf4_quantizer="lightning"), 1)[1] == 0
+
+
+def test_lightnings_quantizer_is_named_and_refused_where_litgpt_does_not_run_it():
+    m = get_preset("llama-3.1-8b")
+    lightning = TrainingConfig(finetune="qlora", precision="bf16", nf4_quantizer="lightning")
+    assert "nf4_quantizer=lightning" in estimate(m, lightning).represents
+    estimate(m, lightning, ParallelConfig(dp=2))  # plain DDP is modelled
+    for parallel in (ParallelConfig(dp=2, sharding="fsdp-full-shard"), ParallelConfig(tp=2),
+                     ParallelConfig(dp=2, sharding="zero2")):
+        with pytest.raises(ValueError, match="one GPU or under plain DDP"):
+            estimate(m, lightning, parallel)
+    with pytest.raises(ValueError, match="needs finetune='qlora' on bitsandbytes"):
+        TrainingConfig(finetune="lora", nf4_quantizer="lightning")
+    with pytest.raises(ValueError, match="needs finetune='qlora' on bitsandbytes"):
+        TrainingConfig(finetune="qlora", quant_storage="torchao-nf4", nf4_quantizer="lightning")
+    with pytest.raises(ValueError, match="nf4_quantizer"):
+        TrainingConfig(finetune="qlora", nf4_quantizer="unsloth")

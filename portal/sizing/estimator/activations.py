@@ -43,6 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from . import memory as mem
 from .config import ParallelConfig, TrainingConfig
 from .models import ModelSpec, param_tensors
 
@@ -314,6 +315,25 @@ def bnb_kept_inputs(m: ModelSpec, tc: TrainingConfig, dt: Dt, T: int,
     if not kept_by_adapter({"down_proj"}):
         shard += dt.act * T * m.intermediate_size
     return rep, shard
+
+
+def bnb_dequantised(m: ModelSpec, tc: TrainingConfig, tp: int) -> tuple[int, int]:
+    """(a layer's, the head's) bytes of a bitsandbytes 4-bit weight dequantised for its matmul:
+    MatMul4Bit runs ``linear(A, dequantize_4bit(B, state).to(A.dtype).t())`` in forward and the
+    same product for A's gradient in backward, so the largest 4-bit linear's whole weight exists
+    for a moment (split by TP). dequantize_4bit writes the dtype the weight was quantised from:
+    the compute dtype under transformers (one copy), fp16 under Lightning, then cast to the
+    compute dtype (two copies, unless computing in fp16). The head counts only where it is 4-bit
+    (memory.nf4_linears). torchao's NF4Tensor (not bitsandbytes) is not counted here."""
+    if tc.finetune != "qlora" or tc.quant_storage == "torchao-nf4":
+        return 0, 0
+    compute = 4 if tc.precision == "fp32" else 2
+    per = compute if tc.nf4_quantizer == "transformers" or tc.precision.startswith("fp16") else 2 + compute
+    linears = mem.nf4_linears(tc)
+    tensors = [t for t in param_tensors(m) if mem.is_nf4(t, linears)]
+    layer = max((t.numel for t in tensors if t.group == "layer"), default=0)
+    head = max((t.numel for t in tensors if t.group == "head"), default=0)
+    return per * layer // tp, per * head // tp
 
 
 def frozen_prefix(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int, t: int, sp: bool) -> int:

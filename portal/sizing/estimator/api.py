@@ -25,7 +25,9 @@ DEFAULT_HOST = HostSpec()  # the node's CPU side when none is given (config.Host
 # 5 keeps QLoRA's quantisation state on the GPU under parameter offload (memory.
 # offload_resident_weight_bytes; bytes of QLoRA plans with offload="optimizer+params" only).
 # 6 slows the compute under hidden communication (compute.OVERLAP_SLOWDOWN: step times only).
-ESTIMATOR_VERSION = 6
+# 7 holds bitsandbytes' dequantised 4-bit weight at its matmul (act.bnb_dequantised; bytes of
+# QLoRA plans on bitsandbytes only).
+ESTIMATOR_VERSION = 7
 
 
 @dataclass(frozen=True)
@@ -145,6 +147,12 @@ def validate(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfi
                          " (torchtitan's policy counts their aten.mm calls); use full or selective")
     if training.precision == "fp8" and training.finetune == "qlora":
         raise ValueError("qlora trains in bf16 on top of NF4 weights; use bf16-mixed")
+    if training.nf4_quantizer == "lightning" and (
+            parallel.sharding != "none" or parallel.offload != "none"
+            or max(parallel.tp, parallel.pp, parallel.cp, parallel.ep) > 1):
+        raise ValueError("nf4_quantizer='lightning' is modelled on one GPU or under plain DDP (litgpt refuses"
+                         " bitsandbytes quantisation on more than one device): no sharding, offload, tp, pp,"
+                         " cp or ep")
     cp = parallel.cp
     if cp > 1 and training.attention == "eager":
         raise ValueError("context parallelism runs ring attention on the fused kernel; use attention='sdpa'"
@@ -277,6 +285,8 @@ def represented_knobs(training: TrainingConfig, parallel: ParallelConfig, layout
         out.append(f"quant_storage={mem.nf4_storage(training, parallel)}")
         if not training.nf4_double_quant:
             out.append("nf4 without double quantisation (fp32 absmax)")
+        if training.nf4_quantizer != "transformers":
+            out.append(f"nf4_quantizer={training.nf4_quantizer}")
         if training.bnb_version != "current":
             out.append(f"bitsandbytes{training.bnb_version}")
     if training.optimizer in PAGED_OPTIMIZERS and parallel.offload == "none":
@@ -375,7 +385,7 @@ def estimate_memory(
         model, training.precision, training.mixed_layout, training.optimizer_kind, training.finetune,
         training.lora_rank, training.lora_targets, training.float8_all_gather, parallel,
         training.quant_storage if training.finetune == "qlora" else "auto",
-        training.nf4_double_quant or training.finetune != "qlora")
+        training.nf4_double_quant or training.finetune != "qlora", training.nf4_quantizer)
     if mem.accumulates_unsharded(training, parallel):
         grads = mem.unsharded_gradient_bytes(model, training, parallel, p)
     activations, logits, backward, offloaded, held = _activations(
@@ -445,8 +455,11 @@ def _activations(model: ModelSpec, training: TrainingConfig, tp: int, sp: bool, 
     b, s = local.micro_batch, local.seq_len
     held = act.held_logits(model, dt, b, s, tp)
     logits = act.logits_and_loss(model, dt, b, s, tp, training.loss, training.compile_loss) + held
-    backward = max(recompute, act.logits_backward_transient(model, b, s, tp, training.loss,
-                                                            training.loss_chunks, training.compile_loss))
+    # a 4-bit base dequantises one weight at a time: a layer's during its (recomputed) backward,
+    # the head's next to the logits (act.bnb_dequantised)
+    layer_weight, head_weight = act.bnb_dequantised(model, training, tp)
+    backward = max(recompute + layer_weight, head_weight + act.logits_backward_transient(
+        model, b, s, tp, training.loss, training.loss_chunks, training.compile_loss))
     if cp > 1:
         kv = b * training.seq_len * 2 * (model.kv_dim // min(tp, model.num_kv_heads)) * dt.act
         backward = max(backward, 2 * kv)  # the gathered k, v and their gradients
@@ -456,7 +469,8 @@ def _activations(model: ModelSpec, training: TrainingConfig, tp: int, sp: bool, 
 @lru_cache(maxsize=8192)
 def _model_states(model: ModelSpec, precision: str, mixed_layout: str | None, optimizer: str,
                   finetune: str, lora_rank: int, lora_targets: tuple[str, ...], float8_all_gather: bool,
-                  parallel: ParallelConfig, quant_storage: str = "auto", nf4_double_quant: bool = True):
+                  parallel: ParallelConfig, quant_storage: str = "auto", nf4_double_quant: bool = True,
+                  nf4_quantizer: str = "transformers"):
     """Weights, gradients, optimizer states, gathered buffers, host RAM, parameter counts and
     checkpoint sizes: they depend on the model, the parallel layout and the training settings
     named here, not on the micro-batch, sequence length or checkpointing. Cached (per-model
@@ -464,7 +478,7 @@ def _model_states(model: ModelSpec, precision: str, mixed_layout: str | None, op
     training = TrainingConfig(precision=precision, mixed_layout=mixed_layout, optimizer=optimizer,
                               finetune=finetune, lora_rank=lora_rank, lora_targets=lora_targets,
                               float8_all_gather=float8_all_gather, quant_storage=quant_storage,
-                              nf4_double_quant=nf4_double_quant)
+                              nf4_double_quant=nf4_double_quant, nf4_quantizer=nf4_quantizer)
     p = mem.placement(training, parallel)
     weights = mem.weights_bytes(model, training, parallel, p)
     grads = mem.gradient_bytes(model, training, parallel, p)

@@ -35,6 +35,13 @@ QUANT_STORAGES = ("auto", "uint8", "bf16", "fp16", "fp32", "torchao-nf4")
 # useless buffered activation", 9e753741, July 2024): every 4-bit linear's input stays alive,
 # whether or not its adapter needs it (activations.bnb_kept_inputs).
 BNB_VERSIONS = ("current", "<=0.43.1")
+# Who turned the base into bitsandbytes 4-bit linears (QLoRA): "transformers" (its bitsandbytes
+# integration, what the stacks render) keeps the output head in the half type
+# (get_keys_to_not_convert) and quantises weights as loaded, in the compute dtype; "lightning"
+# (Lightning Fabric's BitsandbytesPrecision, litgpt's --quantize bnb.*) replaces every nn.Linear,
+# the head too, and quantises each from fp16 (_Linear4bit.quantize: weight.to(torch.half)), so
+# MatMul4Bit dequantises to fp16 and casts to the compute dtype (activations.bnb_dequantised).
+NF4_QUANTIZERS = ("transformers", "lightning")
 CHECKPOINTING = ("none", "selective", "full")  # what the recommender searches by default
 # every policy the estimator models: + torchtitan's op-level SAC (dense llama-family models)
 CHECKPOINTING_POLICIES = (*CHECKPOINTING, "selective-op")
@@ -131,6 +138,7 @@ class TrainingConfig:
     whose 4-bit matmul kept its input for backward (BNB_VERSIONS). nf4_double_quant (QLoRA on
     bitsandbytes): ``bnb_4bit_use_double_quant`` / ``compress_statistics``; False keeps one fp32
     absmax per 64 weights (4/64 B) instead of an 8-bit one with fp32 scales per 256 blocks.
+    nf4_quantizer (QLoRA on bitsandbytes): which library made the 4-bit linears (NF4_QUANTIZERS).
     """
 
     precision: str = "bf16-mixed"
@@ -162,6 +170,7 @@ class TrainingConfig:
     attention_kernel: str = "auto"  # the fused attention kernel (ATTENTION_KERNELS)
     bnb_version: str = "current"  # QLoRA on bitsandbytes: which MatMul4Bit saves (BNB_VERSIONS)
     nf4_double_quant: bool = True  # QLoRA on bitsandbytes: the absmax quantised too (8-bit)
+    nf4_quantizer: str = "transformers"  # QLoRA on bitsandbytes: who made the 4-bit linears
 
     def __post_init__(self) -> None:
         _choice("precision", self.precision, PRECISIONS)
@@ -175,6 +184,11 @@ class TrainingConfig:
         if not self.nf4_double_quant and self.quant_storage == "torchao-nf4":
             raise ValueError("nf4_double_quant=False is bitsandbytes' plain NF4; torchao's NF4Tensor always"
                              " quantises its scalers")
+        _choice("nf4_quantizer", self.nf4_quantizer, NF4_QUANTIZERS)
+        if self.nf4_quantizer != "transformers" and (self.finetune != "qlora"
+                                                     or self.quant_storage == "torchao-nf4"):
+            raise ValueError(f"nf4_quantizer={self.nf4_quantizer!r} makes bitsandbytes 4-bit linears: it"
+                             " needs finetune='qlora' on bitsandbytes (not torchao-nf4)")
         _choice("float8_recipe", self.float8_recipe, FLOAT8_RECIPES)
         if self.float8_all_gather and (self.precision != "fp8" or self.float8_recipe != "tensorwise"):
             raise ValueError("float8_all_gather needs precision='fp8' with float8_recipe='tensorwise'"

@@ -162,14 +162,27 @@ def _optimizer_sum(model: ModelSpec, full: bool, targets: tuple[str, ...], rank:
                        lambda t: _optimizer_elem(t, optimizer, state_bytes, master_bytes))
 
 
-@lru_cache(maxsize=1024)
-def _frozen_sum(model: ModelSpec, qlora: bool, half: int, tp: int, ep: int, pp: int) -> float:
-    def per(t: Tensor) -> float:
-        if qlora and t.kind == "linear" and t.group == "layer":
-            return NF4_DOUBLE_QUANT_BYTES
-        return half
+def nf4_linears(training: TrainingConfig) -> str:
+    """Which linears QLoRA keeps in 4 bits: "" (no QLoRA), "layers" (the layers' linears), or
+    "layers+head" (the output head too: Lightning's BitsandbytesPrecision converts every
+    nn.Linear; a head tied to the embedding is no linear of its own and stays half)."""
+    if training.finetune != "qlora":
+        return ""
+    return "layers+head" if training.nf4_quantizer == "lightning" else "layers"
 
-    return _sum_shares(param_tensors(model), model, tp, ep, pp, per)
+
+def is_nf4(t: Tensor, nf4: str) -> bool:
+    """Whether ``t`` is one of the 4-bit linears ``nf4`` (nf4_linears) names."""
+    head = t.group == "head" and nf4 == "layers+head"
+    return bool(nf4) and t.kind == "linear" and (t.group == "layer" or head)
+
+
+@lru_cache(maxsize=1024)
+def _frozen_sum(model: ModelSpec, nf4: str, half: int, tp: int, ep: int, pp: int) -> float:
+    """Bytes of the frozen base over (tp, ep, pp): NF4's 4-bit bytes for the linears nf4
+    names (nf4_linears), ``half`` for every other tensor."""
+    return _sum_shares(param_tensors(model), model, tp, ep, pp,
+                       lambda t: NF4_DOUBLE_QUANT_BYTES if is_nf4(t, nf4) else half)
 
 
 def trainable_sum(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig,
@@ -288,13 +301,13 @@ def frozen_weight_bytes(model: ModelSpec, training: TrainingConfig, parallel: Pa
 def _frozen_base_bytes(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig,
                        p: Placement) -> float:
     half = 4 if training.precision == "fp32" else 2
-    qlora = training.finetune == "qlora"
-    total = _frozen_sum(model, qlora, half, parallel.tp, parallel.ep, parallel.pp)
+    linears = nf4_linears(training)
+    total = _frozen_sum(model, linears, half, parallel.tp, parallel.ep, parallel.pp)
     if not p.shard_weights:
         return total
-    if not qlora:
+    if not linears:
         return total / p.shard
-    nf4 = _frozen_sum(model, True, 0, parallel.tp, parallel.ep, parallel.pp)  # NF4 tensors only
+    nf4 = _frozen_sum(model, linears, 0, parallel.tp, parallel.ep, parallel.pp)  # NF4 tensors only
     rest = (total - nf4) / p.shard
     if nf4_sharded(training, parallel):
         return _nf4_sharded_bytes(nf4 / NF4_DOUBLE_QUANT_BYTES, training, p.shard) + rest
@@ -317,7 +330,7 @@ def offload_resident_weight_bytes(model: ModelSpec, training: TrainingConfig,
     if (training.finetune != "qlora" or parallel.offload != "optimizer+params"
             or training.quant_storage == "torchao-nf4"):
         return 0.0
-    nf4 = _frozen_sum(model, True, 0, parallel.tp, parallel.ep, parallel.pp)  # NF4 tensors only
+    nf4 = _frozen_sum(model, nf4_linears(training), 0, parallel.tp, parallel.ep, parallel.pp)  # NF4 only
     if not nf4_sharded(training, parallel) and parallel.sharding in FSDP_SHARDING:
         return nf4 + plain_state_bytes(model, training, parallel)
     return nf4 / NF4_DOUBLE_QUANT_BYTES * nf4_state_bytes(training)
@@ -334,7 +347,7 @@ def plain_state_bytes(model: ModelSpec, training: TrainingConfig, parallel: Para
     (bitsandbytes keeps it on the module, whole on every GPU): 0 with double quantisation."""
     if training.finetune != "qlora" or training.nf4_double_quant:
         return 0.0
-    nf4 = _frozen_sum(model, True, 0, parallel.tp, parallel.ep, parallel.pp)  # NF4 tensors only
+    nf4 = _frozen_sum(model, nf4_linears(training), 0, parallel.tp, parallel.ep, parallel.pp)  # NF4 only
     return nf4 / NF4_DOUBLE_QUANT_BYTES * (NF4_PLAIN_STATE_BYTES - NF4_QUANT_STATE_BYTES)
 
 

@@ -28,6 +28,7 @@ from portal.sizing.estimator.config import (
     GRAD_ACCUM_DTYPES,
     LOSSES,
     MIXED_LAYOUTS,
+    NF4_QUANTIZERS,
     OFFLOAD,
     OPTIMIZER_IMPLS,
     OPTIMIZER_KINDS,
@@ -110,6 +111,9 @@ class Command(BaseCommand):
         parser.add_argument("--no-double-quant", dest="nf4_double_quant", action="store_false",
                             help="QLoRA: bitsandbytes NF4 without double quantisation"
                                  " (bnb_4bit_use_double_quant=False: an fp32 absmax per 64 weights)")
+        parser.add_argument("--nf4-quantizer", choices=NF4_QUANTIZERS, default="transformers",
+                            help="QLoRA: who made the bitsandbytes 4-bit linears (lightning: litgpt's"
+                                 " BitsandbytesPrecision, the head too, quantised from fp16)")
         parser.add_argument("--dp", type=int, default=1)
         parser.add_argument("--sharding", choices=SHARDING, default="none")
         parser.add_argument("--offload", choices=OFFLOAD, default="none")
@@ -176,7 +180,7 @@ class Command(BaseCommand):
             compile=o["compile"], compile_loss=o["compile_loss"], loss=o["loss"],
             float8_recipe=o["float8_recipe"], float8_all_gather=o["float8_all_gather"],
             optimizer_impl=o["optimizer_impl"], quant_storage=o["quant_storage"],
-            nf4_double_quant=o["nf4_double_quant"],
+            nf4_double_quant=o["nf4_double_quant"], nf4_quantizer=o["nf4_quantizer"],
             attention_kernel=o["attention_kernel"],
         )
         parallel = ParallelConfig(

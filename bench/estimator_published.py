@@ -298,7 +298,9 @@ def torchtune_rows(case: dict) -> list[Row]:
                         memory_metric="active", tokens_per_gpu=tps, unmodelled=list(unmodelled),
                         assumed="A100 80GB; torch.optim.AdamW in bf16 until the 8-bit row"))
     peft = {k: v for k, v in training.items() if k not in ("optimizer_in_backward", "optimizer")}
-    for technique, adds in (("LoRA", {"finetune": "lora"}), ("QLoRA", {"finetune": "qlora"})):
+    # torchtune's QLoRA builders quantise the base with torchao's NF4Tensor (FrozenNF4Linear)
+    for technique, adds in (("LoRA", {"finetune": "lora"}),
+                            ("QLoRA", {"finetune": "qlora", "quant_storage": "torchao-nf4"})):
         if technique not in published:
             continue
         _, gib, tps = published[technique]

@@ -130,7 +130,8 @@ def test_the_shared_answers_read_as_a_fresh_serializer_reads_each_row(catalog, p
 
 def test_the_shared_answers_keep_drfs_rules_for_a_null_a_missing_key_and_a_related_field(catalog, people):
     """A null value answers null, a row without a read-only field's key leaves the field out (as a
-    fresh serializer does), and a serializer with a related field is refused up front."""
+    fresh serializer does); a serializer with a related field, or one that reshapes its answer in
+    to_representation, is refused up front."""
     from rest_framework import serializers
 
     from portal.api.v1.rows import order_row
@@ -147,5 +148,17 @@ def test_the_shared_answers_keep_drfs_rules_for_a_null_a_missing_key_and_a_relat
     class WithRelated(serializers.Serializer):
         quote = serializers.PrimaryKeyRelatedField(read_only=True)
 
-    with pytest.raises(TypeError, match="no related objects"):
-        RowAnswers(WithRelated)
+    class WithManyRelated(serializers.Serializer):
+        quotes = serializers.PrimaryKeyRelatedField(read_only=True, many=True)
+
+    class Reshaping(serializers.Serializer):
+        reference = serializers.CharField(read_only=True)
+
+        def to_representation(self, instance):
+            return {**super().to_representation(instance), "extra": 1}
+
+    for related in (WithRelated, WithManyRelated):
+        with pytest.raises(TypeError, match="no related objects"):
+            RowAnswers(related)
+    with pytest.raises(TypeError, match="overrides to_representation"):
+        RowAnswers(Reshaping)

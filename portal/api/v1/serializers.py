@@ -135,12 +135,16 @@ class RowAnswers:
     ``one`` is DRF's ``Serializer.to_representation`` with the field list walked once up front:
     a field that reads its value the default way from a one-part source (``Field.get_attribute``)
     reads ``row[source]``; any other, and a row without that key, goes through the field's own
-    ``get_attribute`` (DRF's rules: a default, null, or the field left out)."""
+    ``get_attribute`` (DRF's rules: a default, null, or the field left out). A row's values are
+    plain (``values()``): never a callable DRF would call. Serializers that override
+    ``to_representation`` or hold related fields are refused."""
 
     def __init__(self, serializer_class: type[serializers.Serializer]) -> None:
+        if serializer_class.to_representation is not serializers.Serializer.to_representation:
+            raise TypeError(f"{serializer_class.__name__}: overrides to_representation, which rows skip")
         self.serializer = serializer_class()
         readable = [f for f in self.serializer.fields.values() if not f.write_only]
-        if any(isinstance(f, serializers.RelatedField) for f in readable):
+        if any(isinstance(f, (serializers.RelatedField, serializers.ManyRelatedField)) for f in readable):
             raise TypeError(f"{serializer_class.__name__}: a row holds no related objects")
         self.fields = tuple((f.field_name, f.source_attrs[0] if _reads_a_key(f) else None, f)
                             for f in readable)

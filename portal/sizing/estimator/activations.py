@@ -322,18 +322,27 @@ def bnb_dequantised(m: ModelSpec, tc: TrainingConfig, tp: int) -> tuple[int, int
     MatMul4Bit runs ``linear(A, dequantize_4bit(B, state).to(A.dtype).t())`` in forward and the
     same product for A's gradient in backward, so the largest 4-bit linear's whole weight exists
     for a moment (split by TP). dequantize_4bit writes the dtype the weight was quantised from:
-    the compute dtype under transformers (one copy), fp16 under Lightning, then cast to the
-    compute dtype (two copies, unless computing in fp16). The head counts only where it is 4-bit
-    (memory.nf4_linears). torchao's NF4Tensor (not bitsandbytes) is not counted here."""
+    under transformers the weights as loaded, taken to be the compute dtype (one copy; the stacks
+    load in it); under Lightning fp16, then cast to the compute dtype, bf16 or fp32 (two
+    copies). The head counts only where it is 4-bit (memory.nf4_linears). torchao's NF4Tensor
+    (not bitsandbytes) is not counted here."""
     if tc.finetune != "qlora" or tc.quant_storage == "torchao-nf4":
         return 0, 0
     compute = 4 if tc.precision == "fp32" else 2
-    per = compute if tc.nf4_quantizer == "transformers" or tc.precision.startswith("fp16") else 2 + compute
+    per = compute if tc.nf4_quantizer == "transformers" else 2 + compute
     linears = mem.nf4_linears(tc)
     tensors = [t for t in param_tensors(m) if mem.is_nf4(t, linears)]
     layer = max((t.numel for t in tensors if t.group == "layer"), default=0)
     head = max((t.numel for t in tensors if t.group == "head"), default=0)
     return per * layer // tp, per * head // tp
+
+
+def bnb_kept_head_input(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> int:
+    """A 4-bit head (Lightning) on bitsandbytes <= 0.43.1 keeps its input, the final norm's output,
+    as every 4-bit linear did (bnb_kept_inputs); a half frozen head keeps none."""
+    if tc.bnb_version != "<=0.43.1" or "head" not in mem.nf4_linears(tc):
+        return 0
+    return dt.act * b * s * m.hidden_size
 
 
 def frozen_prefix(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int, t: int, sp: bool) -> int:

@@ -147,12 +147,8 @@ def validate(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfi
                          " (torchtitan's policy counts their aten.mm calls); use full or selective")
     if training.precision == "fp8" and training.finetune == "qlora":
         raise ValueError("qlora trains in bf16 on top of NF4 weights; use bf16-mixed")
-    if training.nf4_quantizer == "lightning" and (
-            parallel.sharding != "none" or parallel.offload != "none"
-            or max(parallel.tp, parallel.pp, parallel.cp, parallel.ep) > 1):
-        raise ValueError("nf4_quantizer='lightning' is modelled on one GPU or under plain DDP (litgpt refuses"
-                         " bitsandbytes quantisation on more than one device): no sharding, offload, tp, pp,"
-                         " cp or ep")
+    if training.nf4_quantizer == "lightning":
+        _validate_lightning_nf4(model, training, parallel)
     cp = parallel.cp
     if cp > 1 and training.attention == "eager":
         raise ValueError("context parallelism runs ring attention on the fused kernel; use attention='sdpa'"
@@ -162,6 +158,22 @@ def validate(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfi
                          " parallelism (load-balanced ring attention)")
     if model.implementation == "trainyard-smoke":
         _validate_smoke(training, parallel)
+
+
+def _validate_lightning_nf4(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig) -> None:
+    """Lightning's BitsandbytesPrecision as litgpt runs it: one device (litgpt refuses quantisation
+    on more), a true dtype (the plugin replaces the precision: litgpt refuses mixed precision
+    with it), an untied head (litgpt ties none; the conversion would clone a tied one into a
+    4-bit weight of its own, which is not modelled)."""
+    if parallel.world_size > 1 or parallel.offload != "none":
+        raise ValueError("nf4_quantizer='lightning' is modelled on one GPU without offload, as litgpt runs"
+                         " it (it refuses bitsandbytes quantisation on more than one device)")
+    if training.precision not in ("bf16", "fp32"):
+        raise ValueError("nf4_quantizer='lightning' computes in a true dtype (BitsandbytesPrecision"
+                         " replaces the precision): use precision 'bf16' or 'fp32'")
+    if model.tie_word_embeddings:
+        raise ValueError("nf4_quantizer='lightning' is modelled with an untied output head, as litgpt runs"
+                         " it: this model ties its head to the embedding")
 
 
 def _validate_smoke(training: TrainingConfig, parallel: ParallelConfig) -> None:
@@ -454,6 +466,7 @@ def _activations(model: ModelSpec, training: TrainingConfig, tp: int, sp: bool, 
     activations, recompute, offloaded = act.activation_bytes(model, local, parallel, dt, layers_per_stage)
     b, s = local.micro_batch, local.seq_len
     held = act.held_logits(model, dt, b, s, tp)
+    activations += act.bnb_kept_head_input(model, training, dt, b, s)
     logits = act.logits_and_loss(model, dt, b, s, tp, training.loss, training.compile_loss) + held
     # a 4-bit base dequantises one weight at a time: a layer's during its (recomputed) backward,
     # the head's next to the logits (act.bnb_dequantised)

@@ -37,10 +37,11 @@ QUANT_STORAGES = ("auto", "uint8", "bf16", "fp16", "fp32", "torchao-nf4")
 BNB_VERSIONS = ("current", "<=0.43.1")
 # Who turned the base into bitsandbytes 4-bit linears (QLoRA): "transformers" (its bitsandbytes
 # integration, what the stacks render) keeps the output head in the half type
-# (get_keys_to_not_convert) and quantises weights as loaded, in the compute dtype; "lightning"
-# (Lightning Fabric's BitsandbytesPrecision, litgpt's --quantize bnb.*) replaces every nn.Linear,
-# the head too, and quantises each from fp16 (_Linear4bit.quantize: weight.to(torch.half)), so
-# MatMul4Bit dequantises to fp16 and casts to the compute dtype (activations.bnb_dequantised).
+# (get_keys_to_not_convert) and quantises weights as loaded (taken to be the compute dtype, as the
+# stacks load them; bitsandbytes >= 0.43.0); "lightning" (Lightning Fabric's BitsandbytesPrecision,
+# litgpt's --quantize bnb.*, on one GPU in a true dtype) replaces every nn.Linear, the head too,
+# and quantises each from fp16 (_Linear4bit.quantize: weight.to(torch.half)), so MatMul4Bit
+# dequantises to fp16 and casts to the compute dtype (activations.bnb_dequantised).
 NF4_QUANTIZERS = ("transformers", "lightning")
 CHECKPOINTING = ("none", "selective", "full")  # what the recommender searches by default
 # every policy the estimator models: + torchtitan's op-level SAC (dense llama-family models)

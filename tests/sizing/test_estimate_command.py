@@ -129,3 +129,17 @@ def test_lora_dropout_adds_each_adapters_dropped_copy():
     assert "finetune=lora r=16 lora_dropout=0.1" in dropped["represents"]
     with pytest.raises(CommandError, match="lora_dropout must be in"):
         _run(*lora, "--lora-dropout", "1.5")
+
+
+def test_a_paged_optimizers_states_outside_the_allocator_are_shown():
+    """bitsandbytes pages the states of tensors of 1e5 elements or more (LoRA r=32 on q_proj of
+    Llama 2 7B: 131,072): the JSON and the table say how much of the total lies outside
+    PyTorch's allocator; a plain AdamW has none."""
+    lora = ("--model", "llama-2-7b", "--finetune", "lora", "--lora-rank", "32", "--lora-targets", "q_proj",
+            "--precision", "bf16")
+    paged = json.loads(_run(*lora, "--optimizer", "adamw-paged", "--json"))
+    plain = json.loads(_run(*lora, "--json"))
+    assert paged["outside_allocator_bytes"] == paged["per_gpu_bytes"]["optimizer_states"] > 0
+    assert plain["outside_allocator_bytes"] == 0
+    assert "of which paged" in _run(*lora, "--optimizer", "adamw-paged")
+    assert "of which paged" not in _run(*lora)

@@ -153,7 +153,8 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         if o["json"]:
-            self.stdout.write(json.dumps(result.to_dict(), indent=2))
+            data = result.to_dict() | {"outside_allocator_bytes": result.memory.outside_allocator_bytes}
+            self.stdout.write(json.dumps(data, indent=2))
         else:
             self.stdout.write(render_table(result))
 
@@ -211,6 +212,8 @@ def render_table(e) -> str:
         if key == "total":
             rows.append("-" * 32)
         rows.append(f"{key:22}{value / GIB:10.2f}")
+    if e.memory.outside_allocator_bytes:  # a paged optimizer's states, in CUDA unified memory
+        rows.append(f"{'of which paged':22}{e.memory.outside_allocator_bytes / GIB:10.2f}")
     if e.fits is not None:
         rows.append(f"{'fits on the GPU':22}{'yes' if e.fits else 'NO':>10}")
     if e.cpu_bytes:

@@ -165,7 +165,7 @@ def _optimizer_sum(model: ModelSpec, full: bool, targets: tuple[str, ...], rank:
 def nf4_linears(training: TrainingConfig) -> str:
     """Which linears QLoRA keeps in 4 bits: "" (no QLoRA), "layers" (the layers' linears), or
     "layers+head" (the output head too: Lightning's BitsandbytesPrecision converts every
-    nn.Linear; a head tied to the embedding is no linear of its own and stays half)."""
+    nn.Linear; modelled for untied heads only, api._validate_lightning_nf4)."""
     if training.finetune != "qlora":
         return ""
     return "layers+head" if training.nf4_quantizer == "lightning" else "layers"

@@ -77,7 +77,7 @@ def accelerate_config(inputs: StackInputs) -> dict:
 
 
 def accelerate_deepspeed_config(inputs: StackInputs) -> dict:
-    stage3 = inputs.training.sharding in ("zero3", "fsdp-full-shard", "fsdp-hybrid")
+    stage3 = inputs.training.shards_params
     return {**_machines(inputs), "distributed_type": "DEEPSPEED",
             "deepspeed_config": {"deepspeed_config_file": DEEPSPEED_JSON,
                                  "deepspeed_multinode_launcher": "standard",

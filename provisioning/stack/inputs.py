@@ -39,6 +39,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from portal.sizing.estimator.config import WEIGHT_SHARDING
 from portal.sizing.recommend.stacks import (
     Needs,
     llama3_flavour,
@@ -104,7 +105,7 @@ class TrainingSettings:
 
     @property
     def shards_params(self) -> bool:
-        return self.sharding in ("zero3", "fsdp-full-shard", "fsdp-hybrid")
+        return self.sharding in WEIGHT_SHARDING
 
     @property
     def bf16(self) -> bool:

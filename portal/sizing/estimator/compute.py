@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-from .config import FSDP_SHARDING, Interconnect, ParallelConfig, TrainingConfig
+from .config import FSDP_SHARDING, WEIGHT_SHARDING, Interconnect, ParallelConfig, TrainingConfig
 from .models import ModelSpec, arch_scale, param_tensors
 
 # MFU = achieved model FLOPs / dense peak. Planning values from public reports: GPT-NeoX
@@ -530,7 +530,7 @@ def collective_calls(model: ModelSpec, training: TrainingConfig, parallel: Paral
         out["dp"] = (("gather", 2 * buckets),) if parallel.sharding == "zero1" else (("allreduce", buckets),)
     elif ranks > 1 and parallel.sharding != "none":
         units = stage_layers + 1
-        if parallel.sharding in ("zero3", "fsdp-full-shard", "fsdp-hybrid"):
+        if parallel.sharding in WEIGHT_SHARDING:
             gathers = 2 if parallel.reshard_after_forward or parallel.sharding == "zero3" else 1
             reduces = grad_reductions(training, parallel)
             out["dp"] = (("gather", units * (gathers * mbs + reduces)),)
@@ -575,7 +575,7 @@ def comm_bytes_per_step(
     out = {"dp": 0.0, "dp_replicate": 0.0}
     ranks = dp * (cp if parallel.sharding in FSDP_SHARDING else 1)
     if ranks > 1:
-        sharded = parallel.sharding in ("zero3", "fsdp-full-shard", "fsdp-hybrid")
+        sharded = parallel.sharding in WEIGHT_SHARDING
         if sharded:
             shard = min(ranks, parallel.hybrid_shard_size) if parallel.sharding == "fsdp-hybrid" else ranks
             ring = (shard - 1) / shard
@@ -643,7 +643,7 @@ def dp_forward_share(parallel: ParallelConfig, trainable_local: float, gathered_
     """Share of the sharded-weight traffic that happens in the forward pass (its all-gather,
     prefetched behind the forward compute); the rest (the backward all-gather and the
     reduce-scatter) hides behind the backward. 0 for gradient all-reduces."""
-    if parallel.sharding not in ("zero3", "fsdp-full-shard", "fsdp-hybrid"):
+    if parallel.sharding not in WEIGHT_SHARDING:
         return 0.0
     gathers = 2 if parallel.reshard_after_forward or parallel.sharding == "zero3" else 1
     forward = gathered_local * dtypes.param * training.grad_accum

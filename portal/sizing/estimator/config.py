@@ -58,6 +58,8 @@ SHARDING = (
 )
 OFFLOAD = ("none", "optimizer", "optimizer+params")
 FSDP_SHARDING = ("fsdp-full-shard", "fsdp-shard-grad-op", "fsdp-hybrid")
+# the shardings that split the weights themselves (ZeRO-3, FSDP full and hybrid shard)
+WEIGHT_SHARDING = ("zero3", "fsdp-full-shard", "fsdp-hybrid")
 DEEPSPEED_SHARDING = ("zero1", "zero2", "zero3")
 FLOAT8_RECIPES = ("tensorwise", "rowwise")  # torchao float8 scaling recipes (torchtitan's names)
 PP_SCHEDULES = ("1f1b", "zb-h1")  # 1F1B (interleaved with pp_interleave > 1); zero-bubble ZB-H1

@@ -6,7 +6,14 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .config import DEEPSPEED_SHARDING, FSDP_SHARDING, PAGED_OPTIMIZERS, ParallelConfig, TrainingConfig
+from .config import (
+    DEEPSPEED_SHARDING,
+    FSDP_SHARDING,
+    PAGED_OPTIMIZERS,
+    WEIGHT_SHARDING,
+    ParallelConfig,
+    TrainingConfig,
+)
 from .dtypes import NF4_DOUBLE_QUANT_BYTES, NF4_PACKED_BYTES, NF4_PLAIN_STATE_BYTES, NF4_QUANT_STATE_BYTES
 from .models import ModelSpec, Tensor, arch_scale, param_tensors
 
@@ -58,7 +65,7 @@ def placement(training: TrainingConfig, parallel: ParallelConfig) -> Placement:
         master_bytes=master,
         state_bytes=2 if training.precision == "bf16" else 4,
         shard=shard,
-        shard_weights=s in ("zero3", "fsdp-full-shard", "fsdp-hybrid"),
+        shard_weights=s in WEIGHT_SHARDING,
         shard_grads=s not in ("none", "zero1"),
         shard_optimizer=s != "none",
     )
@@ -217,7 +224,7 @@ def nf4_storage(training: TrainingConfig, parallel: ParallelConfig) -> str:
     FSDP and ZeRO-3 QLoRA need, what the stacks render and PEFT's guides set), uint8 otherwise."""
     if training.quant_storage != "auto":
         return training.quant_storage
-    if parallel.sharding in ("zero3", "fsdp-full-shard", "fsdp-hybrid"):
+    if parallel.sharding in WEIGHT_SHARDING:
         return "fp16" if training.precision == "fp16-mixed" else "bf16"
     return "uint8"
 
@@ -229,7 +236,7 @@ def nf4_sharded(training: TrainingConfig, parallel: ParallelConfig) -> bool:
     NF4Tensor shards under FSDP2 too). With bitsandbytes' default uint8 storage, FSDP leaves them
     out (Accelerate's fsdp2_prepare_model puts non-floating frozen Params4bit in ignored_params)."""
     return (training.finetune == "qlora" and nf4_storage(training, parallel) != "uint8"
-            and parallel.sharding in ("zero3", "fsdp-full-shard", "fsdp-hybrid"))
+            and parallel.sharding in WEIGHT_SHARDING)
 
 
 def gathered_local_elems(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig) -> float:

@@ -43,13 +43,12 @@ from functools import lru_cache
 from typing import Any
 
 from portal.sizing.estimator import ModelSpec
-from portal.sizing.estimator.config import FSDP_SHARDING, ZeroConfig
+from portal.sizing.estimator.config import FSDP_SHARDING, WEIGHT_SHARDING, ZeroConfig
 
 # provisioning/stack/adapters.py's LoraConfig: target_modules by the estimator's family, lora_dropout
 LORA_TARGETS = {"llama": ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
                 "gpt2": ("c_attn", "c_proj", "c_fc"), "bert": ("query", "key", "value", "dense")}
 LORA_DROPOUT = 0.05
-SHARDED_WEIGHTS = ("fsdp-full-shard", "fsdp-hybrid", "zero3")
 
 
 @dataclass(frozen=True)
@@ -118,7 +117,7 @@ class StackRegime:
     def layout_knobs(self, sharding: str, precision: str, finetune: str = "full") -> dict[str, Any]:
         """TrainingConfig overrides that depend on the data-parallel kind."""
         out: dict[str, Any] = {}
-        if finetune == "qlora" and self.qlora_half_storage and sharding in SHARDED_WEIGHTS:
+        if finetune == "qlora" and self.qlora_half_storage and sharding in WEIGHT_SHARDING:
             out["quant_storage"] = "fp16" if precision == "fp16-mixed" else "bf16"
         precision = self.precision(precision) or precision
         if sharding in FSDP_SHARDING and self.fsdp_layout and precision in ("bf16-mixed", "fp8"):

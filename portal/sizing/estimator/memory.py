@@ -192,6 +192,12 @@ def _frozen_sum(model: ModelSpec, nf4: str, half: int, tp: int, ep: int, pp: int
                        lambda t: NF4_DOUBLE_QUANT_BYTES if is_nf4(t, nf4) else half)
 
 
+def nf4_base_bytes(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig) -> float:
+    """Double-quantised NF4 bytes of QLoRA's 4-bit linears (nf4_linears) on this rank's TP/EP/PP
+    share, before any data-parallel sharding; 0 without QLoRA."""
+    return _frozen_sum(model, nf4_linears(training), 0, parallel.tp, parallel.ep, parallel.pp)
+
+
 def trainable_sum(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig,
                   elem_bytes: float) -> float:
     """_sum(trainable tensors, ..., constant bytes per element), cached."""
@@ -314,7 +320,7 @@ def _frozen_base_bytes(model: ModelSpec, training: TrainingConfig, parallel: Par
         return total
     if not linears:
         return total / p.shard
-    nf4 = _frozen_sum(model, linears, 0, parallel.tp, parallel.ep, parallel.pp)  # NF4 tensors only
+    nf4 = nf4_base_bytes(model, training, parallel)
     rest = (total - nf4) / p.shard
     if nf4_sharded(training, parallel):
         return _nf4_sharded_bytes(nf4 / NF4_DOUBLE_QUANT_BYTES, training, p.shard) + rest
@@ -337,7 +343,7 @@ def offload_resident_weight_bytes(model: ModelSpec, training: TrainingConfig,
     if (training.finetune != "qlora" or parallel.offload != "optimizer+params"
             or training.quant_storage == "torchao-nf4"):
         return 0.0
-    nf4 = _frozen_sum(model, nf4_linears(training), 0, parallel.tp, parallel.ep, parallel.pp)  # NF4 only
+    nf4 = nf4_base_bytes(model, training, parallel)
     if not nf4_sharded(training, parallel) and parallel.sharding in FSDP_SHARDING:
         return nf4 + plain_state_bytes(model, training, parallel)
     return nf4 / NF4_DOUBLE_QUANT_BYTES * nf4_state_bytes(training)
@@ -354,7 +360,7 @@ def plain_state_bytes(model: ModelSpec, training: TrainingConfig, parallel: Para
     (bitsandbytes keeps it on the module, whole on every GPU): 0 with double quantisation."""
     if training.finetune != "qlora" or training.nf4_double_quant:
         return 0.0
-    nf4 = _frozen_sum(model, nf4_linears(training), 0, parallel.tp, parallel.ep, parallel.pp)  # NF4 only
+    nf4 = nf4_base_bytes(model, training, parallel)
     return nf4 / NF4_DOUBLE_QUANT_BYTES * (NF4_PLAIN_STATE_BYTES - NF4_QUANT_STATE_BYTES)
 
 

@@ -246,7 +246,7 @@ def test_full_recompute_is_counted_as_hardware_flops():
 
     def charged_flops(est):  # the attention FLOPs at their kernel's rate (test_scale_principles)
         training = est.memory.training
-        extra = cmp.attention_slowdown(training, H100) - 1
+        extra = cmp.attention_slowdown(training, H100, model) - 1
         return est.compute.hardware_flops_per_token + extra * cmp.attention_flops_per_token(model, training)
 
     assert none.compute.memory_bound_seconds == full.compute.memory_bound_seconds > 0

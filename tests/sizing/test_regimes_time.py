@@ -166,8 +166,9 @@ def test_flop_rate_is_the_rate_estimate_divides_hardware_flops_by():
     c = estimate(model, training, parallel, gpu=H100, interconnect=NDR).compute
     rate, mfu = flop_rate(model, training, H100, tp=2, tensor_parallel=2)
     assert mfu == c.mfu
-    # the attention FLOPs at their kernel's rate besides (FlashAttention-2 on Hopper: slower)
-    extra = (cmp.attention_slowdown(training, H100) - 1) * cmp.attention_flops_per_token(model, training)
+    # the attention FLOPs at their kernel's rate besides (cuDNN's under SDPA on Hopper: slower)
+    extra = cmp.attention_slowdown(training, H100, model) - 1
+    extra *= cmp.attention_flops_per_token(model, training)
     assert extra > 0
     assert c.compute_seconds - c.memory_bound_seconds == pytest.approx(
         (c.hardware_flops_per_token + extra) * 4096 * 4 / 2 / rate)

@@ -156,7 +156,7 @@ def test_without_load_balancing_causal_ring_attention_waits_for_the_rank_holding
     assert cmp.cp_imbalance(balanced) == 0 and cmp.cp_imbalance(skewed) == pytest.approx(7 / 8)
     a = estimate(model, training, balanced, gpu=H100).compute
     b = estimate(model, training, skewed, gpu=H100).compute
-    slowdown = cmp.attention_slowdown(training, H100)  # the attention kernel's own rate
+    slowdown = cmp.attention_slowdown(training, H100, model)  # the attention kernel's own rate
     attention_flops = cmp.attention_flops_per_token(model, training)
     charged = a.hardware_flops_per_token + (slowdown - 1) * attention_flops
     rate = (a.compute_seconds - a.memory_bound_seconds) / (charged * 65536 / 8)  # seconds per FLOP
@@ -368,16 +368,16 @@ def test_flash_attention_2_on_hopper_runs_attention_at_its_measured_rate_not_the
         return 3.5 / (1 / f + 2.5 / b)
 
     fa2 = TrainingConfig(precision="bf16-mixed", seq_len=32768, attention="flash", compile=True)
-    assert cmp.attention_kernel(fa2) == "fa2"
-    assert cmp.attention_slowdown(fa2, H100) == pytest.approx(rate(648, 561) / rate(370, 322))
-    assert cmp.attention_slowdown(fa2, H100) == pytest.approx(1.744, abs=0.001)
+    assert cmp.attention_kernel(fa2, LLAMA_8B) == "fa2"
+    assert cmp.attention_slowdown(fa2, H100, LLAMA_8B) == pytest.approx(rate(648, 561) / rate(370, 322))
+    assert cmp.attention_slowdown(fa2, H100, LLAMA_8B) == pytest.approx(1.744, abs=0.001)
     core = replace(fa2, stack="megatron-core")
-    assert cmp.attention_kernel(core) == "cudnn"
-    assert cmp.attention_slowdown(core, H100) == pytest.approx(rate(648, 561) / rate(595, 516))
-    assert cmp.attention_slowdown(replace(fa2, attention_kernel="fa3"), H100) == 1.0
-    assert cmp.attention_slowdown(fa2, A100) == 1.0
-    assert cmp.attention_slowdown(replace(fa2, attention="eager", compile=False), H100) == 1.0
-    assert cmp.attention_slowdown(replace(fa2, mfu=0.4), H100) == 1.0  # a given MFU covers the step
+    assert cmp.attention_kernel(core, LLAMA_8B) == "cudnn"
+    assert cmp.attention_slowdown(core, H100, LLAMA_8B) == pytest.approx(rate(648, 561) / rate(595, 516))
+    assert cmp.attention_slowdown(replace(fa2, attention_kernel="fa3"), H100, LLAMA_8B) == 1.0
+    assert cmp.attention_slowdown(fa2, A100, LLAMA_8B) == 1.0
+    assert cmp.attention_slowdown(replace(fa2, attention="eager", compile=False), H100, LLAMA_8B) == 1.0
+    assert cmp.attention_slowdown(replace(fa2, mfu=0.4), H100, LLAMA_8B) == 1.0  # a given MFU covers it
 
     def seconds(training, gpu):
         c = estimate(LLAMA_8B, training, ParallelConfig(), gpu=gpu).compute
@@ -390,13 +390,35 @@ def test_flash_attention_2_on_hopper_runs_attention_at_its_measured_rate_not_the
         matmul = seconds(fast, H100) * (1 - attention / (cmp.hardware_flops_per_token(LLAMA_8B, slow) * seq))
         # only the attention part slows, by the kernel ratio
         assert seconds(slow, H100) - seconds(fast, H100) == pytest.approx(
-            (seconds(fast, H100) - matmul) * (cmp.attention_slowdown(slow, H100) - 1))
+            (seconds(fast, H100) - matmul) * (cmp.attention_slowdown(slow, H100, LLAMA_8B) - 1))
         assert seconds(slow, A100) == seconds(fast, A100)
     def ratio(training):
         return seconds(training, H100) / seconds(replace(training, attention_kernel="fa3"), H100)
 
     short, long = ratio(replace(fa2, seq_len=4096)), ratio(fa2)
     assert 1 < short < long < 1.744
+
+
+def test_sdpa_on_hopper_runs_cudnn_attention_as_the_pinned_torch_picks_it():
+    """torch 2.13 (the stacks' pin, PyPI's CUDA 13.0 wheel with cuDNN 9.20) puts cuDNN's attention
+    first on sm90/sm100 (sdp_utils.cpp check_prefer_cudnn_attention: runtime cuDNN newer than 9.15)
+    while cuDNN older than 9.22 takes head dims up to 128 (check_cudnn_tensor_shapes): an SDPA step
+    of a Llama (head dim 128) runs cuDNN's kernel, one of a 256-wide head (Gemma) FlashAttention-2,
+    and flash-attn 2 (attention="flash") its own. A run on an older wheel says attention_kernel="fa2"."""
+    sdpa = TrainingConfig(precision="bf16-mixed", seq_len=32768, attention="sdpa", compile=True)
+    gemma = replace(LLAMA_8B, head_dim=256)
+    assert cmp.attention_kernel(sdpa, LLAMA_8B) == "cudnn"
+    assert cmp.attention_kernel(sdpa, gemma) == "fa2"
+    assert cmp.attention_kernel(replace(sdpa, attention="flash"), LLAMA_8B) == "fa2"
+    assert cmp.attention_kernel(replace(sdpa, attention_kernel="fa2"), LLAMA_8B) == "fa2"
+
+    def tokens_per_second(training, model):
+        return estimate(model, training, ParallelConfig(), gpu=H100).compute.tokens_per_second
+
+    older_wheel = replace(sdpa, attention_kernel="fa2")
+    # the same step, faster by attention's share only: cuDNN's 1.09x of the model's rate, not 1.74x
+    assert tokens_per_second(sdpa, LLAMA_8B) > 1.1 * tokens_per_second(older_wheel, LLAMA_8B)
+    assert tokens_per_second(sdpa, gemma) == tokens_per_second(older_wheel, gemma)
 
 
 def test_an_unknown_attention_kernel_is_a_clear_error():

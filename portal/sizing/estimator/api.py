@@ -26,8 +26,9 @@ DEFAULT_HOST = HostSpec()  # the node's CPU side when none is given (config.Host
 # offload_resident_weight_bytes; bytes of QLoRA plans with offload="optimizer+params" only).
 # 6 slows the compute under hidden communication (compute.OVERLAP_SLOWDOWN: step times only).
 # 7 holds bitsandbytes' dequantised 4-bit weight at its matmul (act.bnb_dequantised; bytes of
-# QLoRA plans on bitsandbytes only).
-ESTIMATOR_VERSION = 7
+# QLoRA plans on bitsandbytes only). 8 times an SDPA step's attention on Hopper at cuDNN's rate,
+# the kernel the stacks' torch picks there (compute.attention_kernel: step times only, no bytes).
+ESTIMATOR_VERSION = 8
 
 
 @dataclass(frozen=True)
@@ -583,7 +584,7 @@ def _compute_seconds(memory: MemoryEstimate, gpu: GPUSpec, rate: float, *,
     compute_s = f.hardware_flops_per_token * f.tokens_per_gpu_group / f.model_parallel / rate
     # the attention kernel's own rate (a pre-Hopper kernel on Hopper is slower than the model's)
     attention_s = f.attention_flops_per_token * f.tokens_per_gpu_group / f.model_parallel / rate
-    slowdown = cmp.attention_slowdown(training, gpu) if memory_bound else 1.0
+    slowdown = cmp.attention_slowdown(training, gpu, memory.spec) if memory_bound else 1.0
     compute_s += attention_s * (slowdown - 1)
     attention_s *= slowdown
     if parallel.cp > 1:  # ring attention: its blocks hide its traffic; unbalanced, it waits

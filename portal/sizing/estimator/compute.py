@@ -359,13 +359,26 @@ FLASH_BACKWARD_FLOPS = 2.5  # backward FLOPs / forward FLOPs of a flash attentio
 HOPPER_GPUS = ("H100", "H200", "GH200")
 
 
-def attention_kernel(training: TrainingConfig) -> str:
-    """The fused attention kernel a step runs: the one set, else the stack's own (Transformer
-    Engine's cuDNN attention under Megatron-Core, FlashAttention-2 for PyTorch SDPA and
-    flash-attn 2)."""
+# PyTorch's SDPA runs cuDNN's attention first on sm90/sm100 once the runtime cuDNN is newer than
+# 9.15 (aten/src/ATen/native/transformers/cuda/sdp_utils.cpp, check_prefer_cudnn_attention), at
+# head dims up to 128 while cuDNN is older than 9.22 (check_cudnn_tensor_shapes; flash above).
+# The torch the stacks pin (provisioning/stack/packages.py: 2.13.0, PyPI's CUDA 13.0 wheel)
+# requires nvidia-cudnn-cu13 9.20.0.48. Runs on older wheels (CUDA 12.x, cuDNN 9.15 or older) ran
+# FlashAttention-2 there: attention_kernel="fa2" says so.
+SDPA_CUDNN_MAX_HEAD_DIM = 128
+
+
+def attention_kernel(training: TrainingConfig, model: ModelSpec) -> str:
+    """The fused attention kernel a step runs: the one set, else the stack's own: Transformer
+    Engine's cuDNN attention under Megatron-Core; PyTorch SDPA as the stacks pin it, cuDNN's at
+    head dims up to 128 and FlashAttention-2 above; flash-attn 2 (attention="flash") its own."""
     if training.attention_kernel != "auto":
         return training.attention_kernel
-    return "cudnn" if training.kernel_stack == "megatron-core" else "fa2"
+    if training.kernel_stack == "megatron-core":
+        return "cudnn"
+    if training.attention == "sdpa" and model.head_dim <= SDPA_CUDNN_MAX_HEAD_DIM:
+        return "cudnn"
+    return "fa2"
 
 
 def _kernel_rate(kernel: str) -> float:
@@ -373,14 +386,14 @@ def _kernel_rate(kernel: str) -> float:
     return (1 + FLASH_BACKWARD_FLOPS) / (1 / forward + FLASH_BACKWARD_FLOPS / backward)
 
 
-def attention_slowdown(training: TrainingConfig, gpu) -> float:
+def attention_slowdown(training: TrainingConfig, gpu, model: ModelSpec) -> float:
     """Attention time under the step's kernel over the time model's (its matmul rate): > 1 for a
     pre-Hopper kernel on Hopper; 1 for materialised attention (memory_bound_seconds costs it),
     on other GPUs and where a planning MFU covers the step."""
     if (training.attention == "eager" or not time_model_applies(training, gpu)
             or not any(g in gpu.name for g in HOPPER_GPUS)):
         return 1.0
-    return _kernel_rate("fa3") / _kernel_rate(attention_kernel(training))
+    return _kernel_rate("fa3") / _kernel_rate(attention_kernel(training, model))
 
 
 def cp_imbalance(parallel: ParallelConfig) -> float:

@@ -50,7 +50,8 @@ LOSSES = ("full", "chunked", "fused")
 STACKS = ("default", "eager", "compiled", "fused", "megatron", "megatron-core")
 ATTENTION = ("eager", "sdpa", "flash")
 # the fused attention kernel a flash/sdpa step runs (compute.attention_kernel): "auto" picks the
-# stack's own (Transformer Engine's cuDNN attention under megatron-core, FlashAttention-2 else)
+# stack's own (Transformer Engine's cuDNN attention under megatron-core; SDPA's pick under the
+# stacks' torch: cuDNN's at head dims up to 128; FlashAttention-2 else)
 ATTENTION_KERNELS = ("auto", "fa2", "cudnn", "fa3")
 FINETUNE = ("full", "lora", "qlora")
 SHARDING = (

@@ -98,8 +98,9 @@ class Command(BaseCommand):
                             help="FSDP2 all-gathers float8 weights (tensorwise)")
         parser.add_argument("--attention", choices=ATTENTION, default="sdpa")
         parser.add_argument("--attention-kernel", choices=ATTENTION_KERNELS, default="auto",
-                            help="the fused attention kernel (auto: cuDNN under megatron-core, else"
-                                 " FlashAttention-2, slower on Hopper than the time model's rate)")
+                            help="the fused attention kernel (auto: cuDNN under megatron-core and for"
+                                 " sdpa at head dims up to 128, as torch 2.13 picks it; else"
+                                 " FlashAttention-2, slower on Hopper; fa2 for SDPA on older torch)")
         parser.add_argument("--finetune", choices=FINETUNE, default="full")
         parser.add_argument("--lora-rank", type=int, default=16)
         parser.add_argument("--lora-targets", default="q_proj,k_proj,v_proj,o_proj")

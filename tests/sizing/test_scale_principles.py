@@ -29,6 +29,7 @@ from portal.sizing.estimator import (
 from portal.sizing.estimator import compute as cmp
 from portal.sizing.estimator import memory as mem
 from portal.sizing.estimator.dtypes import NF4_PACKED_BYTES, NF4_QUANT_STATE_BYTES
+from provisioning.stack.packages import TORCH
 from tests.sizing.test_regimes import H100, TINY, L
 
 A100 = GPUSpec("NVIDIA A100 80GB SXM4", 80 * 10**9, 312, None, 19.5, 2039)
@@ -404,11 +405,17 @@ def test_sdpa_on_hopper_runs_cudnn_attention_as_the_pinned_torch_picks_it():
     first on sm90/sm100 (sdp_utils.cpp check_prefer_cudnn_attention: runtime cuDNN newer than 9.15)
     while cuDNN older than 9.22 takes head dims up to 128 (check_cudnn_tensor_shapes): an SDPA step
     of a Llama (head dim 128) runs cuDNN's kernel, one of a 256-wide head (Gemma) FlashAttention-2,
+    as does a dropout cuDNN cannot draw (a multiple of 1/16 only: check_cudnn_dropout, GPT-2's 0.1),
     and flash-attn 2 (attention="flash") its own. A run on an older wheel says attention_kernel="fa2"."""
+    assert TORCH == "torch==2.13.0"  # the rule is that torch's: a new pin asks for it to be read again
     sdpa = TrainingConfig(precision="bf16-mixed", seq_len=32768, attention="sdpa", compile=True)
     gemma = replace(LLAMA_8B, head_dim=256)
     assert cmp.attention_kernel(sdpa, LLAMA_8B) == "cudnn"
+    assert cmp.attention_slowdown(sdpa, H100, LLAMA_8B) == pytest.approx(
+        (3.5 / (1 / 648 + 2.5 / 561)) / (3.5 / (1 / 595 + 2.5 / 516)))
     assert cmp.attention_kernel(sdpa, gemma) == "fa2"
+    assert cmp.attention_kernel(sdpa, get_preset("gpt2-1.5b")) == "fa2"  # attention dropout 0.1
+    assert cmp.attention_kernel(replace(sdpa, dropout=0.125), LLAMA_8B) == "cudnn"  # 2/16
     assert cmp.attention_kernel(replace(sdpa, attention="flash"), LLAMA_8B) == "fa2"
     assert cmp.attention_kernel(replace(sdpa, attention_kernel="fa2"), LLAMA_8B) == "fa2"
 

@@ -361,8 +361,9 @@ HOPPER_GPUS = ("H100", "H200", "GH200")
 
 # PyTorch's SDPA runs cuDNN's attention first on sm90/sm100 once the runtime cuDNN is newer than
 # 9.15 (aten/src/ATen/native/transformers/cuda/sdp_utils.cpp, check_prefer_cudnn_attention), at
-# head dims up to 128 while cuDNN is older than 9.22 (check_cudnn_tensor_shapes; flash above).
-# The torch the stacks pin (provisioning/stack/packages.py: 2.13.0, PyPI's CUDA 13.0 wheel)
+# head dims up to 128 (a multiple of 8) while cuDNN is older than 9.22 (check_cudnn_tensor_shapes)
+# and at a dropout probability that is a multiple of 1/16 (check_cudnn_dropout); flash otherwise.
+# The torch the stacks pin (provisioning/stack/packages.py: 2.13.0, PyPI's CUDA 13.0 x86_64 wheel)
 # requires nvidia-cudnn-cu13 9.20.0.48. Runs on older wheels (CUDA 12.x, cuDNN 9.15 or older) ran
 # FlashAttention-2 there: attention_kernel="fa2" says so.
 SDPA_CUDNN_MAX_HEAD_DIM = 128
@@ -370,13 +371,16 @@ SDPA_CUDNN_MAX_HEAD_DIM = 128
 
 def attention_kernel(training: TrainingConfig, model: ModelSpec) -> str:
     """The fused attention kernel a step runs: the one set, else the stack's own: Transformer
-    Engine's cuDNN attention under Megatron-Core; PyTorch SDPA as the stacks pin it, cuDNN's at
-    head dims up to 128 and FlashAttention-2 above; flash-attn 2 (attention="flash") its own."""
+    Engine's cuDNN attention under Megatron-Core; PyTorch SDPA as the stacks pin it, cuDNN's
+    where its shape and dropout allow, FlashAttention-2 else; flash-attn 2 (attention="flash")
+    its own."""
     if training.attention_kernel != "auto":
         return training.attention_kernel
     if training.kernel_stack == "megatron-core":
         return "cudnn"
-    if training.attention == "sdpa" and model.head_dim <= SDPA_CUDNN_MAX_HEAD_DIM:
+    dropout = training.dropout if training.dropout is not None else model.dropout
+    if (training.attention == "sdpa" and model.head_dim <= SDPA_CUDNN_MAX_HEAD_DIM
+            and model.head_dim % 8 == 0 and float(dropout * 16).is_integer()):
         return "cudnn"
     return "fa2"
 

@@ -3,6 +3,7 @@ time model (issue 14): a plan's time is estimate()'s, its MFU the estimator's fo
 stack, width and TP; torchtitan plans are sized compiled in FSDP2 mixed precision; HSDP where a
 stack declares it; pipeline stages when memory or the time model asks for them."""
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from portal.sizing.catalog_data import catalog_from_seed
 from portal.sizing.estimator import ParallelConfig, TrainingConfig, estimate, get_preset
 from portal.sizing.estimator import compute as cmp
-from portal.sizing.recommend import Goal, SearchOptions, Workload, plan_estimate, recommend
+from portal.sizing.recommend import Goal, Plan, SearchOptions, Workload, plan_estimate, recommend
 from portal.sizing.recommend.regimes import REGIMES, regime_of
 from portal.sizing.recommend.search import make_gpu, make_link
 
@@ -200,3 +201,19 @@ def test_the_search_rates_a_layout_with_its_own_configs_replicated_tp():
                                           model=get_preset("llama-3.1-8b"))
             parallel = ParallelConfig(dp=8, tp=tp, sharding="fsdp-full-shard", sp=knobs.get("sp", False))
             assert regime.replicated_tp(tp) == parallel.replicated_tp, (slug, tp)
+
+
+def test_a_hopper_sdpa_plan_is_timed_at_cudnn_attention_as_the_stacks_torch_runs_it(catalog):
+    """Version 8: a plan on H100/H200 SKUs is timed as it re-estimates on its SKU and network,
+    with an SDPA step's attention at cuDNN's rate (the kernel the stacks' torch picks there);
+    the same plan on an older torch wheel (attention_kernel fa2 in its regime) takes longer."""
+    hopper = only(catalog, *(s.slug for s in catalog.skus if s.gpu_slug.startswith(("h100", "h200"))))
+    plans = recommend(work(seq_len=16384, global_batch_tokens=16384 * 64), Goal("cheapest"), hopper,
+                      SearchOptions(top_n=3)).plans
+    assert plans and {p.attention for p in plans} == {"sdpa"}
+    for plan in plans:
+        now = timed_again(plan, catalog).compute
+        assert now.time_to_train_seconds == pytest.approx(plan.train_hours * 3600)
+        older = Plan.from_dict(json.loads(json.dumps(plan.to_dict())))
+        older = replace(older, training_regime=(*older.training_regime, ("attention_kernel", "fa2")))
+        assert timed_again(older, catalog).compute.step_seconds > 1.05 * now.step_seconds

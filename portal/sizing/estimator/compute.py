@@ -370,10 +370,11 @@ SDPA_CUDNN_MAX_HEAD_DIM = 128
 
 
 def attention_kernel(training: TrainingConfig, model: ModelSpec) -> str:
-    """The fused attention kernel a step runs: the one set, else the stack's own: Transformer
-    Engine's cuDNN attention under Megatron-Core; PyTorch SDPA as the stacks pin it, cuDNN's
-    where its shape and dropout allow, FlashAttention-2 else; flash-attn 2 (attention="flash")
-    its own."""
+    """The fused attention kernel a step runs on Hopper (the only GPUs whose attention rate
+    depends on it; SDPA picks flash on Ampere and Ada): the one set, else the stack's own:
+    Transformer Engine's cuDNN attention under Megatron-Core; PyTorch SDPA as the stacks pin it,
+    cuDNN's where its shape and dropout allow, FlashAttention-2 else; flash-attn 2
+    (attention="flash") its own."""
     if training.attention_kernel != "auto":
         return training.attention_kernel
     if training.kernel_stack == "megatron-core":

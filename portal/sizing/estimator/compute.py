@@ -392,9 +392,10 @@ def _kernel_rate(kernel: str) -> float:
 
 
 def attention_slowdown(training: TrainingConfig, gpu, model: ModelSpec) -> float:
-    """Attention time under the step's kernel over the time model's (its matmul rate): > 1 for a
-    pre-Hopper kernel on Hopper; 1 for materialised attention (memory_bound_seconds costs it),
-    on other GPUs and where a planning MFU covers the step."""
+    """Attention time under the step's kernel over the time model's (its matmul rate): > 1 on
+    Hopper for a kernel below FlashAttention-3's rate (FlashAttention-2 1.74, cuDNN 1.09); 1 for
+    materialised attention (memory_bound_seconds costs it), on other GPUs and where a planning
+    MFU covers the step."""
     if (training.attention == "eager" or not time_model_applies(training, gpu)
             or not any(g in gpu.name for g in HOPPER_GPUS)):
         return 1.0

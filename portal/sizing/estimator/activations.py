@@ -233,7 +233,7 @@ def layer_terms(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> dic
     'sharded' (split by TP) and 'scores' (the s^2 attention terms, dropped by selective
     recompute)."""
     T, h, inter = b * s, m.hidden_size, m.intermediate_size
-    p = tc.dropout if tc.dropout is not None else m.dropout
+    p = tc.dropout_for(m)
     core = _attention_core(m, tc, dt, b, s, p)
     if m.family == "llama":
         fused = tc.compile and not dt.autocast
@@ -362,7 +362,7 @@ def frozen_prefix(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int, t: i
     masks = DROPOUT_MASK_BYTES * T if tc.lora_dropout > 0 else 0
     if qkv := len(adapted & {"q_proj", "k_proj", "v_proj"}):
         return norm + masks * qkv * h
-    core = _attention_core(m, tc, dt, b, s, tc.dropout if tc.dropout is not None else m.dropout)
+    core = _attention_core(m, tc, dt, b, s, tc.dropout_for(m))
     unsaved = core["qkvo"] + (core["scores"] if tc.checkpointing == "none" else 0)
     if tc.attention == "eager" and not _merged_output_kept(adapted, tc.lora_dropout):
         unsaved -= dt.act * T * m.q_dim  # layer_terms already leaves the merged output out
@@ -387,7 +387,7 @@ def checkpointed_layer_input(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s
 def outside_layers(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> int:
     """Embedding inputs, final norm and head input (never checkpointed by HF)."""
     T, h = b * s, m.hidden_size
-    p = tc.dropout if tc.dropout is not None else m.dropout
+    p = tc.dropout_for(m)
     ids = INDEX_BYTES * T
     if m.family == "llama":
         # cos and sin, saved by the rotary multiply (inside the layers: gone with full recompute)

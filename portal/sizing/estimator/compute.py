@@ -265,7 +265,7 @@ def attention_score_bytes(model: ModelSpec, training: TrainingConfig, tp: int = 
     of a model-parallel shard: heads / tp, queries / cp); 0 under SDPA or flash attention."""
     if training.attention != "eager":
         return 0.0
-    p = training.dropout if training.dropout is not None else model.dropout
+    p = training.dropout_for(model)
     fwd, bwd = SOFTMAX_BYTES
     if p:
         fwd, bwd = fwd + ATTENTION_DROPOUT_BYTES[0], bwd + ATTENTION_DROPOUT_BYTES[1]
@@ -379,9 +379,8 @@ def attention_kernel(training: TrainingConfig, model: ModelSpec) -> str:
         return training.attention_kernel
     if training.kernel_stack == "megatron-core":
         return "cudnn"
-    dropout = training.dropout if training.dropout is not None else model.dropout
     if (training.attention == "sdpa" and model.head_dim <= SDPA_CUDNN_MAX_HEAD_DIM
-            and model.head_dim % 8 == 0 and float(dropout * 16).is_integer()):
+            and model.head_dim % 8 == 0 and float(training.dropout_for(model) * 16).is_integer()):
         return "cudnn"
     return "fa2"
 

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .hashing import hash_once
+
+if TYPE_CHECKING:
+    from .models import ModelSpec
 
 PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16", "fp8")
 MIXED_LAYOUTS = ("autocast", "master", "fsdp2")
@@ -51,7 +55,7 @@ STACKS = ("default", "eager", "compiled", "fused", "megatron", "megatron-core")
 ATTENTION = ("eager", "sdpa", "flash")
 # the fused attention kernel a flash/sdpa step runs (compute.attention_kernel): "auto" picks the
 # stack's own (Transformer Engine's cuDNN attention under megatron-core; SDPA's pick under the
-# stacks' torch: cuDNN's at head dims up to 128; FlashAttention-2 else)
+# stacks' torch: cuDNN's where its head dim and dropout allow; FlashAttention-2 else)
 ATTENTION_KERNELS = ("auto", "fa2", "cudnn", "fa3")
 FINETUNE = ("full", "lora", "qlora")
 SHARDING = (
@@ -229,6 +233,10 @@ class TrainingConfig:
         if self.checkpointing == "selective-op" and self.attention == "eager":
             raise ValueError("selective-op checkpointing saves the fused attention output; use"
                              " attention='sdpa' or 'flash'")
+
+    def dropout_for(self, model: ModelSpec) -> float:
+        """The dropout probability a step of ``model`` uses: this setting, else the model's own."""
+        return self.dropout if self.dropout is not None else model.dropout
 
     @property
     def optimizer_kind(self) -> str:

@@ -702,7 +702,7 @@ LITGPT_NOT_EXPRESSED = {  # architectures no model family of the estimator has
                   " sliding-window layers and post-norms: no model family of the estimator",
 }
 LITGPT_LORA = {"query": ("q_proj",), "key": ("k_proj",), "value": ("v_proj",), "projection": ("o_proj",),
-               "mlp": ("gate_proj", "up_proj", "down_proj")}
+               "mlp": ("gate_proj", "up_proj", "down_proj"), "head": ("lm_head",)}
 
 
 def litgpt_model(config: str, name: str) -> ModelSpec | str:
@@ -741,8 +741,6 @@ def litgpt_rows(case: dict) -> list[Row]:
                                                      f" {y and y['devices']}"),
             (isinstance(model, str), model),
             (method not in ("full", "lora", "qlora"), f"no configuration for the method {method!r}"),
-            (y is not None and "head" in y.get("lora_on", ()),
-             "LoRA on the output head (lora_head: true): the estimator adapts layer linears only"),
         ) if cond), None)
         if why:
             rows.append(unconfigured(case["id"], label, why))

@@ -10,9 +10,12 @@ Measured with saved_tensors_hooks on Hugging Face's Llama whose linears are wrap
 ``lora.Linear.forward`` runs them (base output + lora_B(lora_A(dropout(x))) * scaling, dropout 0).
 """
 
+from dataclasses import replace
+
 import pytest
 
-from portal.sizing.estimator import TrainingConfig, estimate, get_preset
+from portal.sizing.estimator import ParallelConfig, TrainingConfig, estimate, get_preset
+from portal.sizing.estimator.activations import logits_backward_transient
 
 MLP = ("gate_proj", "up_proj", "down_proj")
 ALL = ("q_proj", "k_proj", "v_proj", "o_proj", *MLP)
@@ -53,7 +56,8 @@ def test_lora_saves_less_than_full_finetuning_and_full_recompute_keeps_layer_inp
 
 @pytest.mark.torch
 @pytest.mark.parametrize("mode", ["fp32", "bf16-model", "autocast"])
-@pytest.mark.parametrize("targets", [("q_proj", "v_proj"), ("o_proj",), ("k_proj", "down_proj"), MLP, ALL])
+@pytest.mark.parametrize("targets", [("q_proj", "v_proj"), ("o_proj",), ("k_proj", "down_proj"), MLP, ALL,
+                                     ("q_proj", "v_proj", "lm_head"), ("o_proj", "lm_head")])
 @pytest.mark.parametrize("ckpt", ["none", "full"])
 def test_saved_bytes_match_peft_style_lora_on_hf_llama(mode, targets, ckpt):
     torch = pytest.importorskip("torch")
@@ -128,3 +132,69 @@ def test_gpt2_lora_dropout_copies_come_on_top_of_the_full_count():
     inputs = 3 * m.hidden_size + m.intermediate_size  # c_attn, attn.c_proj, c_fc, mlp.c_proj
     assert dropped - plain == m.num_layers * 2 * 1024 * inputs * (2 + 1)
     assert plain == _saved(m, precision="bf16-mixed")  # full fine-tuning's count without dropout
+
+
+def test_an_adapter_on_the_output_head_trains_its_own_weights_and_keeps_the_heads_input():
+    """lm_head in lora_targets (PEFT's and litgpt's name for the head): the adapter's r x (h + V)
+    weights train, and lora_A keeps the head's input (the final norm's output, which a frozen head
+    keeps none of) and lora_B the rank-r middle; with LoRA dropout the dropped copy and its mask
+    instead of the input. Tied or untied, the adapter has the head's shape."""
+    untied = get_preset("llama-3.1-8b")
+    for m in (untied, replace(untied, tie_word_embeddings=True)):
+        layers = {"finetune": "lora", "lora_rank": 16, "lora_targets": ("q_proj", "v_proj")}
+        head = {**layers, "lora_targets": ("q_proj", "v_proj", "lm_head")}
+        config = {"precision": "bf16-mixed", "micro_batch": 2, "seq_len": 1024}
+        without = estimate(m, TrainingConfig(**config, **layers))
+        with_head = estimate(m, TrainingConfig(**config, **head))
+        assert with_head.params.trainable - without.params.trainable == 16 * (m.hidden_size + m.vocab_size)
+        assert "finetune=lora r=16 +head" in with_head.represents
+        assert "+head" not in " ".join(without.represents)
+        tokens = 2 * 1024
+        kept = with_head.per_gpu.activations - without.per_gpu.activations
+        assert kept == tokens * (2 * m.hidden_size + 2 * 16)
+        dropped = estimate(m, TrainingConfig(**config, **head, lora_dropout=0.1)).per_gpu.activations
+        plain_dropped = estimate(m, TrainingConfig(**config, **layers, lora_dropout=0.1)).per_gpu.activations
+        assert dropped - plain_dropped == tokens * ((2 + 1) * m.hidden_size + 2 * 16)
+
+
+def test_all_linear_leaves_the_head_out_and_the_head_alone_is_refused():
+    """PEFT's "all-linear" excludes the output layer; naming the head alone would leave no gradient
+    to reach the frozen layers, a step the estimator does not model: a clear error, never the
+    adapters silently dropped."""
+    m = get_preset("llama-3.1-8b")
+    every = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    assert (estimate(m, TrainingConfig(finetune="lora", lora_targets=("all-linear",))).params.trainable
+            == estimate(m, TrainingConfig(finetune="lora", lora_targets=every)).params.trainable)
+    with pytest.raises(ValueError, match="adapts the output head as well"):
+        estimate(m, TrainingConfig(finetune="lora", lora_targets=("lm_head",)))
+
+
+def test_a_fused_loss_cannot_train_an_adapted_head_and_a_compiled_loss_holds_its_temporaries():
+    """Fused linear cross-entropy (Liger) multiplies by ``lm_head.weight``, which PEFT answers with
+    the base weight: the head's adapter would not train, so the combination is refused. Under a
+    compiled loss the head's forward (base output, lora_B's output and its scaled copy, half
+    logits each) outgrows the half gradient the fused kernel writes: 2 more bytes per logit."""
+    targets = {"finetune": "lora", "lora_targets": ("q_proj", "lm_head")}
+    with pytest.raises(ValueError, match="loss='fused'"):
+        TrainingConfig(loss="fused", **targets)
+    m = get_preset("llama-3.1-8b")
+    logits = 2048 * m.vocab_size
+    for loss, chunks in (("full", 1), ("chunked", 8)):
+        base, adapted = (logits_backward_transient(m, 1, 2048, 1, loss, 8, compiled=True, head_adapter=a)
+                         for a in (False, True))
+        assert adapted - base == 2 * logits // chunks
+    config = {"precision": "bf16-mixed", "micro_batch": 1, "seq_len": 2048, "compile_loss": True}
+    plain = estimate(m, TrainingConfig(**config, finetune="lora", lora_targets=("q_proj",)))
+    head = estimate(m, TrainingConfig(**config, **targets))
+    assert head.per_gpu.total - plain.per_gpu.total > 2 * logits  # the rest of the head's bytes on top
+
+
+def test_a_4bit_head_on_old_bitsandbytes_and_its_adapter_keep_one_copy_of_the_input():
+    """bitsandbytes <= 0.43.1 kept each 4-bit linear's input, the head's too (Lightning quantises
+    it); the head's adapter without dropout keeps that same tensor: counted once."""
+    m = get_preset("llama-3.1-8b")
+    config = {"precision": "bf16", "micro_batch": 1, "seq_len": 1024, "finetune": "qlora",
+              "nf4_quantizer": "lightning", "bnb_version": "<=0.43.1", "lora_rank": 8}
+    layers = estimate(m, TrainingConfig(**config, lora_targets=("q_proj",)), ParallelConfig())
+    head = estimate(m, TrainingConfig(**config, lora_targets=("q_proj", "lm_head")), ParallelConfig())
+    assert head.per_gpu.activations - layers.per_gpu.activations == 1024 * 8 * 2  # the middle only

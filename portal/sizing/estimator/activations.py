@@ -339,10 +339,28 @@ def bnb_dequantised(m: ModelSpec, tc: TrainingConfig, tp: int) -> tuple[int, int
 
 def bnb_kept_head_input(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> int:
     """A 4-bit head (Lightning) on bitsandbytes <= 0.43.1 keeps its input, the final norm's output,
-    as every 4-bit linear did (bnb_kept_inputs); a half frozen head keeps none."""
+    as every 4-bit linear did (bnb_kept_inputs), unless the head's adapter without dropout already
+    keeps that tensor (head_adapter); a half frozen head keeps none."""
     if tc.bnb_version != "<=0.43.1" or "head" not in mem.nf4_linears(tc):
         return 0
+    if tc.adapts_head and tc.lora_dropout == 0:
+        return 0
     return dt.act * b * s * m.hidden_size
+
+
+def head_adapter(m: ModelSpec, tc: TrainingConfig, dt: Dt, T: int) -> int:
+    """What LoRA on the output head saves (TrainingConfig.adapts_head): lora_A keeps the head's
+    input, the final norm's output (with LoRA dropout its dropped copy and mask instead), lora_B
+    the rank-r middle; the scaling and the sum with the base output keep nothing. A frozen head
+    of the traced llama family keeps no input, so all of it comes on top; GPT-2, BERT and MoE
+    models already count the head's input as if trained, so only the dropped copy and the middle
+    do. Its logits-sized temporaries: logits_backward_transient."""
+    if not tc.adapts_head:
+        return 0
+    middle = tc.lora_rank * dt.act * T
+    if adapted_linears(m, tc) is None:
+        return middle + (_dropped_copy(dt) * T * m.hidden_size if tc.lora_dropout > 0 else 0)
+    return middle + _adapted_lin_in(dt, 1, tc.lora_dropout) * T * m.hidden_size
 
 
 def frozen_prefix(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int, t: int, sp: bool) -> int:
@@ -451,14 +469,17 @@ def fused_loss_chunk_tokens(m: ModelSpec, tokens: int) -> int:
 
 
 def logits_backward_transient(m: ModelSpec, b: int, s: int, tp: int, loss: str = "full",
-                              chunks: int = 8, compiled: bool = False) -> int:
+                              chunks: int = 8, compiled: bool = False, head_adapter: bool = False) -> int:
     """Around the loss: full: fp32 grad of the log-softmax output and of the logits (8 B per
     logit) at the start of backward. chunked: the bf16 logits plus one chunk's fp32 copy in
     forward, or one chunk's two fp32 grads in backward. fused: one chunk of fp32 logits and
-    their grad."""
+    their grad. compiled: the half gradient one fused kernel writes, or, larger, an adapted
+    head's forward (``head_adapter``): lora_B's output and its scaled copy next to the base
+    output, per output chunk (every other loss's own transient is at least as large)."""
     elems = b * s * m.vocab_size // tp
-    if compiled and loss != "fused":  # one fused kernel writes the half logits' gradient
-        return 2 * elems // (chunks if loss == "chunked" else 1)
+    if compiled and loss != "fused":
+        per = 4 if head_adapter else 2
+        return per * elems // (chunks if loss == "chunked" else 1)
     if loss == "chunked":
         return max(2 * elems + 4 * elems // chunks, 8 * elems // chunks)
     if loss == "fused":
@@ -501,5 +522,5 @@ def activation_bytes(
     offloaded = 0
     if tc.activation_offload:  # the layer being computed stays on the GPU
         offloaded = max(0, layers - max(per_layer, ckpt_input))
-    saved = layers - offloaded + outside_layers(m, tc, dt, b, s)
+    saved = layers - offloaded + outside_layers(m, tc, dt, b, s) + head_adapter(m, tc, dt, b * s)
     return saved, recompute, offloaded

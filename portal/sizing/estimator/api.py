@@ -28,7 +28,9 @@ DEFAULT_HOST = HostSpec()  # the node's CPU side when none is given (config.Host
 # 7 holds bitsandbytes' dequantised 4-bit weight at its matmul (act.bnb_dequantised; bytes of
 # QLoRA plans on bitsandbytes only). 8 times an SDPA step's attention on Hopper at cuDNN's rate,
 # the kernel the stacks' torch picks there (compute.attention_kernel: step times only, no bytes).
-ESTIMATOR_VERSION = 8
+# 9 sizes an adapter on the output head (lm_head in lora_targets), which versions up to 8 left out
+# without a word (activations.head_adapter; bytes of LoRA/QLoRA plans naming lm_head only).
+ESTIMATOR_VERSION = 9
 
 
 @dataclass(frozen=True)
@@ -293,7 +295,8 @@ def represented_knobs(training: TrainingConfig, parallel: ParallelConfig, layout
         out.append(f"float8={training.float8_recipe}{gather}")
     if training.finetune != "full":
         out.append(f"finetune={training.finetune} r={training.lora_rank}"
-                   + (f" lora_dropout={training.lora_dropout:g}" if training.lora_dropout else ""))
+                   + (f" lora_dropout={training.lora_dropout:g}" if training.lora_dropout else "")
+                   + (" +head" if training.adapts_head else ""))
     if training.finetune == "qlora":
         out.append(f"quant_storage={mem.nf4_storage(training, parallel)}")
         if not training.nf4_double_quant:
@@ -473,7 +476,7 @@ def _activations(model: ModelSpec, training: TrainingConfig, tp: int, sp: bool, 
     # the head's next to the logits (act.bnb_dequantised)
     layer_weight, head_weight = act.bnb_dequantised(model, training, tp)
     backward = max(recompute + layer_weight, head_weight + act.logits_backward_transient(
-        model, b, s, tp, training.loss, training.loss_chunks, training.compile_loss))
+        model, b, s, tp, training.loss, training.loss_chunks, training.compile_loss, training.adapts_head))
     if cp > 1:
         kv = b * training.seq_len * 2 * (model.kv_dim // min(tp, model.num_kv_heads)) * dt.act
         backward = max(backward, 2 * kv)  # the gathered k, v and their gradients

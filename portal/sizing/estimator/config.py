@@ -58,6 +58,7 @@ ATTENTION = ("eager", "sdpa", "flash")
 # stacks' torch: cuDNN's where its head dim and dropout allow; FlashAttention-2 else)
 ATTENTION_KERNELS = ("auto", "fa2", "cudnn", "fa3")
 FINETUNE = ("full", "lora", "qlora")
+LORA_HEAD = "lm_head"  # the output head's name in lora_targets (PEFT's and litgpt's module name)
 SHARDING = (
     "none", "zero1", "zero2", "zero3", "fsdp-full-shard", "fsdp-shard-grad-op", "fsdp-hybrid",
 )
@@ -95,6 +96,11 @@ LIMITS: dict[str, tuple[int, int]] = {
 def limit_text(low: float, high: float) -> str:
     """How a range reads in an error: "from 1 to 65,536"."""
     return f"from {low:,} to {high:,}"
+
+
+def names_head(lora_targets: tuple[str, ...]) -> bool:
+    """Whether lora_targets name the output head (LORA_HEAD, bare or as a dotted module path)."""
+    return any(t.split(".")[-1] == LORA_HEAD for t in lora_targets)
 
 
 def require_whole(label: str, value: int) -> None:
@@ -147,6 +153,8 @@ class TrainingConfig:
     bitsandbytes): ``bnb_4bit_use_double_quant`` / ``compress_statistics``; False keeps one fp32
     absmax per 64 weights (4/64 B) instead of an 8-bit one with fp32 scales per 256 blocks.
     nf4_quantizer (QLoRA on bitsandbytes): which library made the 4-bit linears (NF4_QUANTIZERS).
+    lora_targets (LoRA/QLoRA): the layer linears' names (``q_proj`` …, or ``all-linear``, which as
+    in PEFT leaves the output head out), and ``lm_head`` for an adapter on the output head.
     """
 
     precision: str = "bf16-mixed"
@@ -216,6 +224,11 @@ class TrainingConfig:
             require_whole("lora_rank", self.lora_rank)
             if not self.lora_targets:
                 raise ValueError("lora_targets is empty; name the linear layers LoRA adapts")
+            if self.adapts_head and self.loss == "fused":
+                raise ValueError("loss='fused' multiplies by the head's own weight inside its kernel (Liger"
+                                 " reads lm_head.weight, which PEFT answers with the base weight), so an"
+                                 " adapter on the output head would not train: use loss 'full' or"
+                                 " 'chunked' with lm_head in lora_targets")
         if not 0 <= self.lora_dropout < 1:
             raise ValueError(f"lora_dropout must be in [0, 1), got {self.lora_dropout}")
         if self.dropout is not None and not 0 <= self.dropout < 1:
@@ -237,6 +250,11 @@ class TrainingConfig:
     def dropout_for(self, model: ModelSpec) -> float:
         """The dropout probability a step of ``model`` uses: this setting, else the model's own."""
         return self.dropout if self.dropout is not None else model.dropout
+
+    @property
+    def adapts_head(self) -> bool:
+        """LoRA/QLoRA with an adapter on the output head (``lm_head`` named in lora_targets)."""
+        return self.finetune != "full" and names_head(self.lora_targets)
 
     @property
     def optimizer_kind(self) -> str:

@@ -9,10 +9,12 @@ from functools import lru_cache
 from .config import (
     DEEPSPEED_SHARDING,
     FSDP_SHARDING,
+    LORA_HEAD,
     PAGED_OPTIMIZERS,
     WEIGHT_SHARDING,
     ParallelConfig,
     TrainingConfig,
+    names_head,
 )
 from .dtypes import NF4_DOUBLE_QUANT_BYTES, NF4_PACKED_BYTES, NF4_PLAIN_STATE_BYTES, NF4_QUANT_STATE_BYTES
 from .models import ModelSpec, Tensor, arch_scale, param_tensors
@@ -92,18 +94,22 @@ def _is_lora_target(t: Tensor, targets: tuple[str, ...]) -> bool:
 
 @lru_cache(maxsize=256)
 def _lora_tensors(model: ModelSpec, lora_targets: tuple[str, ...], r: int) -> tuple[Tensor, ...]:
-    """Per-model constant (cached on the frozen ModelSpec, targets and rank)."""
+    """Per-model constant (cached on the frozen ModelSpec, targets and rank). An adapter on the
+    output head (LORA_HEAD) has the head's shape, whether the head is tied to the embedding or not."""
     targets = [t for t in param_tensors(model) if _is_lora_target(t, lora_targets)]
-    if not targets:
-        names = sorted({t.name for t in param_tensors(model) if t.kind == "linear"})
+    if not targets:  # the head alone: no gradient would reach the frozen layers, a step not modelled
+        names = sorted({t.name for t in param_tensors(model) if t.kind == "linear" and t.group == "layer"})
         raise ValueError(
             f"lora_targets {list(lora_targets)} match no linear layer of this model;"
-            f" its linear layers are: {', '.join(names)} (or use 'all-linear')"
+            f" its linear layers are: {', '.join(names)} (or use 'all-linear'), and '{LORA_HEAD}'"
+            " adapts the output head as well (not alone)"
         )
+    if names_head(lora_targets):
+        targets.append(Tensor(LORA_HEAD, (model.vocab_size, model.hidden_size), 1, "linear", "head"))
     out: list[Tensor] = []
     for t in targets:
-        out.append(Tensor(t.name + ".lora_A", (r, t.shape[1]), t.count, "linear", "layer", t.expert))
-        out.append(Tensor(t.name + ".lora_B", (t.shape[0], r), t.count, "linear", "layer", t.expert))
+        out.append(Tensor(t.name + ".lora_A", (r, t.shape[1]), t.count, "linear", t.group, t.expert))
+        out.append(Tensor(t.name + ".lora_B", (t.shape[0], r), t.count, "linear", t.group, t.expert))
     return tuple(out)
 
 

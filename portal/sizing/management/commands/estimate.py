@@ -103,7 +103,9 @@ class Command(BaseCommand):
                                  " FlashAttention-2, slower on Hopper; fa2 for SDPA on older torch)")
         parser.add_argument("--finetune", choices=FINETUNE, default="full")
         parser.add_argument("--lora-rank", type=int, default=16)
-        parser.add_argument("--lora-targets", default="q_proj,k_proj,v_proj,o_proj")
+        parser.add_argument("--lora-targets", default="q_proj,k_proj,v_proj,o_proj",
+                            help="comma-separated layer linears, or all-linear (the head left out);"
+                                 " lm_head adds an adapter on the output head")
         parser.add_argument("--lora-dropout", type=float, default=0.0,
                             help="PEFT's lora_dropout: each adapter keeps its own dropped input copy")
         parser.add_argument("--quant-storage", choices=QUANT_STORAGES, default="auto",

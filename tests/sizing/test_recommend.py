@@ -183,7 +183,7 @@ def test_pruned_search_finds_the_same_front_as_the_exhaustive_loop(catalog):
     assert [(p.sku, p.nodes) for p in fast.plans] == [(p.sku, p.nodes) for p in slow.plans]
     for a, b in zip(fast.plans, slow.plans, strict=True):
         assert a.train_hours == pytest.approx(b.train_hours, rel=1e-9)
-        assert a.price_total_usd == pytest.approx(b.price_total_usd, rel=1e-9)
+        assert a.price_total_usd == pytest.approx(b.price_total_usd, rel=Decimal("1e-9"))
     assert fast.estimator_calls < slow.estimator_calls
 
 
@@ -260,7 +260,7 @@ def test_pruned_search_matches_exhaustive_with_sizes_sharing_memory(catalog, wor
             (p.sku, p.nodes, p.network) for p in slow.plans]
         for a, b in zip(fast.plans, slow.plans, strict=True):  # ties may differ in micro-batch
             assert a.train_hours == pytest.approx(b.train_hours, rel=1e-9)
-            assert a.price_total_usd == pytest.approx(b.price_total_usd, rel=1e-9)
+            assert a.price_total_usd == pytest.approx(b.price_total_usd, rel=Decimal("1e-9"))
         # the bounds, the shared memory decisions and the lighter-sibling rule prune most calls
         assert fast.estimator_calls < slow.estimator_calls / 10
 

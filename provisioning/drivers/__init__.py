@@ -19,11 +19,13 @@ from provisioning.drivers.base import (
     RunResult,
     split_address,
 )
+from provisioning.drivers.options import NodeOptions
 
 __all__ = ["DeployFacts", "DriverError", "ExecutionStopped", "Fence", "GpuReading", "HealthReport",
-           "NodeDriver", "NodeTarget", "OptionsSchema", "RunResult",
+           "NodeDriver", "NodeOptions", "NodeTarget", "OptionsSchema", "RunResult",
            "driver_class", "driver_for", "driver_names", "driver_options", "is_test_host",
-           "login_user_for", "options_schema", "secret_option_paths", "split_address"]
+           "login_user_for", "node_options", "options_schema", "secret_option_paths",
+           "simulated_driver_names", "split_address"]
 
 # Option names that hold secrets. They come from settings (secret files), never from the
 # plain-text ``Node.driver_options`` column.
@@ -45,6 +47,11 @@ def secret_option_paths(options, prefix: str = "") -> list[str]:
 
 def driver_names() -> list[str]:
     return list(settings.NODE_DRIVERS)
+
+
+def simulated_driver_names() -> list[str]:
+    """The configured drivers with no machine behind them (``simulated = True``)."""
+    return [name for name in driver_names() if driver_class(name).simulated]
 
 
 def driver_class(name: str) -> type[NodeDriver]:
@@ -78,15 +85,20 @@ def driver_options(node) -> dict:
     return options
 
 
+def node_options(node) -> NodeOptions:
+    """What Trainyard reads of a node's driver options (the settings' overlaid by the node's)."""
+    return options_schema(node.driver).parse(driver_options(node))
+
+
 def is_test_host(node) -> bool:
     """A CPU test host is declared (driver option ``test_host: true``), never inferred: it has no
     GPUs by declaration, and power and re-install commands are never run on it."""
-    return driver_options(node).get("test_host") is True
+    return node_options(node).test_host is True
 
 
 def login_user_for(node) -> str:
     """The account customers log in with (driver option ``login_user``, else the setting)."""
-    return str(driver_options(node).get("login_user") or settings.PROVISIONING_LOGIN_USER)
+    return node_options(node).login_user or settings.PROVISIONING_LOGIN_USER
 
 
 def driver_for(node, *, fence: Fence | None = None) -> NodeDriver:

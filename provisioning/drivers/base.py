@@ -24,6 +24,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from provisioning.drivers.options import OptionsSchema
+
 LineCallback = Callable[[str], None]
 PowerAction = Literal["on", "off", "reboot"]
 POWER_ACTIONS: tuple[str, ...] = ("on", "off", "reboot")
@@ -160,25 +162,13 @@ class EngineCheck:
     text: str
 
 
-@dataclass(frozen=True)
-class OptionsSchema:
-    """What a driver reads of a node besides its address, declared by the driver: the enrol form
-    and its checks, the node page and the stack inputs ask this, never the driver's name."""
-
-    host_key: bool = False  # a pinned SSH host key, required at enrolment
-    login_user: bool = False  # the account customers log in with (else the setting's)
-    bmc: bool = False  # a BMC address and user for power control, optional
-    fabric_from_management: bool = False  # no fabric of its own: the management host stands in
-    engine: bool = False  # an imaging engine installs and erases the node: its state is shown
-
-
 @runtime_checkable
 class NodeDriver(Protocol):
     """One node's hands. Every method may raise DriverError."""
 
     name: str  # "simulated", "ssh", …
     simulated: bool  # True when no real machine is behind the node (no access to hand over)
-    options_schema: OptionsSchema
+    options_schema: OptionsSchema  # what it reads of a node (drivers/options.py)
 
     def __init__(self, target: NodeTarget) -> None: ...
 

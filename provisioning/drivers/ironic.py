@@ -120,7 +120,7 @@ class IronicDriver:
     name = "ironic"
     simulated = False
     # The host key is pinned from the install (DeployFacts), not at enrolment.
-    options_schema = OptionsSchema(login_user=True, engine=True)
+    options_schema = OptionsSchema(login_user=True, engine=True, engine_machine=("ironic", "node"))
 
     def __init__(self, target: NodeTarget) -> None:
         self.target = target
@@ -130,7 +130,7 @@ class IronicDriver:
         self.auth = str(engine.get("auth") or "noauth")
         self.username = str(engine.get("username") or "")
         self._password = engine.get("password")
-        self.node_ident = str(engine.get("node") or target.hostname)
+        self.node_ident = self.options_schema.parse(options).engine_machine or target.hostname
         self.api_version = engine.get("api_version")
         self.request_timeout_s = float(engine.get("timeout_s", 30))
         self.images: Mapping[str, Any] = options.get("images") or {}

@@ -82,13 +82,13 @@ _IMAGE = re.compile(r"^(?P<os>[a-z]+)[-_/]?(?P<version>\d+(?:\.\d+)*)")
 class MaasDriver:
     name = "maas"
     simulated = False
-    options_schema = OptionsSchema(login_user=True, engine=True)
+    options_schema = OptionsSchema(login_user=True, engine=True, engine_machine=("system_id",))
 
     def __init__(self, target: NodeTarget, *, sleep: Callable[[float], None] = time.sleep) -> None:
         self.target = target
         options = dict(target.options)
         self.options = options
-        self.system_id = str(options.get("system_id") or "").strip()
+        self.system_id = (self.options_schema.parse(options).engine_machine or "").strip()
         tags = options.get("tags") or ()
         self.tags = (tags,) if isinstance(tags, str) else tuple(str(t) for t in tags)
         self.distro_series = str(options.get("distro_series") or "").strip()

@@ -27,6 +27,7 @@ from django.core.exceptions import PermissionDenied
 
 from portal.catalog.models import ServerSKU
 from portal.core.states import DomainError
+from provisioning.drivers import NodeDriver, NodeOptions
 from provisioning.drivers.ironic import IronicDriver, list_nodes
 from provisioning.drivers.maas import MaasDriver
 from provisioning.drivers.maas_api import MaasApi, MaasApiKey
@@ -96,11 +97,9 @@ def import_ironic_nodes(*, by, sku: ServerSKU, resource_class: str, dry_run: boo
                               address=str(n.extra.get("address") or "").strip(),
                               unavailable="in maintenance in Ironic" if n.maintenance else "")
                 for n in list_nodes(options, resource_class=resource_class)]
-    enrolled = {str((n.driver_options.get("ironic") or {}).get("node") or n.hostname)
-                for n in Node.objects.filter(driver=IronicDriver.name)}
-    source = f"Ironic (resource class {resource_class})"
-    return [_import_one(m, by=by, sku=sku, enrolled=enrolled, dry_run=dry_run, driver=IronicDriver.name,
-                        driver_options={"ironic": {"node": m.engine_id}}, source=source,
+    enrolled, source = _enrolled(IronicDriver), f"Ironic (resource class {resource_class})"
+    return [_import_one(m, by=by, sku=sku, enrolled=enrolled, dry_run=dry_run, driver=IronicDriver,
+                        source=source,
                         no_address="no extra.address in Ironic: the address the installed system "
                                    "answers SSH on")
             for m in machines]
@@ -117,10 +116,9 @@ def import_maas_machines(*, by, sku: ServerSKU, tag: str, dry_run: bool = False,
     api = MaasApi(str(options.get("url") or ""), MaasApiKey.parse(str(options["api_key"])),
                   timeout_s=float(options.get("timeout_s", 30)), verify_tls=options.get("verify_tls", True))
     machines = [maas_machine(m, api.gpus(m["system_id"])) for m in api.machines(tags=[tag])]
-    enrolled = {str(n.driver_options.get("system_id") or n.hostname)
-                for n in Node.objects.filter(driver=MaasDriver.name)}
-    return [_import_one(m, by=by, sku=sku, enrolled=enrolled, dry_run=dry_run, driver=MaasDriver.name,
-                        driver_options={"system_id": m.engine_id}, source=f"MAAS (tag {tag})",
+    enrolled = _enrolled(MaasDriver)
+    return [_import_one(m, by=by, sku=sku, enrolled=enrolled, dry_run=dry_run, driver=MaasDriver,
+                        source=f"MAAS (tag {tag})",
                         no_address="no IP address in MAAS: give the machine a static or auto IP "
                                    "on the management subnet")
             for m in sorted(machines, key=lambda m: (m.name, m.engine_id))]
@@ -147,8 +145,15 @@ def require_operator(by) -> None:
         raise PermissionDenied("Only operators can import nodes into the inventory.")
 
 
+def _enrolled(driver: type[NodeDriver]) -> set[str]:
+    """The engine machines (else the hostnames) of the nodes already enrolled with ``driver``."""
+    schema = driver.options_schema
+    return {schema.parse(n.driver_options).engine_machine or n.hostname
+            for n in Node.objects.filter(driver=driver.name)}
+
+
 def _import_one(machine: EngineMachine, *, by, sku: ServerSKU, enrolled: set[str], dry_run: bool,
-                driver: str, driver_options: dict, source: str, no_address: str) -> ImportLine:
+                driver: type[NodeDriver], source: str, no_address: str) -> ImportLine:
     label = f"{machine.name or '(no name)'} ({machine.engine_id})"
     hostname = machine.name
     if machine.engine_id in enrolled or (hostname and (
@@ -167,7 +172,9 @@ def _import_one(machine: EngineMachine, *, by, sku: ServerSKU, enrolled: set[str
     nvme = list(machine.facts.get("nvme_devices") or [])
     try:
         node_enrol(by=by, sku=sku, hostname=hostname, management_address=machine.address,
-                   driver=driver, driver_options=driver_options, nvme_devices=nvme,
+                   driver=driver.name, nvme_devices=nvme,
+                   driver_options=driver.options_schema.dump(
+                       NodeOptions(engine_machine=machine.engine_id), base={}),
                    wipe_method=WipeMethod.DISCARD if nvme else WipeMethod.FILES,
                    notes=f"imported from {source}, {machine.engine_id}")
     except DomainError as exc:

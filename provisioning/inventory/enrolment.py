@@ -1,6 +1,7 @@
 """What a node's enrolment must say, checked before it is stored: an RFC 1123 hostname, a
-management address the driver can dial (host[:port], IPv4 or [IPv6]:port), and for ssh nodes
-the pinned host key and, when the BMC is named, both its address and user (docs/operations.md).
+management address the driver can dial (host[:port], IPv4 or [IPv6]:port), and what the node's
+driver declares it reads (``OptionsSchema``): the pinned host key and, when the BMC is named, both
+its address and user (docs/operations.md).
 Each check returns the problem in words, or None."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import re
 from portal.core.states import DomainError
 from provisioning.drivers import DriverError, options_schema
 from provisioning.drivers.ssh import _parse_pins
+from provisioning.power.bmc import Bmc, bmc_shape_problem, stored_bmcs
 
 LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
 
@@ -61,16 +63,15 @@ def host_key_problem(host_key: str) -> str | None:
     return None
 
 
-def bmc_problem(address: str, user: str, kind: str = "ipmi") -> str | None:
+def bmc_problem(bmc: Bmc | None) -> str | None:
     """The BMC (IPMI or Redfish) is optional; named, it needs both an address and a user. A
     Redfish address may be a URL (``https://10.0.0.5``)."""
+    address, user = (bmc.address.strip(), bmc.user.strip()) if bmc is not None else ("", "")
     if not address and not user:
         return None
     if not (address and user):
         return "Give both the BMC address and the BMC user, or neither (no power control)."
-    if kind == "redfish":
-        address = re.sub(r"^https?://", "", address).rstrip("/")
-    return address_problem(address)
+    return address_problem(bmc.host_port)
 
 
 class EnrolmentRefused(DomainError):
@@ -92,17 +93,14 @@ def enrolment_problems(*, hostname: str, management_address: str, driver: str,
         problems["management_address"] = problem
     schema = options_schema(driver)
     options = driver_options if isinstance(driver_options, dict) else {}
-    if schema.host_key and (problem := host_key_problem(str(options.get("host_key") or ""))):
+    if schema.host_key and (problem := host_key_problem(schema.parse(options).host_key_text)):
         problems["host_key"] = problem
     if schema.bmc:
-        for kind in ("ipmi", "redfish"):
-            bmc = options.get(kind) or {}
-            if not isinstance(bmc, dict):
-                problems["bmc_address"] = (f'driver_options.{kind} is {{"address": "host[:port]", '
-                                           f'"user": …}}.')
-            elif problem := bmc_problem(str(bmc.get("address") or "").strip(),
-                                        str(bmc.get("user") or "").strip(), kind=kind):
+        for bmc in stored_bmcs(options):
+            if problem := bmc_problem(bmc):
                 problems["bmc_address"] = problem
+        if problem := bmc_shape_problem(options):
+            problems["bmc_address"] = problem
     return problems
 
 

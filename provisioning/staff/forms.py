@@ -1,6 +1,7 @@
 """Staff forms: approve / reject in the queue, swap a node, enrol and edit a node, maintenance notes."""
 
 import re
+from dataclasses import replace
 
 from django import forms
 from django.conf import settings
@@ -10,6 +11,7 @@ from portal.core.forms import VisibleTextMixin
 from provisioning.drivers import OptionsSchema, driver_names, options_schema
 from provisioning.inventory import enrolment
 from provisioning.models import Node
+from provisioning.power.bmc import BMC_KIND_CHOICES, DEFAULT_BMC_KIND, Bmc
 from provisioning.states import WipeMethod, wipe_method_problem
 
 
@@ -90,8 +92,8 @@ class NodeFactsForm(VisibleTextMixin, forms.Form):
                                          "SHA256: fingerprint. Compare it with the node's console "
                                          "before you paste it.")
     login_user = forms.CharField(required=False, max_length=32, label="Customer login")
-    bmc_kind = forms.ChoiceField(required=False, label="BMC protocol", initial="ipmi",
-                                 choices=[("ipmi", "IPMI (ipmitool)"), ("redfish", "Redfish")])
+    bmc_kind = forms.ChoiceField(required=False, label="BMC protocol", initial=DEFAULT_BMC_KIND,
+                                 choices=BMC_KIND_CHOICES)
     bmc_address = forms.CharField(required=False, max_length=255, label="BMC address",
                                   help_text="IPMI host[:port], or the Redfish BMC's https://host, "
                                             "for power control; the password comes from "
@@ -150,42 +152,35 @@ class NodeFactsForm(VisibleTextMixin, forms.Form):
         schema = self.schema()
         if schema.host_key and (problem := enrolment.host_key_problem(data.get("host_key", ""))):
             self.add_error("host_key", problem)
-        if schema.bmc and (problem := enrolment.bmc_problem(data.get("bmc_address", "").strip(),
-                                                            data.get("bmc_user", "").strip(),
-                                                            kind=data.get("bmc_kind") or "ipmi")):
+        if schema.bmc and (problem := enrolment.bmc_problem(self._bmc(keep=None))):
             self.add_error("bmc_address", problem)
         return data
 
     def driver_options(self, base: dict | None = None) -> dict:
         """The public facts the driver needs (never a secret: those come from settings),
-        over ``base`` (a node's options, when editing)."""
-        data, options = self.cleaned_data, dict(base or {})
-        previous_redfish = options.get("redfish") if isinstance(options.get("redfish"), dict) else {}
-        for key in ("host_key", "ipmi", "redfish", "login_user", "test_host"):
-            options.pop(key, None)
-        schema = self.schema()
-        if schema.host_key:
-            options["host_key"] = data["host_key"].strip()
-        if schema.bmc and data.get("bmc_address"):
-            bmc = {"address": data["bmc_address"].strip(), "user": data["bmc_user"].strip()}
-            if data.get("bmc_kind") == "redfish":
-                # Keep what only the admin sets (verify_tls, timeouts).
-                bmc = {**previous_redfish, **bmc, "system_id": data.get("bmc_system_id", "").strip()}
-                options["redfish"] = bmc
-            else:
-                options["ipmi"] = bmc
-        if schema.login_user and data.get("login_user"):
-            options["login_user"] = data["login_user"]
-        if data.get("test_host"):
-            options["test_host"] = True
-        return options
+        over ``base`` (a node's options, when editing). What the driver does not read stays."""
+        data, schema = self.cleaned_data, self.schema()
+        stored = schema.parse(base or {})
+        bmc = self._bmc(keep=stored.bmc)
+        options = replace(
+            stored, test_host=True if data.get("test_host") else None,
+            host_key=data["host_key"].strip() if schema.host_key else stored.host_key,
+            login_user=(data.get("login_user") or None) if schema.login_user else stored.login_user,
+            bmc=(bmc if bmc.address else None) if schema.bmc else stored.bmc)
+        return schema.dump(options, base or {})
+
+    def _bmc(self, *, keep: Bmc | None) -> Bmc:
+        data = self.cleaned_data
+        return Bmc.entered(data.get("bmc_kind") or DEFAULT_BMC_KIND, address=data.get("bmc_address", ""),
+                           user=data.get("bmc_user", ""), system_id=data.get("bmc_system_id", ""),
+                           keep=keep)
 
 
 class NodeEnrolForm(NodeFactsForm):
     hostname = forms.CharField(max_length=120, help_text="Unique, e.g. gpu-h100-a07.")
     sku = forms.ModelChoiceField(queryset=ServerSKU.objects.filter(is_active=True).select_related("gpu"),
                                  label="Server SKU", empty_label=None)
-    driver = forms.ChoiceField(choices=(), initial="simulated",
+    driver = forms.ChoiceField(choices=(),
                                help_text="How we reach the node: simulated (demo, tests) or ssh.")
     ready = forms.BooleanField(required=False, initial=True, label="Accept into stock once checked",
                                help_text="Runs a reachability and health check through the driver and "
@@ -196,6 +191,7 @@ class NodeEnrolForm(NodeFactsForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["driver"].choices = [(name, name) for name in driver_names()]
+        self.fields["driver"].initial = settings.DEFAULT_NODE_DRIVER
         self.fields["sku"].label_from_instance = lambda s: f"{s.name}"
 
     def clean_hostname(self):
@@ -212,19 +208,16 @@ class NodeEditForm(NodeFactsForm):
     """The same facts for an enrolled node, filled in from it."""
 
     def __init__(self, *args, node: Node, **kwargs):
-        options = node.driver_options or {}
-        redfish = options.get("redfish") if isinstance(options.get("redfish"), dict) else {}
-        kind = "redfish" if redfish.get("address") else "ipmi"
-        ipmi = redfish if kind == "redfish" else (options.get("ipmi") or {})
+        stored = options_schema(node.driver).parse(node.driver_options or {})
+        bmc = stored.bmc or Bmc(kind=DEFAULT_BMC_KIND)
         initial = {"management_address": node.management_address,
                    "fabric_group": node.fabric_group, "fabric_address": node.fabric_address,
                    "nvme_devices": " ".join(node.nvme_devices or ()),
-                   "wipe_method": node.wipe_method, "host_key": options.get("host_key", ""),
-                   "login_user": options.get("login_user", ""),
-                   "bmc_address": ipmi.get("address", "") if isinstance(ipmi, dict) else "",
-                   "bmc_user": ipmi.get("user", "") if isinstance(ipmi, dict) else "",
-                   "bmc_kind": kind, "bmc_system_id": redfish.get("system_id", ""),
-                   "test_host": options.get("test_host") is True, "notes": node.notes}
+                   "wipe_method": node.wipe_method, "host_key": stored.host_key_text,
+                   "login_user": stored.login_user or "", "bmc_kind": bmc.kind,
+                   "bmc_address": bmc.address, "bmc_user": bmc.user,
+                   "bmc_system_id": bmc.system_id or "", "test_host": stored.test_host is True,
+                   "notes": node.notes}
         super().__init__(*args, initial=initial, **kwargs)
         self.node = node
 

@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from portal.catalog.models import ServerSKU
+from provisioning.drivers import simulated_driver_names
 from provisioning.models import Node, NodeEvent
 from provisioning.states import NodeState, WipeMethod
 
@@ -27,13 +28,16 @@ class Command(BaseCommand):
     def handle(self, *args, per_sku: int, delay_scale: float | None, **options):
         if settings.PRODUCTION:
             raise CommandError("seed_nodes enrols simulated nodes; TRAINYARD_ENV is production.")
+        simulated = simulated_driver_names()
+        if not simulated:
+            raise CommandError("NODE_DRIVERS has no simulated driver to seed nodes with.")
         created = 0
         extra = {} if delay_scale is None else {"delay_scale": delay_scale}
         for sku in ServerSKU.objects.filter(is_active=True):
             for i in range(1, per_sku + 1):
                 hostname = f"sim-{sku.slug}-{i:02d}"
                 node, new = Node.objects.get_or_create(hostname=hostname, defaults={
-                    "sku": sku, "management_address": simulated_address(hostname), "driver": "simulated",
+                    "sku": sku, "management_address": simulated_address(hostname), "driver": simulated[0],
                     "driver_options": extra, "fabric_group": f"sim-{sku.slug}",
                     "nvme_devices": ["/dev/nvme0n1", "/dev/nvme1n1"], "wipe_method": WipeMethod.DISCARD,
                     "state": NodeState.READY,
@@ -44,4 +48,4 @@ class Command(BaseCommand):
                                              to_state=NodeState.READY, note="seed_nodes")
                     created += 1
         self.stdout.write(f"simulated nodes: {created} enrolled, "
-                          f"{Node.objects.filter(driver='simulated').count()} in total")
+                          f"{Node.objects.filter(driver__in=simulated).count()} in total")

@@ -1,0 +1,113 @@
+"""The shape of ``Node.driver_options``: what Trainyard itself reads there (``NodeOptions``) and what
+each driver declares it reads of a node (``OptionsSchema``). Everything else in the JSON is the
+driver's own (an ssh port, a simulated node's delays) and passes ``parse``/``dump`` untouched.
+
+``schema.dump(schema.parse(stored), stored) == stored``: a node's options read and written back
+keep their keys and nesting, so existing nodes keep working."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from provisioning.power.bmc import Bmc, dump_bmc, parse_bmc
+
+_HOST_KEY, _LOGIN_USER, _TEST_HOST, _FABRIC_ADDRESS = "host_key", "login_user", "test_host", "fabric_address"
+
+
+@dataclass(frozen=True)
+class NodeOptions:
+    """What Trainyard reads of a node's driver options; None: not stored."""
+
+    host_key: str | tuple[str, ...] | None = None  # pinned: key lines or SHA256: fingerprints
+    login_user: str | None = None  # the account customers log in with (else the setting's)
+    test_host: bool | None = None  # a declared CPU test host: no GPUs, power never switched
+    bmc: Bmc | None = None
+    engine_machine: str | None = None  # the node's machine in its imaging engine
+    fabric_address: str | None = None  # older nodes keep it here, not in Node.fabric_address
+
+    @property
+    def host_key_text(self) -> str:
+        """The pins as one text, a line each (what the forms show and check)."""
+        if isinstance(self.host_key, tuple):
+            return "\n".join(self.host_key)
+        return self.host_key or ""
+
+
+@dataclass(frozen=True)
+class OptionsSchema:
+    """What a driver reads of a node besides its address, declared by the driver: the enrol form
+    and its checks, the node page and the stack inputs ask this, never the driver's name."""
+
+    host_key: bool = False  # a pinned SSH host key, required at enrolment
+    login_user: bool = False  # the account customers log in with (else the setting's)
+    bmc: bool = False  # a BMC address and user for power control, optional
+    fabric_from_management: bool = False  # no fabric of its own: the management host stands in
+    engine: bool = False  # an imaging engine installs and erases the node: its state is shown
+    # Where a node names its machine in the engine: ("ironic", "node") is options["ironic"]["node"].
+    engine_machine: tuple[str, ...] = ()
+
+    def parse(self, driver_options: Mapping[str, Any]) -> NodeOptions:
+        """A node's options (stored, or merged over the settings') as typed values. Lenient, as
+        the drivers are: a flag that is not true or false reads as not stored."""
+        options = driver_options if isinstance(driver_options, Mapping) else {}
+        return NodeOptions(host_key=_host_key(options.get(_HOST_KEY)),
+                           login_user=_text(options.get(_LOGIN_USER)),
+                           test_host=_flag(options.get(_TEST_HOST)),
+                           bmc=parse_bmc(options),
+                           engine_machine=_text(_read(options, self.engine_machine)),
+                           fabric_address=_text(options.get(_FABRIC_ADDRESS)))
+
+    def dump(self, options: NodeOptions, base: Mapping[str, Any]) -> dict[str, Any]:
+        """``base`` (a node's stored options) with ``options`` in place of what ``parse`` reads;
+        the driver's own keys stay as they are. ``base`` is not changed."""
+        out = dict(base or {})
+        host_key = list(options.host_key) if isinstance(options.host_key, tuple) else options.host_key
+        for key, value in ((_HOST_KEY, host_key), (_LOGIN_USER, options.login_user),
+                           (_TEST_HOST, options.test_host), (_FABRIC_ADDRESS, options.fabric_address)):
+            _put(out, (key,), value)
+        dump_bmc(options.bmc, out)
+        if self.engine_machine:
+            _put(out, self.engine_machine, options.engine_machine)
+        return out
+
+
+def _read(options: Mapping, path: tuple[str, ...]):
+    for key in path:
+        if not isinstance(options, Mapping):
+            return None
+        options = options.get(key)
+    return options if path else None
+
+
+def _put(options: dict, path: tuple[str, ...], value) -> None:
+    """Sets (None: removes) ``options[path[0]]…[path[-1]]``, copying each object on the way."""
+    key, rest = path[0], path[1:]
+    if not rest:
+        if value is None:
+            options.pop(key, None)
+        else:
+            options[key] = value
+        return
+    inner = options.get(key)
+    if not isinstance(inner, Mapping):
+        if value is None:
+            return
+        inner = {}
+    options[key] = dict(inner)
+    _put(options[key], rest, value)
+
+
+def _host_key(value) -> str | tuple[str, ...] | None:
+    if isinstance(value, (list, tuple)):
+        return tuple(str(v) for v in value)
+    return _text(value)
+
+
+def _text(value) -> str | None:
+    return None if value is None else str(value)
+
+
+def _flag(value) -> bool | None:
+    return value if isinstance(value, bool) else None

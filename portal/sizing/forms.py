@@ -5,9 +5,10 @@ import re
 
 from django import forms
 
+from portal.catalog.pricing import usd_json
 from portal.core.forms import VisibleTextMixin
 from portal.sizing import services
-from portal.sizing.estimator.config import LIMITS
+from portal.sizing.estimator.config import FINETUNE, LIMITS, OPTIMIZERS, PRECISIONS
 from portal.sizing.recommend import Goal, SearchOptions, Workload
 from portal.sizing.recommend.types import CHECKPOINTING, MAX_TOKENS, NODE_COUNTS, PP_SIZES, TP_SIZES
 
@@ -20,13 +21,27 @@ STEPS = (
     ("results", "Results", ()),
 )
 STEP_NAMES = tuple(s[0] for s in STEPS)
-ADVANCED = {"optimizer", "lora_rank", "strategy", "tp", "pp", "checkpointing", "max_nodes", "train_tokens"}
 BYTES_PER_TOKEN_GUESS = 4  # raw text is about 4 bytes per token for English and code
 ANY = ""
 
 STRATEGY_CHOICES = [(ANY, "Any (let the recommender choose)"), ("ddp", "DDP"), ("zero1", "ZeRO-1"),
                     ("zero2", "ZeRO-2"), ("fsdp", "FSDP full shard"), ("zero3", "ZeRO-3"),
                     ("zero3-offload", "ZeRO-3 + CPU offload")]
+# How the wizard labels the estimator's options (estimator/config.py declares the values; a value
+# without a label here fails tests/sizing/test_wizard_choices.py). In the order shown.
+FINETUNE_LABELS = {"full": "Full fine-tuning / pre-training", "lora": "LoRA adapters",
+                   "qlora": "QLoRA (4-bit base)"}
+PRECISION_LABELS = {"bf16-mixed": "BF16 mixed precision", "fp16-mixed": "FP16 mixed precision",
+                    "bf16": "Pure BF16", "fp8": "FP8 (Hopper and newer)", "fp32": "FP32"}
+OPTIMIZER_LABELS = {"adamw": "AdamW", "adamw-8bit": "AdamW 8-bit", "adafactor": "Adafactor", "lion": "Lion",
+                    "sgd-momentum": "SGD with momentum"}
+
+
+def option_choices(values: tuple[str, ...], labels: dict[str, str]) -> list[tuple[str, str]]:
+    """The choices of one of the estimator's option lists: its values, labelled and in the order
+    of ``labels`` (a value it lacks is shown as itself, after the others)."""
+    order = {value: i for i, value in enumerate(labels)}
+    return [(v, labels.get(v, v)) for v in sorted(values, key=lambda v: order.get(v, len(order)))]
 
 
 def parse_count(text: str) -> int:
@@ -82,18 +97,15 @@ class WizardForm(VisibleTextMixin, forms.Form):
     # Step 2: training setup
     finetune = forms.ChoiceField(
         label="Training method", initial="full", widget=forms.RadioSelect,
-        choices=[("full", "Full fine-tuning / pre-training"), ("lora", "LoRA adapters"),
-                 ("qlora", "QLoRA (4-bit base)")])
-    precision = forms.ChoiceField(label="Precision", initial="bf16-mixed", choices=[
-        ("bf16-mixed", "BF16 mixed precision"), ("fp16-mixed", "FP16 mixed precision"),
-        ("bf16", "Pure BF16"), ("fp8", "FP8 (Hopper and newer)"), ("fp32", "FP32")])
+        choices=option_choices(FINETUNE, FINETUNE_LABELS))
+    precision = forms.ChoiceField(label="Precision", initial="bf16-mixed",
+                                  choices=option_choices(PRECISIONS, PRECISION_LABELS))
     seq_len = forms.IntegerField(label="Sequence length (tokens)", initial=4096, min_value=128,
                                  max_value=131072)
     global_batch_seqs = forms.IntegerField(label="Global batch (sequences)", initial=256, min_value=1,
                                            max_value=65536, help_text="Sequences per optimizer step.")
-    optimizer = forms.ChoiceField(label="Optimizer", initial="adamw", choices=[
-        ("adamw", "AdamW"), ("adamw-8bit", "AdamW 8-bit"), ("adafactor", "Adafactor"), ("lion", "Lion"),
-        ("sgd-momentum", "SGD with momentum")])
+    optimizer = forms.ChoiceField(label="Optimizer", initial="adamw",
+                                  choices=option_choices(OPTIMIZERS, OPTIMIZER_LABELS))
     lora_rank = forms.IntegerField(label="LoRA rank", initial=16, min_value=1, max_value=1024)
     strategy = forms.ChoiceField(label="Parallel strategy", initial=ANY, required=False,
                                  choices=STRATEGY_CHOICES)
@@ -128,8 +140,8 @@ class WizardForm(VisibleTextMixin, forms.Form):
                  ("deadline", "Cheapest within a deadline"), ("budget", "Fastest within a budget")])
     deadline_hours = forms.FloatField(label="Deadline (hours)", initial=24, min_value=0.1, required=False,
                                       max_value=LIMITS["deadline_hours"][1])
-    budget_usd = forms.FloatField(label="Budget (USD)", initial=1000, min_value=1, required=False,
-                                  max_value=LIMITS["budget_usd"][1])
+    budget_usd = forms.DecimalField(label="Budget (USD)", initial=1000, min_value=1, required=False,
+                                    max_value=LIMITS["budget_usd"][1], decimal_places=2)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -264,7 +276,7 @@ class WizardForm(VisibleTextMixin, forms.Form):
         if d["goal"] == "deadline":
             out["deadline_hours"] = d["deadline_hours"]
         if d["goal"] == "budget":
-            out["budget_usd"] = d["budget_usd"]
+            out["budget_usd"] = usd_json(d["budget_usd"])
         return out
 
 

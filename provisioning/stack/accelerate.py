@@ -6,12 +6,13 @@ through Accelerate), one per node (``machine_rank``).
 processes, this node's rank, the first node's fabric address and port, static rendezvous).
 
 FSDP2: ``fsdp_version: 2``; ``fsdp_reshard_after_forward`` true for full/hybrid sharding (ZeRO-3
-like) and false for ``fsdp-shard-grad-op`` (ZeRO-2 like); the auto-wrap class is the model
-family's decoder layer; activation checkpointing as every stack renders the plan's policy
-(Accelerate has whole-layer checkpointing only: ``full`` renders true; ``selective`` renders false
-under SDPA/FlashAttention, which keep no attention scores; op-level ``selective-op`` is refused by
-the stack check); bf16 mixed precision (fp16 for an fp16 plan, none for fp32). Hybrid sharding
-shards within a node and replicates across nodes (Accelerate's ``parallelism_config``).
+like) and false for ``fsdp-shard-grad-op`` (ZeRO-2 like); the auto-wrap class is the decoder layer
+of the model's Hugging Face ``model_type`` (``configs_common.layer_class``); activation
+checkpointing as every stack renders the plan's policy (Accelerate has whole-layer checkpointing
+only: ``full`` renders true; ``selective`` renders false under SDPA/FlashAttention, which keep no
+attention scores; op-level ``selective-op`` is refused by the stack check); bf16 mixed precision
+(fp16 for an fp16 plan, none for fp32). Hybrid sharding shards within a node and replicates
+across nodes (Accelerate's ``parallelism_config``).
 
 DeepSpeed: ``distributed_type: DEEPSPEED`` with ``deepspeed_config_file`` pointing at
 ``deepspeed.json`` (which then holds every DeepSpeed setting: Accelerate refuses the same
@@ -26,7 +27,6 @@ import yaml
 from provisioning.stack.configs_common import layer_class
 from provisioning.stack.inputs import StackInputs
 
-CONFIG_PATH = "/etc/trainyard/accelerate.yaml"
 DEEPSPEED_JSON = "/etc/trainyard/deepspeed.json"
 
 
@@ -59,7 +59,7 @@ def accelerate_config(inputs: StackInputs) -> dict:
     fsdp = {
         "fsdp_version": 2,
         "fsdp_auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
-        "fsdp_transformer_layer_cls_to_wrap": layer_class(t.model, t.family),
+        "fsdp_transformer_layer_cls_to_wrap": layer_class(t.model_type),
         "fsdp_reshard_after_forward": t.sharding != "fsdp-shard-grad-op",
         "fsdp_activation_checkpointing": t.activation_checkpointing != "none",
         "fsdp_offload_params": t.offload != "none",

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-# Transformers' decoder-layer class per model name prefix: what FSDP2 wraps as one unit.
-LAYER_CLASSES = (("mixtral", "MixtralDecoderLayer"), ("mistral", "MistralDecoderLayer"),
-                 ("qwen2", "Qwen2DecoderLayer"), ("qwen3", "Qwen3DecoderLayer"),
-                 ("llama", "LlamaDecoderLayer"), ("gemma", "GemmaDecoderLayer"),
-                 ("gpt2", "GPT2Block"), ("bert", "BertLayer"))
-FAMILY_LAYER_CLASSES = {"llama": "LlamaDecoderLayer", "gpt2": "GPT2Block", "bert": "BertLayer"}
+# Transformers' decoder-layer class per Hugging Face model_type (ModelSpec.model_type, every
+# type the estimator reads: estimator.models.MODEL_TYPES): what FSDP2 wraps as one unit.
+LAYER_CLASSES = {"llama": "LlamaDecoderLayer", "mistral": "MistralDecoderLayer",
+                 "qwen2": "Qwen2DecoderLayer", "mixtral": "MixtralDecoderLayer",
+                 "gpt2": "GPT2Block", "bert": "BertLayer"}
 
 
-def layer_class(model: str, family: str) -> str:
-    name = model.lower()
-    for prefix, cls in LAYER_CLASSES:
-        if name.startswith(prefix):
-            return cls
-    return FAMILY_LAYER_CLASSES.get(family, "LlamaDecoderLayer")
+def layer_class(model_type: str) -> str:
+    """The decoder-layer class of a model_type (``stacks.model_type_of`` reads a plan's)."""
+    try:
+        return LAYER_CLASSES[model_type]
+    except KeyError:
+        raise ValueError(f"no decoder-layer class is known for model_type {model_type!r}; "
+                         f"known: {', '.join(LAYER_CLASSES)}") from None

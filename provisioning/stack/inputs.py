@@ -39,16 +39,25 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from portal.sizing.estimator.config import WEIGHT_SHARDING
+from portal.sizing.estimator.config import (
+    ATTENTION,
+    CHECKPOINTING_POLICIES,
+    FINETUNE,
+    OFFLOAD,
+    PRECISIONS,
+    SHARDING,
+    WEIGHT_SHARDING,
+)
 from portal.sizing.recommend.stacks import (
     Needs,
     llama3_flavour,
     missing,
     model_family,
+    model_type_of,
     preset_spec,
     rendered_checkpointing,
 )
-from provisioning.drivers import is_test_host, options_schema
+from provisioning.drivers import is_test_host, node_options, options_schema
 from provisioning.stack.packages import CONSTRAINTS, stack_packages, tracker_packages
 
 MASTER_PORT = 29500
@@ -65,7 +74,8 @@ class TrainingSettings:
     """The plan's training layout, every value checked and defaulted."""
 
     model: str = DEFAULT_MODEL
-    family: str = "llama"  # the estimator's family (llama | gpt2 | bert): layer classes
+    family: str = "llama"  # the estimator's family (llama | gpt2 | bert): LoRA targets, task
+    model_type: str = "llama"  # Hugging Face model_type (stacks.model_type_of): decoder-layer class
     architecture: str | None = "llama3"  # MODEL_FAMILIES key (stacks.model_family); None: unknown
     titan_flavour: str | None = "8B"  # torchtitan llama3 flavour of exactly this architecture
     micro_batch: int = 1
@@ -165,15 +175,6 @@ def checkpoint_interval(*, step_seconds: float, train_steps: int) -> int:
     return every
 
 
-SHARDING = ("none", "zero1", "zero2", "zero3", "fsdp-full-shard", "fsdp-shard-grad-op",
-            "fsdp-hybrid")
-OFFLOAD = ("none", "optimizer", "optimizer+params")
-CHECKPOINTING = ("none", "selective", "full", "selective-op")
-ATTENTION = ("eager", "sdpa", "flash")
-PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16", "fp8")
-FINETUNE = ("full", "lora", "qlora")
-
-
 def training_settings(plan: Any, strategy: str, *, world_size: int = 1) -> TrainingSettings:
     """The settings of a (possibly empty or partial) plan dict for an ordered world of
     ``world_size`` GPUs; ValueError for a wrong value or a layout that does not fit the world."""
@@ -185,7 +186,7 @@ def training_settings(plan: Any, strategy: str, *, world_size: int = 1) -> Train
         "tp": _whole(plan, "tp"), "pp": _whole(plan, "pp"), "cp": _whole(plan, "cp"),
         "seq_len": _whole(plan, "seq_len"), "hidden_size": _whole(spec, "hidden_size"),
         "sharding": _choice(plan, "sharding", SHARDING), "offload": _choice(plan, "offload", OFFLOAD),
-        "checkpointing": _choice(plan, "checkpointing", CHECKPOINTING),
+        "checkpointing": _choice(plan, "checkpointing", CHECKPOINTING_POLICIES),
         "attention": _choice(plan, "attention", ATTENTION),
         "precision": _choice(plan, "precision", PRECISIONS),
         "finetune": _choice(plan, "finetune", FINETUNE), "lora_rank": _whole(plan, "lora_rank"),
@@ -197,6 +198,8 @@ def training_settings(plan: Any, strategy: str, *, world_size: int = 1) -> Train
     model = values.get("model", DEFAULT_MODEL)
     if "family" not in values:  # a plan stored without its spec: the preset's, by the model's name
         values["family"] = (preset_spec(model) or {}).get("family") or "llama"
+    # the spec's model_type; a plan stored before specs carried one: model_type_of's fallback
+    values["model_type"] = model_type_of(model, {**spec, "family": values["family"]}) or base.model_type
     spec_or_preset = spec if spec.get("family") else None
     values["architecture"] = model_family(model, spec_or_preset)
     values["titan_flavour"] = _titan_flavour(model, spec_or_preset)
@@ -347,8 +350,8 @@ class StackInputs:
 def fabric_address(node) -> str:
     """The node's address on the cluster fabric: its ``fabric_address`` field or driver option.
     A node whose driver has no fabric of its own (simulated): its management host stands in."""
-    value = getattr(node, "fabric_address", "") or (node.driver_options or {}).get("fabric_address", "")
-    if not value and options_schema(getattr(node, "driver", "")).fabric_from_management:
+    value = getattr(node, "fabric_address", "") or node_options(node).fabric_address
+    if not value and options_schema(node.driver).fabric_from_management:
         value = (node.management_address or "").rsplit(":", 1)[0]
     return str(value or "").strip()
 

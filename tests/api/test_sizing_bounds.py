@@ -3,6 +3,7 @@ is a 400 that names the field and the bound, never a 500 (issue 28: `lora_rank: 
 decimal.InvalidOperation in the pricing). The bounds are the sizing layer's own
 (portal.sizing.estimator.config.LIMITS), which also refuses them with a ValueError."""
 
+import json
 from decimal import Decimal
 
 import pytest
@@ -116,3 +117,22 @@ def test_the_wizard_bounds_what_it_did_not(client, catalog):
     form = WizardForm(data | {"dataset_files": 10**30, "goal": "budget", "budget_usd": 1e308})
     assert not form.is_valid()
     assert "dataset_files" in form.errors and "budget_usd" in form.errors
+
+
+def test_a_budget_is_money_as_written_from_the_wizard_and_the_api(catalog):
+    """The budget is read as a Decimal, never through a float: the goal gets the cents written,
+    the stored inputs the same amount, and the wizard says so for sub-cent digits."""
+    from portal.sizing.forms import WizardForm
+
+    data = {name: field.initial for name, field in WizardForm.base_fields.items()
+            if field.initial is not None} | {"goal": "budget"}
+    form = WizardForm(data | {"budget_usd": "1234.56"})
+    assert form.is_valid(), form.errors
+    assert form.cleaned_data["budget_usd"] == Decimal("1234.56")
+    assert form.goal_spec().budget_usd == Decimal("1234.56")
+    assert json.loads(json.dumps(form.summary()))["budget_usd"] == 1234.56
+    assert WizardForm(data | {"budget_usd": "10.005"}).errors["budget_usd"]
+    goal = s.GoalInputSerializer(data={"kind": "budget", "budget_usd": 1234.56})
+    assert goal.is_valid(), goal.errors
+    assert goal.validated_data["budget_usd"] == Decimal("1234.56")
+    assert isinstance(goal.validated_data["budget_usd"], Decimal)

@@ -2,6 +2,7 @@
 
 import datetime
 import json
+from functools import partial
 
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
@@ -360,7 +361,9 @@ class EstimateInputSerializer(ModelInputMixin):
 class GoalInputSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=rec_types.GOALS, default=WIZARD_GOAL)
     deadline_hours = limited("deadline_hours", number=serializers.FloatField, required=False)
-    budget_usd = limited("budget_usd", number=serializers.FloatField, required=False)
+    budget_usd = limited("budget_usd", number=partial(serializers.DecimalField, max_digits=None,
+                                                       decimal_places=None, coerce_to_string=False),
+                         required=False)  # money: a Decimal of the number as written
 
 
 SHORTHAND_GOALS = ("fastest", "cheapest")

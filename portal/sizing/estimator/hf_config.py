@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .models import ModelSpec
+from .models import MODEL_TYPES, ModelSpec
 
-LLAMA_TYPES = ("llama", "mistral", "qwen2", "mixtral")
+LLAMA_TYPES = tuple(t for t, family in MODEL_TYPES.items() if family == "llama")
 
 
 def _need(cfg: dict[str, Any], *keys: str) -> Any:
@@ -17,61 +17,69 @@ def _need(cfg: dict[str, Any], *keys: str) -> Any:
 
 
 def model_from_hf_config(cfg: dict[str, Any], name: str = "") -> ModelSpec:
-    """Llama/Mistral/Qwen2 (incl. grouped-query attention), Mixtral (MoE), GPT-2 and BERT."""
+    """Llama/Mistral/Qwen2 (incl. grouped-query attention), Mixtral (MoE), GPT-2 and BERT; the
+    spec keeps config.json's ``model_type`` (what the stacks read for the architecture)."""
     if not isinstance(cfg, dict):
         raise ValueError("config must be a JSON object (the contents of config.json)")
     model_type = cfg.get("model_type")
     name = str(name or cfg.get("_name_or_path") or model_type)
-    if model_type in LLAMA_TYPES:
-        return ModelSpec(
-            name=name,
-            family="llama",
-            vocab_size=_need(cfg, "vocab_size"),
-            hidden_size=_need(cfg, "hidden_size"),
-            num_layers=_need(cfg, "num_hidden_layers"),
-            num_heads=_need(cfg, "num_attention_heads"),
-            num_kv_heads=cfg.get("num_key_value_heads") or 0,
-            head_dim=cfg.get("head_dim") or 0,
-            intermediate_size=_need(cfg, "intermediate_size"),
-            max_position_embeddings=cfg.get("max_position_embeddings") or 0,
-            tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
-            # Qwen2 always has q/k/v biases; Llama has them only with attention_bias.
-            qkv_bias=model_type == "qwen2" or bool(cfg.get("attention_bias", False)),
-            o_bias=model_type == "llama" and bool(cfg.get("attention_bias", False)),
-            mlp_bias=model_type == "llama" and bool(cfg.get("mlp_bias", False)),
-            num_experts=cfg.get("num_local_experts", 0) if model_type == "mixtral" else 0,
-            experts_per_token=cfg.get("num_experts_per_tok", 0) if model_type == "mixtral" else 0,
-            dropout=float(cfg.get("attention_dropout", 0.0) or 0.0),
+    builders = {"gpt2": _gpt2, "bert": _bert, **dict.fromkeys(LLAMA_TYPES, _llama)}
+    build = builders.get(model_type) if isinstance(model_type, str) else None
+    if build is None:
+        raise ValueError(
+            f"unsupported model_type {model_type!r}; supported: {', '.join(LLAMA_TYPES)}, gpt2, bert"
         )
-    if model_type == "gpt2":
-        hidden = _need(cfg, "n_embd", "hidden_size")
-        return ModelSpec(
-            name=name,
-            family="gpt2",
-            vocab_size=_need(cfg, "vocab_size"),
-            hidden_size=hidden,
-            num_layers=_need(cfg, "n_layer", "num_hidden_layers"),
-            num_heads=_need(cfg, "n_head", "num_attention_heads"),
-            intermediate_size=cfg.get("n_inner") or 4 * hidden,
-            max_position_embeddings=_need(cfg, "n_positions", "n_ctx"),
-            tie_word_embeddings=bool(cfg.get("tie_word_embeddings", True)),
-            dropout=float(cfg.get("resid_pdrop", 0.1)),
-            activation=cfg.get("activation_function", "gelu_new"),
-        )
-    if model_type == "bert":
-        return ModelSpec(
-            name=name,
-            family="bert",
-            vocab_size=_need(cfg, "vocab_size"),
-            hidden_size=_need(cfg, "hidden_size"),
-            num_layers=_need(cfg, "num_hidden_layers"),
-            num_heads=_need(cfg, "num_attention_heads"),
-            intermediate_size=_need(cfg, "intermediate_size"),
-            max_position_embeddings=cfg.get("max_position_embeddings", 512),
-            type_vocab_size=cfg.get("type_vocab_size", 2),
-            tie_word_embeddings=bool(cfg.get("tie_word_embeddings", True)),
-            dropout=float(cfg.get("hidden_dropout_prob", 0.1)),
-        )
-    raise ValueError(
-        f"unsupported model_type {model_type!r}; supported: {', '.join(LLAMA_TYPES)}, gpt2, bert"
+    return build(cfg, name, model_type)
+
+
+def _llama(cfg: dict[str, Any], name: str, model_type: str) -> ModelSpec:
+    return ModelSpec(
+        **_llama_shape(cfg, name, "llama", model_type),
+        num_kv_heads=cfg.get("num_key_value_heads") or 0,
+        head_dim=cfg.get("head_dim") or 0,
+        max_position_embeddings=cfg.get("max_position_embeddings") or 0,
+        tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
+        # Qwen2 always has q/k/v biases; Llama has them only with attention_bias.
+        qkv_bias=model_type == "qwen2" or bool(cfg.get("attention_bias", False)),
+        o_bias=model_type == "llama" and bool(cfg.get("attention_bias", False)),
+        mlp_bias=model_type == "llama" and bool(cfg.get("mlp_bias", False)),
+        num_experts=cfg.get("num_local_experts", 0) if model_type == "mixtral" else 0,
+        experts_per_token=cfg.get("num_experts_per_tok", 0) if model_type == "mixtral" else 0,
+        dropout=float(cfg.get("attention_dropout", 0.0) or 0.0),
     )
+
+
+def _gpt2(cfg: dict[str, Any], name: str, model_type: str) -> ModelSpec:
+    hidden = _need(cfg, "n_embd", "hidden_size")
+    return ModelSpec(
+        name=name,
+        family="gpt2",
+        model_type=model_type,
+        vocab_size=_need(cfg, "vocab_size"),
+        hidden_size=hidden,
+        num_layers=_need(cfg, "n_layer", "num_hidden_layers"),
+        num_heads=_need(cfg, "n_head", "num_attention_heads"),
+        intermediate_size=cfg.get("n_inner") or 4 * hidden,
+        max_position_embeddings=_need(cfg, "n_positions", "n_ctx"),
+        tie_word_embeddings=bool(cfg.get("tie_word_embeddings", True)),
+        dropout=float(cfg.get("resid_pdrop", 0.1)),
+        activation=cfg.get("activation_function", "gelu_new"),
+    )
+
+
+def _bert(cfg: dict[str, Any], name: str, model_type: str) -> ModelSpec:
+    return ModelSpec(
+        **_llama_shape(cfg, name, "bert", model_type),
+        max_position_embeddings=cfg.get("max_position_embeddings", 512),
+        type_vocab_size=cfg.get("type_vocab_size", 2),
+        tie_word_embeddings=bool(cfg.get("tie_word_embeddings", True)),
+        dropout=float(cfg.get("hidden_dropout_prob", 0.1)),
+    )
+
+
+def _llama_shape(cfg: dict[str, Any], name: str, family: str, model_type: str) -> dict[str, Any]:
+    """The fields Llama-style and BERT configs spell alike (``num_hidden_layers`` …)."""
+    return {"name": name, "family": family, "model_type": model_type,
+            "vocab_size": _need(cfg, "vocab_size"), "hidden_size": _need(cfg, "hidden_size"),
+            "num_layers": _need(cfg, "num_hidden_layers"), "num_heads": _need(cfg, "num_attention_heads"),
+            "intermediate_size": _need(cfg, "intermediate_size")}

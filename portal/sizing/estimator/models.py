@@ -13,11 +13,16 @@ from functools import lru_cache
 from .hashing import hash_once
 
 FAMILIES = ("llama", "gpt2", "bert")  # llama = RMSNorm + SwiGLU + RoPE (llama/mistral/qwen2/mixtral)
+# The Hugging Face architectures this estimator counts: config.json's ``model_type`` -> the family
+# whose tensors it has. The stacks read the model_type (the stack family, the decoder-layer class).
+MODEL_TYPES = {"llama": "llama", "mistral": "llama", "qwen2": "llama", "mixtral": "llama",
+               "gpt2": "gpt2", "bert": "bert"}
+# The model_type of a model known only by its family (model_from_params: no config.json).
+FAMILY_MODEL_TYPES = {"llama": "llama", "gpt2": "gpt2", "bert": "bert"}
 INT_FIELDS = ("vocab_size", "hidden_size", "num_layers", "num_heads", "intermediate_size", "num_kv_heads",
               "head_dim", "max_position_embeddings", "num_experts", "experts_per_token", "type_vocab_size",
               "params_override")
 BOOL_FIELDS = ("tie_word_embeddings", "qkv_bias", "o_bias", "mlp_bias")
-LORA_TARGETS_ALL = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 # The code that runs the model, for what its ops save for backward (activations.py):
 # "hf": the Hugging Face transformers modules; "trainyard-smoke": the Llama of
 # provisioning/acceptance/node/train_smoke.py, as its loops (train_smoke.train, the node
@@ -80,6 +85,9 @@ class ModelSpec:
     implementation: str = "hf"  # the model code: IMPLEMENTATIONS
     params_override: int = 0  # bare parameter count given by the user (model_from_params)
     source: str = field(default="", compare=False)
+    # config.json's model_type (MODEL_TYPES; "": not known). Out of comparison and hash, like
+    # source: the numbers depend on the architecture's numbers only, so caches stay shared.
+    model_type: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -111,6 +119,10 @@ class ModelSpec:
             raise ValueError(
                 f"experts_per_token must be between 1 and num_experts={self.num_experts}"
             )
+        if self.model_type and MODEL_TYPES.get(self.model_type) != self.family:
+            types = ", ".join(t for t, f in MODEL_TYPES.items() if f == self.family)
+            raise ValueError(f"model_type {self.model_type!r} is not of the {self.family} family;"
+                             f" use one of {types} (or leave it out)")
         if self.implementation not in IMPLEMENTATIONS:
             raise ValueError(f"implementation {self.implementation!r} is unknown; use one of"
                              f" {', '.join(IMPLEMENTATIONS)}")
@@ -132,7 +144,7 @@ class ModelSpec:
         for label in BOOL_FIELDS:
             if not isinstance(getattr(self, label), bool):
                 raise ValueError(f"{label} must be true or false, got {getattr(self, label)!r}")
-        for label in ("name", "activation", "implementation"):
+        for label in ("name", "activation", "implementation", "model_type"):
             if not isinstance(getattr(self, label), str):
                 raise ValueError(f"{label} must be text, got {getattr(self, label)!r}")
         d = self.dropout
@@ -273,11 +285,13 @@ def model_from_params(
     tie_word_embeddings: bool = False,
     max_position_embeddings: int = 4096,
     name: str = "custom",
+    model_type: str = "",
 ) -> ModelSpec:
     """A model known by its parameter count and shape.
 
     The MLP width is solved so that the architecture has ``params`` parameters (unless
     ``intermediate`` is given); the reported parameter count is exactly ``params``.
+    ``model_type`` defaults to the family's (FAMILY_MODEL_TYPES).
     """
     if params <= 0:
         raise ValueError(f"params must be positive, got {params}")
@@ -285,6 +299,7 @@ def model_from_params(
         name=name, family=family, vocab_size=vocab, hidden_size=hidden, num_layers=layers,
         num_heads=heads, num_kv_heads=kv_heads, intermediate_size=1,
         tie_word_embeddings=tie_word_embeddings, max_position_embeddings=max_position_embeddings,
+        model_type=model_type or FAMILY_MODEL_TYPES.get(family, ""),
     )
     if not intermediate:
         fixed = count_params(base).total

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_right
+from decimal import Decimal
 
 from portal.sizing.estimator import (
     ESTIMATOR_VERSION,
@@ -303,7 +304,7 @@ def _plan(x: Candidate, workload: Workload, catalog: CatalogData, model: ModelSp
         training_regime=regime[0], parallel_regime=regime[1], represents=est.represents,
         time_model="estimator", estimator_version=ESTIMATOR_VERSION,
         warnings=tuple(warnings), availability=availability, billed_hours=x.billing.billed_hours,
-        billing=x.billing.billing, price_per_month_usd=x.billing.per_month_usd or 0.0,
+        billing=x.billing.billing, price_per_month_usd=x.billing.per_month_usd or Decimal(0),
     )
 
 

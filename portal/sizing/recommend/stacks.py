@@ -7,7 +7,8 @@ LoRA, QLoRA, fp8, op-level checkpointing). A layout *needs* some of them; the re
 proposes a layout only with a stack that has them all, the configurator and the API refuse a
 stack that lacks one, with ``stack_problem``'s sentence, and the stack renderer checks again.
 
-A model's family is its architecture as the stacks build it (``model_family``): torchtitan
+A model's family is its architecture as the stacks build it (``model_family``), read from the
+Hugging Face ``model_type`` its spec carries (``model_type_of``), never from its name: torchtitan
 0.2.2 builds its own model definitions, and of those only llama3 at the shapes of its flavours
 (``LLAMA3_FLAVOURS``) is a model this portal sizes; the Hugging Face stacks build them all.
 """
@@ -20,6 +21,7 @@ from typing import Any
 
 from portal.catalog.capabilities import DATA_PARALLEL_KINDS, FEATURES, MODEL_FAMILIES
 from portal.sizing.estimator import get_preset, list_presets
+from portal.sizing.estimator.models import FAMILY_MODEL_TYPES, MODEL_TYPES
 
 from .strategies import BY_NAME
 
@@ -45,6 +47,8 @@ def _llama3_ffn(dim: int, multiplier: float, multiple_of: int) -> int:
 def llama3_flavour(spec: dict) -> str | None:
     """The torchtitan llama3 flavour whose architecture is exactly this model's, else None."""
     if spec.get("family") != "llama" or spec.get("num_experts") or spec.get("tie_word_embeddings"):
+        return None
+    if spec.get("model_type") not in (None, "", "llama"):
         return None
     if spec.get("qkv_bias") or spec.get("o_bias") or spec.get("mlp_bias"):
         return None
@@ -78,6 +82,36 @@ def family_of(model: Any) -> str | None:
     return model_family(model.name, {f: getattr(model, f) for f in fields}) if fields else None
 
 
+# The Hugging Face model_type (ModelSpec.model_type) -> the family the stacks build (a
+# MODEL_FAMILIES key); a llama of a torchtitan flavour's exact shape is "llama3".
+MODEL_TYPE_FAMILIES = {"llama": "llama", "mistral": "mistral", "qwen2": "qwen2", "mixtral": "mixtral",
+                       "gpt2": "gpt2", "bert": "bert"}
+
+
+def model_type_of(model: Any, spec: Any = None) -> str | None:
+    """The Hugging Face ``model_type`` of a plan's model (``model`` its name, ``spec`` its
+    ``model_spec`` dict); None when unknown.
+
+    The spec's own, when it names one of its family. A spec stored before specs carried it (no
+    ``model_type``) reads the preset's of that name (of the same family); else its estimator
+    family's, told apart within the llama family by what the spec's numbers say (config.json
+    parsing gives experts only to Mixtral, and q/k/v biases without an output bias only to
+    Qwen2). This is the one fallback."""
+    spec = spec if isinstance(spec, dict) else {}
+    own = spec.get("model_type")
+    if isinstance(own, str) and own and MODEL_TYPES.get(own) == spec.get("family"):
+        return own
+    family = spec.get("family")
+    preset = preset_spec(model) if isinstance(model, str) else None
+    if preset is not None and family in (None, preset["family"]):
+        return preset["model_type"]
+    if family == "llama" and spec.get("num_experts"):
+        return "mixtral"
+    if family == "llama" and spec.get("qkv_bias") and not spec.get("o_bias"):
+        return "qwen2"
+    return FAMILY_MODEL_TYPES.get(family) if isinstance(family, str) else None
+
+
 def model_family(model: Any, spec: Any = None) -> str | None:
     """The family (``MODEL_FAMILIES`` key) of a model from its spec (``ModelSpec`` fields as a
     dict, as a plan stores them) or, without one, the preset of that name; None when unknown
@@ -86,19 +120,10 @@ def model_family(model: Any, spec: Any = None) -> str | None:
         preset_spec(model) if isinstance(model, str) else None)
     if spec is None:
         return None
-    name = model.lower() if isinstance(model, str) else ""
-    family = spec.get("family")
-    if family in ("gpt2", "bert"):
-        return family
-    if family != "llama":
-        return None
-    if spec.get("num_experts"):
-        return "mixtral"
-    if spec.get("qkv_bias") and not spec.get("o_bias"):
-        return "qwen2"
-    if name.startswith("mistral"):
-        return "mistral"
-    return "llama3" if llama3_flavour(spec) else "llama"
+    family = MODEL_TYPE_FAMILIES.get(model_type_of(model, spec) or "")
+    if family == "llama" and llama3_flavour(spec):
+        return "llama3"
+    return family
 
 # The estimator's sharding value -> the stack's data-parallel kind that runs it. FSDP2 has no
 # SHARD_GRAD_OP: it is FULL_SHARD without resharding after forward, so a full-shard stack runs it.

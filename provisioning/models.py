@@ -13,6 +13,12 @@ def _default_driver() -> str:
     return settings.DEFAULT_NODE_DRIVER
 
 
+class NodeQuerySet(models.QuerySet):
+    def ready(self):
+        """Nodes in stock, which an order may take now: the one rule of "ready" (inventory's)."""
+        return self.filter(state=NodeState.READY)
+
+
 class Node(models.Model):
     """A bare-metal server in inventory. Its state changes only through
     ``provisioning.transitions.node_transition`` (one table: ``provisioning.states``)."""
@@ -60,6 +66,8 @@ class Node(models.Model):
     health_checked_at = models.DateTimeField(null=True, blank=True)
     health_failures = models.PositiveIntegerField(
         default=0, help_text="Failed health checks in a row up to the latest (0 when it passed).")
+
+    objects = NodeQuerySet.as_manager()
 
     class Meta:
         ordering = ["hostname"]

@@ -42,7 +42,7 @@ def order_rates(order: Order) -> Rates:
     line ``server_price`` puts last when the order has a priced bucket."""
     storage_h = storage_m = Decimal("0.00")
     lines = order.price_lines or []
-    if order.storage_provider_id and order.storage_tb and len(lines) > 1:
+    if order.has_priced_storage and len(lines) > 1:
         storage_h, storage_m = Decimal(lines[-1]["hourly"]), Decimal(lines[-1]["monthly"])
     return Rates(order.price_hourly - storage_h, order.price_monthly - storage_m,
                  storage_h, storage_m)

@@ -6,6 +6,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+def orders_a_bucket(provider_kind: str, storage_tb: int) -> bool:
+    """Whether storage of this provider kind ("" for none) and size orders a bucket: a provider
+    and a size, or the customer's own bucket (kind "custom", 0 TB)."""
+    return bool(provider_kind) and (bool(storage_tb) or provider_kind == "custom")
+
+
+def prices_a_bucket(provider: Any, storage_tb: int) -> bool:
+    """Whether the price has a storage line: a provider (any reference to one; None or "" for
+    none) and a size (the customer's own bucket, 0 TB, costs nothing)."""
+    return bool(provider) and bool(storage_tb)
+
+
 @dataclass(frozen=True)
 class CustomStorage:
     """The customer's own S3 bucket (provider kind "custom"): kept encrypted on quote and order."""
@@ -39,3 +51,11 @@ class Configuration:
     @property
     def storage_kind(self) -> str:
         return getattr(self.storage_provider, "kind", "") if self.storage_provider is not None else ""
+
+    @property
+    def has_object_storage(self) -> bool:
+        return orders_a_bucket(self.storage_kind, self.storage_tb)
+
+    @property
+    def has_priced_storage(self) -> bool:
+        return prices_a_bucket(self.storage_provider, self.storage_tb)

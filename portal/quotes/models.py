@@ -8,6 +8,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from portal.core.crypto import EncryptedTextField
+from portal.quotes.configuration import orders_a_bucket, prices_a_bucket
 from portal.quotes.rules import MAX_RETENTION_DAYS, MIN_RETENTION_DAYS
 
 QUOTE_VALID_DAYS = 14
@@ -45,12 +46,18 @@ class StorageChoice(models.Model):
         abstract = True
 
     @property
+    def _storage_kind(self) -> str:
+        return self.storage_provider.kind if self.storage_provider_id is not None else ""
+
+    @property
     def has_object_storage(self) -> bool:
-        """A bucket was ordered: a provider and a size, or the customer's own bucket (0 TB)."""
-        provider = self.storage_provider
-        if provider is None:
-            return False
-        return bool(self.storage_tb) or provider.kind == "custom"
+        """A bucket was ordered (quotes.configuration.orders_a_bucket)."""
+        return orders_a_bucket(self._storage_kind, self.storage_tb)
+
+    @property
+    def has_priced_storage(self) -> bool:
+        """The frozen price has a storage line (quotes.configuration.prices_a_bucket)."""
+        return prices_a_bucket(self.storage_provider_id, self.storage_tb)
 
     @property
     def is_custom_storage(self) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from portal.catalog.pricing import Price, Priced, PriceLine, PriceList, server_price, sold
-from portal.quotes.configuration import Configuration
+from portal.quotes.configuration import Configuration, prices_a_bucket
 
 
 def price(config: Configuration, price_list: PriceList | None = None) -> Price:
@@ -19,7 +19,7 @@ def price(config: Configuration, price_list: PriceList | None = None) -> Price:
     if network.price_monthly:
         per_node.append(Priced(network.name, network.price_monthly, key=_key("network", network)))
     shared = ()
-    if config.storage_provider is not None and config.storage_tb:
+    if config.has_priced_storage:
         provider = config.storage_provider
         shared = (Priced(f"Object storage {config.storage_tb} TB ({provider.name})",
                          provider.price_per_tb_monthly, quantity=config.storage_tb,
@@ -45,7 +45,7 @@ def selling_price(price: Price, markup: PriceList | None, *, server_key: str,
 def meter_keys(*, sku: str, storage: str | None, storage_tb: int) -> tuple[str, str]:
     """(server key, bucket key) of a quote or an order by its slugs: what its two meters (the
     nodes, the bucket) are marked up by; the bucket key "" when it has no priced bucket."""
-    return f"sku:{sku}", (f"storage:{storage}" if storage and storage_tb else "")
+    return f"sku:{sku}", (f"storage:{storage}" if prices_a_bucket(storage, storage_tb) else "")
 
 
 def configured_price(config: Configuration, price: Price, markup: PriceList | None) -> Price:

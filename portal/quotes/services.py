@@ -60,7 +60,7 @@ def quote_create(*, organisation, by, configuration: Configuration,
     if not evaluation.ok:
         raise ConfigurationError(evaluation.errors)
     price = evaluation.price
-    keeps_storage = bool(configuration.storage_tb) or configuration.storage_kind == "custom"
+    keeps_storage = configuration.has_object_storage
     return Quote.objects.create(
         organisation=organisation,
         created_by=by if getattr(by, "pk", None) else None,

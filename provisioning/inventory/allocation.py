@@ -40,7 +40,7 @@ class Pick:
 
 
 def _ready(sku):
-    return Node.objects.filter(sku=sku, state=NodeState.READY)
+    return Node.objects.ready().filter(sku=sku)
 
 
 def _shortage(order, *, count: int, ready: int, group_note: str = "") -> str:
@@ -71,10 +71,11 @@ class ReadyStock:
         return max((n for g, n in self.groups.items() if g), default=0)
 
 
-def ready_stock(sku_ids) -> dict[int, ReadyStock]:
-    """Ready nodes per SKU of ``sku_ids`` and per fabric group, in one query."""
-    rows = (Node.objects.filter(sku_id__in=list(sku_ids), state=NodeState.READY)
-            .values_list("sku_id", "fabric_group").annotate(n=Count("pk")).order_by())
+def ready_stock(sku_ids=None) -> dict[int, ReadyStock]:
+    """Ready nodes per SKU of ``sku_ids`` (None: every SKU with some) and per fabric group, in one
+    query."""
+    ready = Node.objects.ready() if sku_ids is None else Node.objects.ready().filter(sku_id__in=list(sku_ids))
+    rows = ready.values_list("sku_id", "fabric_group").annotate(n=Count("pk")).order_by()
     stock: dict[int, ReadyStock] = {}
     for sku_id, group, n in rows:
         entry = stock.get(sku_id, ReadyStock())
@@ -142,7 +143,7 @@ def _first_ready(sku_ids) -> dict[int, tuple[Node]]:
     """The ready node of each SKU that a single-node order takes (the first by hostname)."""
     if not sku_ids:
         return {}
-    rows = (Node.objects.filter(sku_id__in=list(sku_ids), state=NodeState.READY)
+    rows = (Node.objects.ready().filter(sku_id__in=list(sku_ids))
             .annotate(rank=Window(RowNumber(), partition_by=[F("sku_id")],
                                   order_by=[F("hostname").asc()]))
             .filter(rank=1))
@@ -157,7 +158,7 @@ def _first_ready_in_groups(wanted: set[tuple[int, str]], *,
     where = Q()
     for sku_id, group in wanted:
         where |= Q(sku_id=sku_id, fabric_group=group)
-    rows = (Node.objects.filter(where, state=NodeState.READY)
+    rows = (Node.objects.ready().filter(where)
             .annotate(rank=Window(RowNumber(), partition_by=[F("sku_id"), F("fabric_group")],
                                   order_by=[F("hostname").asc()]))
             .filter(rank__lte=most).order_by("sku_id", "fabric_group", "hostname"))

@@ -17,6 +17,7 @@ from provisioning.drivers import (
     driver_options,
     is_test_host,
     login_user_for,
+    node_options,
     options_schema,
 )
 from provisioning.drivers.ssh import host_key_fingerprints
@@ -73,7 +74,7 @@ def node_facts(node: Node) -> NodeFacts:
     bmc = bmc_label(options)
     return NodeFacts(schema=options_schema(node.driver), login_user=login_user_for(node),
                      test_host=is_test_host(node),
-                     host_key_fingerprints=host_key_fingerprints(options.get("host_key")),
+                     host_key_fingerprints=host_key_fingerprints(node_options(node).host_key),
                      bmc=bmc, baseline_entries=len(node.baseline or ()))
 
 
@@ -110,8 +111,7 @@ def node_last_health(node: Node) -> HealthCheck | None:
 
 def eligible_nodes_for(order) -> QuerySet[Node]:
     """Ready nodes staff may pick by hand for ``order``."""
-    return Node.objects.filter(sku=order.sku, state=NodeState.READY).order_by("fabric_group",
-                                                                              "hostname")
+    return Node.objects.ready().filter(sku=order.sku).order_by("fabric_group", "hostname")
 
 
 def inventory_summary() -> list[dict]:

@@ -23,5 +23,7 @@ S3_CREDENTIALS = f"{ETC}/s3-credentials"
 S3_ENV = f"{ETC}/s3.env"
 
 # systemd units the stack renders for an order (stopped and removed at hand-back).
-ORDER_UNITS = ("trainyard-checkpoint-sync.timer", "trainyard-checkpoint-sync.service",
-               "trainyard-tensorboard.service")
+SYNC_TIMER = "trainyard-checkpoint-sync.timer"
+SYNC_SERVICE = "trainyard-checkpoint-sync.service"
+TENSORBOARD_SERVICE = "trainyard-tensorboard.service"
+ORDER_UNITS = (SYNC_TIMER, SYNC_SERVICE, TENSORBOARD_SERVICE)

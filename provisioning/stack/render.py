@@ -14,7 +14,7 @@ from provisioning.stack.envfile import render_env, render_nccl_conf
 from provisioning.stack.inputs import StackInputs
 from provisioning.stack.launch import render_launch
 from provisioning.stack.packages import constraints_text
-from provisioning.stack.paths import BIN, ETC, UNITS
+from provisioning.stack.paths import BIN, ETC, SYNC_SERVICE, SYNC_TIMER, TENSORBOARD_SERVICE, UNITS
 from provisioning.stack.torchtitan import render_torchtitan
 from provisioning.stack.units import (
     render_restore_script,
@@ -26,7 +26,6 @@ from provisioning.stack.units import (
 )
 
 CONSTRAINTS_PATH = f"{ETC}/constraints.txt"
-SHELL_KINDS = ("bash",)
 
 
 @dataclass(frozen=True)
@@ -75,8 +74,7 @@ def render_files(inputs: StackInputs) -> tuple[RenderedFile, ...]:
     if inputs.constraints:
         files.append(RenderedFile("constraints.txt", CONSTRAINTS_PATH, constraints_text()))
     if inputs.tracker == "tensorboard":
-        files.append(RenderedFile("trainyard-tensorboard.service",
-                                  f"{UNITS}/trainyard-tensorboard.service",
+        files.append(RenderedFile(TENSORBOARD_SERVICE, f"{UNITS}/{TENSORBOARD_SERVICE}",
                                   render_tensorboard_unit(inputs), kind="systemd"))
     if inputs.storage:
         files += [
@@ -89,11 +87,8 @@ def render_files(inputs: StackInputs) -> tuple[RenderedFile, ...]:
         files += [
             RenderedFile("sync-checkpoints", f"{BIN}/sync-checkpoints",
                          render_sync_script(inputs), "0755", "bash"),
-            RenderedFile("trainyard-checkpoint-sync.service",
-                         f"{UNITS}/trainyard-checkpoint-sync.service",
-                         render_sync_service(inputs), kind="systemd"),
-            RenderedFile("trainyard-checkpoint-sync.timer",
-                         f"{UNITS}/trainyard-checkpoint-sync.timer",
-                         render_sync_timer(inputs), kind="systemd"),
+            RenderedFile(SYNC_SERVICE, f"{UNITS}/{SYNC_SERVICE}", render_sync_service(inputs),
+                         kind="systemd"),
+            RenderedFile(SYNC_TIMER, f"{UNITS}/{SYNC_TIMER}", render_sync_timer(inputs), kind="systemd"),
         ]
     return tuple(files)

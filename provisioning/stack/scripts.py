@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from provisioning.stack.bootstrap import requirements_key
 from provisioning.stack.packages import TOOLS_PACKAGES
+from provisioning.stack.paths import ORDER_UNITS
 from provisioning.stack.shell import node_script
 
 # Exit status of node_tools.sh when the node has no python3 (with venv): permanent.
@@ -32,7 +33,8 @@ def revoke_access_script() -> str:
 
 def sanitise_script() -> str:
     return node_script("sanitise", libs=("customer_account", "end_customer_processes",
-                                         "release_device", "walk"))
+                                         "release_device", "walk"),
+                       values={"TRAINYARD_ORDER_UNITS": ORDER_UNITS})
 
 
 def inventory_script() -> str:

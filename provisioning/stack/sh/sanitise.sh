@@ -18,7 +18,8 @@
 # elsewhere. A login user that is root, Trainyard's account or a system account is refused.
 # Re-runnable: what is already gone is skipped.
 # Environment: TRAINYARD_LOGIN_USER, TRAINYARD_WIPE_METHOD, TRAINYARD_DATA_DEVICES (space
-# separated); TRAINYARD_ROOT (tests: a scratch root).
+# separated); TRAINYARD_ROOT (tests: a scratch root). Header: TRAINYARD_ORDER_UNITS (the
+# order's systemd units, provisioning/stack/paths.py ORDER_UNITS).
 set -euo pipefail
 
 root="${TRAINYARD_ROOT:-}"
@@ -47,7 +48,7 @@ if [ "$account" = refused ]; then
 fi
 
 # 1. the order's units
-for unit in trainyard-checkpoint-sync.timer trainyard-checkpoint-sync.service trainyard-tensorboard.service; do
+for unit in "${TRAINYARD_ORDER_UNITS[@]}"; do
   if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$unit"; then
     systemctl stop "$unit"
     echo "stopped $unit"

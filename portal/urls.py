@@ -25,7 +25,7 @@ urlpatterns = [
     path("orders/", include("portal.orders.urls")),
     path("billing/", include("portal.billing.urls")),
     path("configure/", include("portal.quotes.urls")),
-    path("ops/billing/", include("portal.billing.urls_staff")),
+    path("ops/billing/", include("provisioning.staff.billing_urls")),
     path("ops/", include("provisioning.staff.urls")),
     path("api/v1/", include("portal.api.v1.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -1,6 +1,7 @@
 """E-mails of the accounts app, each sent by a Celery task queued after the commit (ids in):
 an invitation (sent once: the task claims ``Invitation.sent_at``), the link that verifies a new
-account's e-mail, the link that confirms a changed e-mail. Mail server blips (OSError) are
+account's e-mail, the link that confirms a changed e-mail, an e-mail to hosting staff by role
+(queued by ``portal.accounts.staff_notifications``). Mail server blips (OSError) are
 retried with backoff; the links are signed when the mail is written (``portal.accounts.tokens``),
 so no secret passes through the broker."""
 
@@ -10,6 +11,7 @@ import logging
 
 from celery import shared_task
 from django.conf import settings
+from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
@@ -87,6 +89,30 @@ def email_change_send_task(user_id: int, new_email: str) -> int:
         f"keeps its old address."])
     return mail.send(subject="[Trainyard] Confirm your new e-mail address", body=body,
                      to=[new_email])
+
+
+def staff_recipients(role: str) -> list[str]:
+    """E-mail addresses of the active staff with ``role`` (superusers hold every role)."""
+    users = User.objects.filter(Q(staff_role=role) | Q(is_superuser=True), is_active=True)
+    return sorted({u.email for u in users if u.email})
+
+
+STAFF_NOTIFY = {"acks_late": True, "autoretry_for": (OSError,), "max_retries": 3, "retry_backoff": True}
+
+
+@shared_task(name="accounts.staff_notify", **STAFF_NOTIFY)
+def staff_notify_task(role: str, subject: str, body: str) -> int:
+    """Sends one staff e-mail to everyone holding ``role`` (mail server blips are retried)."""
+    to = staff_recipients(role)
+    if not to:
+        return 0
+    return mail.send(subject=subject, body=body, to=to)
+
+
+# The old name (it lived in the orders app): e-mails queued before an upgrade are still sent.
+@shared_task(name="orders.staff_notify", **STAFF_NOTIFY)
+def staff_notify_old_name_task(role: str, subject: str, body: str) -> int:
+    return staff_notify_task(role, subject, body)
 
 
 @shared_task(name="accounts.retention", **RETENTION_TASK_OPTIONS)

@@ -5,7 +5,7 @@ from django.views.decorators.cache import never_cache
 
 from portal.core.health import health_report
 from portal.orders.selectors import customer_home
-from provisioning.staff.dashboard import staff_dashboard
+from provisioning.staff.home_views import staff_home
 
 DASHBOARD_ROWS = 5
 
@@ -14,7 +14,7 @@ def home(request):
     if not request.user.is_authenticated:
         return redirect("catalog:list")
     if request.user.is_hosting_staff:
-        return render(request, "staff_home.html", staff_dashboard(request.user, rows=DASHBOARD_ROWS))
+        return staff_home(request, rows=DASHBOARD_ROWS)
     return render(request, "home.html", customer_home(request.user, rows=DASHBOARD_ROWS))
 
 

@@ -3,33 +3,12 @@
 from __future__ import annotations
 
 from celery import shared_task
-from django.contrib.auth import get_user_model
-from django.db.models import Q
 from django.utils import timezone
 
-from portal.core import mail
 from portal.core.retention import RETENTION_TASK_OPTIONS
 from portal.orders.models import OrderEvent
 from portal.orders.notifications import order_event_notify
 from portal.orders.retention import quotes_prune
-
-APPROVERS, OPERATORS = "approver", "operator"
-
-
-def staff_recipients(role: str) -> list[str]:
-    """E-mail addresses of the active staff with ``role`` (superusers hold every role)."""
-    users = get_user_model().objects.filter(Q(staff_role=role) | Q(is_superuser=True), is_active=True)
-    return sorted({u.email for u in users if u.email})
-
-
-@shared_task(name="orders.staff_notify", acks_late=True, autoretry_for=(OSError,), max_retries=3,
-             retry_backoff=True)
-def staff_notify_task(role: str, subject: str, body: str) -> int:
-    """Sends one staff e-mail to everyone holding ``role`` (mail server blips are retried)."""
-    to = staff_recipients(role)
-    if not to:
-        return 0
-    return mail.send(subject=subject, body=body, to=to)
 
 
 @shared_task(name="orders.order_event_notify", acks_late=True, autoretry_for=(OSError,),

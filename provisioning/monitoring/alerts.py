@@ -15,8 +15,7 @@ from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from portal.orders.staff_notifications import staff_notify_later
-from portal.orders.tasks import OPERATORS
+from portal.accounts.staff_notifications import OPERATORS, staff_notify_later
 from provisioning.models import Node, NodeEvent
 from provisioning.monitoring.models import NodeAlert
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.db.models import F
 
-from portal.orders.staff_notifications import node_unhealthy_notify_staff
+from portal.accounts.staff_notifications import OPERATORS, staff_notify_later
 from provisioning.drivers import (
     DriverError,
     HealthReport,
@@ -161,3 +161,11 @@ def _tell_operators_if_new(node: Node, problems: list[str]) -> None:
     maintenance) failed, which runs in the background after the operator asked."""
     if node.health_ok is not False:  # the latest check (kept on the row) passed, or none yet
         node_unhealthy_notify_staff(node, problems)
+
+
+def node_unhealthy_notify_staff(node: Node, problems: list[str]) -> None:
+    """The operators' e-mail: this node failed its health check, with what failed and its page."""
+    staff_notify_later(role=OPERATORS, subject=f"Node {node.hostname} failed its health check",
+                       lines=[f"Node {node.hostname} ({node.sku.name}, {node.get_state_display()}) "
+                              f"failed its health check:", *[f"- {p}" for p in problems]],
+                       path=f"/ops/nodes/{node.pk}/")

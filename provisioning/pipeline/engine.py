@@ -41,12 +41,11 @@ from django.db.models.functions import Coalesce, Greatest
 from django.urls import reverse
 from django.utils import timezone
 
+from portal.accounts.staff_notifications import OPERATORS, staff_notify_later
 from portal.core.metrics import PROVISIONING_FAILURES, step_observe
 from portal.core.states import DomainError
 from portal.orders.models import Order
-from portal.orders.staff_notifications import staff_notify_later
 from portal.orders.states import OrderState
-from portal.orders.tasks import OPERATORS
 from portal.orders.transitions import order_transition
 from provisioning.drivers import DriverError, ExecutionStopped, Fence
 from provisioning.fulfilment.metering import order_meter

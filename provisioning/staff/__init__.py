@@ -1,2 +1,2 @@
-"""The staff console: the approval queue, runs, the node inventory, login lock-outs and the staff
-home's figures (views, forms and URLs under /ops/)."""
+"""The staff console: the staff home, the approval queue, runs, the node inventory, billing's staff
+pages (invoices, credit notes) and login lock-outs (views, forms, URLs and templates under /ops/)."""

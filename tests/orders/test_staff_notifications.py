@@ -4,7 +4,7 @@ staff navigation counts them."""
 
 from django.core import mail
 
-from portal.orders.tasks import staff_notify_task
+from portal.accounts.tasks import staff_notify_task
 from provisioning.monitoring.health import node_health_check
 from tests.factories import H100_SKU, approved_order, drain, make_node, staff, submitted_order
 

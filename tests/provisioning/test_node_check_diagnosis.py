@@ -7,8 +7,8 @@ import socket
 from django.core import mail
 from django.urls import reverse
 
+from portal.accounts.tasks import staff_notify_task
 from portal.catalog.models import ServerSKU
-from portal.orders.tasks import staff_notify_task
 from provisioning.models import Node
 from provisioning.monitoring.health import node_accept_if_healthy
 from provisioning.states import NodeState

@@ -6,8 +6,8 @@ hand-back. The simulated driver plays the node."""
 import pytest
 from django.core import mail
 
+from portal.accounts.tasks import staff_notify_task
 from portal.orders.services import order_place
-from portal.orders.tasks import staff_notify_task
 from portal.webhooks.models import WebhookEvent
 from portal.webhooks.services import endpoint_create
 from provisioning.drivers.simulated import read_journal

@@ -28,11 +28,11 @@ from botocore.exceptions import ClientError
 from django.core import mail
 
 from portal.accounts.services import ssh_key_add
+from portal.accounts.tasks import staff_notify_task
 from portal.catalog.models import NetworkOption, NvmeOption, ServerSKU
 from portal.orders.models import Order
 from portal.orders.services import order_place
 from portal.orders.states import OrderState
-from portal.orders.tasks import staff_notify_task
 from portal.quotes.configuration import Configuration
 from portal.quotes.services import quote_create
 from provisioning.fulfilment.approvals import order_approve

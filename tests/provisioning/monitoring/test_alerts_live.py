@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from django.core import mail
 
-from portal.orders.tasks import staff_notify_task
+from portal.accounts.tasks import staff_notify_task
 from provisioning.models import NodeEvent
 from provisioning.monitoring.alerts import nodes_needing_attention
 from provisioning.monitoring.models import NodeAlert

@@ -8,7 +8,7 @@ import json
 import pytest
 from django.core import mail
 
-from portal.orders.tasks import staff_notify_task
+from portal.accounts.tasks import staff_notify_task
 from provisioning.models import Node, NodeEvent
 from provisioning.monitoring.alerts import nodes_needing_attention
 from provisioning.monitoring.models import NodeAlert

@@ -1,5 +1,7 @@
-"""Staff billing pages (operators): drafts to review and finalise, issued documents, credit
-notes, closing last month by hand. Each action is a service that writes an audit row."""
+"""Billing's staff pages under /ops/billing/ (operators): drafts to review and finalise, issued
+documents, credit notes, closing last month by hand. Each action is a ``portal.billing`` service
+that writes an audit row; URLs in ``provisioning.staff.billing_urls`` (namespace
+``billing-staff``), templates in ``templates/staff/billing*.html``."""
 
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
@@ -19,7 +21,7 @@ from portal.core.states import DomainError
 @require_GET
 def staff_billing(request):
     documents = Invoice.objects.select_related("organisation", "credit_for")
-    return render(request, "billing/staff.html", {
+    return render(request, "staff/billing.html", {
         "drafts": documents.filter(state=Invoice.State.DRAFT).order_by("period_start", "pk")[:200],
         "issued": documents.filter(state=Invoice.State.ISSUED).order_by("-issued_at")[:50],
         "last_month": invoices.previous_month(timezone.now()),
@@ -31,7 +33,7 @@ def staff_billing(request):
 @require_GET
 def staff_invoice(request, pk: int):
     invoice = get_object_or_404(Invoice.objects.select_related("organisation", "credit_for"), pk=pk)
-    return render(request, "billing/staff_invoice.html", {
+    return render(request, "staff/billing_invoice.html", {
         **invoice_context(invoice), "events": invoice.events.select_related("actor"),
         "credit_form": CreditNoteForm() if invoice.is_issued and invoice.kind == "invoice" else None,
         "credit_notes": invoice.credit_notes.all()})
@@ -61,7 +63,7 @@ def staff_credit_note(request, pk: int):
             return redirect("billing-staff:invoice", pk=note.pk)
         except DomainError as exc:
             form.add_error(None, str(exc))
-    return render(request, "billing/staff_invoice.html", {
+    return render(request, "staff/billing_invoice.html", {
         **invoice_context(invoice), "events": invoice.events.select_related("actor"),
         "credit_form": form, "credit_notes": invoice.credit_notes.all()}, status=400)
 

@@ -18,6 +18,7 @@ import pytest
 
 from portal.accounts.models import Membership, Organisation, User
 from tests.factories import OrganisationFactory, member_of, staff, verified_login
+from tests.tenancy_world import tenants
 
 pytest_plugins = ["tests.provisioning.conftest_sshd", "tests.provisioning.storage.s3server",
                   "tests.security.outbound", "tests.engines.conftest_ironic"]
@@ -240,3 +241,17 @@ def sim_dir(tmp_path):
     path = tmp_path / "simulated"
     path.mkdir()
     return path
+
+
+@pytest.fixture
+def tenancy_world(catalog, people, monkeypatch):
+    """Organisation A (a reseller and its customer, one of every object) and two strangers B, for
+    the tenancy walks (tests/tenancy_world.py)."""
+    return tenants(people.olga, monkeypatch)
+
+
+@pytest.fixture(params=["reseller", "no reseller"])
+def stranger(request, tenancy_world):
+    """B's side that walks A (its key, its admin): an unrelated reseller's, or an organisation's
+    that is none."""
+    return tenancy_world.b_reseller[0] if request.param == "reseller" else tenancy_world.b_plain

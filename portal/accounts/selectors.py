@@ -1,6 +1,6 @@
 from django.db.models import Q, QuerySet
 
-from portal.accounts.models import Membership, Organisation, SSHKey
+from portal.accounts.models import ApiKey, Membership, Organisation, SSHKey
 from portal.accounts.principals import ApiKeyPrincipal
 
 
@@ -58,6 +58,13 @@ def primary_organisation(user) -> Organisation | None:
         Membership.objects.filter(user=user).select_related("organisation").order_by("pk").first()
     )
     return membership.organisation if membership else None
+
+
+def api_keys_of(user, organisation: Organisation) -> QuerySet[ApiKey]:
+    """``organisation``'s API keys, read through the tenancy rule (``tenant_filter``): none
+    where ``user`` does not see ``organisation``. The API passes the caller's own organisation,
+    so a reseller's key or admin lists and manages its own keys, not its customers'."""
+    return ApiKey.objects.filter(tenant_filter(user), organisation=organisation)
 
 
 def can_manage_api_keys(user, organisation: Organisation) -> bool:

@@ -10,6 +10,7 @@ from rest_framework.views import APIView
 
 from portal.accounts.authentication import ApiKeyAuthentication
 from portal.accounts.models import ApiKey
+from portal.accounts.selectors import api_keys_of
 from portal.accounts.services import api_key_issue, api_key_revoke, api_key_rotate
 from portal.api.authentication import SelfRotationReplayAuthentication
 from portal.api.idempotency import idempotent
@@ -21,7 +22,8 @@ from portal.api.v1.views.quotes import IDEMPOTENCY_KEY
 
 
 def _keys(request):
-    return ApiKey.objects.filter(organisation=own_organisation(request.user))
+    """The caller's own organisation's keys (a reseller's: not its customers'), through the rule."""
+    return api_keys_of(request.user, own_organisation(request.user))
 
 
 def _managed_key(request, prefix: str) -> ApiKey:

@@ -635,10 +635,9 @@ CELERY_BEAT_SCHEDULE |= {
 }
 CELERY_BEAT_SCHEDULE |= {
     # Orders whose customer-set "terminate at" time has passed are terminated (as a request would).
-    "billing-terminate-due": {"task": "billing.terminate_due", "schedule": 60.0,
-                              "options": {"expires": 60.0}},
+    "orders-terminate-due": {"task": "provisioning.terminate_due", "schedule": 60.0,
+                             "options": {"expires": 60.0}},
 }
-BILLING_TERMINATE_DUE = "provisioning.fulfilment.orders.orders_terminate_due"
 # --- Monitoring (docs/operations.md "Monitoring") -------------------------------------------
 # Prometheus stores the nodes' GPU metrics (dcgm-exporter) and node metrics (node_exporter); the
 # portal reads charts from it. Empty: every node's charts are the simulated series (`make run`).

@@ -8,5 +8,6 @@ class ProvisioningConfig(AppConfig):
 
     def ready(self):
         from provisioning import receivers  # models are loaded only once apps are ready
+        from provisioning.fulfilment import tasks  # noqa: F401 (registers the beat task)
 
         receivers.connect()

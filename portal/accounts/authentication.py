@@ -3,8 +3,6 @@ from rest_framework import authentication, exceptions
 from portal.accounts.principals import ApiKeyPrincipal
 from portal.accounts.services import api_key_authenticate
 
-ApiKeyUser = ApiKeyPrincipal  # the name views and tests knew
-
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):
     """`Authorization: Api-Key ty_<prefix>_<secret>` (or `Bearer ty_…`); the request acts for

@@ -2,9 +2,7 @@
 ``mail_tasks`` (the invoice services queue it)."""
 
 from celery import shared_task
-from django.conf import settings
 from django.utils import timezone
-from django.utils.module_loading import import_string
 
 from portal.billing import invoices, spend
 from portal.billing.mail_tasks import invoice_issued_notify_task  # noqa: F401 (registered with the worker)
@@ -19,10 +17,3 @@ def close_month_task() -> int:
 @shared_task(name="billing.spend_check", acks_late=True)
 def spend_check_task() -> int:
     return spend.spend_check_all()
-
-
-@shared_task(name="billing.terminate_due", acks_late=True)
-def terminate_due_task() -> int:
-    """Orders past their customer-set termination time; fulfilment terminates them (a dotted
-    path in settings: billing sits below fulfilment)."""
-    return len(import_string(settings.BILLING_TERMINATE_DUE)())

@@ -91,7 +91,8 @@ class CatalogRows:
     price_lists: tuple[PriceList, ...]
 
 
-def _load_rows() -> CatalogRows:
+def catalog_rows_now() -> CatalogRows:
+    """The catalog rows read now (uncached): what ``catalog_rows`` keeps until the catalog changes."""
     skus = (ServerSKU.objects.filter(is_active=True).select_related("gpu")
             .order_by("gpu__bf16_tflops", "gpu__memory_gb", "gpu_count"))
     lists = PriceList.objects.select_related("organisation").prefetch_related(
@@ -103,7 +104,7 @@ def _load_rows() -> CatalogRows:
 
 
 def catalog_rows() -> CatalogRows:
-    return catalog_cached("catalog.rows", _load_rows)
+    return catalog_cached("catalog.rows", catalog_rows_now)
 
 
 def sku_stock() -> dict[str, int]:

@@ -96,9 +96,9 @@ def catalog_from_seed(path: Path | str = SEED_PATH) -> CatalogData:
 
 def catalog_from_db() -> CatalogData:
     """The active catalog as stored (prices as the operator set them), read now, with stock."""
-    from portal.catalog.cache import _load_rows, sku_stock
+    from portal.catalog.cache import catalog_rows_now, sku_stock
 
-    return catalog_from_rows(_load_rows(), stock=sku_stock())
+    return catalog_from_rows(catalog_rows_now(), stock=sku_stock())
 
 
 def catalog_from_rows(rows, *, stock: dict[str, int] | None = None) -> CatalogData:

@@ -3,6 +3,7 @@ the database) instead of the whole history: the same figures, to the cent, as pr
 history of every meter (the computation it replaced), over random ledgers with pauses, month
 boundaries, price changes, several nodes and a bucket."""
 
+import importlib
 import random
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
@@ -119,3 +120,19 @@ def test_the_ledger_writes_each_intervals_measured_time_before_it(catalog, peopl
     assert len(rows) >= 8 and any(written.values())
     measured_before_set(rows)
     assert {row.pk: row.measured_before_us for row in rows} == written
+
+
+def test_the_migration_fills_what_the_service_works_out(catalog, people):
+    """Migration 0006 is frozen (it imports no live code): over random ledgers it fills in the
+    same measured time before each interval as ``measured_before_set`` works out."""
+    from django.apps import apps
+
+    fill = importlib.import_module("portal.billing.migrations.0006_usage_measured_before").fill
+    rng = random.Random(6)
+    for _ in range(3):
+        _random_ledger(rng, make_order(people.acme, state=OrderState.ACTIVE, node_count=2))
+    expected = {row.pk: row.measured_before_us for row in UsageInterval.objects.all()}
+    assert any(expected.values())
+    UsageInterval.objects.update(measured_before_us=0)
+    fill(apps, None)
+    assert {row.pk: row.measured_before_us for row in UsageInterval.objects.all()} == expected

@@ -8,10 +8,10 @@ from django.utils import timezone
 
 from portal.billing.models import TerminationDeadline, UsageInterval
 from portal.billing.services import order_deadline_set
-from portal.billing.tasks import terminate_due_task
 from portal.core.states import DomainError
 from portal.orders.states import OrderState
 from provisioning.fulfilment.orders import orders_terminate_due
+from provisioning.fulfilment.tasks import terminate_due_task
 from tests.factories import H100_SKU, approved_order, drain, make_node
 
 
@@ -39,7 +39,7 @@ def test_past_its_time_the_order_is_terminated_and_billing_stops(active, people)
     assert orders_terminate_due(now=at + timedelta(minutes=1)) == []  # once
 
 
-def test_the_beat_task_goes_through_the_settings_path(active, people):
+def test_the_beat_task_terminates_what_is_due(active, people):
     soon = timezone.now() + timedelta(minutes=10)
     order_deadline_set(order=active, terminate_at=soon, by=people.alice)
     TerminationDeadline.objects.filter(order=active).update(

@@ -2,14 +2,23 @@
 
 from django.db import migrations, models
 
-from portal.billing.services import measured_before_set
-
 
 def fill(apps, schema_editor):
-    """Every existing interval's measured time before it, meter by meter."""
+    """Every existing interval's measured time before it, meter by meter: the running sum of the
+    closed intervals before it (frozen here as billing.services.measured_before_set computed it)."""
     model = apps.get_model("billing", "UsageInterval")
-    model.objects.bulk_update(measured_before_set(list(model.objects.all())),
-                              ["measured_before_us"], batch_size=2000)
+    running, changed = {}, []
+    for row in model.objects.order_by("order_id", "kind", "meter", "started_at"):
+        key = (row.order_id, row.kind, row.meter)
+        before = running.get(key, 0)
+        if row.measured_before_us != before:
+            row.measured_before_us = before
+            changed.append(row)
+        if row.ended_at:
+            delta = row.ended_at - row.started_at
+            before += (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+        running[key] = before
+    model.objects.bulk_update(changed, ["measured_before_us"], batch_size=2000)
 
 
 class Migration(migrations.Migration):
@@ -24,5 +33,5 @@ class Migration(migrations.Migration):
             name='measured_before_us',
             field=models.BigIntegerField(default=0),
         ),
-            migrations.RunPython(fill, migrations.RunPython.noop),
+        migrations.RunPython(fill, migrations.RunPython.noop),
     ]

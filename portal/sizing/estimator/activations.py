@@ -259,19 +259,7 @@ def layer_terms(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> dic
         core["qkvo"] += kept_shard
         if adapted is not None:  # each adapter's lora_A output, saved by lora_B
             replicated += len(adapted) * tc.lora_rank * dt.act * T
-        if m.is_moe:
-            k, e = m.experts_per_token, m.num_experts
-            routing = (4 * e + 8 * k + 4 + 4 * k + 3 * 8 * k + 4 * k) * T
-            if dt.autocast:
-                routing += 2 * T * h  # router input cast
-            mlp = dt.act * T * k * (2 * h + 4 * inter) + routing
-        else:  # gate, silu(gate), up, product; compiled: silu is recomputed in backward
-            saved = 3 if fused else 4  # the product is down_proj's input: not kept for a frozen one
-            if adapted is not None and ("down_proj" not in adapted or tc.lora_dropout > 0):
-                saved -= 1
-            mlp = saved * dt.act * T * inter
-            if adapted is not None and "down_proj" in adapted and tc.lora_dropout > 0:
-                mlp += _dropped_copy(dt) * T * inter
+        mlp = _llama_mlp(m, tc, dt, T, adapted, fused)
     elif m.family == "gpt2":
         ln = (dt.residual * h + STATS_BYTES) * T
         replicated = 2 * ln + 2 * _lin_in(dt, 1) * T * h
@@ -289,6 +277,26 @@ def layer_terms(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> dic
             replicated += 2 * DROPOUT_MASK_BYTES * T * h
     replicated += untraced_lora_dropout(m, tc, dt, T)
     return {"replicated": replicated, "sharded": core["qkvo"] + mlp, "scores": core["scores"]}
+
+
+def _llama_mlp(m: ModelSpec, tc: TrainingConfig, dt: Dt, T: int, adapted: frozenset[str] | None,
+               fused: bool) -> int:
+    """A llama layer's MLP (TP-sharded): routed experts with their routing state, or SwiGLU's
+    gate, silu(gate), up and product (compiled: silu is recomputed in backward)."""
+    h, inter = m.hidden_size, m.intermediate_size
+    if m.is_moe:
+        k, e = m.experts_per_token, m.num_experts
+        routing = (4 * e + 8 * k + 4 + 4 * k + 3 * 8 * k + 4 * k) * T
+        if dt.autocast:
+            routing += 2 * T * h  # router input cast
+        return dt.act * T * k * (2 * h + 4 * inter) + routing
+    saved = 3 if fused else 4  # the product is down_proj's input: not kept for a frozen one
+    if adapted is not None and ("down_proj" not in adapted or tc.lora_dropout > 0):
+        saved -= 1
+    mlp = saved * dt.act * T * inter
+    if adapted is not None and "down_proj" in adapted and tc.lora_dropout > 0:
+        mlp += _dropped_copy(dt) * T * inter
+    return mlp
 
 
 def bnb_kept_inputs(m: ModelSpec, tc: TrainingConfig, dt: Dt, T: int,

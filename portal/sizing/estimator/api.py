@@ -282,6 +282,11 @@ class MemoryEstimate:
 
 
 def represented_knobs(training: TrainingConfig, parallel: ParallelConfig, layout: str) -> tuple[str, ...]:
+    """The regime modelled, knob by knob: the training side, then the parallel layout."""
+    return (*_training_knobs(training, parallel, layout), *_parallel_knobs(training, parallel, layout))
+
+
+def _training_knobs(training: TrainingConfig, parallel: ParallelConfig, layout: str) -> list[str]:
     out = [f"precision={training.precision}", f"layout={layout}", f"optimizer={training.optimizer}",
            f"checkpointing={training.checkpointing}", f"attention={training.attention}",
            f"loss={training.loss}", f"stack={training.kernel_stack}"]
@@ -310,8 +315,12 @@ def represented_knobs(training: TrainingConfig, parallel: ParallelConfig, layout
                    " memory, outside PyTorch's allocator")
     if training.optimizer_impl != "default":
         out.append(f"optimizer_impl={training.optimizer_impl}")
-    out.append(f"sharding={parallel.sharding}" + (f" offload={parallel.offload}" if parallel.offload != "none"
-                                                   else ""))
+    return out
+
+
+def _parallel_knobs(training: TrainingConfig, parallel: ParallelConfig, layout: str) -> list[str]:
+    out = [f"sharding={parallel.sharding}" + (f" offload={parallel.offload}" if parallel.offload != "none"
+                                                   else "")]
     if parallel.sharding == "fsdp-hybrid":
         out.append(f"hsdp shard={mem.shard_group(parallel)}")
     if layout == "fsdp2":
@@ -342,7 +351,7 @@ def represented_knobs(training: TrainingConfig, parallel: ParallelConfig, layout
         out.append(f"ep={parallel.ep}")
     out.append("gradients freed between steps" if mem.grads_freed_between_steps(training, parallel)
                else "gradients resident across steps")
-    return tuple(out)
+    return out
 
 
 def unmodelled_knobs(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig,

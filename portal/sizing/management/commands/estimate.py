@@ -70,73 +70,9 @@ class Command(BaseCommand):
     help = "Estimate per-GPU memory, compute and checkpoint size of a training job."
 
     def add_arguments(self, parser):
-        src = parser.add_mutually_exclusive_group()
-        src.add_argument("--model", help="preset name (see --list-models)")
-        src.add_argument("--config", help="path to a Hugging Face config.json")
-        src.add_argument("--params", type=float, help="bare parameter count, e.g. 7e9")
-        parser.add_argument("--layers", type=int, default=32)
-        parser.add_argument("--hidden", type=int, default=4096)
-        parser.add_argument("--heads", type=int, default=32)
-        parser.add_argument("--kv-heads", type=int, default=0)
-        parser.add_argument("--vocab", type=int, default=32000)
-        parser.add_argument("--list-models", action="store_true")
-        parser.add_argument("--precision", choices=PRECISIONS, default="bf16-mixed")
-        parser.add_argument("--mixed-layout", choices=MIXED_LAYOUTS, default=None,
-                            help="autocast | master (DeepSpeed) | fsdp2 (FSDP2 MixedPrecisionPolicy)")
-        parser.add_argument("--optimizer", choices=OPTIMIZER_KINDS, default="adamw")
-        parser.add_argument("--optimizer-impl", choices=OPTIMIZER_IMPLS, default="default",
-                            help="how the optimizer step runs (a CPU-offloaded step's host cost)")
-        parser.add_argument("--micro-batch", type=int, default=1)
-        parser.add_argument("--seq-len", type=int, default=2048)
-        parser.add_argument("--grad-accum", type=int, default=1)
-        parser.add_argument("--checkpointing", choices=CHECKPOINTING_POLICIES, default="none")
-        parser.add_argument("--compile", action="store_true", help="torch.compile the model")
-        parser.add_argument("--compile-loss", action="store_true", help="torch.compile the loss too")
-        parser.add_argument("--loss", choices=LOSSES, default="full")
-        parser.add_argument("--float8-recipe", choices=FLOAT8_RECIPES, default="tensorwise")
-        parser.add_argument("--float8-all-gather", action="store_true",
-                            help="FSDP2 all-gathers float8 weights (tensorwise)")
-        parser.add_argument("--attention", choices=ATTENTION, default="sdpa")
-        parser.add_argument("--attention-kernel", choices=ATTENTION_KERNELS, default="auto",
-                            help="the fused attention kernel (auto: cuDNN under megatron-core and for"
-                                 " sdpa at head dims up to 128, as torch 2.13 picks it; else"
-                                 " FlashAttention-2, slower on Hopper; fa2 for SDPA on older torch)")
-        parser.add_argument("--finetune", choices=FINETUNE, default="full")
-        parser.add_argument("--lora-rank", type=int, default=16)
-        parser.add_argument("--lora-targets", default="q_proj,k_proj,v_proj,o_proj",
-                            help="comma-separated layer linears, or all-linear (the head left out);"
-                                 " lm_head adds an adapter on the output head")
-        parser.add_argument("--lora-dropout", type=float, default=0.0,
-                            help="PEFT's lora_dropout: each adapter keeps its own dropped input copy")
-        parser.add_argument("--quant-storage", choices=QUANT_STORAGES, default="auto",
-                            help="QLoRA: bnb_4bit_quant_storage (a half type lets FSDP/ZeRO-3 shard the 4-bit"
-                                 " weights; auto: the half type under weight sharding), or torchao-nf4")
-        parser.add_argument("--no-double-quant", dest="nf4_double_quant", action="store_false",
-                            help="QLoRA: bitsandbytes NF4 without double quantisation"
-                                 " (bnb_4bit_use_double_quant=False: an fp32 absmax per 64 weights)")
-        parser.add_argument("--nf4-quantizer", choices=NF4_QUANTIZERS, default="transformers",
-                            help="QLoRA: who made the bitsandbytes 4-bit linears (lightning: litgpt's"
-                                 " BitsandbytesPrecision, the head too, quantised from fp16)")
-        parser.add_argument("--dp", type=int, default=1)
-        parser.add_argument("--sharding", choices=SHARDING, default="none")
-        parser.add_argument("--offload", choices=OFFLOAD, default="none")
-        parser.add_argument("--tp", type=int, default=1)
-        parser.add_argument("--sp", action="store_true", help="sequence parallel (with --tp)")
-        parser.add_argument("--pp", type=int, default=1)
-        parser.add_argument("--pp-microbatches", type=int, default=None)
-        parser.add_argument("--ep", type=int, default=1)
-        parser.add_argument("--cp", type=int, default=1, help="context parallel (ring attention)")
-        parser.add_argument("--pp-interleave", type=int, default=1, help="virtual stages per GPU")
-        parser.add_argument("--pp-schedule", choices=PP_SCHEDULES, default="1f1b")
-        parser.add_argument("--async-tp", action="store_true")
-        parser.add_argument("--cp-no-load-balance", action="store_true",
-                            help="ring attention without the causal load balancing")
-        parser.add_argument("--host-threads-per-rank", type=int, default=1,
-                            help="OpenMP threads of each rank's CPU optimizer step (torchrun sets 1)")
-        parser.add_argument("--hybrid-shard-size", type=int, default=8, help="fsdp-hybrid: shard group")
-        parser.add_argument("--fsdp-reduce-dtype", choices=REDUCE_DTYPES, default="fp32")
-        parser.add_argument("--grad-accum-dtype", choices=GRAD_ACCUM_DTYPES, default=None,
-                            help="DeepSpeed data_types.grad_accum_dtype (default: the model dtype)")
+        _model_arguments(parser)
+        _training_arguments(parser)
+        _parallel_arguments(parser)
         parser.add_argument("--gpu", help="catalog GPU slug, e.g. h100-sxm-80gb")
         parser.add_argument("--inter-node-gbit", type=float, default=None,
                             help="network per GPU in Gb/s (InfiniBand 400, Ethernet 100/1)")
@@ -237,3 +173,77 @@ def render_table(e) -> str:
     if e.unmodelled:
         rows.append("unmodelled: [" + "; ".join(e.unmodelled) + "] (approximated)")
     return "\n".join(rows)
+
+
+def _model_arguments(parser) -> None:
+    src = parser.add_mutually_exclusive_group()
+    src.add_argument("--model", help="preset name (see --list-models)")
+    src.add_argument("--config", help="path to a Hugging Face config.json")
+    src.add_argument("--params", type=float, help="bare parameter count, e.g. 7e9")
+    parser.add_argument("--layers", type=int, default=32)
+    parser.add_argument("--hidden", type=int, default=4096)
+    parser.add_argument("--heads", type=int, default=32)
+    parser.add_argument("--kv-heads", type=int, default=0)
+    parser.add_argument("--vocab", type=int, default=32000)
+    parser.add_argument("--list-models", action="store_true")
+
+def _training_arguments(parser) -> None:
+    parser.add_argument("--precision", choices=PRECISIONS, default="bf16-mixed")
+    parser.add_argument("--mixed-layout", choices=MIXED_LAYOUTS, default=None,
+                        help="autocast | master (DeepSpeed) | fsdp2 (FSDP2 MixedPrecisionPolicy)")
+    parser.add_argument("--optimizer", choices=OPTIMIZER_KINDS, default="adamw")
+    parser.add_argument("--optimizer-impl", choices=OPTIMIZER_IMPLS, default="default",
+                        help="how the optimizer step runs (a CPU-offloaded step's host cost)")
+    parser.add_argument("--micro-batch", type=int, default=1)
+    parser.add_argument("--seq-len", type=int, default=2048)
+    parser.add_argument("--grad-accum", type=int, default=1)
+    parser.add_argument("--checkpointing", choices=CHECKPOINTING_POLICIES, default="none")
+    parser.add_argument("--compile", action="store_true", help="torch.compile the model")
+    parser.add_argument("--compile-loss", action="store_true", help="torch.compile the loss too")
+    parser.add_argument("--loss", choices=LOSSES, default="full")
+    parser.add_argument("--float8-recipe", choices=FLOAT8_RECIPES, default="tensorwise")
+    parser.add_argument("--float8-all-gather", action="store_true",
+                        help="FSDP2 all-gathers float8 weights (tensorwise)")
+    parser.add_argument("--attention", choices=ATTENTION, default="sdpa")
+    parser.add_argument("--attention-kernel", choices=ATTENTION_KERNELS, default="auto",
+                        help="the fused attention kernel (auto: cuDNN under megatron-core and for"
+                             " sdpa at head dims up to 128, as torch 2.13 picks it; else"
+                             " FlashAttention-2, slower on Hopper; fa2 for SDPA on older torch)")
+    parser.add_argument("--finetune", choices=FINETUNE, default="full")
+    parser.add_argument("--lora-rank", type=int, default=16)
+    parser.add_argument("--lora-targets", default="q_proj,k_proj,v_proj,o_proj",
+                        help="comma-separated layer linears, or all-linear (the head left out);"
+                             " lm_head adds an adapter on the output head")
+    parser.add_argument("--lora-dropout", type=float, default=0.0,
+                        help="PEFT's lora_dropout: each adapter keeps its own dropped input copy")
+    parser.add_argument("--quant-storage", choices=QUANT_STORAGES, default="auto",
+                        help="QLoRA: bnb_4bit_quant_storage (a half type lets FSDP/ZeRO-3 shard the 4-bit"
+                             " weights; auto: the half type under weight sharding), or torchao-nf4")
+    parser.add_argument("--no-double-quant", dest="nf4_double_quant", action="store_false",
+                        help="QLoRA: bitsandbytes NF4 without double quantisation"
+                             " (bnb_4bit_use_double_quant=False: an fp32 absmax per 64 weights)")
+    parser.add_argument("--nf4-quantizer", choices=NF4_QUANTIZERS, default="transformers",
+                        help="QLoRA: who made the bitsandbytes 4-bit linears (lightning: litgpt's"
+                             " BitsandbytesPrecision, the head too, quantised from fp16)")
+
+def _parallel_arguments(parser) -> None:
+    parser.add_argument("--dp", type=int, default=1)
+    parser.add_argument("--sharding", choices=SHARDING, default="none")
+    parser.add_argument("--offload", choices=OFFLOAD, default="none")
+    parser.add_argument("--tp", type=int, default=1)
+    parser.add_argument("--sp", action="store_true", help="sequence parallel (with --tp)")
+    parser.add_argument("--pp", type=int, default=1)
+    parser.add_argument("--pp-microbatches", type=int, default=None)
+    parser.add_argument("--ep", type=int, default=1)
+    parser.add_argument("--cp", type=int, default=1, help="context parallel (ring attention)")
+    parser.add_argument("--pp-interleave", type=int, default=1, help="virtual stages per GPU")
+    parser.add_argument("--pp-schedule", choices=PP_SCHEDULES, default="1f1b")
+    parser.add_argument("--async-tp", action="store_true")
+    parser.add_argument("--cp-no-load-balance", action="store_true",
+                        help="ring attention without the causal load balancing")
+    parser.add_argument("--host-threads-per-rank", type=int, default=1,
+                        help="OpenMP threads of each rank's CPU optimizer step (torchrun sets 1)")
+    parser.add_argument("--hybrid-shard-size", type=int, default=8, help="fsdp-hybrid: shard group")
+    parser.add_argument("--fsdp-reduce-dtype", choices=REDUCE_DTYPES, default="fp32")
+    parser.add_argument("--grad-accum-dtype", choices=GRAD_ACCUM_DTYPES, default=None,
+                        help="DeepSpeed data_types.grad_accum_dtype (default: the model dtype)")

@@ -89,7 +89,7 @@ def measured_before_set(intervals) -> list:
     ``usage_sync``; returns the rows it changed."""
     running: dict[tuple, int] = {}
     changed = []
-    for row in sorted(intervals, key=lambda r: (r.order_id, r.kind, r.meter, r.started_at)):
+    for row in sorted(intervals, key=lambda r: (r.order_id, r.kind, r.meter, r.started_at, r.pk or 0)):
         key = (row.order_id, row.kind, row.meter)
         before = running.get(key, 0)
         if row.measured_before_us != before:

@@ -2,8 +2,10 @@
 each driver declares it reads of a node (``OptionsSchema``). Everything else in the JSON is the
 driver's own (an ssh port, a simulated node's delays) and passes ``parse``/``dump`` untouched.
 
-``schema.dump(schema.parse(stored), stored) == stored``: a node's options read and written back
-keep their keys and nesting, so existing nodes keep working."""
+A node's well-formed options read and written back (``schema.dump(schema.parse(stored), stored)``)
+keep their keys, values and nesting, so existing nodes keep working. What ``parse`` cannot read
+(a flag that is not true or false, a BMC that is not an object, a second BMC beside the one power
+uses) is dropped when the form writes the node back."""
 
 from __future__ import annotations
 

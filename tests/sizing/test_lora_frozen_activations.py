@@ -180,9 +180,11 @@ def test_a_fused_loss_cannot_train_an_adapted_head_and_a_compiled_loss_holds_its
     m = get_preset("llama-3.1-8b")
     logits = 2048 * m.vocab_size
     for loss, chunks in (("full", 1), ("chunked", 8)):
-        base, adapted = (logits_backward_transient(m, 1, 2048, 1, loss, 8, compiled=True, head_adapter=a)
-                         for a in (False, True))
-        assert adapted - base == 2 * logits // chunks
+        for act in (2, 4):  # half logits, fp32 logits
+            base, adapted = (logits_backward_transient(m, 1, 2048, 1, loss, 8, compiled=True, head_adapter=a,
+                                                       act=act) for a in (False, True))
+            assert base == act * logits // chunks
+            assert adapted - base == act * logits // chunks
     config = {"precision": "bf16-mixed", "micro_batch": 1, "seq_len": 2048, "compile_loss": True}
     plain = estimate(m, TrainingConfig(**config, finetune="lora", lora_targets=("q_proj",)))
     head = estimate(m, TrainingConfig(**config, **targets))

@@ -21,7 +21,14 @@ from portal.sizing.estimator import (
 from portal.sizing.estimator.config import ParallelConfig, TrainingConfig
 from portal.sizing.estimator.models import MODEL_TYPES, ModelSpec, count_params
 from portal.sizing.recommend import Goal, Plan, SearchOptions, Workload, recommend
-from portal.sizing.recommend.stacks import family_of, model_family, model_type_of, preset_spec
+from portal.sizing.recommend.stacks import (
+    MODEL_TYPE_FAMILIES,
+    family_of,
+    model_family,
+    model_type_of,
+    preset_spec,
+)
+from provisioning.stack.configs_common import LAYER_CLASSES
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LLAMA_SHAPE = {"vocab_size": 32000, "hidden_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 8,
@@ -115,7 +122,8 @@ def test_a_spec_stored_before_model_type_reads_the_presets(preset):
     ("bert", "bert")])
 def test_a_spec_stored_before_model_type_without_a_preset_reads_its_family(model_type, expected):
     """No preset of that name: the estimator family's type (Mixtral's experts and Qwen2's q/k/v
-    biases are in the spec's numbers; Mistral's architecture is not, so it reads as llama)."""
+    biases are in the spec's numbers; Mistral's architecture is not, so it reads as llama). Plans
+    stored before model_type got theirs written by quotes migration 0004 / orders 0009."""
     old = {k: v for k, v in spec_dict(model_from_hf_config(CONFIGS[model_type], name="x")).items()
            if k != "model_type"}
     assert model_type_of("acme/custom", old) == expected
@@ -145,3 +153,9 @@ def test_no_module_that_reads_the_architecture_matches_a_name_prefix(path):
     calls = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call)
              and isinstance(node.func, ast.Attribute) and node.func.attr == "startswith"]
     assert calls == [], f"{path}: startswith( on lines {calls}"
+
+
+def test_every_model_type_has_a_stack_family_and_a_layer_class():
+    """The three tables stay in step: a model type the estimator parses is one the stacks can
+    name and FSDP can wrap."""
+    assert set(MODEL_TYPE_FAMILIES) == set(MODEL_TYPES) == set(LAYER_CLASSES)

@@ -8,7 +8,7 @@ def fill(apps, schema_editor):
     closed intervals before it (frozen here as billing.services.measured_before_set computed it)."""
     model = apps.get_model("billing", "UsageInterval")
     running, changed = {}, []
-    for row in model.objects.order_by("order_id", "kind", "meter", "started_at"):
+    for row in model.objects.order_by("order_id", "kind", "meter", "started_at", "pk"):
         key = (row.order_id, row.kind, row.meter)
         before = running.get(key, 0)
         if row.measured_before_us != before:

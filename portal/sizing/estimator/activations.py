@@ -477,16 +477,17 @@ def fused_loss_chunk_tokens(m: ModelSpec, tokens: int) -> int:
 
 
 def logits_backward_transient(m: ModelSpec, b: int, s: int, tp: int, loss: str = "full",
-                              chunks: int = 8, compiled: bool = False, head_adapter: bool = False) -> int:
+                              chunks: int = 8, compiled: bool = False, head_adapter: bool = False,
+                              act: int = 2) -> int:
     """Around the loss: full: fp32 grad of the log-softmax output and of the logits (8 B per
     logit) at the start of backward. chunked: the bf16 logits plus one chunk's fp32 copy in
     forward, or one chunk's two fp32 grads in backward. fused: one chunk of fp32 logits and
-    their grad. compiled: the half gradient one fused kernel writes, or, larger, an adapted
-    head's forward (``head_adapter``): lora_B's output and its scaled copy next to the base
-    output, per output chunk (every other loss's own transient is at least as large)."""
+    their grad. compiled: the logits' gradient one fused kernel writes (``act`` bytes each), or,
+    larger, an adapted head's forward (``head_adapter``): lora_B's output and its scaled copy next
+    to the base output, per output chunk (every other loss's own transient is at least as large)."""
     elems = b * s * m.vocab_size // tp
     if compiled and loss != "fused":
-        per = 4 if head_adapter else 2
+        per = (2 if head_adapter else 1) * act
         return per * elems // (chunks if loss == "chunked" else 1)
     if loss == "chunked":
         return max(2 * elems + 4 * elems // chunks, 8 * elems // chunks)

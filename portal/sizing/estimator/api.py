@@ -29,7 +29,8 @@ DEFAULT_HOST = HostSpec()  # the node's CPU side when none is given (config.Host
 # QLoRA plans on bitsandbytes only). 8 times an SDPA step's attention on Hopper at cuDNN's rate,
 # the kernel the stacks' torch picks there (compute.attention_kernel: step times only, no bytes).
 # 9 sizes an adapter on the output head (lm_head in lora_targets), which versions up to 8 left out
-# without a word (activations.head_adapter; bytes of LoRA/QLoRA plans naming lm_head only).
+# without a word (activations.head_adapter; bytes of LoRA/QLoRA plans naming lm_head only), and
+# holds a compiled loss's logits gradient in the logits' dtype (fp32 runs: 4 B, not 2).
 ESTIMATOR_VERSION = 9
 
 
@@ -485,7 +486,8 @@ def _activations(model: ModelSpec, training: TrainingConfig, tp: int, sp: bool, 
     # the head's next to the logits (act.bnb_dequantised)
     layer_weight, head_weight = act.bnb_dequantised(model, training, tp)
     backward = max(recompute + layer_weight, head_weight + act.logits_backward_transient(
-        model, b, s, tp, training.loss, training.loss_chunks, training.compile_loss, training.adapts_head))
+        model, b, s, tp, training.loss, training.loss_chunks, training.compile_loss, training.adapts_head,
+        dt.act))
     if cp > 1:
         kv = b * training.seq_len * 2 * (model.kv_dim // min(tp, model.num_kv_heads)) * dt.act
         backward = max(backward, 2 * kv)  # the gathered k, v and their gradients

@@ -34,7 +34,7 @@ def model_from_hf_config(cfg: dict[str, Any], name: str = "") -> ModelSpec:
 
 def _llama(cfg: dict[str, Any], name: str, model_type: str) -> ModelSpec:
     return ModelSpec(
-        **_llama_shape(cfg, name, "llama", model_type),
+        **_hf_shape(cfg, name, "llama", model_type),
         num_kv_heads=cfg.get("num_key_value_heads") or 0,
         head_dim=cfg.get("head_dim") or 0,
         max_position_embeddings=cfg.get("max_position_embeddings") or 0,
@@ -69,7 +69,7 @@ def _gpt2(cfg: dict[str, Any], name: str, model_type: str) -> ModelSpec:
 
 def _bert(cfg: dict[str, Any], name: str, model_type: str) -> ModelSpec:
     return ModelSpec(
-        **_llama_shape(cfg, name, "bert", model_type),
+        **_hf_shape(cfg, name, "bert", model_type),
         max_position_embeddings=cfg.get("max_position_embeddings", 512),
         type_vocab_size=cfg.get("type_vocab_size", 2),
         tie_word_embeddings=bool(cfg.get("tie_word_embeddings", True)),
@@ -77,7 +77,7 @@ def _bert(cfg: dict[str, Any], name: str, model_type: str) -> ModelSpec:
     )
 
 
-def _llama_shape(cfg: dict[str, Any], name: str, family: str, model_type: str) -> dict[str, Any]:
+def _hf_shape(cfg: dict[str, Any], name: str, family: str, model_type: str) -> dict[str, Any]:
     """The fields Llama-style and BERT configs spell alike (``num_hidden_layers`` …)."""
     return {"name": name, "family": family, "model_type": model_type,
             "vocab_size": _need(cfg, "vocab_size"), "hidden_size": _need(cfg, "hidden_size"),

@@ -96,7 +96,8 @@ def model_type_of(model: Any, spec: Any = None) -> str | None:
     ``model_type``) reads the preset's of that name (of the same family); else its estimator
     family's, told apart within the llama family by what the spec's numbers say (config.json
     parsing gives experts only to Mixtral, and q/k/v biases without an output bias only to
-    Qwen2). This is the one fallback."""
+    Qwen2). This is the one fallback; stored quotes and orders got their model_type written by
+    quotes migration 0004 / orders migration 0009."""
     spec = spec if isinstance(spec, dict) else {}
     own = spec.get("model_type")
     if isinstance(own, str) and own and MODEL_TYPES.get(own) == spec.get("family"):

@@ -187,6 +187,7 @@ def _model_arguments(parser) -> None:
     parser.add_argument("--vocab", type=int, default=32000)
     parser.add_argument("--list-models", action="store_true")
 
+
 def _training_arguments(parser) -> None:
     parser.add_argument("--precision", choices=PRECISIONS, default="bf16-mixed")
     parser.add_argument("--mixed-layout", choices=MIXED_LAYOUTS, default=None,
@@ -225,6 +226,7 @@ def _training_arguments(parser) -> None:
     parser.add_argument("--nf4-quantizer", choices=NF4_QUANTIZERS, default="transformers",
                         help="QLoRA: who made the bitsandbytes 4-bit linears (lightning: litgpt's"
                              " BitsandbytesPrecision, the head too, quantised from fp16)")
+
 
 def _parallel_arguments(parser) -> None:
     parser.add_argument("--dp", type=int, default=1)

@@ -6,29 +6,32 @@ transformers' ``BitsAndBytesConfig`` arguments, read by the training script:
     lora = LoraConfig(**adapters["lora"])
     quantization = BitsAndBytesConfig(**adapters["quantization"])  # QLoRA only
 
-LoRA rank from the plan (alpha twice the rank); adapters on every linear layer of the
-attention and MLP blocks (what the estimator counts). QLoRA: NF4 base weights with double
-quantization, compute in the plan's half type; when the parameters are sharded (FSDP full or
-hybrid shard, ZeRO-3) ``bnb_4bit_quant_storage`` is that half type too, so FSDP and ZeRO-3 can
-shard the 4-bit weights with the rest.
+LoRA rank from the plan (alpha twice the rank); the adapters and their dropout the plan was
+sized with (its ``estimator_regime``: the output head too where it names ``lm_head``), else the
+stack's for the family, every linear layer of the attention and MLP blocks
+(``portal.sizing.recommend.regimes.LORA_TARGETS``, what the recommender sizes). QLoRA: NF4 base
+weights with double quantization, compute in the plan's half type; when the parameters are
+sharded (FSDP full or hybrid shard, ZeRO-3) ``bnb_4bit_quant_storage`` is that half type too, so
+FSDP and ZeRO-3 can shard the 4-bit weights with the rest.
 """
 
 from __future__ import annotations
 
 import json
 
+from portal.sizing.recommend.regimes import LORA_TARGETS
 from provisioning.stack.inputs import StackInputs
 
-TARGETS = {"llama": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
-           "gpt2": ["c_attn", "c_proj", "c_fc"],
-           "bert": ["query", "key", "value", "dense"]}
 TASKS = {"bert": "FEATURE_EXTRACTION"}
 
 
 def adapters_config(inputs: StackInputs) -> dict:
     t = inputs.training
-    config: dict = {"lora": {"r": t.lora_rank, "lora_alpha": 2 * t.lora_rank, "lora_dropout": 0.05,
-                             "bias": "none", "target_modules": TARGETS.get(t.family, TARGETS["llama"]),
+    targets = list(t.lora_targets or LORA_TARGETS.get(t.family, LORA_TARGETS["llama"]))
+    config: dict = {"lora": {"r": t.lora_rank, "lora_alpha": 2 * t.lora_rank, "lora_dropout": t.lora_dropout,
+                             "bias": "none",
+                             # PEFT takes the shorthand as a string, not in a list
+                             "target_modules": "all-linear" if targets == ["all-linear"] else targets,
                              "task_type": TASKS.get(t.family, "CAUSAL_LM")}}
     if t.finetune == "qlora":
         half = "float16" if t.precision == "fp16-mixed" else "bfloat16"

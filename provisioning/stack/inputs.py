@@ -48,6 +48,7 @@ from portal.sizing.estimator.config import (
     SHARDING,
     WEIGHT_SHARDING,
 )
+from portal.sizing.recommend.regimes import LORA_DROPOUT
 from portal.sizing.recommend.stacks import (
     Needs,
     llama3_flavour,
@@ -87,6 +88,9 @@ class TrainingSettings:
     precision: str = "bf16-mixed"
     finetune: str = "full"
     lora_rank: int = 16
+    # the adapters the plan was sized with (its estimator_regime); empty: the stack's for the family
+    lora_targets: tuple[str, ...] = ()
+    lora_dropout: float = LORA_DROPOUT
     tp: int = 1
     pp: int = 1
     cp: int = 1
@@ -206,7 +210,31 @@ def training_settings(plan: Any, strategy: str, *, world_size: int = 1) -> Train
     merged = {**base.__dict__, **values}
     merged.update(batch_layout(plan, merged, world_size=world_size))
     merged["step_seconds"] = _positive_float(plan, "step_seconds") or 0.0
+    merged.update(_sized_adapters(plan))
     return TrainingSettings(**{**merged, "defaulted": defaulted})
+
+
+def _sized_adapters(plan: dict) -> dict[str, Any]:
+    """The LoRA targets and dropout the plan's estimate counted (``estimator_regime.training``),
+    so the adapters deployed are the ones sized; none given: the stack's defaults."""
+    regime = plan.get("estimator_regime")
+    training = regime.get("training") if isinstance(regime, dict) else None
+    if not isinstance(training, dict):
+        return {}
+    out: dict[str, Any] = {}
+    targets = training.get("lora_targets")
+    if targets is not None:
+        if not isinstance(targets, list) or not targets or not all(isinstance(t, str) and t for t in targets):
+            raise ValueError(f"In the order's plan, estimator_regime.training.lora_targets must be a "
+                             f"list of layer names, got {targets!r}.")
+        out["lora_targets"] = tuple(targets)
+    dropout = training.get("lora_dropout")
+    if dropout is not None:
+        if isinstance(dropout, bool) or not isinstance(dropout, int | float) or not 0 <= dropout < 1:
+            raise ValueError(f"In the order's plan, estimator_regime.training.lora_dropout must be a "
+                             f"number from 0 to below 1, got {dropout!r}.")
+        out["lora_dropout"] = float(dropout)
+    return out
 
 
 def _titan_flavour(model: str, spec: dict | None) -> str | None:

@@ -1,6 +1,8 @@
 """The regime table of the pure recommender (portal/sizing/recommend/regimes.py) against what the
 stack renderers actually write (provisioning/stack/*.py): the two must not drift apart."""
 
+import pytest
+
 from portal.sizing.estimator import get_preset
 from portal.sizing.recommend.regimes import REGIMES
 from portal.sizing.recommend.stacks import preset_spec
@@ -129,10 +131,8 @@ def test_qlora_with_sharded_weights_is_sized_with_the_half_quant_storage_the_sta
 def test_lora_plans_are_sized_with_the_adapters_every_stack_renders():
     """adapters.json adapts every linear of the attention and MLP blocks with LoRA dropout 0.05 on
     every stack; the regime restates both (the dropout copies are saved per adapter)."""
-    from portal.sizing.recommend.regimes import LORA_TARGETS
-    from provisioning.stack.adapters import TARGETS, adapters_config
+    from provisioning.stack.adapters import adapters_config
 
-    assert {k: tuple(v) for k, v in TARGETS.items()} == LORA_TARGETS
     for strategy, sharding in (("ddp", "none"), ("fsdp", "fsdp-full-shard"), ("deepspeed", "zero3")):
         for finetune in ("lora", "qlora"):
             rendered = adapters_config(inputs(strategy, sharding=sharding, finetune=finetune, lora_rank=16))
@@ -140,6 +140,24 @@ def test_lora_plans_are_sized_with_the_adapters_every_stack_renders():
             assert knobs == {"lora_targets": tuple(rendered["lora"]["target_modules"]),
                              "lora_dropout": rendered["lora"]["lora_dropout"]}
         assert REGIMES[strategy].adapter_knobs(LLAMA, "full") == {}
+
+
+def test_the_adapters_deployed_are_the_ones_the_plan_was_sized_with():
+    """adapters.json takes the plan's own targets and dropout (its estimator_regime), the output
+    head too, and PEFT's all-linear shorthand as a string; a malformed regime is a clear error."""
+    from provisioning.stack.adapters import adapters_config
+
+    sized = {"estimator_regime": {"version": 9, "training": {"lora_targets": ["q_proj", "v_proj", "lm_head"],
+                                                             "lora_dropout": 0.1}}}
+    lora = adapters_config(inputs("fsdp", sharding="fsdp-full-shard", finetune="lora", **sized))["lora"]
+    assert (lora["target_modules"], lora["lora_dropout"]) == (["q_proj", "v_proj", "lm_head"], 0.1)
+    shorthand = {"estimator_regime": {"training": {"lora_targets": ["all-linear"]}}}
+    lora = adapters_config(inputs("fsdp", sharding="fsdp-full-shard", finetune="lora", **shorthand))["lora"]
+    assert (lora["target_modules"], lora["lora_dropout"]) == ("all-linear", 0.05)
+    with pytest.raises(ValueError, match="lora_targets must be a list of layer names"):
+        inputs("fsdp", finetune="lora", estimator_regime={"training": {"lora_targets": "q_proj"}})
+    with pytest.raises(ValueError, match="lora_dropout must be a number"):
+        inputs("fsdp", finetune="lora", estimator_regime={"training": {"lora_dropout": 1.5}})
 
 
 def test_the_fsdp_stack_accumulates_inside_accelerates_no_sync_unless_parameters_are_offloaded():

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from django.db import transaction
 
 from portal.orders.models import Order
+from provisioning.drivers import options_schema
 from provisioning.models import Node, NodeEvent
 
 
@@ -13,7 +16,8 @@ def node_pin_host_keys(*, node: Node, host_keys: tuple[str, ...], order: Order |
     more), with an audit event; the pipeline calls this after deploy_os."""
     with transaction.atomic():
         node = Node.objects.select_for_update().get(pk=node.pk)
-        options = {**(node.driver_options or {}), "host_key": "\n".join(host_keys)}
+        schema, stored = options_schema(node.driver), node.driver_options or {}
+        options = schema.dump(replace(schema.parse(stored), host_key="\n".join(host_keys)), stored)
         if options == node.driver_options:
             return
         node.driver_options = options

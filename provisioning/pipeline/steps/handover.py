@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from django.utils import timezone
 
-from provisioning.drivers import DriverError, driver_options, login_user_for, split_address
+from provisioning.drivers import DriverError, driver_options, login_user_for, node_options, split_address
 from provisioning.drivers.ssh import host_key_fingerprints
 from provisioning.pipeline.context import StepContext, StepResult
 
@@ -61,4 +61,4 @@ def handover(ctx: StepContext) -> HandoverResult:
                           ssh_port=port, address=node.management_address, simulated=simulated,
                           handed_over_at=timezone.now().isoformat(),
                           host_key_fingerprints=() if simulated else host_key_fingerprints(
-                              options.get("host_key")))
+                              node_options(node).host_key_text))

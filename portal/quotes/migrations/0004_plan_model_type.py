@@ -15,25 +15,25 @@ def legacy_model_type(plan: dict) -> str | None:
         return family
     if family != "llama":
         return None
-    name = plan.get("model") if isinstance(plan.get("model"), str) else ""
+    name = plan.get("model").strip().lower() if isinstance(plan.get("model"), str) else ""
     if spec.get("num_experts"):
         return "mixtral"
     if spec.get("qkv_bias") and not spec.get("o_bias"):
         return "qwen2"
-    if name.strip().lower().split("/")[-1].startswith("mistral") or name.lower().startswith("mistral"):
+    if name.startswith("mistral") or name.rsplit("/", 1)[-1].startswith("mistral"):
         return "mistral"
     return "llama"
 
 
 def fill(model):
     def run(apps, schema_editor):
-        rows = apps.get_model(*model.split(".")).objects.exclude(plan={}).only("pk", "plan")
+        table = apps.get_model(*model.split("."))
         changed = []
-        for row in rows.iterator(chunk_size=2000):
+        for row in table.objects.exclude(plan={}).only("pk", "plan").iterator(chunk_size=2000):
             if isinstance(row.plan, dict) and (model_type := legacy_model_type(row.plan)):
                 row.plan = {**row.plan, "model_spec": {**row.plan["model_spec"], "model_type": model_type}}
                 changed.append(row)
-        apps.get_model(*model.split(".")).objects.bulk_update(changed, ["plan"], batch_size=500)
+        table.objects.bulk_update(changed, ["plan"], batch_size=500)
     return run
 
 

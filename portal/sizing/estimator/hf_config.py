@@ -23,8 +23,7 @@ def model_from_hf_config(cfg: dict[str, Any], name: str = "") -> ModelSpec:
         raise ValueError("config must be a JSON object (the contents of config.json)")
     model_type = cfg.get("model_type")
     name = str(name or cfg.get("_name_or_path") or model_type)
-    builders = {"gpt2": _gpt2, "bert": _bert, **dict.fromkeys(LLAMA_TYPES, _llama)}
-    build = builders.get(model_type) if isinstance(model_type, str) else None
+    build = _BUILDERS.get(model_type) if isinstance(model_type, str) else None
     if build is None:
         raise ValueError(
             f"unsupported model_type {model_type!r}; supported: {', '.join(LLAMA_TYPES)}, gpt2, bert"
@@ -83,3 +82,6 @@ def _hf_shape(cfg: dict[str, Any], name: str, family: str, model_type: str) -> d
             "vocab_size": _need(cfg, "vocab_size"), "hidden_size": _need(cfg, "hidden_size"),
             "num_layers": _need(cfg, "num_hidden_layers"), "num_heads": _need(cfg, "num_attention_heads"),
             "intermediate_size": _need(cfg, "intermediate_size")}
+
+
+_BUILDERS = {"gpt2": _gpt2, "bert": _bert, **dict.fromkeys(LLAMA_TYPES, _llama)}

@@ -82,12 +82,6 @@ def family_of(model: Any) -> str | None:
     return model_family(model.name, {f: getattr(model, f) for f in fields}) if fields else None
 
 
-# The Hugging Face model_type (ModelSpec.model_type) -> the family the stacks build (a
-# MODEL_FAMILIES key); a llama of a torchtitan flavour's exact shape is "llama3".
-MODEL_TYPE_FAMILIES = {"llama": "llama", "mistral": "mistral", "qwen2": "qwen2", "mixtral": "mixtral",
-                       "gpt2": "gpt2", "bert": "bert"}
-
-
 def model_type_of(model: Any, spec: Any = None) -> str | None:
     """The Hugging Face ``model_type`` of a plan's model (``model`` its name, ``spec`` its
     ``model_spec`` dict); None when unknown.
@@ -121,10 +115,12 @@ def model_family(model: Any, spec: Any = None) -> str | None:
         preset_spec(model) if isinstance(model, str) else None)
     if spec is None:
         return None
-    family = MODEL_TYPE_FAMILIES.get(model_type_of(model, spec) or "")
-    if family == "llama" and llama3_flavour(spec):
-        return "llama3"
-    return family
+    # the family the stacks build is the Hugging Face model_type itself (a MODEL_FAMILIES key),
+    # but a llama of a torchtitan flavour's exact shape, which is "llama3"
+    model_type = model_type_of(model, spec)
+    if model_type not in MODEL_TYPES:
+        return None
+    return "llama3" if model_type == "llama" and llama3_flavour(spec) else model_type
 
 # The estimator's sharding value -> the stack's data-parallel kind that runs it. FSDP2 has no
 # SHARD_GRAD_OP: it is FULL_SHARD without resharding after forward, so a full-shard stack runs it.

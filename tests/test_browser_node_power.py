@@ -75,3 +75,24 @@ def test_the_enrol_form_takes_a_redfish_bmc(live_server, browser, people, catalo
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
         assert errors == [], errors
         context.close()
+
+
+@pytest.mark.browser
+def test_options_stored_in_a_shape_not_read_are_named_on_the_node_page(live_server, browser, people, catalog):
+    node = Node.objects.create(
+        hostname="gpu-bmc-03", sku=ServerSKU.objects.get(slug=H100_SKU),
+        management_address="10.7.0.3", driver="ssh", state=NodeState.READY, wipe_method=WipeMethod.FILES,
+        driver_options={"host_key": "SHA256:" + "A" * 43, "test_host": "yes",
+                        "fabric_address": ["10.50.0.3", "10.50.0.4"]})  # stored before they were refused
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for width in WIDTHS:
+        context, page, errors = signed_in_page(browser, live_server.url, "olga", width=width,
+                                               timeout_ms=PAGE_TIMEOUT_MS)
+        page.goto(f"{live_server.url}/ops/nodes/{node.pk}/")
+        expect(page.get_by_text('driver_options.test_host is true or false, not the text "yes".',
+                                exact=False)).to_be_visible()
+        expect(page.get_by_text("not read", exact=True)).to_be_visible()
+        page.screenshot(path=str(SHOTS / f"node-options-not-read-{width}.png"), full_page=True)
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        assert errors == [], errors
+        context.close()

@@ -3,12 +3,14 @@ each driver declares it reads of a node (``OptionsSchema``). Everything else in 
 driver's own (an ssh port, a simulated node's delays) and passes ``parse``/``dump`` untouched.
 
 A node's well-formed options read and written back (``schema.dump(schema.parse(stored), stored)``)
-keep their keys, values and nesting, so existing nodes keep working. What ``parse`` cannot read
-(a flag that is not true or false, a BMC that is not an object, a second BMC beside the one power
-uses) is dropped when the form writes the node back."""
+keep their keys, values and nesting, so existing nodes keep working. Options of the wrong shape (a
+flag that is not true or false, a BMC that is not an object) are refused where a node is enrolled
+or edited (``shape_problems``); ``parse`` reads such a value, stored before, as not stored, and the
+form drops it when it writes the node back."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -61,6 +63,20 @@ class OptionsSchema:
                            engine_machine=_text(_read(options, self.engine_machine)),
                            fabric_address=_text(options.get(_FABRIC_ADDRESS)))
 
+    def shape_problems(self, driver_options: Mapping[str, Any]) -> list[str]:
+        """What ``parse`` would read as not stored although it is there: each key Trainyard reads
+        that holds a value of another type, in words (``test_host: "yes"`` is not ``true``). A BMC's
+        shape is the enrolment's BMC check (``power.bmc.bmc_shape_problem``)."""
+        if not isinstance(driver_options, Mapping):
+            return ["driver_options is an object of options, e.g. {\"test_host\": true}."]
+        wrong = [f"driver_options.{key} is {kind}, not {_json_type(driver_options[key])}."
+                 for key, kind, fits in _SHAPES if key in driver_options and not fits(driver_options[key])]
+        machine = _read(driver_options, self.engine_machine)
+        if machine is not None and not isinstance(machine, (str, int)):
+            wrong.append(f"driver_options.{'.'.join(self.engine_machine)} is the engine's machine id "
+                         f"(text), not {_json_type(machine)}.")
+        return wrong
+
     def dump(self, options: NodeOptions, base: Mapping[str, Any]) -> dict[str, Any]:
         """``base`` (a node's stored options) with ``options`` in place of what ``parse`` reads;
         the driver's own keys stay as they are. ``base`` is not changed."""
@@ -73,6 +89,32 @@ class OptionsSchema:
         if self.engine_machine:
             _put(out, self.engine_machine, options.engine_machine)
         return out
+
+
+def _is_text(value) -> bool:
+    return isinstance(value, str)
+
+
+def _is_host_key(value) -> bool:
+    return isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
+
+
+# Each key Trainyard reads: what it holds, in words, and the test a stored value must pass.
+_SHAPES = ((_HOST_KEY, "a key line or SHA256: fingerprint, or a list of them", _is_host_key),
+           (_LOGIN_USER, "an account name (text)", _is_text),
+           (_TEST_HOST, "true or false", lambda value: isinstance(value, bool)),
+           (_FABRIC_ADDRESS, "an IP address (text)", _is_text))
+
+
+def _json_type(value) -> str:
+    """A JSON value's type in words, with the value where it is short (``the text "yes"``)."""
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, str):
+        return f"the text {json.dumps(value)}" if len(value) <= 40 else "a longer text"
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    return "a list" if isinstance(value, list) else "an object"
 
 
 def _read(options: Mapping, path: tuple[str, ...]):

@@ -92,6 +92,8 @@ def enrolment_problems(*, hostname: str, management_address: str, driver: str,
     if problem := address_problem((management_address or "").strip()):
         problems["management_address"] = problem
     schema = options_schema(driver)
+    if wrong := schema.shape_problems(driver_options if driver_options is not None else {}):
+        problems["driver_options"] = " ".join(wrong)
     options = driver_options if isinstance(driver_options, dict) else {}
     if schema.host_key and (problem := host_key_problem(schema.parse(options).host_key_text)):
         problems["host_key"] = problem

@@ -67,15 +67,17 @@ class NodeFacts:
     host_key_fingerprints: tuple[str, ...]
     bmc: str  # "IPMI admin@10.0.0.5", "Redfish admin@https://10.0.0.5 (system 1)" or ""
     baseline_entries: int
+    option_problems: tuple[str, ...] = ()  # stored before enrolment refused them: read as not stored
 
 
 def node_facts(node: Node) -> NodeFacts:
-    options = driver_options(node)
+    options, schema = driver_options(node), options_schema(node.driver)
     bmc = bmc_label(options)
-    return NodeFacts(schema=options_schema(node.driver), login_user=login_user_for(node),
+    return NodeFacts(schema=schema, login_user=login_user_for(node),
                      test_host=is_test_host(node),
                      host_key_fingerprints=host_key_fingerprints(node_options(node).host_key),
-                     bmc=bmc, baseline_entries=len(node.baseline or ()))
+                     bmc=bmc, baseline_entries=len(node.baseline or ()),
+                     option_problems=tuple(schema.shape_problems(node.driver_options or {})))
 
 
 def node_engine_word(node: Node) -> str | None:

@@ -9,7 +9,12 @@ import pytest
 from portal.catalog.models import ServerSKU
 from portal.core.states import DomainError
 from provisioning.inventory.enrolment import EnrolmentRefused, enrolment_problems
-from provisioning.inventory.services import node_enrol, node_return_to_service, node_set_maintenance
+from provisioning.inventory.services import (
+    node_enrol,
+    node_return_to_service,
+    node_set_maintenance,
+    node_update,
+)
 from provisioning.models import Node
 from provisioning.states import NodeState
 from provisioning.tasks import node_accept_check_task
@@ -25,6 +30,8 @@ ED25519 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okW
     ({"driver": "ssh", "driver_options": {}}, "host_key", "needs its pinned host key"),
     ({"driver": "ssh", "driver_options": {"host_key": ED25519, "ipmi": {"address": "10.9.1.1"}}},
      "bmc_address", "Give both the BMC address and the BMC user"),
+    ({"driver_options": {"test_host": "yes"}}, "driver_options",
+     'driver_options.test_host is true or false, not the text "yes".'),
 ])
 def test_the_service_refuses_what_the_enrolment_page_refuses(catalog, people, fields, field, text):
     sku = ServerSKU.objects.get(slug=H100_SKU)
@@ -57,6 +64,8 @@ def admin_client_of_olga(people, client):
     ({"management_address": "bad_host:22"}, "neither an IP address nor a valid host name"),
     ({"driver_options": "{}"}, "needs its pinned host key"),
     ({"driver_options": '{"host_key": "ssh-ed25519 not-base64!!"}'}, "Cannot read this host key"),
+    ({"driver_options": json.dumps({"host_key": ED25519, "test_host": "yes"})},
+     "driver_options.test_host is true or false, not the text &quot;yes&quot;."),
 ])
 def test_the_admin_add_form_refuses_a_bad_enrolment(catalog, admin_client_of_olga, fields, text):
     response = _admin_post(admin_client_of_olga, "/admin/provisioning/node/add/", **fields)
@@ -79,6 +88,17 @@ def test_the_admin_change_form_checks_an_edited_address(catalog, sim_dir, admin_
     assert response.status_code == 200 and "not a valid IPv4" in response.content.decode()
     node.refresh_from_db()
     assert node.management_address != "10.0.0.999"
+
+
+def test_an_edit_that_would_store_a_malformed_flag_is_refused_and_keeps_the_node(catalog, people, sim_dir):
+    node = make_node(sku=H100_SKU, state_dir=sim_dir, hostname="gpu-h100-c8")
+    before = dict(node.driver_options)
+    with pytest.raises(EnrolmentRefused) as exc:
+        node_update(node=node, by=people.olga, driver_options={**before, "test_host": "no"})
+    assert exc.value.problems == {
+        "driver_options": 'driver_options.test_host is true or false, not the text "no".'}
+    node.refresh_from_db()
+    assert node.driver_options == before and not node.events.filter(transition="edit").exists()
 
 
 def test_back_from_maintenance_only_after_the_driver_check_passes(catalog, people, sim_dir,

@@ -44,6 +44,20 @@ def test_the_node_page_shows_how_the_node_is_reached_powered_and_cleaned(login, 
     assert f"/ops/nodes/{ssh_node.pk}/edit/" in html and "Retire from the fleet" in html
 
 
+def test_the_node_page_names_options_stored_in_a_shape_trainyard_does_not_read(login, people, ssh_node):
+    Node.objects.filter(pk=ssh_node.pk).update(  # stored before enrolment refused it
+        driver_options={**ssh_node.driver_options, "test_host": "yes"})
+    client = login(people.olga)
+    html = client.get(f"/ops/nodes/{ssh_node.pk}/").content.decode()
+    assert "not read" in html
+    assert "driver_options.test_host is true or false, not the text &quot;yes&quot;." in html
+    assert "Test host</dt>" not in html  # read as not stored: no test host
+    assert _edit(client, ssh_node, test_host="on").status_code == 302  # the form stores it again
+    ssh_node.refresh_from_db()
+    assert ssh_node.driver_options["test_host"] is True
+    assert "not read" not in client.get(f"/ops/nodes/{ssh_node.pk}/").content.decode()
+
+
 def test_an_operator_edits_a_node_and_the_change_is_audited(login, people, ssh_node):
     response = _edit(login(people.olga), ssh_node, management_address="10.7.0.9:2222",
                      nvme_devices="", wipe_method="files", login_user="", bmc_address="", bmc_user="",

@@ -41,6 +41,7 @@ MODEL_FAMILIES: dict[str, str] = {
     "mistral": "Mistral",
     "mixtral": "Mixtral (mixture of experts)",
     "qwen2": "Qwen2 / Qwen2.5",
+    "qwen3": "Qwen3 (dense)",
     "gpt2": "GPT-2",
     "bert": "BERT",
 }

@@ -127,3 +127,29 @@ def test_the_family_migration_declares_families_on_existing_rows(transactional_d
     assert StackOption.objects.get(pk=ids["torchtitan"]).model_families == ["llama3"]
     assert "mistral" in StackOption.objects.get(pk=ids["fsdp"]).model_families
     assert StackOption.objects.get(pk=ids["custom"]).model_families == []  # declares none yet
+
+
+def test_the_qwen3_migration_adds_it_where_a_stack_builds_qwen2_and_nowhere_else(transactional_db):
+    """A catalog migrated before Qwen3: the Hugging Face stacks gain it beside Qwen2, in place;
+    torchtitan and a stack an operator narrowed keep what they declared; processes reload it."""
+    before, after = ("catalog", "0007_resale_prices"), ("catalog", "0008_stackoption_qwen3")
+    executor = MigrationExecutor(connection)
+    executor.migrate([before])
+    try:
+        apps = executor.loader.project_state([before]).apps
+        old, version = apps.get_model("catalog", "StackOption"), apps.get_model("catalog", "CatalogVersion")
+        old.objects.all().delete()
+        hf = old.objects.create(slug="fsdp", name="FSDP", kind="strategy",
+                                model_families=["llama3", "llama", "qwen2", "bert"])
+        titan = old.objects.create(slug="torchtitan", name="torchtitan", kind="strategy",
+                                   model_families=["llama3"])
+        version.objects.update_or_create(pk=1, defaults={"version": 41})
+        executor = MigrationExecutor(connection)
+        executor.migrate([after])
+        migrated = executor.loader.project_state([after]).apps.get_model("catalog", "StackOption")
+        assert migrated.objects.get(pk=hf.pk).model_families == ["llama3", "llama", "qwen2", "qwen3", "bert"]
+        assert migrated.objects.get(pk=titan.pk).model_families == ["llama3"]
+        assert version.objects.get(pk=1).version == 42
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())

@@ -30,6 +30,14 @@ def hf_config(family: str, attn: str = "sdpa", **shape):
             num_key_value_heads=shape.get("kv_heads", 1), max_position_embeddings=512,
             tie_word_embeddings=shape.get("tie", True), attn_implementation=attn)
         return cfg, transformers.Qwen2ForCausalLM
+    if family == "qwen3":  # q/k norms per head; head_dim given, as Qwen3's configs give it
+        cfg = transformers.Qwen3Config(
+            vocab_size=vocab, hidden_size=h, intermediate_size=shape.get("inter", 320),
+            num_hidden_layers=layers, num_attention_heads=heads,
+            head_dim=shape.get("head_dim", 2 * h // heads),
+            num_key_value_heads=shape.get("kv_heads", heads // 2), max_position_embeddings=512,
+            tie_word_embeddings=shape.get("tie", False), attn_implementation=attn)
+        return cfg, transformers.Qwen3ForCausalLM
     if family == "mixtral":
         cfg = transformers.MixtralConfig(
             vocab_size=vocab, hidden_size=h, intermediate_size=shape.get("inter", 96),

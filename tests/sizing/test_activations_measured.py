@@ -36,7 +36,7 @@ MODES = {  # name: (precision, torch dtype, autocast)
 
 
 def _cases():
-    for family in ("llama", "qwen2", "mixtral", "gpt2", "bert"):
+    for family in ("llama", "qwen2", "qwen3", "mixtral", "gpt2", "bert"):
         for attn in ("eager", "sdpa"):
             for mode in MODES:
                 for ckpt in ("none", "full"):

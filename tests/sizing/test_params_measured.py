@@ -52,6 +52,8 @@ def test_preset_param_count_is_exact(name):
         ("llama", {"hidden": 64, "heads": 4, "kv_heads": 4, "inter": 176, "layers": 2}),
         ("qwen2", {"hidden": 128, "heads": 8, "kv_heads": 2, "inter": 300, "tie": False}),
         ("qwen2", {"hidden": 64, "heads": 4, "kv_heads": 1, "inter": 100, "tie": True}),
+        ("qwen3", {"hidden": 96, "heads": 6, "kv_heads": 2, "inter": 200, "head_dim": 32}),
+        ("qwen3", {"hidden": 64, "heads": 4, "kv_heads": 1, "inter": 100, "tie": True}),
         ("mixtral", {"hidden": 64, "heads": 4, "kv_heads": 2, "inter": 80, "layers": 2}),
         ("gpt2", {"hidden": 96, "heads": 3, "layers": 3}),
         ("bert", {"hidden": 64, "heads": 4, "layers": 2, "inter": 200}),

@@ -189,3 +189,16 @@ def post(client, url="/sizing/", *, HTTP_HX_REQUEST=None, **overrides) -> str:
 
 def _first_token(html: str) -> str:
     return html.split('name="plan" value="')[1].split('"')[0]
+
+
+def test_a_qwen3_config_json_is_sized_through_the_wizard(client, catalog):
+    config = {"model_type": "qwen3", "_name_or_path": "Qwen/Qwen3-0.6B", "vocab_size": 151936,
+              "hidden_size": 1024, "intermediate_size": 3072, "num_hidden_layers": 28,
+              "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128,
+              "max_position_embeddings": 40960, "attention_bias": False, "tie_word_embeddings": True}
+    upload = SimpleUploadedFile("config.json", json.dumps(config).encode())
+    step2 = client.post("/sizing/", inputs(model_source="upload", config_file=upload, go="training"))
+    token = step2.content.decode().split('name="model_config" value="')[1].split('"')[0]
+    results = client.post("/sizing/", inputs(model_source="upload", model_config=token, go="results"))
+    html = results.content.decode()
+    assert "Recommended for Qwen/Qwen3-0.6B" in html and 'class="plan-card' in html

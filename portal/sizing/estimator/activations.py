@@ -144,6 +144,11 @@ def _attention_core(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int, p:
         return {"qkvo": qkvo + LSE_BYTES * b * n * s, "scores": 0}
     # eager: q, k and v (repeated to all heads), merged output for the out-projection
     qkvo = 4 * dt.act * T * m.q_dim
+    if m.family == "llama" and m.num_kv_heads == 1 and b == 1:
+        # one kv head at micro-batch 1: repeat_kv's expand-reshape and matmul's folding of the
+        # (batch, heads) dims stay stride-0 views, so v (and k, unless autocast casts the fp32
+        # rotated k to half: a dense copy) is kept once, not per head
+        qkvo -= (1 if dt.autocast else 2) * dt.act * T * (m.q_dim - m.kv_dim)
     if m.family == "llama" or dt.autocast:
         probs = 4 + (2 if dt.act == 2 else 0)  # fp32 softmax (+ its half copy)
     else:
@@ -254,6 +259,7 @@ def layer_terms(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> dic
             if "o_proj" in adapted and pd > 0:
                 core["qkvo"] += _dropped_copy(dt) * T * m.q_dim
         replicated = 2 * norm + inputs * T * h + smoke_rope_casts(m, tc, dt, s)
+        core["qkvo"] += qk_norms(m, dt, T, trained=adapted is None, fused=fused)
         kept_rep, kept_shard = bnb_kept_inputs(m, tc, dt, T, adapted)
         replicated += kept_rep
         core["qkvo"] += kept_shard
@@ -277,6 +283,20 @@ def layer_terms(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> dic
             replicated += 2 * DROPOUT_MASK_BYTES * T * h
     replicated += untraced_lora_dropout(m, tc, dt, T)
     return {"replicated": replicated, "sharded": core["qkvo"] + mlp, "scores": core["scores"]}
+
+
+def qk_norms(m: ModelSpec, dt: Dt, T: int, *, trained: bool, fused: bool) -> int:
+    """Qwen3's RMSNorm over each head of q and k (TP-sharded with the heads), HF's RMSNorm op by
+    op: the projection's output upcast to fp32 (the output itself when fp32), rsqrt per head and
+    token, and the normalised copy in the projection's dtype that the weight's gradient needs
+    (not kept when the norm is frozen); compiled: its input and rsqrt. What follows is unchanged:
+    RoPE keeps only its tables, the kernel its own q and k."""
+    if not m.qk_norm:
+        return 0
+    elems, rows = T * (m.q_dim + m.kv_dim), T * (m.num_heads + m.num_kv_heads)
+    if fused:
+        return dt.act * elems + 4 * rows
+    return 4 * elems + 4 * rows + (dt.act * elems if trained else 0)
 
 
 def _llama_mlp(m: ModelSpec, tc: TrainingConfig, dt: Dt, T: int, adapted: frozenset[str] | None,

@@ -30,8 +30,11 @@ DEFAULT_HOST = HostSpec()  # the node's CPU side when none is given (config.Host
 # the kernel the stacks' torch picks there (compute.attention_kernel: step times only, no bytes).
 # 9 sizes an adapter on the output head (lm_head in lora_targets), which versions up to 8 left out
 # without a word (activations.head_adapter; bytes of LoRA/QLoRA plans naming lm_head only), and
-# holds a compiled loss's logits gradient in the logits' dtype (fp32 runs: 4 B, not 2).
-ESTIMATOR_VERSION = 9
+# holds a compiled loss's logits gradient in the logits' dtype (fp32 runs: 4 B, not 2). 10 keeps
+# eager attention's repeated v (and k without autocast) once for a single kv head at micro-batch 1,
+# where they are views (activations._attention_core; bytes of such eager plans only), and sizes
+# Qwen3's per-head q/k norms (activations.qk_norms; a model type no earlier version read).
+ESTIMATOR_VERSION = 10
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ def _need(cfg: dict[str, Any], *keys: str) -> Any:
 
 
 def model_from_hf_config(cfg: dict[str, Any], name: str = "") -> ModelSpec:
-    """Llama/Mistral/Qwen2 (incl. grouped-query attention), Mixtral (MoE), GPT-2 and BERT; the
+    """Llama/Mistral/Qwen2/Qwen3 (incl. grouped-query attention), Mixtral (MoE), GPT-2 and BERT; the
     spec keeps config.json's ``model_type`` (what the stacks read for the architecture)."""
     if not isinstance(cfg, dict):
         raise ValueError("config must be a JSON object (the contents of config.json)")
@@ -38,9 +38,11 @@ def _llama(cfg: dict[str, Any], name: str, model_type: str) -> ModelSpec:
         head_dim=cfg.get("head_dim") or 0,
         max_position_embeddings=cfg.get("max_position_embeddings") or 0,
         tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
-        # Qwen2 always has q/k/v biases; Llama has them only with attention_bias.
+        # Qwen2 always has q/k/v biases; Llama and Qwen3 have them only with attention_bias, and
+        # then on o_proj too.
         qkv_bias=model_type == "qwen2" or bool(cfg.get("attention_bias", False)),
-        o_bias=model_type == "llama" and bool(cfg.get("attention_bias", False)),
+        o_bias=model_type in ("llama", "qwen3") and bool(cfg.get("attention_bias", False)),
+        qk_norm=model_type == "qwen3",
         mlp_bias=model_type == "llama" and bool(cfg.get("mlp_bias", False)),
         num_experts=cfg.get("num_local_experts", 0) if model_type == "mixtral" else 0,
         experts_per_token=cfg.get("num_experts_per_tok", 0) if model_type == "mixtral" else 0,

@@ -2,7 +2,7 @@
 
 Counting follows the Hugging Face implementations tensor by tensor, so that
 ``model.params.total == sum(p.numel() for p in model.parameters())`` for
-``*ForCausalLM`` (llama/mistral/qwen2/mixtral), ``GPT2LMHeadModel`` and ``BertForMaskedLM``.
+``*ForCausalLM`` (llama/mistral/qwen2/qwen3/mixtral), ``GPT2LMHeadModel`` and ``BertForMaskedLM``.
 """
 
 from __future__ import annotations
@@ -12,17 +12,17 @@ from functools import lru_cache
 
 from .hashing import hash_once
 
-FAMILIES = ("llama", "gpt2", "bert")  # llama = RMSNorm + SwiGLU + RoPE (llama/mistral/qwen2/mixtral)
+FAMILIES = ("llama", "gpt2", "bert")  # llama = RMSNorm + SwiGLU + RoPE (llama/mistral/qwen2/qwen3/mixtral)
 # The Hugging Face architectures this estimator counts: config.json's ``model_type`` -> the family
 # whose tensors it has. The stacks read the model_type (the stack family, the decoder-layer class).
-MODEL_TYPES = {"llama": "llama", "mistral": "llama", "qwen2": "llama", "mixtral": "llama",
+MODEL_TYPES = {"llama": "llama", "mistral": "llama", "qwen2": "llama", "qwen3": "llama", "mixtral": "llama",
                "gpt2": "gpt2", "bert": "bert"}
 # The model_type of a model known only by its family (model_from_params: no config.json).
 FAMILY_MODEL_TYPES = {"llama": "llama", "gpt2": "gpt2", "bert": "bert"}
 INT_FIELDS = ("vocab_size", "hidden_size", "num_layers", "num_heads", "intermediate_size", "num_kv_heads",
               "head_dim", "max_position_embeddings", "num_experts", "experts_per_token", "type_vocab_size",
               "params_override")
-BOOL_FIELDS = ("tie_word_embeddings", "qkv_bias", "o_bias", "mlp_bias")
+BOOL_FIELDS = ("tie_word_embeddings", "qkv_bias", "o_bias", "mlp_bias", "qk_norm")
 # The code that runs the model, for what its ops save for backward (activations.py):
 # "hf": the Hugging Face transformers modules; "trainyard-smoke": the Llama of
 # provisioning/acceptance/node/train_smoke.py, as its loops (train_smoke.train, the node
@@ -77,6 +77,7 @@ class ModelSpec:
     qkv_bias: bool = False
     o_bias: bool = False
     mlp_bias: bool = False
+    qk_norm: bool = False  # an RMSNorm over each head's q and k before RoPE (Qwen3)
     num_experts: int = 0  # 0: dense MLP
     experts_per_token: int = 0
     type_vocab_size: int = 0  # BERT token types
@@ -123,6 +124,9 @@ class ModelSpec:
             types = ", ".join(t for t, f in MODEL_TYPES.items() if f == self.family)
             raise ValueError(f"model_type {self.model_type!r} is not of the {self.family} family;"
                              f" use one of {types} (or leave it out)")
+        if self.qk_norm and (self.family != "llama" or self.implementation != "hf"):
+            raise ValueError("qk_norm (an RMSNorm over each head's q and k, as Qwen3's) is a Hugging Face"
+                             " llama-family layer: it needs family='llama' and implementation='hf'")
         if self.implementation not in IMPLEMENTATIONS:
             raise ValueError(f"implementation {self.implementation!r} is unknown; use one of"
                              f" {', '.join(IMPLEMENTATIONS)}")
@@ -181,6 +185,9 @@ def _llama_tensors(m: ModelSpec):
     yield from _linear("k_proj", m.kv_dim, h, L, "layer", m.qkv_bias)
     yield from _linear("v_proj", m.kv_dim, h, L, "layer", m.qkv_bias)
     yield from _linear("o_proj", h, m.q_dim, L, "layer", m.o_bias)
+    if m.qk_norm:
+        yield Tensor("q_norm", (m.head_dim,), L, "norm", "layer")
+        yield Tensor("k_norm", (m.head_dim,), L, "norm", "layer")
     yield Tensor("input_layernorm", (h,), L, "norm", "layer")
     yield Tensor("post_attention_layernorm", (h,), L, "norm", "layer")
     if m.is_moe:

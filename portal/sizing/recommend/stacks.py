@@ -89,9 +89,9 @@ def model_type_of(model: Any, spec: Any = None) -> str | None:
     The spec's own, when it names one of its family. A spec stored before specs carried it (no
     ``model_type``) reads the preset's of that name (of the same family); else its estimator
     family's, told apart within the llama family by what the spec's numbers say (config.json
-    parsing gives experts only to Mixtral, and q/k/v biases without an output bias only to
-    Qwen2). This is the one fallback; stored quotes and orders got their model_type written by
-    quotes migration 0004 / orders migration 0009."""
+    parsing gives experts only to Mixtral, q/k/v biases without an output bias only to Qwen2,
+    and per-head q/k norms only to Qwen3). This is the one fallback; stored quotes and orders got
+    their model_type written by quotes migration 0004 / orders migration 0009."""
     spec = spec if isinstance(spec, dict) else {}
     own = spec.get("model_type")
     if isinstance(own, str) and own and MODEL_TYPES.get(own) == spec.get("family"):
@@ -104,6 +104,8 @@ def model_type_of(model: Any, spec: Any = None) -> str | None:
         return "mixtral"
     if family == "llama" and spec.get("qkv_bias") and not spec.get("o_bias"):
         return "qwen2"
+    if family == "llama" and spec.get("qk_norm"):
+        return "qwen3"
     return FAMILY_MODEL_TYPES.get(family) if isinstance(family, str) else None
 
 

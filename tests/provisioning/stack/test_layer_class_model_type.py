@@ -23,7 +23,8 @@ BEFORE = {"bert-base": "BertLayer", "bert-large": "BertLayer", "gpt2-124m": "GPT
           "llama-2-70b": "LlamaDecoderLayer", "llama-3.1-8b": "LlamaDecoderLayer",
           "llama-3.1-70b": "LlamaDecoderLayer", "llama-3.1-405b": "LlamaDecoderLayer",
           "mistral-7b": "MistralDecoderLayer", "mixtral-8x7b": "MixtralDecoderLayer",
-          "qwen2.5-7b": "Qwen2DecoderLayer", "qwen2.5-72b": "Qwen2DecoderLayer"}
+          "qwen2.5-7b": "Qwen2DecoderLayer", "qwen2.5-72b": "Qwen2DecoderLayer",
+          "qwen3-8b": "Qwen3DecoderLayer"}  # added with model_type: no plan stored before holds it
 
 
 def wrapped_class(plan: dict) -> str:
@@ -34,6 +35,7 @@ def wrapped_class(plan: dict) -> str:
 
 @pytest.mark.parametrize("preset, cls", [("mistral-7b", "MistralDecoderLayer"),
                                          ("qwen2.5-7b", "Qwen2DecoderLayer"),
+                                         ("qwen3-8b", "Qwen3DecoderLayer"),
                                          ("mixtral-8x7b", "MixtralDecoderLayer")])
 def test_the_accelerate_config_wraps_the_decoder_layer_of_the_presets_model_type(preset, cls):
     assert wrapped_class({"model": preset, "model_spec": preset_spec(preset)}) == cls

@@ -42,6 +42,7 @@ MODEL_FAMILIES: dict[str, str] = {
     "mixtral": "Mixtral (mixture of experts)",
     "qwen2": "Qwen2 / Qwen2.5",
     "qwen3": "Qwen3 (dense)",
+    "qwen3_moe": "Qwen3-MoE (mixture of experts)",
     "gpt2": "GPT-2",
     "bert": "BERT",
 }

@@ -5,7 +5,8 @@ from __future__ import annotations
 # Transformers' decoder-layer class per Hugging Face model_type (ModelSpec.model_type, every
 # type the estimator reads: estimator.models.MODEL_TYPES): what FSDP2 wraps as one unit.
 LAYER_CLASSES = {"llama": "LlamaDecoderLayer", "mistral": "MistralDecoderLayer",
-                 "qwen2": "Qwen2DecoderLayer", "qwen3": "Qwen3DecoderLayer", "mixtral": "MixtralDecoderLayer",
+                 "qwen2": "Qwen2DecoderLayer", "qwen3": "Qwen3DecoderLayer",
+                 "qwen3_moe": "Qwen3MoeDecoderLayer", "mixtral": "MixtralDecoderLayer",
                  "gpt2": "GPT2Block", "bert": "BertLayer"}
 
 

@@ -38,6 +38,16 @@ def hf_config(family: str, attn: str = "sdpa", **shape):
             num_key_value_heads=shape.get("kv_heads", heads // 2), max_position_embeddings=512,
             tie_word_embeddings=shape.get("tie", False), attn_implementation=attn)
         return cfg, transformers.Qwen3ForCausalLM
+    if family == "qwen3_moe":  # q/k norms, every layer sparse, experts of their own width
+        cfg = transformers.Qwen3MoeConfig(
+            vocab_size=vocab, hidden_size=h, moe_intermediate_size=shape.get("inter", 96),
+            intermediate_size=4 * h, num_hidden_layers=layers, num_attention_heads=heads,
+            head_dim=shape.get("head_dim", 2 * h // heads),
+            num_key_value_heads=shape.get("kv_heads", heads // 2),
+            num_experts=shape.get("experts", 4), num_experts_per_tok=2,
+            norm_topk_prob=shape.get("norm", True),
+            max_position_embeddings=512, tie_word_embeddings=False, attn_implementation=attn)
+        return cfg, transformers.Qwen3MoeForCausalLM
     if family == "mixtral":
         cfg = transformers.MixtralConfig(
             vocab_size=vocab, hidden_size=h, intermediate_size=shape.get("inter", 96),

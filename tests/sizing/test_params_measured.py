@@ -55,6 +55,7 @@ def test_preset_param_count_is_exact(name):
         ("qwen3", {"hidden": 96, "heads": 6, "kv_heads": 2, "inter": 200, "head_dim": 32}),
         ("qwen3", {"hidden": 64, "heads": 4, "kv_heads": 1, "inter": 100, "tie": True}),
         ("mixtral", {"hidden": 64, "heads": 4, "kv_heads": 2, "inter": 80, "layers": 2}),
+        ("qwen3_moe", {"hidden": 64, "heads": 4, "kv_heads": 2, "inter": 48, "layers": 2, "experts": 6}),
         ("gpt2", {"hidden": 96, "heads": 3, "layers": 3}),
         ("bert", {"hidden": 64, "heads": 4, "layers": 2, "inter": 200}),
     ],
@@ -65,6 +66,7 @@ def test_small_model_param_count_is_exact(family, shape):
         model = cls(cfg)
     spec = spec_of(cfg)
     assert spec.params.total == sum(p.numel() for p in model.parameters())
-    if family == "mixtral":
+    if family in ("mixtral", "qwen3_moe"):
         experts = _expert_numel(model)
-        assert spec.params.active == spec.params.total - experts // 2
+        routed = experts * spec.experts_per_token // spec.num_experts
+        assert spec.params.active == spec.params.total - experts + routed

@@ -65,3 +65,27 @@ def test_the_recommender_sells_a_server_for_a_qwen3_job_on_a_stack_that_builds_i
     data = plan.to_dict()
     assert data["model_spec"]["model_type"] == "qwen3" and data["model_spec"]["qk_norm"] is True
     assert data["stack"] in {"ddp", "fsdp", "deepspeed"}  # torchtitan builds none of it
+
+
+QWEN3_MOE = {"model_type": "qwen3_moe", "vocab_size": 151936, "hidden_size": 2048, "intermediate_size": 6144,
+             "moe_intermediate_size": 768, "num_hidden_layers": 48, "num_attention_heads": 32,
+             "num_key_value_heads": 4, "head_dim": 128, "num_experts": 128, "num_experts_per_tok": 8,
+             "norm_topk_prob": True, "decoder_sparse_step": 1, "mlp_only_layers": []}
+
+
+def test_a_qwen3_moe_config_routes_every_layer_to_experts_of_their_own_width():
+    spec = model_from_hf_config(QWEN3_MOE, name="Qwen/Qwen3-30B-A3B")
+    assert (spec.model_type, spec.qk_norm) == ("qwen3_moe", True)
+    assert (spec.num_experts, spec.experts_per_token) == (128, 8)
+    assert spec.intermediate_size == 768  # the experts' width, not the dense one
+    params = count_params(spec)
+    # the model card's "30.5B in total and 3.3B activated" (8 of 128 experts; embeddings and head counted)
+    assert round(params.total / 1e9, 1) == 30.5 and 3.3e9 <= params.active < 3.4e9
+    as_transformers_5_writes_it = {**QWEN3_MOE, "num_local_experts": 128, "num_experts": None}
+    assert model_from_hf_config(as_transformers_5_writes_it, name="Qwen/Qwen3-30B-A3B") == spec
+
+
+@pytest.mark.parametrize("dense", [{"mlp_only_layers": [0, 47]}, {"decoder_sparse_step": 2}])
+def test_a_qwen3_moe_with_dense_layers_among_the_routed_ones_is_refused(dense):
+    with pytest.raises(ValueError, match="dense MLP layers among the routed ones"):
+        model_from_hf_config({**QWEN3_MOE, **dense}, name="mixed")

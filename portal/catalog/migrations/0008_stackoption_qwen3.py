@@ -1,9 +1,10 @@
 from django.db import migrations
 from django.db.models import F
 
-# The Hugging Face stacks (transformers 5.24 has Qwen3) build Qwen3 as they build Qwen2: a catalog
-# that is not seeded again learns it here. Frozen: only rows that already build qwen2 gain it.
-ADDED = "qwen3"
+# The Hugging Face stacks (transformers 5.24 has Qwen3 and Qwen3-MoE) build them as they build
+# Qwen2: a catalog that is not seeded again learns it here. Frozen: only rows that already build
+# qwen2 gain them, after it.
+ADDED = ["qwen3", "qwen3_moe"]
 BESIDE = "qwen2"
 
 
@@ -14,22 +15,23 @@ def _bump_catalog_version(apps) -> None:
     CatalogVersion.objects.filter(pk=1).update(version=F("version") + 1)
 
 
-def add_qwen3(apps, schema_editor):
+def add_qwen3_families(apps, schema_editor):
     StackOption = apps.get_model("catalog", "StackOption")
     for stack in StackOption.objects.filter(kind="strategy"):
         families = list(stack.model_families or [])
-        if BESIDE in families and ADDED not in families:
-            families.insert(families.index(BESIDE) + 1, ADDED)
+        if BESIDE in families:
+            at = families.index(BESIDE) + 1
+            families[at:at] = [f for f in ADDED if f not in families]
             stack.model_families = families
             stack.save(update_fields=["model_families"])
     _bump_catalog_version(apps)
 
 
-def remove_qwen3(apps, schema_editor):
+def remove_qwen3_families(apps, schema_editor):
     StackOption = apps.get_model("catalog", "StackOption")
     for stack in StackOption.objects.filter(kind="strategy"):
-        if ADDED in (stack.model_families or []):
-            stack.model_families = [f for f in stack.model_families if f != ADDED]
+        if set(ADDED) & set(stack.model_families or []):
+            stack.model_families = [f for f in stack.model_families if f not in ADDED]
             stack.save(update_fields=["model_families"])
     _bump_catalog_version(apps)
 
@@ -41,5 +43,5 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.RunPython(add_qwen3, remove_qwen3),
+        migrations.RunPython(add_qwen3_families, remove_qwen3_families),
     ]

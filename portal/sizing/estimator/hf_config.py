@@ -17,7 +17,7 @@ def _need(cfg: dict[str, Any], *keys: str) -> Any:
 
 
 def model_from_hf_config(cfg: dict[str, Any], name: str = "") -> ModelSpec:
-    """Llama/Mistral/Qwen2/Qwen3 (incl. grouped-query attention), Mixtral (MoE), GPT-2 and BERT; the
+    """Llama/Mistral/Qwen2/Qwen3 (incl. grouped-query attention), Mixtral and Qwen3-MoE, GPT-2 and BERT; the
     spec keeps config.json's ``model_type`` (what the stacks read for the architecture)."""
     if not isinstance(cfg, dict):
         raise ValueError("config must be a JSON object (the contents of config.json)")
@@ -32,8 +32,21 @@ def model_from_hf_config(cfg: dict[str, Any], name: str = "") -> ModelSpec:
 
 
 def _llama(cfg: dict[str, Any], name: str, model_type: str) -> ModelSpec:
+    qwen3 = model_type in ("qwen3", "qwen3_moe")
+    shape = _hf_shape(cfg, name, "llama", model_type)
+    experts, routed = 0, 0
+    if model_type == "mixtral":
+        experts, routed = cfg.get("num_local_experts", 0), cfg.get("num_experts_per_tok", 0)
+    elif model_type == "qwen3_moe":  # every layer routed, to experts of their own width
+        if cfg.get("mlp_only_layers") or (cfg.get("decoder_sparse_step") or 1) != 1:
+            raise ValueError("a Qwen3-MoE config with dense MLP layers among the routed ones "
+                             "(mlp_only_layers, decoder_sparse_step > 1) is not one the estimator sizes: "
+                             "every layer must be routed")
+        # the hub's config.json says num_experts; transformers 5 writes num_local_experts
+        experts, routed = _need(cfg, "num_experts", "num_local_experts"), _need(cfg, "num_experts_per_tok")
+        shape["intermediate_size"] = _need(cfg, "moe_intermediate_size")
     return ModelSpec(
-        **_hf_shape(cfg, name, "llama", model_type),
+        **shape,
         num_kv_heads=cfg.get("num_key_value_heads") or 0,
         head_dim=cfg.get("head_dim") or 0,
         max_position_embeddings=cfg.get("max_position_embeddings") or 0,
@@ -41,11 +54,11 @@ def _llama(cfg: dict[str, Any], name: str, model_type: str) -> ModelSpec:
         # Qwen2 always has q/k/v biases; Llama and Qwen3 have them only with attention_bias, and
         # then on o_proj too.
         qkv_bias=model_type == "qwen2" or bool(cfg.get("attention_bias", False)),
-        o_bias=model_type in ("llama", "qwen3") and bool(cfg.get("attention_bias", False)),
-        qk_norm=model_type == "qwen3",
+        o_bias=(model_type == "llama" or qwen3) and bool(cfg.get("attention_bias", False)),
         mlp_bias=model_type == "llama" and bool(cfg.get("mlp_bias", False)),
-        num_experts=cfg.get("num_local_experts", 0) if model_type == "mixtral" else 0,
-        experts_per_token=cfg.get("num_experts_per_tok", 0) if model_type == "mixtral" else 0,
+        qk_norm=qwen3,
+        num_experts=experts,
+        experts_per_token=routed,
         dropout=float(cfg.get("attention_dropout", 0.0) or 0.0),
     )
 

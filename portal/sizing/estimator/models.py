@@ -2,7 +2,7 @@
 
 Counting follows the Hugging Face implementations tensor by tensor, so that
 ``model.params.total == sum(p.numel() for p in model.parameters())`` for
-``*ForCausalLM`` (llama/mistral/qwen2/qwen3/mixtral), ``GPT2LMHeadModel`` and ``BertForMaskedLM``.
+``*ForCausalLM`` (llama/mistral/qwen2/qwen3/mixtral/qwen3_moe), ``GPT2LMHeadModel`` and ``BertForMaskedLM``.
 """
 
 from __future__ import annotations
@@ -12,10 +12,12 @@ from functools import lru_cache
 
 from .hashing import hash_once
 
-FAMILIES = ("llama", "gpt2", "bert")  # llama = RMSNorm + SwiGLU + RoPE (llama/mistral/qwen2/qwen3/mixtral)
+# llama = RMSNorm + SwiGLU + RoPE (llama/mistral/qwen2/qwen3/mixtral/qwen3_moe)
+FAMILIES = ("llama", "gpt2", "bert")
 # The Hugging Face architectures this estimator counts: config.json's ``model_type`` -> the family
 # whose tensors it has. The stacks read the model_type (the stack family, the decoder-layer class).
 MODEL_TYPES = {"llama": "llama", "mistral": "llama", "qwen2": "llama", "qwen3": "llama", "mixtral": "llama",
+               "qwen3_moe": "llama",
                "gpt2": "gpt2", "bert": "bert"}
 # The model_type of a model known only by its family (model_from_params: no config.json).
 FAMILY_MODEL_TYPES = {"llama": "llama", "gpt2": "gpt2", "bert": "bert"}
@@ -77,7 +79,7 @@ class ModelSpec:
     qkv_bias: bool = False
     o_bias: bool = False
     mlp_bias: bool = False
-    qk_norm: bool = False  # an RMSNorm over each head's q and k before RoPE (Qwen3)
+    qk_norm: bool = False  # an RMSNorm over each head's q and k before RoPE (Qwen3, Qwen3-MoE)
     num_experts: int = 0  # 0: dense MLP
     experts_per_token: int = 0
     type_vocab_size: int = 0  # BERT token types

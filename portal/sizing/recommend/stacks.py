@@ -90,8 +90,8 @@ def model_type_of(model: Any, spec: Any = None) -> str | None:
     ``model_type``) reads the preset's of that name (of the same family); else its estimator
     family's, told apart within the llama family by what the spec's numbers say (config.json
     parsing gives experts only to Mixtral, q/k/v biases without an output bias only to Qwen2,
-    and per-head q/k norms only to Qwen3). This is the one fallback; stored quotes and orders got
-    their model_type written by quotes migration 0004 / orders migration 0009."""
+    and per-head q/k norms only to Qwen3 and Qwen3-MoE). This is the one fallback; stored quotes
+    and orders got their model_type written by quotes migration 0004 / orders migration 0009."""
     spec = spec if isinstance(spec, dict) else {}
     own = spec.get("model_type")
     if isinstance(own, str) and own and MODEL_TYPES.get(own) == spec.get("family"):
@@ -101,7 +101,7 @@ def model_type_of(model: Any, spec: Any = None) -> str | None:
     if preset is not None and family in (None, preset["family"]):
         return preset["model_type"]
     if family == "llama" and spec.get("num_experts"):
-        return "mixtral"
+        return "qwen3_moe" if spec.get("qk_norm") else "mixtral"
     if family == "llama" and spec.get("qkv_bias") and not spec.get("o_bias"):
         return "qwen2"
     if family == "llama" and spec.get("qk_norm"):

@@ -24,7 +24,8 @@ BEFORE = {"bert-base": "BertLayer", "bert-large": "BertLayer", "gpt2-124m": "GPT
           "llama-3.1-70b": "LlamaDecoderLayer", "llama-3.1-405b": "LlamaDecoderLayer",
           "mistral-7b": "MistralDecoderLayer", "mixtral-8x7b": "MixtralDecoderLayer",
           "qwen2.5-7b": "Qwen2DecoderLayer", "qwen2.5-72b": "Qwen2DecoderLayer",
-          "qwen3-8b": "Qwen3DecoderLayer"}  # added with model_type: no plan stored before holds it
+          # added with model_type: no plan stored before holds them
+          "qwen3-8b": "Qwen3DecoderLayer", "qwen3-30b-a3b": "Qwen3MoeDecoderLayer"}
 
 
 def wrapped_class(plan: dict) -> str:
@@ -36,6 +37,7 @@ def wrapped_class(plan: dict) -> str:
 @pytest.mark.parametrize("preset, cls", [("mistral-7b", "MistralDecoderLayer"),
                                          ("qwen2.5-7b", "Qwen2DecoderLayer"),
                                          ("qwen3-8b", "Qwen3DecoderLayer"),
+                                         ("qwen3-30b-a3b", "Qwen3MoeDecoderLayer"),
                                          ("mixtral-8x7b", "MixtralDecoderLayer")])
 def test_the_accelerate_config_wraps_the_decoder_layer_of_the_presets_model_type(preset, cls):
     assert wrapped_class({"model": preset, "model_spec": preset_spec(preset)}) == cls

@@ -53,14 +53,15 @@ class OptionsSchema:
     engine_machine: tuple[str, ...] = ()
 
     def parse(self, driver_options: Mapping[str, Any]) -> NodeOptions:
-        """A node's options (stored, or merged over the settings') as typed values. Lenient, as
-        the drivers are: a flag that is not true or false reads as not stored."""
+        """A node's options (stored, or merged over the settings') as typed values. A value of
+        another shape (``shape_problems``: a flag that is not true or false, a login that is not
+        text) reads as not stored, never as a guess."""
         options = driver_options if isinstance(driver_options, Mapping) else {}
         return NodeOptions(host_key=_host_key(options.get(_HOST_KEY)),
                            login_user=_text(options.get(_LOGIN_USER)),
                            test_host=_flag(options.get(_TEST_HOST)),
                            bmc=parse_bmc(options),
-                           engine_machine=_text(_read(options, self.engine_machine)),
+                           engine_machine=_machine_id(_read(options, self.engine_machine)),
                            fabric_address=_text(options.get(_FABRIC_ADDRESS)))
 
     def shape_problems(self, driver_options: Mapping[str, Any]) -> list[str]:
@@ -72,7 +73,7 @@ class OptionsSchema:
         wrong = [f"driver_options.{key} is {kind}, not {_json_type(driver_options[key])}."
                  for key, kind, fits in _SHAPES if key in driver_options and not fits(driver_options[key])]
         machine = _read(driver_options, self.engine_machine)
-        if machine is not None and not isinstance(machine, (str, int)):
+        if machine is not None and _machine_id(machine) is None:
             wrong.append(f"driver_options.{'.'.join(self.engine_machine)} is the engine's machine id "
                          f"(text), not {_json_type(machine)}.")
         return wrong
@@ -145,12 +146,19 @@ def _put(options: dict, path: tuple[str, ...], value) -> None:
 
 def _host_key(value) -> str | tuple[str, ...] | None:
     if isinstance(value, (list, tuple)):
-        return tuple(str(v) for v in value)
+        return tuple(value) if all(isinstance(v, str) for v in value) else None
     return _text(value)
 
 
+def _machine_id(value) -> str | None:
+    """An engine's machine id: text, or a whole number the engine names machines by."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return None
+    return str(value)
+
+
 def _text(value) -> str | None:
-    return None if value is None else str(value)
+    return value if isinstance(value, str) else None
 
 
 def _flag(value) -> bool | None:

@@ -91,6 +91,8 @@ GRID = [  # family, attention, mode, checkpointing, shape, micro-batch, seq
                                             "layers": 3, "inter": 384}, 2, 80),
     ("qwen3", "sdpa", "autocast", "none", {"hidden": 128, "heads": 4, "kv_heads": 2,
                                            "layers": 3, "inter": 384}, 2, 80),
+    ("phi3", "sdpa", "autocast", "none", {"hidden": 128, "heads": 4, "kv_heads": 2,
+                                          "layers": 3, "inter": 384}, 2, 80),
     ("mixtral", "sdpa", "bf16-model", "none", {"hidden": 128, "heads": 4, "kv_heads": 2,
                                                "layers": 2, "inter": 128}, 2, 64),
     ("gpt2", "eager", "fp32", "none", {"hidden": 192, "heads": 6, "layers": 3}, 2, 96),

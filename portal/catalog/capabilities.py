@@ -43,6 +43,7 @@ MODEL_FAMILIES: dict[str, str] = {
     "qwen2": "Qwen2 / Qwen2.5",
     "qwen3": "Qwen3 (dense)",
     "qwen3_moe": "Qwen3-MoE (mixture of experts)",
+    "phi3": "Phi-3 / Phi-4",
     "gpt2": "GPT-2",
     "bert": "BERT",
 }

@@ -6,7 +6,8 @@ from __future__ import annotations
 # type the estimator reads: estimator.models.MODEL_TYPES): what FSDP2 wraps as one unit.
 LAYER_CLASSES = {"llama": "LlamaDecoderLayer", "mistral": "MistralDecoderLayer",
                  "qwen2": "Qwen2DecoderLayer", "qwen3": "Qwen3DecoderLayer",
-                 "qwen3_moe": "Qwen3MoeDecoderLayer", "mixtral": "MixtralDecoderLayer",
+                 "qwen3_moe": "Qwen3MoeDecoderLayer", "phi3": "Phi3DecoderLayer",
+                 "mixtral": "MixtralDecoderLayer",
                  "gpt2": "GPT2Block", "bert": "BertLayer"}
 
 

@@ -130,10 +130,10 @@ def test_the_family_migration_declares_families_on_existing_rows(transactional_d
 
 
 def test_the_qwen3_migration_adds_them_where_a_stack_builds_qwen2_and_nowhere_else(transactional_db):
-    """A catalog migrated before Qwen3: the Hugging Face stacks gain Qwen3 and Qwen3-MoE after
-    Qwen2, in place; torchtitan and a stack an operator narrowed keep what they declared;
+    """A catalog migrated before Qwen3: the Hugging Face stacks gain Qwen3, Qwen3-MoE and Phi-3
+    after Qwen2, in place; torchtitan and a stack an operator narrowed keep what they declared;
     processes reload it."""
-    before, after = ("catalog", "0007_resale_prices"), ("catalog", "0008_stackoption_qwen3")
+    before, after = ("catalog", "0007_resale_prices"), ("catalog", "0008_stackoption_qwen3_phi3")
     executor = MigrationExecutor(connection)
     executor.migrate([before])
     try:
@@ -149,7 +149,7 @@ def test_the_qwen3_migration_adds_them_where_a_stack_builds_qwen2_and_nowhere_el
         executor.migrate([after])
         migrated = executor.loader.project_state([after]).apps.get_model("catalog", "StackOption")
         families = migrated.objects.get(pk=hf.pk).model_families
-        assert families == ["llama3", "llama", "qwen2", "qwen3", "qwen3_moe", "bert"]
+        assert families == ["llama3", "llama", "qwen2", "qwen3", "qwen3_moe", "phi3", "bert"]
         assert migrated.objects.get(pk=titan.pk).model_families == ["llama3"]
         assert version.objects.get(pk=1).version == 42
     finally:

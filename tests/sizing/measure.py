@@ -48,6 +48,15 @@ def hf_config(family: str, attn: str = "sdpa", **shape):
             norm_topk_prob=shape.get("norm", True),
             max_position_embeddings=512, tie_word_embeddings=False, attn_implementation=attn)
         return cfg, transformers.Qwen3MoeForCausalLM
+    if family == "phi3":  # q/k/v in one qkv_proj, gate/up in one gate_up_proj
+        cfg = transformers.Phi3Config(
+            vocab_size=vocab, hidden_size=h, intermediate_size=shape.get("inter", 320),
+            num_hidden_layers=layers, num_attention_heads=heads,
+            num_key_value_heads=shape.get("kv_heads", heads // 2), max_position_embeddings=512,
+            resid_pdrop=0.0, embd_pdrop=0.0, attention_dropout=0.0, pad_token_id=0, bos_token_id=1,
+            eos_token_id=2,
+            tie_word_embeddings=shape.get("tie", False), attn_implementation=attn)
+        return cfg, transformers.Phi3ForCausalLM
     if family == "mixtral":
         cfg = transformers.MixtralConfig(
             vocab_size=vocab, hidden_size=h, intermediate_size=shape.get("inter", 96),

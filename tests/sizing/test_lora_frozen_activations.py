@@ -54,12 +54,7 @@ def test_lora_saves_less_than_full_finetuning_and_full_recompute_keeps_layer_inp
     assert ckpt_full - ckpt_lora == 2 * 1024 * (8 + 2 * m.hidden_size + 2 * m.hidden_size)
 
 
-@pytest.mark.torch
-@pytest.mark.parametrize("mode", ["fp32", "bf16-model", "autocast"])
-@pytest.mark.parametrize("targets", [("q_proj", "v_proj"), ("o_proj",), ("k_proj", "down_proj"), MLP, ALL,
-                                     ("q_proj", "v_proj", "lm_head"), ("o_proj", "lm_head")])
-@pytest.mark.parametrize("ckpt", ["none", "full"])
-def test_saved_bytes_match_peft_style_lora_on_hf_llama(mode, targets, ckpt):
+def _lora_saved_bytes_match(family: str, mode: str, targets: tuple[str, ...], ckpt: str) -> None:
     torch = pytest.importorskip("torch")
     pytest.importorskip("transformers")
     from torch import nn
@@ -82,7 +77,7 @@ def test_saved_bytes_match_peft_style_lora_on_hf_llama(mode, targets, ckpt):
         "bf16-model": ("bf16", torch.bfloat16, False),
         "autocast": ("bf16-mixed", torch.float32, True),
     }[mode]
-    cfg, cls = hf_config("llama", "sdpa", hidden=64, heads=2, kv_heads=1, layers=3, inter=160)
+    cfg, cls = hf_config(family, "sdpa", hidden=64, heads=2, kv_heads=1, layers=3, inter=160)
     model = build(cfg, cls, dtype)
     if ckpt == "full":
         model.activation_checkpointing_enable()
@@ -107,6 +102,24 @@ def test_saved_bytes_match_peft_style_lora_on_hf_llama(mode, targets, ckpt):
         ),
     )
     assert est.per_gpu.activations + est.per_gpu.logits_and_loss == pytest.approx(measured, rel=0.005)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("mode", ["fp32", "bf16-model", "autocast"])
+@pytest.mark.parametrize("targets", [("q_proj", "v_proj"), ("o_proj",), ("k_proj", "down_proj"), MLP, ALL,
+                                     ("q_proj", "v_proj", "lm_head"), ("o_proj", "lm_head")])
+@pytest.mark.parametrize("ckpt", ["none", "full"])
+def test_saved_bytes_match_peft_style_lora_on_hf_llama(mode, targets, ckpt):
+    _lora_saved_bytes_match("llama", mode, targets, ckpt)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("mode", ["fp32", "bf16-model", "autocast"])
+@pytest.mark.parametrize("targets", [("qkv_proj",), ("o_proj",), ("gate_up_proj", "down_proj"),
+                                     ("qkv_proj", "o_proj", "gate_up_proj", "down_proj", "lm_head")])
+@pytest.mark.parametrize("ckpt", ["none", "full"])
+def test_saved_bytes_match_peft_style_lora_on_hf_phi3s_fused_projections(mode, targets, ckpt):
+    _lora_saved_bytes_match("phi3", mode, targets, ckpt)
 
 
 def test_lora_dropout_keeps_one_dropped_copy_and_mask_per_adapter():

@@ -83,6 +83,10 @@ def _lin_in(dt: Dt, consumers: int) -> int:
 
 
 LLAMA_LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+FUSED_LINEARS = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj")  # Phi-3 (fused_projections)
+# The linears that read the attention norm's output, and those that read the MLP norm's
+QKV_LINEARS = frozenset({"q_proj", "k_proj", "v_proj", "qkv_proj"})
+GATE_UP_LINEARS = frozenset({"gate_proj", "up_proj", "gate_up_proj"})
 
 
 def adapted_linears(m: ModelSpec, tc: TrainingConfig) -> frozenset[str] | None:
@@ -92,14 +96,15 @@ def adapted_linears(m: ModelSpec, tc: TrainingConfig) -> frozenset[str] | None:
     trained, an over-estimate)."""
     if tc.finetune == "full" or m.family != "llama" or m.is_moe:
         return None
-    return _llama_adapted(tc.lora_targets)
+    return _llama_adapted(tc.lora_targets, m.fused_projections)
 
 
 @lru_cache(maxsize=64)
-def _llama_adapted(targets: tuple[str, ...]) -> frozenset[str]:
+def _llama_adapted(targets: tuple[str, ...], fused: bool = False) -> frozenset[str]:
+    linears = FUSED_LINEARS if fused else LLAMA_LINEARS
     if "all-linear" in targets:
-        return frozenset(LLAMA_LINEARS)
-    return frozenset(n for n in LLAMA_LINEARS if any(x == n or x.endswith("." + n) for x in targets))
+        return frozenset(linears)
+    return frozenset(n for n in linears if any(x == n or x.endswith("." + n) for x in targets))
 
 
 def _adapted_lin_in(dt: Dt, adapted: int, lora_dropout: float = 0.0) -> int:
@@ -248,18 +253,19 @@ def layer_terms(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> dic
         else:  # fp32 input/upcast, rsqrt, normalised (kept for the weight's gradient only)
             norm = (4 * h + 4 + (dt.norm_out * h if adapted is None else 0)) * T
             norm += smoke_norm_upcast(m, dt, T)
-        if adapted is None:
-            inputs = _lin_in(dt, 3) + _lin_in(dt, 2)
+        if adapted is None:  # under autocast each linear casts the norm's output on its own
+            inputs = 2 * _lin_in(dt, 1) if m.fused_projections else _lin_in(dt, 3) + _lin_in(dt, 2)
         else:
             pd = tc.lora_dropout
-            inputs = (_adapted_lin_in(dt, len(adapted & {"q_proj", "k_proj", "v_proj"}), pd)
-                      + _adapted_lin_in(dt, len(adapted & {"gate_proj", "up_proj"}), pd))
+            inputs = (_adapted_lin_in(dt, len(adapted & QKV_LINEARS), pd)
+                      + _adapted_lin_in(dt, len(adapted & GATE_UP_LINEARS), pd))
             if tc.attention == "eager" and not _merged_output_kept(adapted, pd):
                 core["qkvo"] -= dt.act * T * m.q_dim  # the head-merged output: no linear keeps it
             if "o_proj" in adapted and pd > 0:
                 core["qkvo"] += _dropped_copy(dt) * T * m.q_dim
         replicated = 2 * norm + inputs * T * h + smoke_rope_casts(m, tc, dt, s)
         core["qkvo"] += qk_norms(m, dt, T, trained=adapted is None, fused=fused)
+        core["qkvo"] += phi3_head_merge_copy(m, tc, dt, T, adapted)
         kept_rep, kept_shard = bnb_kept_inputs(m, tc, dt, T, adapted)
         replicated += kept_rep
         core["qkvo"] += kept_shard
@@ -283,6 +289,20 @@ def layer_terms(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> dic
             replicated += 2 * DROPOUT_MASK_BYTES * T * h
     replicated += untraced_lora_dropout(m, tc, dt, T)
     return {"replicated": replicated, "sharded": core["qkvo"] + mlp, "scores": core["scores"]}
+
+
+def phi3_head_merge_copy(m: ModelSpec, tc: TrainingConfig, dt: Dt, T: int,
+                         adapted: frozenset[str] | None) -> int:
+    """Phi-3's rotary ends in ``torch.cat([rotated, passed], -1)`` (its partial-rotary code path,
+    taken at every rotary width), which leaves q heads-major; the fused kernel's output follows
+    q's layout (smoke_head_merge_copy), so merging the heads copies it, and o_proj keeps that
+    copy while its weight trains (or its adapter keeps its input). Eager already counts the
+    merged output. Tied to fused_projections: Phi-3 is the model type that has both."""
+    if not m.fused_projections or tc.attention not in ("sdpa", "flash"):
+        return 0
+    if adapted is not None and not _merged_output_kept(adapted, tc.lora_dropout):
+        return 0
+    return dt.act * T * m.q_dim
 
 
 def qk_norms(m: ModelSpec, dt: Dt, T: int, *, trained: bool, fused: bool) -> int:
@@ -335,7 +355,7 @@ def bnb_kept_inputs(m: ModelSpec, tc: TrainingConfig, dt: Dt, T: int,
         return tc.lora_dropout == 0 and bool(adapted & names)
 
     h, rep, shard = m.hidden_size, 0, 0
-    for names in ({"q_proj", "k_proj", "v_proj"}, {"gate_proj", "up_proj"}):
+    for names in (QKV_LINEARS, GATE_UP_LINEARS):
         if not kept_by_adapter(names):
             rep += dt.act * T * h
     if tc.attention == "eager" and not _merged_output_kept(adapted, tc.lora_dropout):
@@ -406,15 +426,18 @@ def frozen_prefix(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int, t: i
     norm = norm // t if sp else norm
     # LoRA dropout of a first adapter whose input needs no gradient keeps no mask
     masks = DROPOUT_MASK_BYTES * T if tc.lora_dropout > 0 else 0
-    if qkv := len(adapted & {"q_proj", "k_proj", "v_proj"}):
+    if qkv := len(adapted & QKV_LINEARS):
         return norm + masks * qkv * h
     core = _attention_core(m, tc, dt, b, s, tc.dropout_for(m))
     unsaved = core["qkvo"] + (core["scores"] if tc.checkpointing == "none" else 0)
     if tc.attention == "eager" and not _merged_output_kept(adapted, tc.lora_dropout):
         unsaved -= dt.act * T * m.q_dim  # layer_terms already leaves the merged output out
     if "o_proj" in adapted:  # o_proj's adapter input (or its dropped copy) needs a gradient
-        return norm + (unsaved - (0 if tc.lora_dropout > 0 else dt.act * T * m.q_dim)) // t + masks * m.q_dim
-    return 2 * norm + unsaved // t + masks * h * len(adapted & {"gate_proj", "up_proj"})
+        # its input is the kernel's output, kept; Phi-3's is a copy of it, counted apart
+        copied = phi3_head_merge_copy(m, tc, dt, T, adapted)
+        kept = 0 if tc.lora_dropout > 0 or copied else dt.act * T * m.q_dim
+        return norm + (unsaved - kept) // t + masks * m.q_dim
+    return 2 * norm + unsaved // t + masks * h * len(adapted & GATE_UP_LINEARS)
 
 
 def _merged_output_kept(adapted: frozenset[str], lora_dropout: float) -> bool:

@@ -33,7 +33,8 @@ DEFAULT_HOST = HostSpec()  # the node's CPU side when none is given (config.Host
 # holds a compiled loss's logits gradient in the logits' dtype (fp32 runs: 4 B, not 2). 10 keeps
 # eager attention's repeated v (and k without autocast) once for a single kv head at micro-batch 1,
 # where they are views (activations._attention_core; bytes of such eager plans only), and sizes
-# Qwen3's per-head q/k norms (activations.qk_norms; a model type no earlier version read).
+# Qwen3's per-head q/k norms (activations.qk_norms) and Phi-3's fused projections with the head
+# merge its rotary forces (activations.phi3_head_merge_copy): model types no earlier version read.
 ESTIMATOR_VERSION = 10
 
 

@@ -17,8 +17,8 @@ def _need(cfg: dict[str, Any], *keys: str) -> Any:
 
 
 def model_from_hf_config(cfg: dict[str, Any], name: str = "") -> ModelSpec:
-    """Llama/Mistral/Qwen2/Qwen3 (incl. grouped-query attention), Mixtral and Qwen3-MoE, GPT-2 and BERT; the
-    spec keeps config.json's ``model_type`` (what the stacks read for the architecture)."""
+    """Llama/Mistral/Qwen2/Qwen3/Phi-3 (incl. grouped-query attention), Mixtral and Qwen3-MoE, GPT-2
+    and BERT; the spec keeps config.json's ``model_type`` (what the stacks read for the architecture)."""
     if not isinstance(cfg, dict):
         raise ValueError("config must be a JSON object (the contents of config.json)")
     model_type = cfg.get("model_type")
@@ -45,6 +45,9 @@ def _llama(cfg: dict[str, Any], name: str, model_type: str) -> ModelSpec:
         # the hub's config.json says num_experts; transformers 5 writes num_local_experts
         experts, routed = _need(cfg, "num_experts", "num_local_experts"), _need(cfg, "num_experts_per_tok")
         shape["intermediate_size"] = _need(cfg, "moe_intermediate_size")
+    elif model_type == "phi3" and any(cfg.get(k) for k in ("resid_pdrop", "embd_pdrop")):
+        raise ValueError("a Phi-3 config with residual or embedding dropout (resid_pdrop, embd_pdrop > 0) is"
+                         " not one the estimator sizes: its dropout masks are not counted")
     return ModelSpec(
         **shape,
         num_kv_heads=cfg.get("num_key_value_heads") or 0,
@@ -57,6 +60,7 @@ def _llama(cfg: dict[str, Any], name: str, model_type: str) -> ModelSpec:
         o_bias=(model_type == "llama" or qwen3) and bool(cfg.get("attention_bias", False)),
         mlp_bias=model_type == "llama" and bool(cfg.get("mlp_bias", False)),
         qk_norm=qwen3,
+        fused_projections=model_type == "phi3",
         num_experts=experts,
         experts_per_token=routed,
         dropout=float(cfg.get("attention_dropout", 0.0) or 0.0),

@@ -92,10 +92,17 @@ def _is_lora_target(t: Tensor, targets: tuple[str, ...]) -> bool:
                for x in targets)
 
 
+# the separate q/k/v and gate/up linears that a model with fused_projections does not have
+_SPLIT_NAMES = frozenset({"q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"})
+
+
 @lru_cache(maxsize=256)
 def _lora_tensors(model: ModelSpec, lora_targets: tuple[str, ...], r: int) -> tuple[Tensor, ...]:
     """Per-model constant (cached on the frozen ModelSpec, targets and rank). An adapter on the
     output head (LORA_HEAD) has the head's shape, whether the head is tied to the embedding or not."""
+    if model.fused_projections and (split := sorted(set(lora_targets) & _SPLIT_NAMES)):
+        raise ValueError(f"lora_targets {split} name linears this model fuses: Phi-3 has one qkv_proj and"
+                         f" one gate_up_proj (and o_proj, down_proj); name those, or 'all-linear'")
     targets = [t for t in param_tensors(model) if _is_lora_target(t, lora_targets)]
     if not targets:  # the head alone: no gradient would reach the frozen layers, a step not modelled
         names = sorted({t.name for t in param_tensors(model) if t.kind == "linear" and t.group == "layer"})

@@ -17,14 +17,14 @@ FAMILIES = ("llama", "gpt2", "bert")
 # The Hugging Face architectures this estimator counts: config.json's ``model_type`` -> the family
 # whose tensors it has. The stacks read the model_type (the stack family, the decoder-layer class).
 MODEL_TYPES = {"llama": "llama", "mistral": "llama", "qwen2": "llama", "qwen3": "llama", "mixtral": "llama",
-               "qwen3_moe": "llama",
+               "qwen3_moe": "llama", "phi3": "llama",
                "gpt2": "gpt2", "bert": "bert"}
 # The model_type of a model known only by its family (model_from_params: no config.json).
 FAMILY_MODEL_TYPES = {"llama": "llama", "gpt2": "gpt2", "bert": "bert"}
 INT_FIELDS = ("vocab_size", "hidden_size", "num_layers", "num_heads", "intermediate_size", "num_kv_heads",
               "head_dim", "max_position_embeddings", "num_experts", "experts_per_token", "type_vocab_size",
               "params_override")
-BOOL_FIELDS = ("tie_word_embeddings", "qkv_bias", "o_bias", "mlp_bias", "qk_norm")
+BOOL_FIELDS = ("tie_word_embeddings", "qkv_bias", "o_bias", "mlp_bias", "qk_norm", "fused_projections")
 # The code that runs the model, for what its ops save for backward (activations.py):
 # "hf": the Hugging Face transformers modules; "trainyard-smoke": the Llama of
 # provisioning/acceptance/node/train_smoke.py, as its loops (train_smoke.train, the node
@@ -80,6 +80,7 @@ class ModelSpec:
     o_bias: bool = False
     mlp_bias: bool = False
     qk_norm: bool = False  # an RMSNorm over each head's q and k before RoPE (Qwen3, Qwen3-MoE)
+    fused_projections: bool = False  # q/k/v in one qkv_proj, gate/up in one gate_up_proj (Phi-3)
     num_experts: int = 0  # 0: dense MLP
     experts_per_token: int = 0
     type_vocab_size: int = 0  # BERT token types
@@ -129,6 +130,10 @@ class ModelSpec:
         if self.qk_norm and (self.family != "llama" or self.implementation != "hf"):
             raise ValueError("qk_norm (an RMSNorm over each head's q and k, as Qwen3's) is a Hugging Face"
                              " llama-family layer: it needs family='llama' and implementation='hf'")
+        if self.fused_projections and (self.family != "llama" or self.implementation != "hf" or self.is_moe):
+            raise ValueError("fused_projections (one qkv_proj and one gate_up_proj, as Phi-3's) is a dense"
+                             " Hugging Face llama-family layer: family='llama', implementation='hf', no"
+                             " experts")
         if self.implementation not in IMPLEMENTATIONS:
             raise ValueError(f"implementation {self.implementation!r} is unknown; use one of"
                              f" {', '.join(IMPLEMENTATIONS)}")
@@ -183,9 +188,12 @@ def _linear(name, out_f, in_f, count, group, bias, expert=False, kind="linear"):
 def _llama_tensors(m: ModelSpec):
     h, L, inter = m.hidden_size, m.num_layers, m.intermediate_size
     yield Tensor("embed_tokens", (m.vocab_size, h), 1, "embedding", "embed")
-    yield from _linear("q_proj", m.q_dim, h, L, "layer", m.qkv_bias)
-    yield from _linear("k_proj", m.kv_dim, h, L, "layer", m.qkv_bias)
-    yield from _linear("v_proj", m.kv_dim, h, L, "layer", m.qkv_bias)
+    if m.fused_projections:
+        yield from _linear("qkv_proj", m.q_dim + 2 * m.kv_dim, h, L, "layer", m.qkv_bias)
+    else:
+        yield from _linear("q_proj", m.q_dim, h, L, "layer", m.qkv_bias)
+        yield from _linear("k_proj", m.kv_dim, h, L, "layer", m.qkv_bias)
+        yield from _linear("v_proj", m.kv_dim, h, L, "layer", m.qkv_bias)
     yield from _linear("o_proj", h, m.q_dim, L, "layer", m.o_bias)
     if m.qk_norm:
         yield Tensor("q_norm", (m.head_dim,), L, "norm", "layer")
@@ -198,6 +206,9 @@ def _llama_tensors(m: ModelSpec):
         yield Tensor("gate_proj", (inter, h), L * e, "linear", "layer", True)
         yield Tensor("up_proj", (inter, h), L * e, "linear", "layer", True)
         yield Tensor("down_proj", (h, inter), L * e, "linear", "layer", True)
+    elif m.fused_projections:
+        yield from _linear("gate_up_proj", 2 * inter, h, L, "layer", m.mlp_bias)
+        yield from _linear("down_proj", h, inter, L, "layer", m.mlp_bias)
     else:
         yield from _linear("gate_proj", inter, h, L, "layer", m.mlp_bias)
         yield from _linear("up_proj", inter, h, L, "layer", m.mlp_bias)

@@ -45,10 +45,17 @@ from typing import Any
 from portal.sizing.estimator import ModelSpec
 from portal.sizing.estimator.config import FSDP_SHARDING, WEIGHT_SHARDING, ZeroConfig
 
-# provisioning/stack/adapters.py's LoraConfig: target_modules by the estimator's family, lora_dropout
+# provisioning/stack/adapters.py's LoraConfig: target_modules by the estimator's family (Phi-3's
+# fused module names by its model type), lora_dropout
 LORA_TARGETS = {"llama": ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
+                "phi3": ("qkv_proj", "o_proj", "gate_up_proj", "down_proj"),  # fused_projections
                 "gpt2": ("c_attn", "c_proj", "c_fc"), "bert": ("query", "key", "value", "dense")}
 LORA_DROPOUT = 0.05
+
+
+def lora_targets_for(model: ModelSpec) -> tuple[str, ...]:
+    """Every linear of a layer by the model's own module names (Phi-3's fused ones where it fuses)."""
+    return LORA_TARGETS["phi3" if model.fused_projections else model.family]
 
 
 @dataclass(frozen=True)
@@ -128,8 +135,7 @@ class StackRegime:
         """TrainingConfig overrides of a LoRA/QLoRA plan: the adapters the stack renders."""
         if finetune == "full" or not self.renders_adapters:
             return {}
-        return {"lora_targets": LORA_TARGETS.get(model.family, LORA_TARGETS["llama"]),
-                "lora_dropout": LORA_DROPOUT}
+        return {"lora_targets": lora_targets_for(model), "lora_dropout": LORA_DROPOUT}
 
     def replicated_tp(self, tp: int) -> int:
         """ParallelConfig.replicated_tp of this stack's layouts at TP width tp."""

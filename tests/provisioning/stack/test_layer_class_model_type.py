@@ -25,7 +25,8 @@ BEFORE = {"bert-base": "BertLayer", "bert-large": "BertLayer", "gpt2-124m": "GPT
           "mistral-7b": "MistralDecoderLayer", "mixtral-8x7b": "MixtralDecoderLayer",
           "qwen2.5-7b": "Qwen2DecoderLayer", "qwen2.5-72b": "Qwen2DecoderLayer",
           # added with model_type: no plan stored before holds them
-          "qwen3-8b": "Qwen3DecoderLayer", "qwen3-30b-a3b": "Qwen3MoeDecoderLayer"}
+          "qwen3-8b": "Qwen3DecoderLayer", "qwen3-30b-a3b": "Qwen3MoeDecoderLayer",
+          "phi-3-mini": "Phi3DecoderLayer", "phi-4": "Phi3DecoderLayer"}
 
 
 def wrapped_class(plan: dict) -> str:
@@ -38,6 +39,7 @@ def wrapped_class(plan: dict) -> str:
                                          ("qwen2.5-7b", "Qwen2DecoderLayer"),
                                          ("qwen3-8b", "Qwen3DecoderLayer"),
                                          ("qwen3-30b-a3b", "Qwen3MoeDecoderLayer"),
+                                         ("phi-4", "Phi3DecoderLayer"),
                                          ("mixtral-8x7b", "MixtralDecoderLayer")])
 def test_the_accelerate_config_wraps_the_decoder_layer_of_the_presets_model_type(preset, cls):
     assert wrapped_class({"model": preset, "model_spec": preset_spec(preset)}) == cls

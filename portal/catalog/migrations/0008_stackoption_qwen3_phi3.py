@@ -1,10 +1,10 @@
 from django.db import migrations
 from django.db.models import F
 
-# The Hugging Face stacks (transformers 5.24 has Qwen3 and Qwen3-MoE) build them as they build
-# Qwen2: a catalog that is not seeded again learns it here. Frozen: only rows that already build
-# qwen2 gain them, after it.
-ADDED = ["qwen3", "qwen3_moe"]
+# The Hugging Face stacks (transformers 5.24 has Qwen3, Qwen3-MoE and Phi-3) build them as they
+# build Qwen2: a catalog that is not seeded again learns it here. Frozen: only rows that already
+# build qwen2 gain them, after it.
+ADDED = ["qwen3", "qwen3_moe", "phi3"]
 BESIDE = "qwen2"
 
 
@@ -15,7 +15,7 @@ def _bump_catalog_version(apps) -> None:
     CatalogVersion.objects.filter(pk=1).update(version=F("version") + 1)
 
 
-def add_qwen3_families(apps, schema_editor):
+def add_families(apps, schema_editor):
     StackOption = apps.get_model("catalog", "StackOption")
     for stack in StackOption.objects.filter(kind="strategy"):
         families = list(stack.model_families or [])
@@ -27,7 +27,7 @@ def add_qwen3_families(apps, schema_editor):
     _bump_catalog_version(apps)
 
 
-def remove_qwen3_families(apps, schema_editor):
+def remove_families(apps, schema_editor):
     StackOption = apps.get_model("catalog", "StackOption")
     for stack in StackOption.objects.filter(kind="strategy"):
         if set(ADDED) & set(stack.model_families or []):
@@ -43,5 +43,5 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.RunPython(add_qwen3_families, remove_qwen3_families),
+        migrations.RunPython(add_families, remove_families),
     ]

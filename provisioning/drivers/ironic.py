@@ -125,7 +125,8 @@ class IronicDriver:
     def __init__(self, target: NodeTarget) -> None:
         self.target = target
         options = dict(target.options)
-        engine = dict(options.get("ironic") or {})
+        stored = options.get("ironic")
+        engine = dict(stored) if isinstance(stored, Mapping) else {}  # not an object: _call refuses
         self.url = str(engine.get("url") or "").rstrip("/")
         self.auth = str(engine.get("auth") or "noauth")
         self.username = str(engine.get("username") or "")
@@ -406,7 +407,10 @@ class IronicDriver:
         return self._conn
 
     def _call(self, action: Callable[[Any], Any]):
-        """One API call with errors mapped: what may pass is transient, the rest permanent."""
+        """One API call with errors mapped: what may pass is transient, the rest permanent. A
+        stored node id that is no id is refused before any call (never the node of the hostname)."""
+        if problem := self.options_schema.machine_problem(self.target.options):
+            raise DriverError(f"{self.target.hostname}: {problem}", permanent=True)
         try:
             return action(self._connection().baremetal)
         except sdk_exceptions.NotFoundException:

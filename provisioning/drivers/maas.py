@@ -230,7 +230,10 @@ class MaasDriver:
         return f"{self.target.hostname} (MAAS {self.system_id or '?'})"
 
     def _require_system_id(self) -> str:
-        """The node's ``system_id`` option, else the one MAAS machine with the node's hostname."""
+        """The node's ``system_id`` option, else the one MAAS machine with the node's hostname
+        (never when a system_id is stored that is no id: that is refused, not guessed)."""
+        if problem := self.options_schema.machine_problem(self.options):
+            raise DriverError(f"{self.target.hostname}: {problem}", permanent=True)
         if not self.system_id:
             found = self.api.machines(hostname=self.target.hostname)
             if len(found) != 1:

@@ -72,11 +72,26 @@ class OptionsSchema:
             return ["driver_options is an object of options, e.g. {\"test_host\": true}."]
         wrong = [f"driver_options.{key} is {kind}, not {_json_type(driver_options[key])}."
                  for key, kind, fits in _SHAPES if key in driver_options and not fits(driver_options[key])]
-        machine = _read(driver_options, self.engine_machine)
-        if machine is not None and _machine_id(machine) is None:
-            wrong.append(f"driver_options.{'.'.join(self.engine_machine)} is the engine's machine id "
-                         f"(text), not {_json_type(machine)}.")
+        if problem := self.machine_problem(driver_options):
+            wrong.append(problem)
         return wrong
+
+    def machine_problem(self, driver_options: Mapping[str, Any]) -> str | None:
+        """Where the node names its machine in the engine, something that is no machine id (an
+        object on the path included): the engine driver refuses to act rather than take the
+        machine of the node's hostname."""
+        path, value = self.engine_machine, driver_options
+        for depth, key in enumerate(path):
+            if value is None:
+                return None  # not stored
+            if not isinstance(value, Mapping):
+                where = ".".join(("driver_options", *path[:depth]))
+                return f'{where} is an object holding "{key}", not {_json_type(value)}.'
+            value = value.get(key)
+        if path and value is not None and _machine_id(value) is None:
+            where = ".".join(("driver_options", *path))
+            return f"{where} is the engine's machine id (text), not {_json_type(value)}."
+        return None
 
     def dump(self, options: NodeOptions, base: Mapping[str, Any]) -> dict[str, Any]:
         """``base`` (a node's stored options) with ``options`` in place of what ``parse`` reads;

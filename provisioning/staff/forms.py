@@ -227,6 +227,19 @@ class NodeEditForm(NodeFactsForm):
     def login_drivers(self) -> str:
         return self.node.driver if _reads_login(self.schema()) else ""
 
+    def clean(self):
+        """A stored option of the wrong shape that this form does not write (an engine's machine
+        id, an old fabric address) would be dropped by the save without a word: refused instead."""
+        data = super().clean()
+        schema = self.schema()
+        written = {"test_host", *(("host_key",) if schema.host_key else ()),
+                   *(("login_user",) if schema.login_user else ())}
+        kept = {k: v for k, v in (self.node.driver_options or {}).items() if k not in written}
+        if problems := schema.shape_problems(kept):
+            self.add_error(None, " ".join(problems) + " Saving would drop it: correct it in the admin's"
+                                                      " driver options first.")
+        return data
+
     def changes(self) -> dict:
         data = self.cleaned_data
         return {"management_address": data["management_address"],

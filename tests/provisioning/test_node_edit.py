@@ -58,6 +58,17 @@ def test_the_node_page_names_options_stored_in_a_shape_trainyard_does_not_read(l
     assert "not read" not in client.get(f"/ops/nodes/{ssh_node.pk}/").content.decode()
 
 
+def test_an_edit_that_would_drop_an_option_it_does_not_write_is_refused(login, people, ssh_node):
+    Node.objects.filter(pk=ssh_node.pk).update(
+        driver_options={**ssh_node.driver_options, "fabric_address": ["10.50.0.1"]})
+    ssh_node.refresh_from_db()
+    response = _edit(login(people.olga), ssh_node, notes="moved to rack 4")
+    assert response.status_code == 400
+    assert "driver_options.fabric_address is an IP address (text), not a list." in response.content.decode()
+    ssh_node.refresh_from_db()
+    assert ssh_node.driver_options["fabric_address"] == ["10.50.0.1"] and ssh_node.notes == ""
+
+
 def test_an_operator_edits_a_node_and_the_change_is_audited(login, people, ssh_node):
     response = _edit(login(people.olga), ssh_node, management_address="10.7.0.9:2222",
                      nvme_devices="", wipe_method="files", login_user="", bmc_address="", bmc_user="",

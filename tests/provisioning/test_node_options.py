@@ -149,3 +149,28 @@ def test_an_edit_keeps_what_the_driver_does_not_take_from_the_form(login, people
     node.refresh_from_db()
     assert node.driver_options == {**stored, "login_user": "student", "test_host": True}
     assert node_options(node).engine_machine == "gpu-07"
+
+
+@pytest.mark.parametrize(("driver_class", "options", "words"), [
+    ("provisioning.drivers.maas.MaasDriver",
+     {"url": "http://127.0.0.1:9/MAAS", "system_id": {"id": "4y3h7n"}},
+     "driver_options.system_id is the engine's machine id (text), not an object."),
+    ("provisioning.drivers.ironic.IronicDriver",
+     {"ironic": {"url": "http://127.0.0.1:9", "node": ["gpu-07"]}},
+     "driver_options.ironic.node is the engine's machine id (text), not a list."),
+    ("provisioning.drivers.ironic.IronicDriver", {"ironic": "gpu-07"},
+     'driver_options.ironic is an object holding "node", not the text "gpu-07".'),
+])
+def test_an_engine_driver_refuses_a_stored_machine_id_it_cannot_read_and_never_takes_the_hostnames(
+        driver_class, options, words):
+    """A malformed id reads as not stored, and without one an engine driver would act on the
+    machine of the node's hostname: it stops before any call to the engine instead."""
+    from django.utils.module_loading import import_string
+
+    from provisioning.drivers import DriverError, NodeTarget
+
+    driver = import_string(driver_class)(NodeTarget(hostname="gpu-07", address="10.20.0.7", gpu_count=8,
+                                                    options={"api_key": "a:b:c", **options}))
+    with pytest.raises(DriverError) as exc:
+        driver.engine_check()  # nothing listens on the URL: an engine call would fail otherwise
+    assert exc.value.permanent and str(exc.value) == f"gpu-07: {words}"

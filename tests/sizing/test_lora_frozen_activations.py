@@ -122,6 +122,17 @@ def test_saved_bytes_match_peft_style_lora_on_hf_phi3s_fused_projections(mode, t
     _lora_saved_bytes_match("phi3", mode, targets, ckpt)
 
 
+@pytest.mark.torch
+@pytest.mark.parametrize("mode", ["fp32", "bf16-model", "autocast"])
+@pytest.mark.parametrize("targets", [("q_proj", "v_proj"), ("v_proj",), ("k_proj", "o_proj"), ("o_proj",),
+                                     ALL])
+@pytest.mark.parametrize("ckpt", ["none", "full"])
+def test_saved_bytes_match_peft_style_lora_on_hf_qwen3s_q_and_k_norms(mode, targets, ckpt):
+    """A frozen q/k norm keeps its fp32 input and rsqrt once its projection's output needs a
+    gradient: from the second layer on, or where the projection is adapted."""
+    _lora_saved_bytes_match("qwen3", mode, targets, ckpt)
+
+
 def test_lora_dropout_keeps_one_dropped_copy_and_mask_per_adapter():
     """PEFT applies a dropout per adapter (lora_A(dropout(x))): with p > 0 every adapter keeps its
     own half copy and a 1-byte mask instead of one shared input. On a dense llama, q, k and v

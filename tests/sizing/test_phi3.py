@@ -29,7 +29,8 @@ def test_phi3_fuses_q_k_v_and_gate_up_into_one_linear_each():
     assert {"qkv_proj", "gate_up_proj", "o_proj", "down_proj"} <= names
     assert not names & {"q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"}
     assert count_params(spec).total == PHI3_MINI_PARAMS
-    assert count_params(spec).total == count_params(replace(spec, fused_projections=False)).total
+    split = replace(spec, model_type="llama", fused_projections=False)
+    assert count_params(spec).total == count_params(split).total
     assert round(count_params(get_preset("phi-4")).total / 1e9, 1) == 14.7  # "14B", 14.7B as built
 
 
@@ -38,7 +39,7 @@ def test_lora_on_the_fused_linears_keeps_one_input_where_separate_ones_keep_thre
     their own copy: two dropped copies (bf16, and CUDA dropout's 1-byte mask) and two rank-r
     middles more per layer, less the first layer's two masks (its input needs no gradient)."""
     spec = get_preset("phi-3-mini")
-    split = replace(spec, fused_projections=False)
+    split = replace(spec, model_type="llama", fused_projections=False)
     knobs = {"finetune": "lora", "lora_rank": 16, "lora_dropout": 0.05, "micro_batch": 1, "seq_len": 2048,
              "checkpointing": "none", "precision": "bf16"}
     fused = estimate(spec, TrainingConfig(**knobs, lora_targets=("qkv_proj",))).per_gpu.activations
@@ -47,9 +48,39 @@ def test_lora_on_the_fused_linears_keeps_one_input_where_separate_ones_keep_thre
     assert three.per_gpu.activations - fused == L * T * (2 * h * (2 + 1) + 2 * 16 * 2) - T * 2 * h * 1
 
 
-def test_split_names_on_a_fused_model_are_refused_with_the_names_it_has():
-    with pytest.raises(ValueError, match=r"Phi-3 has one qkv_proj and one gate_up_proj"):
-        estimate(get_preset("phi-4"), TrainingConfig(finetune="lora", lora_targets=("q_proj", "v_proj")))
+def test_a_whole_split_set_names_the_fused_linear_and_part_of_one_is_refused():
+    """PEFT adapts a module as a whole: q_proj, k_proj and v_proj together (the default targets
+    among them) are Phi-3's qkv_proj, gate_proj with up_proj its gate_up_proj; q_proj alone
+    cannot be adapted on it and is refused with the names it has."""
+    spec = get_preset("phi-4")
+    by_default = estimate(spec, TrainingConfig(finetune="qlora"))  # q, k, v, o
+    as_named = estimate(spec, TrainingConfig(finetune="qlora", lora_targets=("qkv_proj", "o_proj")))
+    assert by_default.per_gpu == as_named.per_gpu
+    split_mlp = TrainingConfig(finetune="lora", lora_targets=("gate_proj", "up_proj", "down_proj"))
+    fused_mlp = TrainingConfig(finetune="lora", lora_targets=("gate_up_proj", "down_proj"))
+    assert estimate(spec, split_mlp).per_gpu == estimate(spec, fused_mlp).per_gpu
+    with pytest.raises(ValueError, match=r"part of a linear this model fuses: Phi-3 has one qkv_proj"):
+        estimate(spec, TrainingConfig(finetune="lora", lora_targets=("q_proj", "v_proj")))
+
+
+def test_torchtitan_and_its_op_level_checkpointing_are_for_llamas_own_layer():
+    """torchtitan's op-level policy counts the seven separate linears of Llama's layer."""
+    from portal.sizing.recommend.regimes import REGIMES
+
+    for preset in ("phi-4", "qwen3-8b"):
+        assert not REGIMES["torchtitan"].runs(get_preset(preset))
+        with pytest.raises(ValueError, match="selective-op checkpointing is modelled for Llama's own layer"):
+            estimate(get_preset(preset), TrainingConfig(checkpointing="selective-op"))
+    assert REGIMES["torchtitan"].runs(get_preset("llama-3.1-8b"))
+
+
+def test_a_model_type_and_its_layer_flags_must_agree():
+    spec = get_preset("phi-3-mini")
+    with pytest.raises(ValueError, match="model_type 'phi3' and its layer disagree"):
+        replace(spec, fused_projections=False)
+    with pytest.raises(ValueError, match="model_type 'llama' and its layer disagree"):
+        replace(get_preset("llama-2-7b"), fused_projections=True)
+    assert not replace(spec, model_type="", fused_projections=False).fused_projections  # no type: free
 
 
 def test_residual_dropout_is_refused_not_sized_without_its_masks():

@@ -25,7 +25,7 @@ def test_a_qwen3_config_is_a_llama_layer_with_per_head_q_and_k_norms():
     assert (spec.family, spec.model_type, spec.qk_norm) == ("llama", "qwen3", True)
     assert (spec.q_dim, spec.kv_dim) == (2048, 1024)
     assert not (spec.qkv_bias or spec.o_bias or spec.mlp_bias)
-    plain = replace(spec, qk_norm=False)
+    plain = replace(spec, model_type="llama", qk_norm=False)
     assert count_params(spec).total - count_params(plain).total == 2 * 128 * 28  # q_norm, k_norm
     assert count_params(spec).total == 596_049_920  # the model card's 0.6B, embeddings tied
     biased = model_from_hf_config({**QWEN3_0_6B, "attention_bias": True}, name="b")
@@ -42,10 +42,11 @@ def test_the_norms_keep_an_fp32_copy_rsqrt_and_the_normalised_q_and_k_while_they
     assert qk_norms(spec, DT_AUTOCAST, T, trained=True, fused=False) == 4 * elems + 4 * rows + 2 * elems
     assert qk_norms(spec, DT_AUTOCAST, T, trained=False, fused=False) == 4 * elems + 4 * rows  # LoRA
     assert qk_norms(spec, DT_FP32, T, trained=True, fused=True) == 4 * elems + 4 * rows  # compiled
-    assert qk_norms(replace(spec, qk_norm=False), DT_AUTOCAST, T, trained=True, fused=False) == 0
+    plain = replace(spec, model_type="llama", qk_norm=False)
+    assert qk_norms(plain, DT_AUTOCAST, T, trained=True, fused=False) == 0
     training = TrainingConfig(micro_batch=1, seq_len=4096, checkpointing="none")
     with_norms = estimate(spec, training).per_gpu.activations
-    without = estimate(replace(spec, qk_norm=False), training).per_gpu.activations
+    without = estimate(replace(spec, model_type="llama", qk_norm=False), training).per_gpu.activations
     assert with_norms - without == 36 * qk_norms(spec, DT_AUTOCAST, T, trained=True, fused=False)
 
 

@@ -30,7 +30,7 @@ def add_families(apps, schema_editor):
 def remove_families(apps, schema_editor):
     StackOption = apps.get_model("catalog", "StackOption")
     for stack in StackOption.objects.filter(kind="strategy"):
-        if set(ADDED) & set(stack.model_families or []):
+        if BESIDE in (stack.model_families or []) and set(ADDED) & set(stack.model_families):
             stack.model_families = [f for f in stack.model_families if f not in ADDED]
             stack.save(update_fields=["model_families"])
     _bump_catalog_version(apps)

@@ -311,12 +311,21 @@ def qk_norms(m: ModelSpec, dt: Dt, T: int, *, trained: bool, fused: bool) -> int
     token, and the normalised copy in the projection's dtype that the weight's gradient needs
     (not kept when the norm is frozen); compiled: its input and rsqrt. What follows is unchanged:
     RoPE keeps only its tables, the kernel its own q and k."""
+    return sum(qk_norm_parts(m, dt, T, trained=trained, fused=fused))
+
+
+def qk_norm_parts(m: ModelSpec, dt: Dt, T: int, *, trained: bool, fused: bool) -> tuple[int, int]:
+    """qk_norms' (q_norm, k_norm) bytes."""
     if not m.qk_norm:
-        return 0
-    elems, rows = T * (m.q_dim + m.kv_dim), T * (m.num_heads + m.num_kv_heads)
-    if fused:
-        return dt.act * elems + 4 * rows
-    return 4 * elems + 4 * rows + (dt.act * elems if trained else 0)
+        return 0, 0
+
+    def part(heads: int) -> int:
+        elems, rows = T * heads * m.head_dim, T * heads
+        if fused:
+            return dt.act * elems + 4 * rows
+        return 4 * elems + 4 * rows + (dt.act * elems if trained else 0)
+
+    return part(m.num_heads), part(m.num_kv_heads)
 
 
 def _llama_mlp(m: ModelSpec, tc: TrainingConfig, dt: Dt, T: int, adapted: frozenset[str] | None,
@@ -426,10 +435,13 @@ def frozen_prefix(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int, t: i
     norm = norm // t if sp else norm
     # LoRA dropout of a first adapter whose input needs no gradient keeps no mask
     masks = DROPOUT_MASK_BYTES * T if tc.lora_dropout > 0 else 0
+    # a q/k norm keeps something only where its projection's output needs a gradient (adapted)
+    q_norm, k_norm = qk_norm_parts(m, dt, T, trained=False, fused=fused)
     if qkv := len(adapted & QKV_LINEARS):
-        return norm + masks * qkv * h
+        frozen_norms = q_norm * ("q_proj" not in adapted) + k_norm * ("k_proj" not in adapted)
+        return norm + masks * qkv * h + frozen_norms // t
     core = _attention_core(m, tc, dt, b, s, tc.dropout_for(m))
-    unsaved = core["qkvo"] + (core["scores"] if tc.checkpointing == "none" else 0)
+    unsaved = core["qkvo"] + q_norm + k_norm + (core["scores"] if tc.checkpointing == "none" else 0)
     if tc.attention == "eager" and not _merged_output_kept(adapted, tc.lora_dropout):
         unsaved -= dt.act * T * m.q_dim  # layer_terms already leaves the merged output out
     if "o_proj" in adapted:  # o_proj's adapter input (or its dropped copy) needs a gradient

@@ -150,9 +150,10 @@ def validate(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfi
         pass  # allowed
     if training.mixed_layout == "fsdp2" and parallel.sharding not in mem.FSDP_SHARDING:
         raise ValueError("mixed_layout='fsdp2' is FSDP2's MixedPrecisionPolicy: use an fsdp-* sharding")
-    if training.checkpointing == "selective-op" and (model.family != "llama" or model.is_moe):
-        raise ValueError("selective-op checkpointing is modelled for dense llama-family models"
-                         " (torchtitan's policy counts their aten.mm calls); use full or selective")
+    if training.checkpointing == "selective-op" and (model.family != "llama" or model.is_moe
+                                                     or model.fused_projections or model.qk_norm):
+        raise ValueError("selective-op checkpointing is modelled for Llama's own layer (torchtitan's"
+                         " policy counts its seven linears' aten.mm calls); use full or selective")
     if training.precision == "fp8" and training.finetune == "qlora":
         raise ValueError("qlora trains in bf16 on top of NF4 weights; use bf16-mixed")
     if training.nf4_quantizer == "lightning":
@@ -402,13 +403,33 @@ def estimate(
                                 host=host)
 
 
+# a model with fused_projections names the same linears as one module each
+_FUSED_NAMES = ((("q_proj", "k_proj", "v_proj"), "qkv_proj"), (("gate_proj", "up_proj"), "gate_up_proj"))
+
+
+def own_linear_names(model: ModelSpec, training: TrainingConfig) -> TrainingConfig:
+    """LoRA targets in the model's own module names: on a model that fuses q/k/v (Phi-3), the
+    whole set q_proj, k_proj, v_proj is its qkv_proj (the default targets among them), and
+    gate_proj with up_proj its gate_up_proj; a part of a set is left as named and refused
+    (memory._lora_tensors), as PEFT cannot adapt part of a fused linear."""
+    if not model.fused_projections or training.finetune == "full":
+        return training
+    targets = list(training.lora_targets)
+    for split, fused in _FUSED_NAMES:
+        if set(split) <= set(targets):
+            targets = [t for t in targets if t not in split] + [fused]
+    if tuple(targets) == training.lora_targets:
+        return training
+    return replace(training, lora_targets=tuple(targets))
+
+
 def estimate_memory(
     model: ModelSpec,
     training: TrainingConfig | None = None,
     parallel: ParallelConfig | None = None,
 ) -> MemoryEstimate:
     """Per-GPU memory of one setup; independent of the GPU model and the interconnect."""
-    training = training or TrainingConfig()
+    training = own_linear_names(model, training or TrainingConfig())
     parallel = parallel or ParallelConfig()
     validate(model, training, parallel)
     p, weights, grads, optim, cpu_per_gpu, gathered, step_extra, params, checkpoint = _model_states(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .models import MODEL_TYPES, ModelSpec
+from .models import FUSED_TYPES, MODEL_TYPES, QK_NORM_TYPES, ModelSpec
 
 LLAMA_TYPES = tuple(t for t, family in MODEL_TYPES.items() if family == "llama")
 
@@ -32,7 +32,7 @@ def model_from_hf_config(cfg: dict[str, Any], name: str = "") -> ModelSpec:
 
 
 def _llama(cfg: dict[str, Any], name: str, model_type: str) -> ModelSpec:
-    qwen3 = model_type in ("qwen3", "qwen3_moe")
+    qwen3 = model_type in QK_NORM_TYPES
     shape = _hf_shape(cfg, name, "llama", model_type)
     experts, routed = 0, 0
     if model_type == "mixtral":
@@ -60,7 +60,7 @@ def _llama(cfg: dict[str, Any], name: str, model_type: str) -> ModelSpec:
         o_bias=(model_type == "llama" or qwen3) and bool(cfg.get("attention_bias", False)),
         mlp_bias=model_type == "llama" and bool(cfg.get("mlp_bias", False)),
         qk_norm=qwen3,
-        fused_projections=model_type == "phi3",
+        fused_projections=model_type in FUSED_TYPES,
         num_experts=experts,
         experts_per_token=routed,
         dropout=float(cfg.get("attention_dropout", 0.0) or 0.0),

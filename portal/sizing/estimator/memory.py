@@ -101,8 +101,9 @@ def _lora_tensors(model: ModelSpec, lora_targets: tuple[str, ...], r: int) -> tu
     """Per-model constant (cached on the frozen ModelSpec, targets and rank). An adapter on the
     output head (LORA_HEAD) has the head's shape, whether the head is tied to the embedding or not."""
     if model.fused_projections and (split := sorted(set(lora_targets) & _SPLIT_NAMES)):
-        raise ValueError(f"lora_targets {split} name linears this model fuses: Phi-3 has one qkv_proj and"
-                         f" one gate_up_proj (and o_proj, down_proj); name those, or 'all-linear'")
+        raise ValueError(f"lora_targets {split} name part of a linear this model fuses: Phi-3 has one"
+                         f" qkv_proj and one gate_up_proj (and o_proj, down_proj), and an adapter"
+                         f" covers all of one; name those, or 'all-linear'")
     targets = [t for t in param_tensors(model) if _is_lora_target(t, lora_targets)]
     if not targets:  # the head alone: no gradient would reach the frozen layers, a step not modelled
         names = sorted({t.name for t in param_tensors(model) if t.kind == "linear" and t.group == "layer"})

@@ -19,6 +19,9 @@ FAMILIES = ("llama", "gpt2", "bert")
 MODEL_TYPES = {"llama": "llama", "mistral": "llama", "qwen2": "llama", "qwen3": "llama", "mixtral": "llama",
                "qwen3_moe": "llama", "phi3": "llama",
                "gpt2": "gpt2", "bert": "bert"}
+# The model types whose layer has per-head q/k norms, and those that fuse q/k/v and gate/up
+QK_NORM_TYPES = ("qwen3", "qwen3_moe")
+FUSED_TYPES = ("phi3",)
 # The model_type of a model known only by its family (model_from_params: no config.json).
 FAMILY_MODEL_TYPES = {"llama": "llama", "gpt2": "gpt2", "bert": "bert"}
 INT_FIELDS = ("vocab_size", "hidden_size", "num_layers", "num_heads", "intermediate_size", "num_kv_heads",
@@ -127,6 +130,11 @@ class ModelSpec:
             types = ", ".join(t for t, f in MODEL_TYPES.items() if f == self.family)
             raise ValueError(f"model_type {self.model_type!r} is not of the {self.family} family;"
                              f" use one of {types} (or leave it out)")
+        if self.model_type and (self.qk_norm != (self.model_type in QK_NORM_TYPES)
+                                or self.fused_projections != (self.model_type in FUSED_TYPES)):
+            raise ValueError(f"model_type {self.model_type!r} and its layer disagree: qk_norm is Qwen3's"
+                             f" ({', '.join(QK_NORM_TYPES)}), fused_projections Phi-3's"
+                             f" ({', '.join(FUSED_TYPES)})")
         if self.qk_norm and (self.family != "llama" or self.implementation != "hf"):
             raise ValueError("qk_norm (an RMSNorm over each head's q and k, as Qwen3's) is a Hugging Face"
                              " llama-family layer: it needs family='llama' and implementation='hf'")

@@ -69,14 +69,10 @@ busy_dev "$dev" && { echo "mkfs.xfs: $dev contains a mounted filesystem" >&2; ex
 echo trainyard > "$STATE/$(bn "$dev").label"; log "mkfs $(bn "$dev")"
 """,
     "mountpoint": 'grep -q " ${!#}$" "$STATE/mounts"',
-    "mount": """target="${!#}"; label="${3#LABEL=}"
+    "mount": """target="${!#}"; src="$3"
 grep -q " $target$" "$STATE/mounts" && exit 32
-for f in "$STATE"/*.label; do [ "$(cat "$f")" = "$label" ] || continue
-  d=$(basename "$f" .label)
-  if [ -e "$STATE/arrays/$d.path" ]; then src=$(cat "$STATE/arrays/$d.path"); else src="/dev/$d"; fi
-  echo "$src $target" >> "$STATE/mounts"; log mount; exit 0
-done
-exit 32""",
+[ -e "$STATE/$(bn "$src").label" ] || exit 32  # no filesystem on the device
+echo "$src $target" >> "$STATE/mounts"; log mount""",
     "umount": """target="$1"
 if grep -qx "$target" "$STATE/busy" 2>/dev/null || { [ "$target" = "$MNT" ] && [ -s "$STATE/units" ]; }; then
   echo "umount: $target: target is busy." >&2; exit 32

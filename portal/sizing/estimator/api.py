@@ -152,8 +152,9 @@ def validate(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfi
         raise ValueError("mixed_layout='fsdp2' is FSDP2's MixedPrecisionPolicy: use an fsdp-* sharding")
     if training.checkpointing == "selective-op" and (model.family != "llama" or model.is_moe
                                                      or model.fused_projections or model.qk_norm):
-        raise ValueError("selective-op checkpointing is modelled for Llama's own layer (torchtitan's"
-                         " policy counts its seven linears' aten.mm calls); use full or selective")
+        raise ValueError("selective-op checkpointing is modelled for the dense llama family's own layer"
+                         " (torchtitan's policy counts the aten.mm calls of Llama's seven linears), not"
+                         " for experts, fused projections or q/k norms; use full or selective")
     if training.precision == "fp8" and training.finetune == "qlora":
         raise ValueError("qlora trains in bf16 on top of NF4 weights; use bf16-mixed")
     if training.nf4_quantizer == "lightning":

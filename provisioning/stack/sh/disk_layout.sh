@@ -88,7 +88,8 @@ mkdir -p "$mnt"
 if mountpoint -q "$mnt"; then
   echo "$mnt already mounted; skipping mount"
 else
-  mount -o noatime LABEL="$label" "$mnt"
+  # the device checked above, not whichever device carries the label (another disk may too)
+  mount -o noatime "$data" "$mnt"
 fi
 mkdir -p "$root/etc"
 touch "$root/etc/fstab"

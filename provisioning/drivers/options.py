@@ -71,7 +71,8 @@ class OptionsSchema:
         if not isinstance(driver_options, Mapping):
             return ["driver_options is an object of options, e.g. {\"test_host\": true}."]
         wrong = [f"driver_options.{key} is {kind}, not {_json_type(driver_options[key])}."
-                 for key, kind, fits in _SHAPES if key in driver_options and not fits(driver_options[key])]
+                 for key, kind, fits in _SHAPES
+                 if driver_options.get(key) is not None and not fits(driver_options[key])]  # null: unset
         if problem := self.machine_problem(driver_options):
             wrong.append(problem)
         return wrong

@@ -60,6 +60,14 @@ def test_well_formed_stored_options_have_no_shape_problem(driver, stored, own):
     assert options_schema(driver).shape_problems(json.loads(json.dumps(stored))) == []
 
 
+def test_a_null_option_is_unset_not_malformed():
+    nulls = {"test_host": None, "host_key": None, "login_user": None, "fabric_address": None,
+             "ironic": {"node": None}}
+    schema = options_schema("ironic")
+    assert schema.shape_problems(nulls) == []
+    assert schema.parse(nulls) == NodeOptions()
+
+
 @pytest.mark.parametrize(("driver", "options", "read", "words"), [
     ("ssh", {"test_host": "yes"}, "test_host",
      'driver_options.test_host is true or false, not the text "yes".'),
@@ -69,8 +77,8 @@ def test_well_formed_stored_options_have_no_shape_problem(driver, stored, own):
      "driver_options.host_key is a key line or SHA256: fingerprint, or a list of them, not a list."),
     ("ssh", {"login_user": {"name": "x"}}, "login_user",
      "driver_options.login_user is an account name (text), not an object."),
-    ("ssh", {"fabric_address": None}, "fabric_address",
-     "driver_options.fabric_address is an IP address (text), not null."),
+    ("ssh", {"fabric_address": 1050001}, "fabric_address",
+     "driver_options.fabric_address is an IP address (text), not the number 1050001."),
     ("ironic", {"ironic": {"node": ["gpu-07"]}}, "engine_machine",
      "driver_options.ironic.node is the engine's machine id (text), not a list."),
     ("maas", {"system_id": True}, "engine_machine",

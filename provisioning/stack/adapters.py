@@ -9,7 +9,7 @@ transformers' ``BitsAndBytesConfig`` arguments, read by the training script:
 LoRA rank from the plan (alpha twice the rank); the adapters and their dropout the plan was
 sized with (its ``estimator_regime``: the output head too where it names ``lm_head``), else the
 stack's for the family, every linear layer of the attention and MLP blocks
-(``portal.sizing.recommend.regimes.LORA_TARGETS``, what the recommender sizes; Phi-3's fused
+(``portal.sizing.recommend.regimes.layer_lora_targets``, what the recommender sizes; Phi-3's fused
 qkv_proj and gate_up_proj by its model type). QLoRA: NF4 base
 weights with double quantization, compute in the plan's half type; when the parameters are
 sharded (FSDP full or hybrid shard, ZeRO-3) ``bnb_4bit_quant_storage`` is that half type too, so
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 
-from portal.sizing.recommend.regimes import LORA_TARGETS
+from portal.sizing.recommend.regimes import layer_lora_targets
 from provisioning.stack.inputs import StackInputs
 
 TASKS = {"bert": "FEATURE_EXTRACTION"}
@@ -28,9 +28,7 @@ TASKS = {"bert": "FEATURE_EXTRACTION"}
 
 def adapters_config(inputs: StackInputs) -> dict:
     t = inputs.training
-    # the model type's own linears where it names them otherwise (Phi-3's fused ones), else the family's
-    family_targets = LORA_TARGETS.get(t.model_type) or LORA_TARGETS.get(t.family, LORA_TARGETS["llama"])
-    targets = list(t.lora_targets or family_targets)
+    targets = list(t.lora_targets or layer_lora_targets(t.family, t.model_type))
     config: dict = {"lora": {"r": t.lora_rank, "lora_alpha": 2 * t.lora_rank, "lora_dropout": t.lora_dropout,
                              "bias": "none",
                              # PEFT takes the shorthand as a string, not in a list

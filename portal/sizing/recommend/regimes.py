@@ -53,9 +53,15 @@ LORA_TARGETS = {"llama": ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "
 LORA_DROPOUT = 0.05
 
 
+def layer_lora_targets(family: str, model_type: str = "") -> tuple[str, ...]:
+    """Every linear of a layer by the model's own module names: its model type's where that names
+    them otherwise (Phi-3's fused ones), else its family's (llama's for a family not listed)."""
+    return LORA_TARGETS.get(model_type) or LORA_TARGETS.get(family, LORA_TARGETS["llama"])
+
+
 def lora_targets_for(model: ModelSpec) -> tuple[str, ...]:
-    """Every linear of a layer by the model's own module names (Phi-3's fused ones where it fuses)."""
-    return LORA_TARGETS["phi3" if model.fused_projections else model.family]
+    """layer_lora_targets of a spec; a spec that fuses its projections names Phi-3's modules."""
+    return layer_lora_targets(model.family, "phi3" if model.fused_projections else model.model_type)
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,9 @@ driver's own (an ssh port, a simulated node's delays) and passes ``parse``/``dum
 A node's well-formed options read and written back (``schema.dump(schema.parse(stored), stored)``)
 keep their keys, values and nesting, so existing nodes keep working. Options of the wrong shape (a
 flag that is not true or false, a BMC that is not an object) are refused where a node is enrolled
-or edited (``shape_problems``); ``parse`` reads such a value, stored before, as not stored, and the
-form drops it when it writes the node back."""
+or edited (``shape_problems``); ``parse`` reads such a value, stored before, as not stored. The
+edit form writes again what it has fields for and refuses to save while another is of the wrong
+shape; an engine driver refuses a machine id of the wrong shape (``machine_problem``)."""
 
 from __future__ import annotations
 

@@ -45,7 +45,7 @@ from functools import lru_cache
 
 from . import memory as mem
 from .config import ParallelConfig, TrainingConfig
-from .models import ModelSpec, param_tensors
+from .models import FUSED_MODULES, ModelSpec, param_tensors
 
 LSE_BYTES = 4  # FlashAttention log-sum-exp, fp32 per head and token
 STATS_BYTES = 8  # LayerNorm mean + rstd, fp32 per token
@@ -85,8 +85,8 @@ def _lin_in(dt: Dt, consumers: int) -> int:
 LLAMA_LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 FUSED_LINEARS = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj")  # Phi-3 (fused_projections)
 # The linears that read the attention norm's output, and those that read the MLP norm's
-QKV_LINEARS = frozenset({"q_proj", "k_proj", "v_proj", "qkv_proj"})
-GATE_UP_LINEARS = frozenset({"gate_proj", "up_proj", "gate_up_proj"})
+QKV_LINEARS = frozenset({"qkv_proj", *FUSED_MODULES["qkv_proj"]})
+GATE_UP_LINEARS = frozenset({"gate_up_proj", *FUSED_MODULES["gate_up_proj"]})
 
 
 def adapted_linears(m: ModelSpec, tc: TrainingConfig) -> frozenset[str] | None:

@@ -11,7 +11,15 @@ from . import checkpoint as ckpt
 from . import compute as cmp
 from . import memory as mem
 from .config import PAGED_OPTIMIZERS, GPUSpec, HostSpec, Interconnect, ParallelConfig, TrainingConfig
-from .models import ModelSpec, ParamCounts, arch_scale, count_params, layer_params, param_tensors
+from .models import (
+    FUSED_MODULES,
+    ModelSpec,
+    ParamCounts,
+    arch_scale,
+    count_params,
+    layer_params,
+    param_tensors,
+)
 
 DEFAULT_LINK = Interconnect()  # estimate()'s link when none is given (8 GPUs per node)
 DEFAULT_HOST = HostSpec()  # the node's CPU side when none is given (config.HostSpec)
@@ -404,10 +412,6 @@ def estimate(
                                 host=host)
 
 
-# a model with fused_projections names the same linears as one module each
-_FUSED_NAMES = ((("q_proj", "k_proj", "v_proj"), "qkv_proj"), (("gate_proj", "up_proj"), "gate_up_proj"))
-
-
 def own_linear_names(model: ModelSpec, training: TrainingConfig) -> TrainingConfig:
     """LoRA targets in the model's own module names: on a model that fuses q/k/v (Phi-3), the
     whole set q_proj, k_proj, v_proj is its qkv_proj (the default targets among them), and
@@ -416,7 +420,7 @@ def own_linear_names(model: ModelSpec, training: TrainingConfig) -> TrainingConf
     if not model.fused_projections or training.finetune == "full":
         return training
     targets = list(training.lora_targets)
-    for split, fused in _FUSED_NAMES:
+    for fused, split in FUSED_MODULES.items():
         if set(split) <= set(targets):
             targets = [t for t in targets if t not in split] + [fused]
     if tuple(targets) == training.lora_targets:

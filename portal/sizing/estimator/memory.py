@@ -17,7 +17,7 @@ from .config import (
     names_head,
 )
 from .dtypes import NF4_DOUBLE_QUANT_BYTES, NF4_PACKED_BYTES, NF4_PLAIN_STATE_BYTES, NF4_QUANT_STATE_BYTES
-from .models import ModelSpec, Tensor, arch_scale, param_tensors
+from .models import FUSED_MODULES, ModelSpec, Tensor, arch_scale, param_tensors
 
 # Framework overhead, named and documented (docs/sizing.md "Overheads").
 CUDA_CONTEXT_BYTES = 512 * 2**20  # CUDA context + kernels (lazy loading), outside PyTorch
@@ -93,7 +93,7 @@ def _is_lora_target(t: Tensor, targets: tuple[str, ...]) -> bool:
 
 
 # the separate q/k/v and gate/up linears that a model with fused_projections does not have
-_SPLIT_NAMES = frozenset({"q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"})
+_SPLIT_NAMES = frozenset(name for split in FUSED_MODULES.values() for name in split)
 
 
 @lru_cache(maxsize=256)

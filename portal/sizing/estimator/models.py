@@ -19,6 +19,8 @@ FAMILIES = ("llama", "gpt2", "bert")
 MODEL_TYPES = {"llama": "llama", "mistral": "llama", "qwen2": "llama", "qwen3": "llama", "mixtral": "llama",
                "qwen3_moe": "llama", "phi3": "llama",
                "gpt2": "gpt2", "bert": "bert"}
+# A layer with fused_projections (Phi-3): each fused linear and the separate ones it stands for
+FUSED_MODULES = {"qkv_proj": ("q_proj", "k_proj", "v_proj"), "gate_up_proj": ("gate_proj", "up_proj")}
 # The model types whose layer has per-head q/k norms, and those that fuse q/k/v and gate/up
 QK_NORM_TYPES = ("qwen3", "qwen3_moe")
 FUSED_TYPES = ("phi3",)
@@ -196,7 +198,7 @@ def _linear(name, out_f, in_f, count, group, bias, expert=False, kind="linear"):
 def _llama_tensors(m: ModelSpec):
     h, L, inter = m.hidden_size, m.num_layers, m.intermediate_size
     yield Tensor("embed_tokens", (m.vocab_size, h), 1, "embedding", "embed")
-    if m.fused_projections:
+    if m.fused_projections:  # FUSED_MODULES
         yield from _linear("qkv_proj", m.q_dim + 2 * m.kv_dim, h, L, "layer", m.qkv_bias)
     else:
         yield from _linear("q_proj", m.q_dim, h, L, "layer", m.qkv_bias)

@@ -12,7 +12,7 @@ from portal.catalog.selectors import sku_list
 from portal.quotes.configuration import Configuration
 from portal.quotes.plan_bounds import plan_bound_problems
 from portal.quotes.rules import pick_network, pick_nvme
-from portal.sizing.recommend.plan import Plan, figure_problems, is_number
+from portal.sizing.recommend.plan import Plan, figure_problems, is_number, regime_from
 
 
 def plan_check(plan: dict | None) -> dict:
@@ -35,6 +35,7 @@ def plan_check(plan: dict | None) -> dict:
     if "schema_version" in plan:
         Plan.from_dict(plan)
         return plan
+    regime_from(plan.get("estimator_regime"))  # what the stack deploys, refused now, not at provisioning
     bad = figure_problems(plan)
     if bad:
         raise ValueError(f"In the sizing plan, {', '.join(bad)} must be a number; send the plan "

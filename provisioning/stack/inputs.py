@@ -48,6 +48,7 @@ from portal.sizing.estimator.config import (
     SHARDING,
     WEIGHT_SHARDING,
 )
+from portal.sizing.recommend.plan import regime_from
 from portal.sizing.recommend.regimes import LORA_DROPOUT
 from portal.sizing.recommend.stacks import (
     Needs,
@@ -217,24 +218,9 @@ def training_settings(plan: Any, strategy: str, *, world_size: int = 1) -> Train
 def _sized_adapters(plan: dict) -> dict[str, Any]:
     """The LoRA targets and dropout the plan's estimate counted (``estimator_regime.training``),
     so the adapters deployed are the ones sized; none given: the stack's defaults."""
-    regime = plan.get("estimator_regime")
-    training = regime.get("training") if isinstance(regime, dict) else None
-    if not isinstance(training, dict):
-        return {}
-    out: dict[str, Any] = {}
-    targets = training.get("lora_targets")
-    if targets is not None:
-        if not isinstance(targets, list) or not targets or not all(isinstance(t, str) and t for t in targets):
-            raise ValueError(f"In the order's plan, estimator_regime.training.lora_targets must be a "
-                             f"list of layer names, got {targets!r}.")
-        out["lora_targets"] = tuple(targets)
-    dropout = training.get("lora_dropout")
-    if dropout is not None:
-        if isinstance(dropout, bool) or not isinstance(dropout, int | float) or not 0 <= dropout < 1:
-            raise ValueError(f"In the order's plan, estimator_regime.training.lora_dropout must be a "
-                             f"number from 0 to below 1, got {dropout!r}.")
-        out["lora_dropout"] = float(dropout)
-    return out
+    training, _ = regime_from(plan.get("estimator_regime"))
+    return {key: float(value) if key == "lora_dropout" else value
+            for key, value in training if key in ("lora_targets", "lora_dropout")}
 
 
 def _titan_flavour(model: str, spec: dict | None) -> str | None:

@@ -26,6 +26,13 @@ HOSTILE_PLANS = [
     ({"model": "x", "workload": {"deep": 10**40}}, "no figure may be larger"),
     ({"model": "x" * 70_000}, "at most 65,536 are accepted"),
     ({"model": "x", "workload": {"a": {"b": {"c": {"d": {"e": {"f": 1}}}}}}}, "nests deeper than 6"),
+    # what the stack would deploy, refused when the quote is made rather than when the node is built
+    ({"model": "x", "estimator_regime": {"training": {"lora_targets": "q_proj"}}},
+     "lora_targets must be a list of layer names"),
+    ({"model": "x", "estimator_regime": {"training": {"lora_dropout": 1.5}}},
+     "lora_dropout must be a number from 0 to below 1, got 1.5"),
+    ({"model": "x", "estimator_regime": {"training": {"lora_alpha": 8}}},
+     "estimator_regime.training.lora_alpha is not an estimator knob"),
 ]
 
 

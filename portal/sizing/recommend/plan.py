@@ -230,7 +230,7 @@ class Plan:
         values["model_spec"] = _spec_from(data.get("model_spec"))
         values["memory"] = _memory_from(data.get("memory_breakdown_bytes"), data.get("per_gpu_total_bytes"))
         values["stack"] = _stack_from(data)
-        values["training_regime"], values["parallel_regime"] = _regime_from(data.get("estimator_regime"))
+        values["training_regime"], values["parallel_regime"] = regime_from(data.get("estimator_regime"))
         values["estimator_version"] = _version_from(data.get("estimator_regime"))
         plan = cls(**values)
         try:  # ValueError for values the estimator refuses
@@ -292,8 +292,10 @@ _REGIME_FIELDS = {"training": {f.name: f for f in fields(TrainingConfig)},
                   "parallel": {f.name: f for f in fields(ParallelConfig)}}
 
 
-def _regime_from(data: Any) -> tuple[tuple[tuple[str, Any], ...], tuple[tuple[str, Any], ...]]:
-    """The plan's estimator_regime (absent in plans stored before it: none)."""
+def regime_from(data: Any) -> tuple[tuple[tuple[str, Any], ...], tuple[tuple[str, Any], ...]]:
+    """The plan's estimator_regime as (training, parallel) knobs (absent in plans stored before it:
+    none); ValueError naming a key or value the estimator would not take. Quotes check it and
+    the stack renderers read their LoRA adapters from it."""
     if data is None:
         return (), ()
     if not isinstance(data, dict) or set(data) - {"training", "parallel", "version"}:
@@ -311,10 +313,14 @@ def _regime_from(data: Any) -> tuple[tuple[tuple[str, Any], ...], tuple[tuple[st
                 raise ValueError(f"In the sizing plan, estimator_regime.{part}.{key} is not an estimator"
                                  " knob.")
             if key == "lora_targets":
-                if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+                if not (isinstance(value, list) and value and all(isinstance(v, str) and v for v in value)):
                     raise ValueError("In the sizing plan, estimator_regime.training.lora_targets must be a"
                                      " list of layer names.")
                 value = tuple(value)
+            elif key == "lora_dropout":
+                if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
+                    raise ValueError("In the sizing plan, estimator_regime.training.lora_dropout must be a"
+                                     f" number from 0 to below 1, got {value!r}.")
             elif key == "zero":
                 if not isinstance(value, dict):
                     raise ValueError("In the sizing plan, estimator_regime.parallel.zero must be an object.")

@@ -44,6 +44,7 @@ MODEL_FAMILIES: dict[str, str] = {
     "qwen3": "Qwen3 (dense)",
     "qwen3_moe": "Qwen3-MoE (mixture of experts)",
     "phi3": "Phi-3 / Phi-4",
+    "gemma": "Gemma (2B / 7B)",
     "gpt2": "GPT-2",
     "bert": "BERT",
 }

@@ -96,8 +96,8 @@ def model_from_config_text(text: bytes | str, *, name: str = "") -> LoadedModel:
     if not isinstance(config.get("model_type"), str) or not config["model_type"].strip():
         raise ModelSourceError(
             "This config.json does not say which architecture it is: it has no \"model_type\" "
-            "(e.g. \"llama\", \"mistral\", \"qwen2\", \"qwen3\", \"gpt2\" or \"bert\"). Upload the "
-            "config.json from the model's Hugging Face page, or pick a preset.")
+            "(e.g. \"llama\", \"mistral\", \"qwen2\", \"qwen3\", \"gemma\", \"gpt2\" or \"bert\"). "
+            "Upload the config.json from the model's Hugging Face page, or pick a preset.")
     try:
         spec = model_from_hf_config(config, name=name)
     except (ValueError, TypeError, OverflowError, RecursionError) as exc:

@@ -57,6 +57,14 @@ def hf_config(family: str, attn: str = "sdpa", **shape):
             eos_token_id=2,
             tie_word_embeddings=shape.get("tie", False), attn_implementation=attn)
         return cfg, transformers.Phi3ForCausalLM
+    if family == "gemma":  # GeGLU (tanh GELU), RMSNorm scaled by 1 + weight in fp32, tied head
+        cfg = transformers.GemmaConfig(
+            vocab_size=vocab, hidden_size=h, intermediate_size=shape.get("inter", 352),
+            num_hidden_layers=layers, num_attention_heads=heads,
+            head_dim=shape.get("head_dim", h // heads),
+            num_key_value_heads=shape.get("kv_heads", heads // 2), max_position_embeddings=512,
+            attn_implementation=attn)
+        return cfg, transformers.GemmaForCausalLM
     if family == "mixtral":
         cfg = transformers.MixtralConfig(
             vocab_size=vocab, hidden_size=h, intermediate_size=shape.get("inter", 96),

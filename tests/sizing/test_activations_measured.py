@@ -38,7 +38,7 @@ MODES = {  # name: (precision, torch dtype, autocast)
 
 
 def _cases():
-    for family in ("llama", "qwen2", "qwen3", "phi3", "mixtral", "qwen3_moe", "gpt2", "bert"):
+    for family in ("llama", "qwen2", "qwen3", "phi3", "gemma", "mixtral", "qwen3_moe", "gpt2", "bert"):
         for attn in ("eager", "sdpa"):
             for mode in MODES:
                 for ckpt in ("none", "full"):

@@ -133,6 +133,17 @@ def test_saved_bytes_match_peft_style_lora_on_hf_qwen3s_q_and_k_norms(mode, targ
     _lora_saved_bytes_match("qwen3", mode, targets, ckpt)
 
 
+@pytest.mark.torch
+@pytest.mark.parametrize("mode", ["fp32", "bf16-model", "autocast"])
+@pytest.mark.parametrize("targets", [("q_proj", "v_proj"), ("o_proj",), ("k_proj", "down_proj"), ALL,
+                                     ("o_proj", "lm_head")])
+@pytest.mark.parametrize("ckpt", ["none", "full"])
+def test_saved_bytes_match_peft_style_lora_on_hf_gemmas_unit_offset_norms(mode, targets, ckpt):
+    """A frozen Gemma norm keeps its fp32 input, rsqrt and the fp32 1 + weight it multiplies by
+    once its input needs a gradient (not in the layers before the first adapter)."""
+    _lora_saved_bytes_match("gemma", mode, targets, ckpt)
+
+
 def test_lora_dropout_keeps_one_dropped_copy_and_mask_per_adapter():
     """PEFT applies a dropout per adapter (lora_A(dropout(x))): with p > 0 every adapter keeps its
     own half copy and a 1-byte mask instead of one shared input. On a dense llama, q, k and v

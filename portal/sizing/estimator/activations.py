@@ -163,6 +163,20 @@ def _attention_core(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int, p:
     return {"qkvo": qkvo, "scores": probs * b * n * s * s}
 
 
+def rms_norm(m: ModelSpec, dt: Dt, T: int, *, trained: bool, fused: bool) -> int:
+    """An RMSNorm over T tokens: its fp32 input (or the fp32 upcast of a half input) and rsqrt,
+    and the normalised copy that its weight's gradient needs (kept only while the weight trains).
+    Gemma's (unit_offset_norm) multiplies in fp32 by ``1 + weight.float()`` and casts after, so
+    that copy is fp32 at any model dtype, and the multiply keeps the fp32 ``1 + weight`` for its
+    input's gradient. Compiled (fused): its input and rsqrt only."""
+    h = m.hidden_size
+    if fused:
+        return (dt.residual * h + 4) * T
+    normalised = (4 if m.unit_offset_norm else dt.norm_out) * h if trained else 0
+    unit_offset = 4 * h if m.unit_offset_norm else 0
+    return (4 * h + 4 + normalised) * T + unit_offset + smoke_norm_upcast(m, dt, T)
+
+
 def smoke_norm_upcast(m: ModelSpec, dt: Dt, T: int) -> int:
     """The smoke model's RMSNorm, ``x.float() * rsqrt(x.float().pow(2).mean(...))``: on a half
     input each ``x.float()`` is a new fp32 copy, the multiply saves one and pow the other
@@ -248,11 +262,7 @@ def layer_terms(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> dic
     if m.family == "llama":
         fused = tc.compile and not dt.autocast
         adapted = adapted_linears(m, tc)
-        if fused:  # compiled RMSNorm: its input and rsqrt (no fp32 upcast, no normalised copy)
-            norm = (dt.residual * h + 4) * T
-        else:  # fp32 input/upcast, rsqrt, normalised (kept for the weight's gradient only)
-            norm = (4 * h + 4 + (dt.norm_out * h if adapted is None else 0)) * T
-            norm += smoke_norm_upcast(m, dt, T)
+        norm = rms_norm(m, dt, T, trained=adapted is None, fused=fused)
         if adapted is None:  # under autocast each linear casts the norm's output on its own
             inputs = 2 * _lin_in(dt, 1) if m.fused_projections else _lin_in(dt, 3) + _lin_in(dt, 2)
         else:
@@ -431,7 +441,7 @@ def frozen_prefix(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int, t: i
         return 0
     T, h = b * s, m.hidden_size
     fused = tc.compile and not dt.autocast
-    norm = (dt.residual * h + 4) * T if fused else (4 * h + 4) * T + smoke_norm_upcast(m, dt, T)
+    norm = rms_norm(m, dt, T, trained=False, fused=fused)
     norm = norm // t if sp else norm
     # LoRA dropout of a first adapter whose input needs no gradient keeps no mask
     masks = DROPOUT_MASK_BYTES * T if tc.lora_dropout > 0 else 0
@@ -476,9 +486,8 @@ def outside_layers(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> 
         if m.implementation == "trainyard-smoke":  # its tables are buffers, cast per layer
             rope = smoke_rope_tables(m, tc, dt, s)
         if adapted_linears(m, tc) is not None:  # frozen embedding, final norm and head
-            return rope + (4 * h + 4) * T
-        norm = (4 * h + 4 + dt.norm_out * h) * T + smoke_norm_upcast(m, dt, T)
-        return ids + rope + norm + _lin_in(dt, 1) * T * h
+            return rope + rms_norm(m, dt, T, trained=False, fused=False)
+        return ids + rope + rms_norm(m, dt, T, trained=True, fused=False) + _lin_in(dt, 1) * T * h
     if m.family == "gpt2":
         emb = ids + INDEX_BYTES * s + (DROPOUT_MASK_BYTES * T * h if p > 0 else 0)
         if tc.attention == "eager" and tc.checkpointing == "full":

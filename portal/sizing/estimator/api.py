@@ -43,6 +43,8 @@ DEFAULT_HOST = HostSpec()  # the node's CPU side when none is given (config.Host
 # where they are views (activations._attention_core; bytes of such eager plans only), and sizes
 # Qwen3's per-head q/k norms (activations.qk_norms) and Phi-3's fused projections with the head
 # merge its rotary forces (activations.phi3_head_merge_copy): model types no earlier version read.
+# Gemma's unit-offset norms (activations.rms_norm) came later within 10: a model type that version
+# refused before, so no stored plan's bytes moved.
 ESTIMATOR_VERSION = 10
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .models import FUSED_TYPES, MODEL_TYPES, QK_NORM_TYPES, ModelSpec
+from .models import FUSED_TYPES, MODEL_TYPES, QK_NORM_TYPES, UNIT_OFFSET_NORM_TYPES, ModelSpec
 
 LLAMA_TYPES = tuple(t for t, family in MODEL_TYPES.items() if family == "llama")
 
@@ -17,7 +17,7 @@ def _need(cfg: dict[str, Any], *keys: str) -> Any:
 
 
 def model_from_hf_config(cfg: dict[str, Any], name: str = "") -> ModelSpec:
-    """Llama/Mistral/Qwen2/Qwen3/Phi-3 (incl. grouped-query attention), Mixtral and Qwen3-MoE, GPT-2
+    """Llama/Mistral/Qwen2/Qwen3/Phi-3/Gemma (incl. grouped-query attention), Mixtral and Qwen3-MoE, GPT-2
     and BERT; the spec keeps config.json's ``model_type`` (what the stacks read for the architecture)."""
     if not isinstance(cfg, dict):
         raise ValueError("config must be a JSON object (the contents of config.json)")
@@ -33,6 +33,7 @@ def model_from_hf_config(cfg: dict[str, Any], name: str = "") -> ModelSpec:
 
 def _llama(cfg: dict[str, Any], name: str, model_type: str) -> ModelSpec:
     qwen3 = model_type in QK_NORM_TYPES
+    gemma = model_type in UNIT_OFFSET_NORM_TYPES
     shape = _hf_shape(cfg, name, "llama", model_type)
     experts, routed = 0, 0
     if model_type == "mixtral":
@@ -51,16 +52,18 @@ def _llama(cfg: dict[str, Any], name: str, model_type: str) -> ModelSpec:
     return ModelSpec(
         **shape,
         num_kv_heads=cfg.get("num_key_value_heads") or 0,
-        head_dim=cfg.get("head_dim") or 0,
+        # GemmaConfig's defaults where its config.json leaves them out: head_dim 256, a tied head
+        head_dim=cfg.get("head_dim") or (256 if gemma else 0),
         max_position_embeddings=cfg.get("max_position_embeddings") or 0,
-        tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
-        # Qwen2 always has q/k/v biases; Llama and Qwen3 have them only with attention_bias, and
-        # then on o_proj too.
+        tie_word_embeddings=bool(cfg.get("tie_word_embeddings", gemma)),
+        # Qwen2 always has q/k/v biases; Llama, Qwen3 and Gemma have them only with attention_bias,
+        # and then on o_proj too.
         qkv_bias=model_type == "qwen2" or bool(cfg.get("attention_bias", False)),
-        o_bias=(model_type == "llama" or qwen3) and bool(cfg.get("attention_bias", False)),
+        o_bias=(model_type == "llama" or qwen3 or gemma) and bool(cfg.get("attention_bias", False)),
         mlp_bias=model_type == "llama" and bool(cfg.get("mlp_bias", False)),
         qk_norm=qwen3,
         fused_projections=model_type in FUSED_TYPES,
+        unit_offset_norm=gemma,
         num_experts=experts,
         experts_per_token=routed,
         dropout=float(cfg.get("attention_dropout", 0.0) or 0.0),

@@ -17,19 +17,22 @@ FAMILIES = ("llama", "gpt2", "bert")
 # The Hugging Face architectures this estimator counts: config.json's ``model_type`` -> the family
 # whose tensors it has. The stacks read the model_type (the stack family, the decoder-layer class).
 MODEL_TYPES = {"llama": "llama", "mistral": "llama", "qwen2": "llama", "qwen3": "llama", "mixtral": "llama",
-               "qwen3_moe": "llama", "phi3": "llama",
+               "qwen3_moe": "llama", "phi3": "llama", "gemma": "llama",
                "gpt2": "gpt2", "bert": "bert"}
 # A layer with fused_projections (Phi-3): each fused linear and the separate ones it stands for
 FUSED_MODULES = {"qkv_proj": ("q_proj", "k_proj", "v_proj"), "gate_up_proj": ("gate_proj", "up_proj")}
-# The model types whose layer has per-head q/k norms, and those that fuse q/k/v and gate/up
+# The model types whose layer has per-head q/k norms, those that fuse q/k/v and gate/up, and those
+# whose RMSNorm scales by 1 + weight in fp32
 QK_NORM_TYPES = ("qwen3", "qwen3_moe")
 FUSED_TYPES = ("phi3",)
+UNIT_OFFSET_NORM_TYPES = ("gemma",)
 # The model_type of a model known only by its family (model_from_params: no config.json).
 FAMILY_MODEL_TYPES = {"llama": "llama", "gpt2": "gpt2", "bert": "bert"}
 INT_FIELDS = ("vocab_size", "hidden_size", "num_layers", "num_heads", "intermediate_size", "num_kv_heads",
               "head_dim", "max_position_embeddings", "num_experts", "experts_per_token", "type_vocab_size",
               "params_override")
-BOOL_FIELDS = ("tie_word_embeddings", "qkv_bias", "o_bias", "mlp_bias", "qk_norm", "fused_projections")
+BOOL_FIELDS = ("tie_word_embeddings", "qkv_bias", "o_bias", "mlp_bias", "qk_norm", "fused_projections",
+               "unit_offset_norm")
 # The code that runs the model, for what its ops save for backward (activations.py):
 # "hf": the Hugging Face transformers modules; "trainyard-smoke": the Llama of
 # provisioning/acceptance/node/train_smoke.py, as its loops (train_smoke.train, the node
@@ -86,6 +89,7 @@ class ModelSpec:
     mlp_bias: bool = False
     qk_norm: bool = False  # an RMSNorm over each head's q and k before RoPE (Qwen3, Qwen3-MoE)
     fused_projections: bool = False  # q/k/v in one qkv_proj, gate/up in one gate_up_proj (Phi-3)
+    unit_offset_norm: bool = False  # RMSNorm as (x_normed * (1 + weight)) in fp32, then cast (Gemma)
     num_experts: int = 0  # 0: dense MLP
     experts_per_token: int = 0
     type_vocab_size: int = 0  # BERT token types
@@ -133,13 +137,19 @@ class ModelSpec:
             raise ValueError(f"model_type {self.model_type!r} is not of the {self.family} family;"
                              f" use one of {types} (or leave it out)")
         if self.model_type and (self.qk_norm != (self.model_type in QK_NORM_TYPES)
-                                or self.fused_projections != (self.model_type in FUSED_TYPES)):
+                                or self.fused_projections != (self.model_type in FUSED_TYPES)
+                                or self.unit_offset_norm != (self.model_type in UNIT_OFFSET_NORM_TYPES)):
             raise ValueError(f"model_type {self.model_type!r} and its layer disagree: qk_norm is Qwen3's"
                              f" ({', '.join(QK_NORM_TYPES)}), fused_projections Phi-3's"
-                             f" ({', '.join(FUSED_TYPES)})")
+                             f" ({', '.join(FUSED_TYPES)}), unit_offset_norm Gemma's"
+                             f" ({', '.join(UNIT_OFFSET_NORM_TYPES)})")
         if self.qk_norm and (self.family != "llama" or self.implementation != "hf"):
             raise ValueError("qk_norm (an RMSNorm over each head's q and k, as Qwen3's) is a Hugging Face"
                              " llama-family layer: it needs family='llama' and implementation='hf'")
+        if self.unit_offset_norm and (self.family != "llama" or self.implementation != "hf"):
+            raise ValueError("unit_offset_norm (an RMSNorm scaled by 1 + weight in fp32, as Gemma's) is a"
+                             " Hugging Face llama-family layer: it needs family='llama' and"
+                             " implementation='hf'")
         if self.fused_projections and (self.family != "llama" or self.implementation != "hf" or self.is_moe):
             raise ValueError("fused_projections (one qkv_proj and one gate_up_proj, as Phi-3's) is a dense"
                              " Hugging Face llama-family layer: family='llama', implementation='hf', no"

@@ -90,7 +90,8 @@ def model_type_of(model: Any, spec: Any = None) -> str | None:
     ``model_type``) reads the preset's of that name (of the same family); else its estimator
     family's, told apart within the llama family by what the spec's numbers say (config.json
     parsing gives experts only to Mixtral, q/k/v biases without an output bias only to Qwen2,
-    per-head q/k norms only to Qwen3 and Qwen3-MoE, fused projections only to Phi-3). This is the
+    per-head q/k norms only to Qwen3 and Qwen3-MoE, fused projections only to Phi-3, unit-offset
+    norms only to Gemma). This is the
     one fallback; stored quotes and orders got their model_type written by quotes migration 0004 /
     orders migration 0009."""
     spec = spec if isinstance(spec, dict) else {}
@@ -109,6 +110,8 @@ def model_type_of(model: Any, spec: Any = None) -> str | None:
         return "qwen3"
     if family == "llama" and spec.get("fused_projections"):
         return "phi3"
+    if family == "llama" and spec.get("unit_offset_norm"):
+        return "gemma"
     return FAMILY_MODEL_TYPES.get(family) if isinstance(family, str) else None
 
 

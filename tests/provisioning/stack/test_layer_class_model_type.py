@@ -26,7 +26,8 @@ BEFORE = {"bert-base": "BertLayer", "bert-large": "BertLayer", "gpt2-124m": "GPT
           "qwen2.5-7b": "Qwen2DecoderLayer", "qwen2.5-72b": "Qwen2DecoderLayer",
           # added with model_type: no plan stored before holds them
           "qwen3-8b": "Qwen3DecoderLayer", "qwen3-30b-a3b": "Qwen3MoeDecoderLayer",
-          "phi-3-mini": "Phi3DecoderLayer", "phi-4": "Phi3DecoderLayer"}
+          "phi-3-mini": "Phi3DecoderLayer", "phi-4": "Phi3DecoderLayer",
+          "gemma-2b": "GemmaDecoderLayer", "gemma-7b": "GemmaDecoderLayer"}
 
 
 def wrapped_class(plan: dict) -> str:
@@ -40,6 +41,7 @@ def wrapped_class(plan: dict) -> str:
                                          ("qwen3-8b", "Qwen3DecoderLayer"),
                                          ("qwen3-30b-a3b", "Qwen3MoeDecoderLayer"),
                                          ("phi-4", "Phi3DecoderLayer"),
+                                         ("gemma-7b", "GemmaDecoderLayer"),
                                          ("mixtral-8x7b", "MixtralDecoderLayer")])
 def test_the_accelerate_config_wraps_the_decoder_layer_of_the_presets_model_type(preset, cls):
     assert wrapped_class({"model": preset, "model_spec": preset_spec(preset)}) == cls
@@ -76,7 +78,7 @@ def test_the_name_is_not_read_the_model_type_is():
 
 def test_an_unknown_model_type_has_no_layer_class():
     with pytest.raises(ValueError, match="no decoder-layer class"):
-        layer_class("gemma")
+        layer_class("gemma2")
 
 
 def test_the_plan_option_lists_are_the_estimators():

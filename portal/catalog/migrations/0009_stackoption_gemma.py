@@ -1,0 +1,46 @@
+from django.db import migrations
+from django.db.models import F
+
+# The Hugging Face stacks (transformers 5.24 has Gemma) build it as they build Phi-3: a catalog
+# that is not seeded again learns it here. Frozen: only rows that already build phi3 gain it,
+# after it.
+ADDED = "gemma"
+BESIDE = "phi3"
+
+
+def _bump_catalog_version(apps) -> None:
+    """Processes that keep the catalog in memory reload it (portal/catalog/cache.py)."""
+    CatalogVersion = apps.get_model("catalog", "CatalogVersion")
+    CatalogVersion.objects.get_or_create(pk=1)
+    CatalogVersion.objects.filter(pk=1).update(version=F("version") + 1)
+
+
+def add_gemma(apps, schema_editor):
+    StackOption = apps.get_model("catalog", "StackOption")
+    for stack in StackOption.objects.filter(kind="strategy"):
+        families = list(stack.model_families or [])
+        if BESIDE in families and ADDED not in families:
+            families.insert(families.index(BESIDE) + 1, ADDED)
+            stack.model_families = families
+            stack.save(update_fields=["model_families"])
+    _bump_catalog_version(apps)
+
+
+def remove_gemma(apps, schema_editor):
+    StackOption = apps.get_model("catalog", "StackOption")
+    for stack in StackOption.objects.filter(kind="strategy"):
+        if BESIDE in (stack.model_families or []) and ADDED in stack.model_families:
+            stack.model_families = [f for f in stack.model_families if f != ADDED]
+            stack.save(update_fields=["model_families"])
+    _bump_catalog_version(apps)
+
+
+class Migration(migrations.Migration):
+
+    dependencies = [
+        ("catalog", "0008_stackoption_qwen3_phi3"),
+    ]
+
+    operations = [
+        migrations.RunPython(add_gemma, remove_gemma),
+    ]

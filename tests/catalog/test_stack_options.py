@@ -158,8 +158,9 @@ def test_the_qwen3_migration_adds_them_where_a_stack_builds_qwen2_and_nowhere_el
 
 
 def test_the_gemma_migration_adds_it_where_a_stack_builds_phi3_and_nowhere_else(transactional_db):
-    """A catalog migrated before Gemma: the Hugging Face stacks gain it after Phi-3, in place;
-    torchtitan and a stack an operator narrowed keep what they declared; processes reload it."""
+    """A catalog migrated before Gemma: the Hugging Face stacks gain Gemma and Gemma 3 after Phi-3,
+    in place; torchtitan and a stack an operator narrowed keep what they declared; processes
+    reload it."""
     before, after = ("catalog", "0008_stackoption_qwen3_phi3"), ("catalog", "0009_stackoption_gemma")
     executor = MigrationExecutor(connection)
     executor.migrate([before])
@@ -176,12 +177,13 @@ def test_the_gemma_migration_adds_it_where_a_stack_builds_phi3_and_nowhere_else(
         executor = MigrationExecutor(connection)
         executor.migrate([after])
         migrated = executor.loader.project_state([after]).apps.get_model("catalog", "StackOption")
-        assert migrated.objects.get(pk=hf.pk).model_families == ["llama", "qwen2", "phi3", "gemma", "bert"]
+        families = migrated.objects.get(pk=hf.pk).model_families
+        assert families == ["llama", "qwen2", "phi3", "gemma", "gemma3_text", "bert"]
         assert migrated.objects.get(pk=narrowed.pk).model_families == ["llama"]
         assert migrated.objects.get(pk=titan.pk).model_families == ["llama3"]
         assert version.objects.get(pk=1).version == 8
         executor = MigrationExecutor(connection)
-        executor.migrate([before])  # and back: gemma leaves, the rest stays in place
+        executor.migrate([before])  # and back: both leave, the rest stays in place
         reverted = executor.loader.project_state([before]).apps.get_model("catalog", "StackOption")
         assert reverted.objects.get(pk=hf.pk).model_families == ["llama", "qwen2", "phi3", "bert"]
     finally:

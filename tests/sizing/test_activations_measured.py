@@ -38,7 +38,8 @@ MODES = {  # name: (precision, torch dtype, autocast)
 
 
 def _cases():
-    for family in ("llama", "qwen2", "qwen3", "phi3", "gemma", "mixtral", "qwen3_moe", "gpt2", "bert"):
+    for family in ("llama", "qwen2", "qwen3", "phi3", "gemma", "gemma3_text", "mixtral", "qwen3_moe", "gpt2",
+                   "bert"):
         for attn in ("eager", "sdpa"):
             for mode in MODES:
                 for ckpt in ("none", "full"):

@@ -71,10 +71,12 @@ def test_unit_offset_norm_is_gemmas_and_a_hugging_face_llama_layers_only():
                   intermediate_size=256, unit_offset_norm=1)
 
 
-@pytest.mark.parametrize("model_type", ["gemma2", "gemma3", "gemma3_text"])
-def test_later_gemmas_are_refused_with_the_types_the_estimator_reads(model_type):
-    """Gemma 2 (logit soft-capping, sandwich norms) and Gemma 3 are other layers: not sized as Gemma."""
-    with pytest.raises(ValueError, match=f"unsupported model_type '{model_type}'; supported: .*gemma"):
+@pytest.mark.parametrize("model_type, why", [
+    ("gemma2", "Gemma 2 soft-caps its attention scores and logits"),
+    ("gemma3", "upload its text_config as the config.json \\(model_type gemma3_text\\)")])
+def test_gemma_2_and_gemma_3_with_its_vision_tower_are_refused_with_the_reason(model_type, why):
+    refused = f"model_type '{model_type}' is not one the estimator sizes: .*{why}"
+    with pytest.raises(ValueError, match=refused):
         model_from_hf_config({**GEMMA_2B, "model_type": model_type}, name="g")
 
 

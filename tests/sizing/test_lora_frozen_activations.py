@@ -54,7 +54,7 @@ def test_lora_saves_less_than_full_finetuning_and_full_recompute_keeps_layer_inp
     assert ckpt_full - ckpt_lora == 2 * 1024 * (8 + 2 * m.hidden_size + 2 * m.hidden_size)
 
 
-def _lora_saved_bytes_match(family: str, mode: str, targets: tuple[str, ...], ckpt: str) -> None:
+def _lora_saved_bytes_match(family: str, mode: str, targets: tuple[str, ...], ckpt: str, **extra) -> None:
     torch = pytest.importorskip("torch")
     pytest.importorskip("transformers")
     from torch import nn
@@ -77,7 +77,7 @@ def _lora_saved_bytes_match(family: str, mode: str, targets: tuple[str, ...], ck
         "bf16-model": ("bf16", torch.bfloat16, False),
         "autocast": ("bf16-mixed", torch.float32, True),
     }[mode]
-    cfg, cls = hf_config(family, "sdpa", hidden=64, heads=2, kv_heads=1, layers=3, inter=160)
+    cfg, cls = hf_config(family, "sdpa", hidden=64, heads=2, kv_heads=1, layers=3, inter=160, **extra)
     model = build(cfg, cls, dtype)
     if ckpt == "full":
         model.activation_checkpointing_enable()
@@ -142,6 +142,19 @@ def test_saved_bytes_match_peft_style_lora_on_hf_gemmas_unit_offset_norms(mode, 
     """A frozen Gemma norm keeps its fp32 input, rsqrt and the fp32 1 + weight it multiplies by
     once its input needs a gradient (not in the layers before the first adapter)."""
     _lora_saved_bytes_match("gemma", mode, targets, ckpt)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("mode", ["fp32", "bf16-model", "autocast"])
+@pytest.mark.parametrize("targets", [("q_proj", "v_proj"), ("v_proj",), ("o_proj",), ("k_proj", "down_proj"),
+                                     MLP, ALL, ("o_proj", "lm_head")])
+@pytest.mark.parametrize("ckpt", ["none", "full"])
+def test_saved_bytes_match_peft_style_lora_on_hf_gemma3s_post_norms_and_sliding_layers(mode, targets, ckpt):
+    """Gemma 3's norms on the attention's and the MLP's outputs keep their input once it needs a
+    gradient (not in the first layer's attention when no attention linear there is adapted), and
+    its sliding-window layers (here the sequence passes the window) keep SDPA's mask and the
+    repeated k and v."""
+    _lora_saved_bytes_match("gemma3_text", mode, targets, ckpt)
 
 
 def test_lora_dropout_keeps_one_dropped_copy_and_mask_per_adapter():

@@ -35,6 +35,7 @@ CONFIGS = {
     "qwen3": {"model_type": "qwen3", **LLAMA_SHAPE, "head_dim": 256},
     "phi3": {"model_type": "phi3", **LLAMA_SHAPE, "resid_pdrop": 0.0, "embd_pdrop": 0.0},
     "gemma": {"model_type": "gemma", **LLAMA_SHAPE, "head_dim": 256},
+    "gemma3_text": {"model_type": "gemma3_text", **LLAMA_SHAPE, "head_dim": 256, "sliding_window": 512},
     "qwen3_moe": {"model_type": "qwen3_moe", **LLAMA_SHAPE, "moe_intermediate_size": 512, "num_experts": 8,
                   "num_experts_per_tok": 2},
     "mixtral": {"model_type": "mixtral", **LLAMA_SHAPE, "num_local_experts": 4, "num_experts_per_tok": 2},
@@ -46,7 +47,7 @@ CONFIGS = {
 PRESET_TYPES = {"llama-2-7b": "llama", "llama-3.1-8b": "llama", "mistral-7b": "mistral",
                 "mixtral-8x7b": "mixtral", "qwen2.5-7b": "qwen2", "qwen2.5-72b": "qwen2", "qwen3-8b": "qwen3",
                 "qwen3-30b-a3b": "qwen3_moe", "phi-3-mini": "phi3", "phi-4": "phi3",
-                "gemma-2b": "gemma", "gemma-7b": "gemma",
+                "gemma-2b": "gemma", "gemma-7b": "gemma", "gemma-3-1b": "gemma3_text",
                 "gpt2-124m": "gpt2", "bert-base": "bert"}
 
 
@@ -99,7 +100,7 @@ def test_a_model_known_by_its_parameter_count_has_its_familys_model_type():
 @pytest.mark.parametrize("model_type, family", [
     ("llama", "llama"), ("mistral", "mistral"), ("qwen2", "qwen2"), ("qwen3", "qwen3"),
     ("mixtral", "mixtral"), ("qwen3_moe", "qwen3_moe"), ("phi3", "phi3"), ("gemma", "gemma"),
-    ("gpt2", "gpt2"), ("bert", "bert")])
+    ("gemma3_text", "gemma3_text"), ("gpt2", "gpt2"), ("bert", "bert")])
 def test_the_family_is_the_model_types_whatever_the_name(model_type, family):
     for name in ("acme/model", "mistral-lookalike", "qwen2-lookalike", "mixtral-lookalike"):
         spec = model_from_hf_config(CONFIGS[model_type], name=name)
@@ -122,10 +123,12 @@ def test_a_spec_stored_before_model_type_reads_the_presets(preset):
 
 @pytest.mark.parametrize("model_type, expected", [
     ("llama", "llama"), ("mistral", "llama"), ("qwen2", "qwen2"), ("qwen3", "qwen3"), ("mixtral", "mixtral"),
-    ("qwen3_moe", "qwen3_moe"), ("phi3", "phi3"), ("gemma", "gemma"), ("gpt2", "gpt2"), ("bert", "bert")])
+    ("qwen3_moe", "qwen3_moe"), ("phi3", "phi3"), ("gemma", "gemma"), ("gemma3_text", "gemma3_text"),
+    ("gpt2", "gpt2"), ("bert", "bert")])
 def test_a_spec_stored_before_model_type_without_a_preset_reads_its_family(model_type, expected):
     """No preset of that name: the estimator family's type (Mixtral's experts, Qwen2's q/k/v
-    biases, Qwen3's q/k norms, Phi-3's fused projections and Gemma's unit-offset norms are in the
+    biases, Qwen3's q/k norms, Phi-3's fused projections, Gemma's unit-offset norms and Gemma 3's
+    post-norms are in the
     spec's numbers; Mistral's architecture is not, so it reads as llama). Plans stored before
     model_type got theirs written by quotes migration 0004 / orders 0009."""
     old = {k: v for k, v in spec_dict(model_from_hf_config(CONFIGS[model_type], name="x")).items()

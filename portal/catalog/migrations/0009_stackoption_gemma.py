@@ -1,10 +1,10 @@
 from django.db import migrations
 from django.db.models import F
 
-# The Hugging Face stacks (transformers 5.24 has Gemma) build it as they build Phi-3: a catalog
-# that is not seeded again learns it here. Frozen: only rows that already build phi3 gain it,
-# after it.
-ADDED = "gemma"
+# The Hugging Face stacks (transformers 5.24 has Gemma and Gemma 3) build them as they build
+# Phi-3: a catalog that is not seeded again learns them here. Frozen: only rows that already build
+# phi3 gain them, after it.
+ADDED = ["gemma", "gemma3_text"]
 BESIDE = "phi3"
 
 
@@ -15,22 +15,23 @@ def _bump_catalog_version(apps) -> None:
     CatalogVersion.objects.filter(pk=1).update(version=F("version") + 1)
 
 
-def add_gemma(apps, schema_editor):
+def add_families(apps, schema_editor):
     StackOption = apps.get_model("catalog", "StackOption")
     for stack in StackOption.objects.filter(kind="strategy"):
         families = list(stack.model_families or [])
-        if BESIDE in families and ADDED not in families:
-            families.insert(families.index(BESIDE) + 1, ADDED)
+        if BESIDE in families:
+            at = families.index(BESIDE) + 1
+            families[at:at] = [f for f in ADDED if f not in families]
             stack.model_families = families
             stack.save(update_fields=["model_families"])
     _bump_catalog_version(apps)
 
 
-def remove_gemma(apps, schema_editor):
+def remove_families(apps, schema_editor):
     StackOption = apps.get_model("catalog", "StackOption")
     for stack in StackOption.objects.filter(kind="strategy"):
-        if BESIDE in (stack.model_families or []) and ADDED in stack.model_families:
-            stack.model_families = [f for f in stack.model_families if f != ADDED]
+        if BESIDE in (stack.model_families or []) and set(ADDED) & set(stack.model_families):
+            stack.model_families = [f for f in stack.model_families if f not in ADDED]
             stack.save(update_fields=["model_families"])
     _bump_catalog_version(apps)
 
@@ -42,5 +43,5 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.RunPython(add_gemma, remove_gemma),
+        migrations.RunPython(add_families, remove_families),
     ]

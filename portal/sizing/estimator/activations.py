@@ -177,6 +177,27 @@ def rms_norm(m: ModelSpec, dt: Dt, T: int, *, trained: bool, fused: bool) -> int
     return (4 * h + 4 + normalised) * T + unit_offset + smoke_norm_upcast(m, dt, T)
 
 
+def sliding_window_masks(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> int:
+    """What Gemma 3's sliding-window layers keep beyond a causal layer, all of them together, under
+    SDPA once the sequence reaches the window (transformers' masking_utils then builds a mask; below
+    it, is_causal). torch's SDPA turns the boolean mask into one in q's dtype on every call, which
+    the kernel keeps for backward (b x s x s), and transformers repeats k and v to every head when a
+    mask is given (sdpa_attention.use_gqa_in_sdpa), so those copies are kept in place of k and v.
+    With one kv head, repeat_kv's expand-reshape stays a view (at any micro-batch): nothing more,
+    but for autocast's half cast of the fp32 rotated k. FlashAttention-2 takes the window itself,
+    and eager adds the mask to scores it keeps anyway: nothing more."""
+    if not m.sliding_layers or tc.attention != "sdpa" or s < m.sliding_window:
+        return 0
+    copies = (1 if dt.autocast else 0) if m.num_kv_heads == 1 else 2
+    repeated = copies * dt.act * b * s * (m.q_dim - m.kv_dim)
+    return m.sliding_layers * (dt.act * b * s * s + repeated)
+
+
+def rope_tables(m: ModelSpec) -> int:
+    """Gemma 3 keeps a cos/sin pair per layer type (local and global rotary bases) where it has both."""
+    return 2 if 0 < m.sliding_layers < m.num_layers else 1
+
+
 def smoke_norm_upcast(m: ModelSpec, dt: Dt, T: int) -> int:
     """The smoke model's RMSNorm, ``x.float() * rsqrt(x.float().pow(2).mean(...))``: on a half
     input each ``x.float()`` is a new fp32 copy, the multiply saves one and pow the other
@@ -273,8 +294,11 @@ def layer_terms(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> dic
                 core["qkvo"] -= dt.act * T * m.q_dim  # the head-merged output: no linear keeps it
             if "o_proj" in adapted and pd > 0:
                 core["qkvo"] += _dropped_copy(dt) * T * m.q_dim
-        replicated = 2 * norm + inputs * T * h + smoke_rope_casts(m, tc, dt, s)
+        # Gemma 3 norms the attention's and the MLP's outputs too: two more norms a layer
+        norms = 4 if m.post_norms else 2
+        replicated = norms * norm + inputs * T * h + smoke_rope_casts(m, tc, dt, s)
         core["qkvo"] += qk_norms(m, dt, T, trained=adapted is None, fused=fused)
+        core["qkvo"] += sliding_window_masks(m, tc, dt, b, s) // m.num_layers
         core["qkvo"] += phi3_head_merge_copy(m, tc, dt, T, adapted)
         kept_rep, kept_shard = bnb_kept_inputs(m, tc, dt, T, adapted)
         replicated += kept_rep
@@ -333,6 +357,8 @@ def qk_norm_parts(m: ModelSpec, dt: Dt, T: int, *, trained: bool, fused: bool) -
         elems, rows = T * heads * m.head_dim, T * heads
         if fused:
             return dt.act * elems + 4 * rows
+        if m.unit_offset_norm:  # Gemma 3: rms_norm's unit-offset rule over each head
+            return 4 * elems + 4 * rows + (4 * elems if trained else 0) + 4 * m.head_dim
         return 4 * elems + 4 * rows + (dt.act * elems if trained else 0)
 
     return part(m.num_heads), part(m.num_kv_heads)
@@ -452,6 +478,8 @@ def frozen_prefix(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int, t: i
         return norm + masks * qkv * h + frozen_norms // t
     core = _attention_core(m, tc, dt, b, s, tc.dropout_for(m))
     unsaved = core["qkvo"] + q_norm + k_norm + (core["scores"] if tc.checkpointing == "none" else 0)
+    if m.sliding_layers:  # Gemma 3's first layer slides (its pattern puts full attention last)
+        unsaved += sliding_window_masks(m, tc, dt, b, s) // m.sliding_layers
     if tc.attention == "eager" and not _merged_output_kept(adapted, tc.lora_dropout):
         unsaved -= dt.act * T * m.q_dim  # layer_terms already leaves the merged output out
     if "o_proj" in adapted:  # o_proj's adapter input (or its dropped copy) needs a gradient
@@ -459,7 +487,9 @@ def frozen_prefix(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int, t: i
         copied = phi3_head_merge_copy(m, tc, dt, T, adapted)
         kept = 0 if tc.lora_dropout > 0 or copied else dt.act * T * m.q_dim
         return norm + (unsaved - kept) // t + masks * m.q_dim
-    return 2 * norm + unsaved // t + masks * h * len(adapted & GATE_UP_LINEARS)
+    # the attention's output norm (Gemma 3) reads an output no adapter made: it keeps nothing either
+    post_attention = norm if m.post_norms else 0
+    return 2 * norm + post_attention + unsaved // t + masks * h * len(adapted & GATE_UP_LINEARS)
 
 
 def _merged_output_kept(adapted: frozenset[str], lora_dropout: float) -> bool:
@@ -483,6 +513,7 @@ def outside_layers(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> 
     if m.family == "llama":
         # cos and sin, saved by the rotary multiply (inside the layers: gone with full recompute)
         rope = 0 if tc.checkpointing == "full" else 2 * s * m.head_dim * (2 if dt.half_model else 4)
+        rope *= rope_tables(m)
         if m.implementation == "trainyard-smoke":  # its tables are buffers, cast per layer
             rope = smoke_rope_tables(m, tc, dt, s)
         if adapted_linears(m, tc) is not None:  # frozen embedding, final norm and head

@@ -334,11 +334,28 @@ def cp_memory_bound_bytes(model: ModelSpec, training: TrainingConfig, parallel: 
 def attention_flops_per_token(model: ModelSpec, training: TrainingConfig) -> float:
     """Hardware FLOPs per token of the attention scores and their use (12 L d s, PaLM App. B),
     with the forward again in the layers full checkpointing recomputes."""
-    flops = 12 * model.num_layers * model.q_dim * training.seq_len
+    layers = attention_layers(model, training)
+    flops = 12 * layers * model.q_dim * training.seq_len
     if training.checkpointing == "full":
         share = math.ceil(model.num_layers / training.checkpoint_every) / model.num_layers
-        flops += 4 * model.num_layers * model.q_dim * training.seq_len * share
+        flops += 4 * layers * model.q_dim * training.seq_len * share
     return flops
+
+
+def attention_layers(model: ModelSpec, training: TrainingConfig) -> float:
+    """The layers' attention in causal layers' worth. A sliding-window layer (Gemma 3) under
+    FlashAttention-2 skips the blocks outside its window: each query sees at most the window, where
+    a causal query sees s / 2 on average. Under SDPA, once the sequence reaches the window the layer
+    runs on transformers' mask, not is_causal, so the kernel computes the whole s x s square,
+    twice a causal layer's blocks (activations.sliding_window_masks). Eager computes the square
+    for every layer already."""
+    full = model.num_layers - model.sliding_layers
+    s, window = training.seq_len, model.sliding_window
+    if not model.sliding_layers or s < window or training.attention == "eager":
+        return float(model.num_layers)
+    if training.attention == "flash":
+        return full + model.sliding_layers * min(1.0, 2 * window / s)
+    return full + 2.0 * model.sliding_layers
 
 
 # Attention kernels by GPU generation. The stack constants were measured where fused attention

@@ -4,9 +4,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from .models import FUSED_TYPES, MODEL_TYPES, QK_NORM_TYPES, UNIT_OFFSET_NORM_TYPES, ModelSpec
+from .models import (
+    FUSED_TYPES,
+    MODEL_TYPES,
+    POST_NORM_TYPES,
+    QK_NORM_TYPES,
+    UNIT_OFFSET_NORM_TYPES,
+    ModelSpec,
+)
 
 LLAMA_TYPES = tuple(t for t, family in MODEL_TYPES.items() if family == "llama")
+# Gemma3TextConfig's defaults: the text_config of a hub Gemma 3 states only what differs from them
+GEMMA3_TEXT_DEFAULTS = {"vocab_size": 262_208, "hidden_size": 2304, "intermediate_size": 9216,
+                        "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4,
+                        "head_dim": 256, "max_position_embeddings": 131_072}
+NOT_SIZED = {
+    "gemma2": "Gemma 2 soft-caps its attention scores and logits (eager attention, the scores kept in"
+              " fp32), which no model family here counts",
+    "gemma3": "this is Gemma 3 with its vision tower (SigLIP) and projector; to size text-only"
+              " training, upload its text_config as the config.json (model_type gemma3_text)",
+}
 
 
 def _need(cfg: dict[str, Any], *keys: str) -> Any:
@@ -17,13 +34,16 @@ def _need(cfg: dict[str, Any], *keys: str) -> Any:
 
 
 def model_from_hf_config(cfg: dict[str, Any], name: str = "") -> ModelSpec:
-    """Llama/Mistral/Qwen2/Qwen3/Phi-3/Gemma (incl. grouped-query attention), Mixtral and Qwen3-MoE, GPT-2
-    and BERT; the spec keeps config.json's ``model_type`` (what the stacks read for the architecture)."""
+    """Llama/Mistral/Qwen2/Qwen3/Phi-3/Gemma/Gemma 3 (incl. grouped-query attention), Mixtral and
+    Qwen3-MoE, GPT-2 and BERT; the spec keeps config.json's ``model_type`` (what the stacks read for
+    the architecture). Types the estimator knows it does not size are refused with the reason."""
     if not isinstance(cfg, dict):
         raise ValueError("config must be a JSON object (the contents of config.json)")
     model_type = cfg.get("model_type")
     name = str(name or cfg.get("_name_or_path") or model_type)
     build = _BUILDERS.get(model_type) if isinstance(model_type, str) else None
+    if model_type in NOT_SIZED:
+        raise ValueError(f"model_type {model_type!r} is not one the estimator sizes: {NOT_SIZED[model_type]}")
     if build is None:
         raise ValueError(
             f"unsupported model_type {model_type!r}; supported: {', '.join(LLAMA_TYPES)}, gpt2, bert"
@@ -32,6 +52,8 @@ def model_from_hf_config(cfg: dict[str, Any], name: str = "") -> ModelSpec:
 
 
 def _llama(cfg: dict[str, Any], name: str, model_type: str) -> ModelSpec:
+    if model_type == "gemma3_text":
+        cfg = {**cfg, **{k: v for k, v in GEMMA3_TEXT_DEFAULTS.items() if cfg.get(k) is None}}
     qwen3 = model_type in QK_NORM_TYPES
     gemma = model_type in UNIT_OFFSET_NORM_TYPES
     shape = _hf_shape(cfg, name, "llama", model_type)
@@ -49,6 +71,7 @@ def _llama(cfg: dict[str, Any], name: str, model_type: str) -> ModelSpec:
     elif model_type == "phi3" and any(cfg.get(k) for k in ("resid_pdrop", "embd_pdrop")):
         raise ValueError("a Phi-3 config with residual or embedding dropout (resid_pdrop, embd_pdrop > 0) is"
                          " not one the estimator sizes: its dropout masks are not counted")
+    window, sliding = _sliding_layers(cfg, shape["num_layers"]) if model_type == "gemma3_text" else (0, 0)
     return ModelSpec(
         **shape,
         num_kv_heads=cfg.get("num_key_value_heads") or 0,
@@ -64,10 +87,42 @@ def _llama(cfg: dict[str, Any], name: str, model_type: str) -> ModelSpec:
         qk_norm=qwen3,
         fused_projections=model_type in FUSED_TYPES,
         unit_offset_norm=gemma,
+        post_norms=model_type in POST_NORM_TYPES,
+        sliding_window=window,
+        sliding_layers=sliding,
         num_experts=experts,
         experts_per_token=routed,
         dropout=float(cfg.get("attention_dropout", 0.0) or 0.0),
     )
+
+
+def _sliding_layers(cfg: dict[str, Any], layers: int) -> tuple[int, int]:
+    """Gemma 3's (sliding_window, how many layers use it), as Gemma3TextConfig reads its config.json:
+    ``layer_types`` where given, else every layer but each ``sliding_window_pattern``-th (6).
+    What it would compute otherwise is refused: soft-capped logits and bidirectional attention."""
+    for key in ("attn_logit_softcapping", "final_logit_softcapping"):
+        if cfg.get(key) is not None:
+            raise ValueError(f"a Gemma 3 config with {key} is not one the estimator sizes: Gemma 3 has none"
+                             " (Gemma 2 had), and its soft-capped scores or logits are not counted")
+    if cfg.get("use_bidirectional_attention"):
+        raise ValueError("a Gemma 3 config with use_bidirectional_attention is not one the estimator sizes:"
+                         " it is an encoder, not the causal model trained here")
+    window = cfg.get("sliding_window", 4096)  # Gemma3TextConfig's default
+    if window is None:
+        return 0, 0
+    types = cfg.get("layer_types")
+    if types is not None:
+        if not isinstance(types, list) or len(types) != layers \
+                or set(types) - {"sliding_attention", "full_attention"}:
+            raise ValueError(f"layer_types must list sliding_attention or full_attention for each of the"
+                             f" {layers} layers")
+        sliding = types.count("sliding_attention")
+    else:
+        pattern = cfg.get("sliding_window_pattern", 6)
+        if isinstance(pattern, bool) or not isinstance(pattern, int) or pattern < 1:
+            raise ValueError(f"sliding_window_pattern must be a whole number >= 1, got {pattern!r}")
+        sliding = layers - layers // pattern
+    return (window, sliding) if sliding else (0, 0)
 
 
 def _gpt2(cfg: dict[str, Any], name: str, model_type: str) -> ModelSpec:

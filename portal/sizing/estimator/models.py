@@ -18,21 +18,24 @@ FAMILIES = ("llama", "gpt2", "bert")
 # whose tensors it has. The stacks read the model_type (the stack family, the decoder-layer class).
 MODEL_TYPES = {"llama": "llama", "mistral": "llama", "qwen2": "llama", "qwen3": "llama", "mixtral": "llama",
                "qwen3_moe": "llama", "phi3": "llama", "gemma": "llama",
+               "gemma3_text": "llama",
                "gpt2": "gpt2", "bert": "bert"}
 # A layer with fused_projections (Phi-3): each fused linear and the separate ones it stands for
 FUSED_MODULES = {"qkv_proj": ("q_proj", "k_proj", "v_proj"), "gate_up_proj": ("gate_proj", "up_proj")}
-# The model types whose layer has per-head q/k norms, those that fuse q/k/v and gate/up, and those
-# whose RMSNorm scales by 1 + weight in fp32
-QK_NORM_TYPES = ("qwen3", "qwen3_moe")
+# The model types whose layer has per-head q/k norms, those that fuse q/k/v and gate/up, those
+# whose RMSNorm scales by 1 + weight in fp32, and those that norm the attention's and the MLP's
+# outputs too
+QK_NORM_TYPES = ("qwen3", "qwen3_moe", "gemma3_text")
 FUSED_TYPES = ("phi3",)
-UNIT_OFFSET_NORM_TYPES = ("gemma",)
+UNIT_OFFSET_NORM_TYPES = ("gemma", "gemma3_text")
+POST_NORM_TYPES = ("gemma3_text",)
 # The model_type of a model known only by its family (model_from_params: no config.json).
 FAMILY_MODEL_TYPES = {"llama": "llama", "gpt2": "gpt2", "bert": "bert"}
 INT_FIELDS = ("vocab_size", "hidden_size", "num_layers", "num_heads", "intermediate_size", "num_kv_heads",
               "head_dim", "max_position_embeddings", "num_experts", "experts_per_token", "type_vocab_size",
-              "params_override")
+              "params_override", "sliding_window", "sliding_layers")
 BOOL_FIELDS = ("tie_word_embeddings", "qkv_bias", "o_bias", "mlp_bias", "qk_norm", "fused_projections",
-               "unit_offset_norm")
+               "unit_offset_norm", "post_norms")
 # The code that runs the model, for what its ops save for backward (activations.py):
 # "hf": the Hugging Face transformers modules; "trainyard-smoke": the Llama of
 # provisioning/acceptance/node/train_smoke.py, as its loops (train_smoke.train, the node
@@ -90,6 +93,9 @@ class ModelSpec:
     qk_norm: bool = False  # an RMSNorm over each head's q and k before RoPE (Qwen3, Qwen3-MoE)
     fused_projections: bool = False  # q/k/v in one qkv_proj, gate/up in one gate_up_proj (Phi-3)
     unit_offset_norm: bool = False  # RMSNorm as (x_normed * (1 + weight)) in fp32, then cast (Gemma)
+    post_norms: bool = False  # RMSNorms on the attention's and the MLP's outputs as well (Gemma 3)
+    sliding_window: int = 0  # the keys a sliding-window layer's query sees (0: none; Gemma 3)
+    sliding_layers: int = 0  # how many of the layers attend within sliding_window
     num_experts: int = 0  # 0: dense MLP
     experts_per_token: int = 0
     type_vocab_size: int = 0  # BERT token types
@@ -138,18 +144,25 @@ class ModelSpec:
                              f" use one of {types} (or leave it out)")
         if self.model_type and (self.qk_norm != (self.model_type in QK_NORM_TYPES)
                                 or self.fused_projections != (self.model_type in FUSED_TYPES)
-                                or self.unit_offset_norm != (self.model_type in UNIT_OFFSET_NORM_TYPES)):
-            raise ValueError(f"model_type {self.model_type!r} and its layer disagree: qk_norm is Qwen3's"
-                             f" ({', '.join(QK_NORM_TYPES)}), fused_projections Phi-3's"
-                             f" ({', '.join(FUSED_TYPES)}), unit_offset_norm Gemma's"
-                             f" ({', '.join(UNIT_OFFSET_NORM_TYPES)})")
+                                or self.unit_offset_norm != (self.model_type in UNIT_OFFSET_NORM_TYPES)
+                                or self.post_norms != (self.model_type in POST_NORM_TYPES)):
+            raise ValueError(f"model_type {self.model_type!r} and its layer disagree: qk_norm is"
+                             f" {', '.join(QK_NORM_TYPES)}'s, fused_projections {', '.join(FUSED_TYPES)}'s,"
+                             f" unit_offset_norm {', '.join(UNIT_OFFSET_NORM_TYPES)}'s, post_norms"
+                             f" {', '.join(POST_NORM_TYPES)}'s")
+        if (self.sliding_window > 0) != (self.sliding_layers > 0) or self.sliding_layers > self.num_layers:
+            raise ValueError(f"sliding_window {self.sliding_window} and sliding_layers {self.sliding_layers}"
+                             f" go together: both 0, or a window and how many of the {self.num_layers}"
+                             " layers use it")
         if self.qk_norm and (self.family != "llama" or self.implementation != "hf"):
             raise ValueError("qk_norm (an RMSNorm over each head's q and k, as Qwen3's) is a Hugging Face"
                              " llama-family layer: it needs family='llama' and implementation='hf'")
-        if self.unit_offset_norm and (self.family != "llama" or self.implementation != "hf"):
-            raise ValueError("unit_offset_norm (an RMSNorm scaled by 1 + weight in fp32, as Gemma's) is a"
-                             " Hugging Face llama-family layer: it needs family='llama' and"
-                             " implementation='hf'")
+        for flag, what in (("unit_offset_norm", "an RMSNorm scaled by 1 + weight in fp32, as Gemma's"),
+                           ("post_norms", "norms on the attention's and the MLP's outputs, as Gemma 3's"),
+                           ("sliding_layers", "sliding-window attention layers, as Gemma 3's")):
+            if getattr(self, flag) and (self.family != "llama" or self.implementation != "hf"):
+                raise ValueError(f"{flag} ({what}) is a Hugging Face llama-family layer: it needs"
+                                 " family='llama' and implementation='hf'")
         if self.fused_projections and (self.family != "llama" or self.implementation != "hf" or self.is_moe):
             raise ValueError("fused_projections (one qkv_proj and one gate_up_proj, as Phi-3's) is a dense"
                              " Hugging Face llama-family layer: family='llama', implementation='hf', no"
@@ -220,6 +233,9 @@ def _llama_tensors(m: ModelSpec):
         yield Tensor("k_norm", (m.head_dim,), L, "norm", "layer")
     yield Tensor("input_layernorm", (h,), L, "norm", "layer")
     yield Tensor("post_attention_layernorm", (h,), L, "norm", "layer")
+    if m.post_norms:  # Gemma 3: post_attention_layernorm norms the attention's output, these the MLP's
+        yield Tensor("pre_feedforward_layernorm", (h,), L, "norm", "layer")
+        yield Tensor("post_feedforward_layernorm", (h,), L, "norm", "layer")
     if m.is_moe:
         e = m.num_experts
         yield Tensor("router", (e, h), L, "router", "layer")

@@ -91,7 +91,7 @@ def model_type_of(model: Any, spec: Any = None) -> str | None:
     family's, told apart within the llama family by what the spec's numbers say (config.json
     parsing gives experts only to Mixtral, q/k/v biases without an output bias only to Qwen2,
     per-head q/k norms only to Qwen3 and Qwen3-MoE, fused projections only to Phi-3, unit-offset
-    norms only to Gemma). This is the
+    norms only to Gemma, post-norms only to Gemma 3). This is the
     one fallback; stored quotes and orders got their model_type written by quotes migration 0004 /
     orders migration 0009."""
     spec = spec if isinstance(spec, dict) else {}
@@ -106,6 +106,8 @@ def model_type_of(model: Any, spec: Any = None) -> str | None:
         return "qwen3_moe" if spec.get("qk_norm") else "mixtral"
     if family == "llama" and spec.get("qkv_bias") and not spec.get("o_bias"):
         return "qwen2"
+    if family == "llama" and spec.get("post_norms"):
+        return "gemma3_text"
     if family == "llama" and spec.get("qk_norm"):
         return "qwen3"
     if family == "llama" and spec.get("fused_projections"):

@@ -27,7 +27,8 @@ BEFORE = {"bert-base": "BertLayer", "bert-large": "BertLayer", "gpt2-124m": "GPT
           # added with model_type: no plan stored before holds them
           "qwen3-8b": "Qwen3DecoderLayer", "qwen3-30b-a3b": "Qwen3MoeDecoderLayer",
           "phi-3-mini": "Phi3DecoderLayer", "phi-4": "Phi3DecoderLayer",
-          "gemma-2b": "GemmaDecoderLayer", "gemma-7b": "GemmaDecoderLayer"}
+          "gemma-2b": "GemmaDecoderLayer", "gemma-7b": "GemmaDecoderLayer",
+          "gemma-3-1b": "Gemma3DecoderLayer"}
 
 
 def wrapped_class(plan: dict) -> str:
@@ -42,6 +43,7 @@ def wrapped_class(plan: dict) -> str:
                                          ("qwen3-30b-a3b", "Qwen3MoeDecoderLayer"),
                                          ("phi-4", "Phi3DecoderLayer"),
                                          ("gemma-7b", "GemmaDecoderLayer"),
+                                         ("gemma-3-1b", "Gemma3DecoderLayer"),
                                          ("mixtral-8x7b", "MixtralDecoderLayer")])
 def test_the_accelerate_config_wraps_the_decoder_layer_of_the_presets_model_type(preset, cls):
     assert wrapped_class({"model": preset, "model_spec": preset_spec(preset)}) == cls

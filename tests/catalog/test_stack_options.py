@@ -129,63 +129,43 @@ def test_the_family_migration_declares_families_on_existing_rows(transactional_d
     assert StackOption.objects.get(pk=ids["custom"]).model_families == []  # declares none yet
 
 
-def test_the_qwen3_migration_adds_them_where_a_stack_builds_qwen2_and_nowhere_else(transactional_db):
-    """A catalog migrated before Qwen3: the Hugging Face stacks gain Qwen3, Qwen3-MoE and Phi-3
-    after Qwen2, in place; torchtitan and a stack an operator narrowed keep what they declared;
-    processes reload it."""
-    before, after = ("catalog", "0007_resale_prices"), ("catalog", "0008_stackoption_qwen3_phi3")
+@pytest.mark.parametrize("before, after, built, grown", [
+    # Qwen3, Qwen3-MoE and Phi-3 after Qwen2
+    ("0007_resale_prices", "0008_stackoption_qwen3_phi3", ["llama3", "llama", "qwen2", "bert"],
+     ["llama3", "llama", "qwen2", "qwen3", "qwen3_moe", "phi3", "bert"]),
+    # Gemma and Gemma 3 after Phi-3
+    ("0008_stackoption_qwen3_phi3", "0009_stackoption_gemma", ["llama", "qwen2", "phi3", "bert"],
+     ["llama", "qwen2", "phi3", "gemma", "gemma3_text", "bert"]),
+])
+def test_a_family_migration_adds_them_in_place_where_a_stack_builds_the_one_beside(
+        transactional_db, before, after, built, grown):
+    """A catalog migrated before the new families: the Hugging Face stacks gain them in place;
+    torchtitan and a stack an operator narrowed keep what they declared; processes reload it; back
+    again, they leave and the rest stays in place."""
+    before, after = ("catalog", before), ("catalog", after)
     executor = MigrationExecutor(connection)
     executor.migrate([before])
     try:
         apps = executor.loader.project_state([before]).apps
         old, version = apps.get_model("catalog", "StackOption"), apps.get_model("catalog", "CatalogVersion")
         old.objects.all().delete()
-        hf = old.objects.create(slug="fsdp", name="FSDP", kind="strategy",
-                                model_families=["llama3", "llama", "qwen2", "bert"])
+        hf = old.objects.create(slug="fsdp", name="FSDP", kind="strategy", model_families=built)
+        narrowed = old.objects.create(slug="ddp", name="DDP", kind="strategy", model_families=["llama"])
         titan = old.objects.create(slug="torchtitan", name="torchtitan", kind="strategy",
                                    model_families=["llama3"])
         version.objects.update_or_create(pk=1, defaults={"version": 41})
         executor = MigrationExecutor(connection)
         executor.migrate([after])
         migrated = executor.loader.project_state([after]).apps.get_model("catalog", "StackOption")
-        families = migrated.objects.get(pk=hf.pk).model_families
-        assert families == ["llama3", "llama", "qwen2", "qwen3", "qwen3_moe", "phi3", "bert"]  # gemma: 0009
-        assert migrated.objects.get(pk=titan.pk).model_families == ["llama3"]
-        assert version.objects.get(pk=1).version == 42
-    finally:
-        executor = MigrationExecutor(connection)
-        executor.migrate(executor.loader.graph.leaf_nodes())
-
-
-def test_the_gemma_migration_adds_it_where_a_stack_builds_phi3_and_nowhere_else(transactional_db):
-    """A catalog migrated before Gemma: the Hugging Face stacks gain Gemma and Gemma 3 after Phi-3,
-    in place; torchtitan and a stack an operator narrowed keep what they declared; processes
-    reload it."""
-    before, after = ("catalog", "0008_stackoption_qwen3_phi3"), ("catalog", "0009_stackoption_gemma")
-    executor = MigrationExecutor(connection)
-    executor.migrate([before])
-    try:
-        apps = executor.loader.project_state([before]).apps
-        old, version = apps.get_model("catalog", "StackOption"), apps.get_model("catalog", "CatalogVersion")
-        old.objects.all().delete()
-        hf = old.objects.create(slug="fsdp", name="FSDP", kind="strategy",
-                                model_families=["llama", "qwen2", "phi3", "bert"])
-        narrowed = old.objects.create(slug="ddp", name="DDP", kind="strategy", model_families=["llama"])
-        titan = old.objects.create(slug="torchtitan", name="torchtitan", kind="strategy",
-                                   model_families=["llama3"])
-        version.objects.update_or_create(pk=1, defaults={"version": 7})
-        executor = MigrationExecutor(connection)
-        executor.migrate([after])
-        migrated = executor.loader.project_state([after]).apps.get_model("catalog", "StackOption")
-        families = migrated.objects.get(pk=hf.pk).model_families
-        assert families == ["llama", "qwen2", "phi3", "gemma", "gemma3_text", "bert"]
+        assert migrated.objects.get(pk=hf.pk).model_families == grown
         assert migrated.objects.get(pk=narrowed.pk).model_families == ["llama"]
         assert migrated.objects.get(pk=titan.pk).model_families == ["llama3"]
-        assert version.objects.get(pk=1).version == 8
+        assert version.objects.get(pk=1).version == 42
         executor = MigrationExecutor(connection)
-        executor.migrate([before])  # and back: both leave, the rest stays in place
+        executor.migrate([before])
         reverted = executor.loader.project_state([before]).apps.get_model("catalog", "StackOption")
-        assert reverted.objects.get(pk=hf.pk).model_families == ["llama", "qwen2", "phi3", "bert"]
+        assert reverted.objects.get(pk=hf.pk).model_families == built
+        assert reverted.objects.get(pk=narrowed.pk).model_families == ["llama"]
     finally:
         executor = MigrationExecutor(connection)
         executor.migrate(executor.loader.graph.leaf_nodes())

@@ -167,3 +167,20 @@ def test_every_model_type_is_a_stack_family_with_a_layer_class():
     (the model_type itself) and one FSDP can wrap."""
     assert set(MODEL_TYPES) == set(LAYER_CLASSES)
     assert set(MODEL_TYPES) <= set(MODEL_FAMILIES)
+
+
+@pytest.mark.parametrize("preset, finetune, flags", [
+    ("qwen3-8b", "lora", {"qk_norm": True}),
+    ("gemma-7b", "lora", {"unit_offset_norm": True}),
+    ("gemma-3-1b", "full", {"qk_norm": True, "post_norms": True, "sliding_layers": 22}),
+])
+def test_the_recommender_sells_a_server_for_a_newer_model_type_on_a_stack_that_builds_it(
+        preset, finetune, flags):
+    work = Workload(model=preset, finetune=finetune, dataset_tokens=10**8, seq_len=4096,
+                    global_batch_tokens=4096 * 64)
+    plan = recommend(work, Goal("cheapest"), catalog_from_seed(), SearchOptions(top_n=1)).plans[0]
+    data = plan.to_dict()
+    assert data["model_spec"]["model_type"] == PRESET_TYPES[preset]
+    assert {k: data["model_spec"][k] for k in flags} == flags
+    assert data["stack"] in {"ddp", "fsdp", "deepspeed"}  # torchtitan builds none of them
+    assert Plan.from_dict(data).model_spec == plan.model_spec  # a stored plan reads back whole

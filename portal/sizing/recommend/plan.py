@@ -199,7 +199,8 @@ class Plan:
             "warnings": list(self.warnings), "availability": self.availability,
             "billed_hours": self.billed_hours, "billing": self.billing,
             "price_per_month_usd": usd_json(self.price_per_month_usd),
-            "estimator_regime": {"version": self.estimator_version, "training": dict(self.training_regime),
+            "estimator_regime": {"version": self.estimator_version,
+                                 "training": {k: _knob_json(v) for k, v in self.training_regime},
                                  "parallel": {k: _knob_json(v) for k, v in self.parallel_regime}},
             "represents": list(self.represents), "unmodelled": [],
             "time_model": self.time_model,
@@ -279,8 +280,12 @@ def regime_overrides(training: TrainingConfig, parallel: ParallelConfig, *, chec
 
 
 def _knob_json(value: Any) -> Any:
+    """A knob as JSON holds it (the plan's dict is what quotes store): ZeroConfig as an object,
+    tuples (lora_targets) as lists."""
     if isinstance(value, ZeroConfig):
         return {f.name: getattr(value, f.name) for f in fields(ZeroConfig)}
+    if isinstance(value, tuple):
+        return list(value)
     return value
 
 

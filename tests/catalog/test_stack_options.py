@@ -129,19 +129,19 @@ def test_the_family_migration_declares_families_on_existing_rows(transactional_d
     assert StackOption.objects.get(pk=ids["custom"]).model_families == []  # declares none yet
 
 
-@pytest.mark.parametrize("before, after, built, grown", [
-    # Qwen3, Qwen3-MoE and Phi-3 after Qwen2
+@pytest.mark.parametrize("before, after, built, grown, cleared_everywhere", [
+    # Qwen3, Qwen3-MoE and Phi-3 after Qwen2 (going back, from the rows beside Qwen2 only)
     ("0007_resale_prices", "0008_stackoption_qwen3_phi3", ["llama3", "llama", "qwen2", "bert"],
-     ["llama3", "llama", "qwen2", "qwen3", "qwen3_moe", "phi3", "bert"]),
+     ["llama3", "llama", "qwen2", "qwen3", "qwen3_moe", "phi3", "bert"], False),
     # Gemma and Gemma 3 after Phi-3
     ("0008_stackoption_qwen3_phi3", "0009_stackoption_gemma", ["llama", "qwen2", "phi3", "bert"],
-     ["llama", "qwen2", "phi3", "gemma", "gemma3_text", "bert"]),
+     ["llama", "qwen2", "phi3", "gemma", "gemma3_text", "bert"], True),
 ])
 def test_a_family_migration_adds_them_in_place_where_a_stack_builds_the_one_beside(
-        transactional_db, before, after, built, grown):
+        transactional_db, before, after, built, grown, cleared_everywhere):
     """A catalog migrated before the new families: the Hugging Face stacks gain them in place;
     torchtitan and a stack an operator narrowed keep what they declared; processes reload it; back
-    again, they leave and the rest stays in place."""
+    again, they leave and the rest stays in place (0009: from every row, older code lacks them)."""
     before, after = ("catalog", before), ("catalog", after)
     executor = MigrationExecutor(connection)
     executor.migrate([before])
@@ -151,6 +151,7 @@ def test_a_family_migration_adds_them_in_place_where_a_stack_builds_the_one_besi
         old.objects.all().delete()
         hf = old.objects.create(slug="fsdp", name="FSDP", kind="strategy", model_families=built)
         narrowed = old.objects.create(slug="ddp", name="DDP", kind="strategy", model_families=["llama"])
+        other = old.objects.create(slug="custom", name="Custom", kind="strategy", model_families=["bert"])
         titan = old.objects.create(slug="torchtitan", name="torchtitan", kind="strategy",
                                    model_families=["llama3"])
         version.objects.update_or_create(pk=1, defaults={"version": 41})
@@ -161,11 +162,15 @@ def test_a_family_migration_adds_them_in_place_where_a_stack_builds_the_one_besi
         assert migrated.objects.get(pk=narrowed.pk).model_families == ["llama"]
         assert migrated.objects.get(pk=titan.pk).model_families == ["llama3"]
         assert version.objects.get(pk=1).version == 42
+        # an operator lets another stack build them too: going back, no row keeps what older code lacks
+        migrated.objects.filter(pk=other.pk).update(model_families=["bert", *grown[len(built) - 1:-1]])
         executor = MigrationExecutor(connection)
         executor.migrate([before])
         reverted = executor.loader.project_state([before]).apps.get_model("catalog", "StackOption")
         assert reverted.objects.get(pk=hf.pk).model_families == built
         assert reverted.objects.get(pk=narrowed.pk).model_families == ["llama"]
+        if cleared_everywhere:
+            assert reverted.objects.get(pk=other.pk).model_families == ["bert"]
     finally:
         executor = MigrationExecutor(connection)
         executor.migrate(executor.loader.graph.leaf_nodes())

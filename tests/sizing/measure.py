@@ -54,9 +54,16 @@ def hf_config(family: str, attn: str = "sdpa", **shape):
             num_hidden_layers=layers, num_attention_heads=heads,
             num_key_value_heads=shape.get("kv_heads", heads // 2), max_position_embeddings=512,
             resid_pdrop=0.0, embd_pdrop=0.0, attention_dropout=0.0, pad_token_id=0, bos_token_id=1,
-            eos_token_id=2,
+            eos_token_id=2, sliding_window=shape.get("window"),
             tie_word_embeddings=shape.get("tie", False), attn_implementation=attn)
         return cfg, transformers.Phi3ForCausalLM
+    if family == "mistral":  # Llama's layer; every layer attends within sliding_window (None: causal)
+        cfg = transformers.MistralConfig(
+            vocab_size=vocab, hidden_size=h, intermediate_size=shape.get("inter", 352),
+            num_hidden_layers=layers, num_attention_heads=heads,
+            num_key_value_heads=shape.get("kv_heads", heads // 2), max_position_embeddings=512,
+            sliding_window=shape.get("window"), attn_implementation=attn)
+        return cfg, transformers.MistralForCausalLM
     if family == "gemma":  # GeGLU (tanh GELU), RMSNorm scaled by 1 + weight in fp32, tied head
         cfg = transformers.GemmaConfig(
             vocab_size=vocab, hidden_size=h, intermediate_size=shape.get("inter", 352),

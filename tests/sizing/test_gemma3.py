@@ -35,6 +35,8 @@ def test_a_gemma3_config_slides_on_five_layers_of_six_with_q_k_and_post_norms():
     assert count_params(get_preset("gemma-3-1b")).total == 999_885_952
     types = ["sliding_attention"] * 20 + ["full_attention"] * 6
     assert model_from_hf_config({**GEMMA3_1B, "layer_types": types}, name="g").sliding_layers == 20
+    every_layer_full = model_from_hf_config({**GEMMA3_1B, "layer_types": ["full_attention"] * 26}, name="g")
+    assert (every_layer_full.sliding_window, every_layer_full.sliding_layers) == (0, 0)
 
 
 def test_a_hub_text_config_takes_gemma3_text_configs_defaults():
@@ -63,20 +65,21 @@ def test_sdpa_keeps_a_mask_per_sliding_layer_and_repeated_k_v_once_the_sequence_
     one_kv = get_preset("gemma-3-1b")
     four_kv = model_from_hf_config(GEMMA3_4B_TEXT, name="g")
     sdpa = TrainingConfig(micro_batch=2, seq_len=2048, attention="sdpa")
-    assert sliding_window_masks(one_kv, replace(sdpa, seq_len=511), DT_HALF, 2, 511) == 0
-    assert sliding_window_masks(one_kv, sdpa, DT_HALF, 2, 2048) == 22 * 2 * 2 * 2048 * 2048
-    assert sliding_window_masks(one_kv, sdpa, DT_AUTOCAST, 2, 2048) \
-        == 22 * (2 * 2 * 2048 * 2048 + 2 * 2 * 2048 * (1024 - 256))
-    assert sliding_window_masks(four_kv, sdpa, DT_HALF, 2, 2048) \
-        == 29 * (2 * 2 * 2048 * 2048 + 2 * 2 * 2 * 2048 * (2048 - 1024))
+    mask = 2 * 2 * 2048 * 2048  # b x s x s in half
+    assert sliding_window_masks(one_kv, replace(sdpa, seq_len=511), DT_HALF, 2, 511) == (0, 0)
+    assert sliding_window_masks(one_kv, sdpa, DT_HALF, 2, 2048) == (22 * mask, 0)
+    autocast_k = 2 * 2 * 2048 * (1024 - 256)  # one half copy of k for the heads beyond its one
+    assert sliding_window_masks(one_kv, sdpa, DT_AUTOCAST, 2, 2048) == (22 * mask, 22 * autocast_k)
+    k_and_v = 2 * 2 * 2 * 2048 * (2048 - 1024)
+    assert sliding_window_masks(four_kv, sdpa, DT_HALF, 2, 2048) == (29 * mask, 29 * k_and_v)
     for attention in ("flash", "eager"):
-        assert sliding_window_masks(one_kv, replace(sdpa, attention=attention), DT_HALF, 2, 2048) == 0
+        assert sliding_window_masks(one_kv, replace(sdpa, attention=attention), DT_HALF, 2, 2048) == (0, 0)
     without = replace(one_kv, sliding_window=0, sliding_layers=0)
     est = estimate(one_kv, replace(sdpa, precision="bf16", checkpointing="none")).per_gpu.activations
     plain = estimate(without, replace(sdpa, precision="bf16", checkpointing="none")).per_gpu.activations
     second_rope = 2 * 2048 * 256 * 2  # cos and sin of the local rotary base, beside the global one's
-    assert est - plain == pytest.approx(sliding_window_masks(one_kv, sdpa, DT_HALF, 2, 2048) + second_rope,
-                                        abs=26)  # spread over the 26 layers in whole bytes
+    extra = sum(sliding_window_masks(one_kv, sdpa, DT_HALF, 2, 2048)) + second_rope
+    assert est - plain == pytest.approx(extra, abs=26)  # spread over the 26 layers in whole bytes
 
 
 def test_sliding_layers_attend_within_the_window_under_flash_and_the_whole_square_under_sdpas_mask():
@@ -85,11 +88,11 @@ def test_sliding_layers_attend_within_the_window_under_flash_and_the_whole_squar
     spec = get_preset("gemma-3-1b")
     at = {att: attention_layers(spec, TrainingConfig(seq_len=8192, attention=att))
           for att in ("flash", "sdpa", "eager")}
-    assert at["flash"] == 4 + 22 * 2 * 512 / 8192
+    assert at["flash"] == 4 + 22 * (2 * 512 * 8192 - 512 * 512) / 8192**2  # w s - w^2/2 keys of s^2/2
     assert at["sdpa"] == 4 + 2 * 22
     assert at["eager"] == 26
     assert attention_layers(spec, TrainingConfig(seq_len=256, attention="sdpa")) == 26  # below the window
     flash = attention_flops_per_token(spec, TrainingConfig(seq_len=8192, attention="flash"))
     causal = attention_flops_per_token(replace(spec, sliding_window=0, sliding_layers=0),
                                        TrainingConfig(seq_len=8192, attention="flash"))
-    assert flash == pytest.approx(causal * (4 + 22 * 2 * 512 / 8192) / 26)
+    assert flash == pytest.approx(causal * at["flash"] / 26)

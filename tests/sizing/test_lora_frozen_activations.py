@@ -157,6 +157,15 @@ def test_saved_bytes_match_peft_style_lora_on_hf_gemma3s_post_norms_and_sliding_
     _lora_saved_bytes_match("gemma3_text", mode, targets, ckpt)
 
 
+@pytest.mark.torch
+@pytest.mark.parametrize("mode", ["fp32", "bf16-model", "autocast"])
+@pytest.mark.parametrize("targets", [("q_proj", "v_proj"), ("o_proj",), MLP])
+def test_saved_bytes_match_peft_style_lora_on_a_sliding_window_mistral(mode, targets):
+    """Every Mistral layer slides: past the window each keeps SDPA's mask once its attention runs
+    with a gradient, the first one too when q, k or v is adapted."""
+    _lora_saved_bytes_match("mistral", mode, targets, "none", window=16)
+
+
 def test_lora_dropout_keeps_one_dropped_copy_and_mask_per_adapter():
     """PEFT applies a dropout per adapter (lora_A(dropout(x))): with p > 0 every adapter keeps its
     own half copy and a 1-byte mask instead of one shared input. On a dense llama, q, k and v

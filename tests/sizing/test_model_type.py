@@ -30,7 +30,7 @@ LLAMA_SHAPE = {"vocab_size": 32000, "hidden_size": 1024, "num_hidden_layers": 4,
                "num_key_value_heads": 4, "intermediate_size": 2816, "max_position_embeddings": 4096}
 CONFIGS = {
     "llama": {"model_type": "llama", **LLAMA_SHAPE},
-    "mistral": {"model_type": "mistral", **LLAMA_SHAPE},
+    "mistral": {"model_type": "mistral", **LLAMA_SHAPE, "sliding_window": None},  # Llama's layer then
     "qwen2": {"model_type": "qwen2", **LLAMA_SHAPE},
     "qwen3": {"model_type": "qwen3", **LLAMA_SHAPE, "head_dim": 256},
     "phi3": {"model_type": "phi3", **LLAMA_SHAPE, "resid_pdrop": 0.0, "embd_pdrop": 0.0},

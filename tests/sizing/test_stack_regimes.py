@@ -160,6 +160,9 @@ def test_the_adapters_deployed_are_the_ones_the_plan_was_sized_with():
         inputs("fsdp", finetune="lora", estimator_regime={"training": {"lora_dropout": 1.5}})
     with pytest.raises(ValueError, match="lora_targets must be a list of layer names"):
         inputs("fsdp", finetune="lora", estimator_regime={"training": {"lora_targets": ["q_proj", ""]}})
+    unset = {"estimator_regime": {"training": {"lora_targets": None, "lora_dropout": None}}}
+    lora = adapters_config(inputs("fsdp", sharding="fsdp-full-shard", finetune="lora", **unset))["lora"]
+    assert lora["lora_dropout"] == 0.05  # null is unset: the stack's defaults
 
 
 def test_the_fsdp_stack_accumulates_inside_accelerates_no_sync_unless_parameters_are_offloaded():

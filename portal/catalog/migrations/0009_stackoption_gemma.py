@@ -28,9 +28,10 @@ def add_families(apps, schema_editor):
 
 
 def remove_families(apps, schema_editor):
+    """Back to code that does not know them: no row keeps them, wherever an operator put them."""
     StackOption = apps.get_model("catalog", "StackOption")
     for stack in StackOption.objects.filter(kind="strategy"):
-        if BESIDE in (stack.model_families or []) and set(ADDED) & set(stack.model_families):
+        if set(ADDED) & set(stack.model_families or []):
             stack.model_families = [f for f in stack.model_families if f not in ADDED]
             stack.save(update_fields=["model_families"])
     _bump_catalog_version(apps)

@@ -177,20 +177,22 @@ def rms_norm(m: ModelSpec, dt: Dt, T: int, *, trained: bool, fused: bool) -> int
     return (4 * h + 4 + normalised) * T + unit_offset + smoke_norm_upcast(m, dt, T)
 
 
-def sliding_window_masks(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> int:
-    """What Gemma 3's sliding-window layers keep beyond a causal layer, all of them together, under
-    SDPA once the sequence reaches the window (transformers' masking_utils then builds a mask; below
-    it, is_causal). torch's SDPA turns the boolean mask into one in q's dtype on every call, which
-    the kernel keeps for backward (b x s x s), and transformers repeats k and v to every head when a
-    mask is given (sdpa_attention.use_gqa_in_sdpa), so those copies are kept in place of k and v.
-    With one kv head, repeat_kv's expand-reshape stays a view (at any micro-batch): nothing more,
-    but for autocast's half cast of the fp32 rotated k. FlashAttention-2 takes the window itself,
-    and eager adds the mask to scores it keeps anyway: nothing more."""
+def sliding_window_masks(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> tuple[int, int]:
+    """(masks, repeated k and v): what the sliding-window layers (Mistral, Phi-3, Gemma 3 …) keep
+    beyond a causal layer, all of them together, under SDPA once the sequence reaches the window
+    (transformers' masking_utils then builds a mask; below it, is_causal). torch's SDPA turns the
+    boolean mask into one in q's dtype on every call, which the kernel keeps for backward
+    (b x s x s; every tensor-parallel rank holds it whole, its heads share it), and transformers
+    repeats k and v to every head when a mask is given (sdpa_attention.use_gqa_in_sdpa), so those
+    copies are kept in place of k and v (split with the heads). With one kv head, repeat_kv's
+    expand-reshape stays a view (at any micro-batch): nothing more, but for autocast's half cast
+    of the fp32 rotated k. FlashAttention-2 takes the window itself, and eager adds the mask to
+    scores it keeps anyway: nothing more."""
     if not m.sliding_layers or tc.attention != "sdpa" or s < m.sliding_window:
-        return 0
+        return 0, 0
     copies = (1 if dt.autocast else 0) if m.num_kv_heads == 1 else 2
     repeated = copies * dt.act * b * s * (m.q_dim - m.kv_dim)
-    return m.sliding_layers * (dt.act * b * s * s + repeated)
+    return m.sliding_layers * dt.act * b * s * s, m.sliding_layers * repeated
 
 
 def rope_tables(m: ModelSpec) -> int:
@@ -280,6 +282,7 @@ def layer_terms(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> dic
     T, h, inter = b * s, m.hidden_size, m.intermediate_size
     p = tc.dropout_for(m)
     core = _attention_core(m, tc, dt, b, s, p)
+    unsplit = 0
     if m.family == "llama":
         fused = tc.compile and not dt.autocast
         adapted = adapted_linears(m, tc)
@@ -298,7 +301,9 @@ def layer_terms(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> dic
         norms = 4 if m.post_norms else 2
         replicated = norms * norm + inputs * T * h + smoke_rope_casts(m, tc, dt, s)
         core["qkvo"] += qk_norms(m, dt, T, trained=adapted is None, fused=fused)
-        core["qkvo"] += sliding_window_masks(m, tc, dt, b, s) // m.num_layers
+        masks, repeated = sliding_window_masks(m, tc, dt, b, s)  # spread evenly over the layers
+        core["qkvo"] += repeated // m.num_layers
+        unsplit = masks // m.num_layers
         core["qkvo"] += phi3_head_merge_copy(m, tc, dt, T, adapted)
         kept_rep, kept_shard = bnb_kept_inputs(m, tc, dt, T, adapted)
         replicated += kept_rep
@@ -322,7 +327,8 @@ def layer_terms(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> dic
         if p > 0:
             replicated += 2 * DROPOUT_MASK_BYTES * T * h
     replicated += untraced_lora_dropout(m, tc, dt, T)
-    return {"replicated": replicated, "sharded": core["qkvo"] + mlp, "scores": core["scores"]}
+    return {"replicated": replicated, "sharded": core["qkvo"] + mlp, "scores": core["scores"],
+            "unsplit": unsplit}
 
 
 def phi3_head_merge_copy(m: ModelSpec, tc: TrainingConfig, dt: Dt, T: int,
@@ -478,18 +484,22 @@ def frozen_prefix(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int, t: i
         return norm + masks * qkv * h + frozen_norms // t
     core = _attention_core(m, tc, dt, b, s, tc.dropout_for(m))
     unsaved = core["qkvo"] + q_norm + k_norm + (core["scores"] if tc.checkpointing == "none" else 0)
-    if m.sliding_layers:  # Gemma 3's first layer slides (its pattern puts full attention last)
-        unsaved += sliding_window_masks(m, tc, dt, b, s) // m.sliding_layers
+    sdpa_mask = 0  # the first layer slides where any does (hf_config refuses other layouts)
+    if m.sliding_layers:
+        sdpa_masks, repeated = sliding_window_masks(m, tc, dt, b, s)
+        unsaved += repeated // m.sliding_layers
+        sdpa_mask = sdpa_masks // m.sliding_layers  # whole on every tensor-parallel rank
     if tc.attention == "eager" and not _merged_output_kept(adapted, tc.lora_dropout):
         unsaved -= dt.act * T * m.q_dim  # layer_terms already leaves the merged output out
     if "o_proj" in adapted:  # o_proj's adapter input (or its dropped copy) needs a gradient
         # its input is the kernel's output, kept; Phi-3's is a copy of it, counted apart
         copied = phi3_head_merge_copy(m, tc, dt, T, adapted)
         kept = 0 if tc.lora_dropout > 0 or copied else dt.act * T * m.q_dim
-        return norm + (unsaved - kept) // t + masks * m.q_dim
+        return norm + (unsaved - kept) // t + masks * m.q_dim + sdpa_mask
     # the attention's output norm (Gemma 3) reads an output no adapter made: it keeps nothing either
     post_attention = norm if m.post_norms else 0
-    return 2 * norm + post_attention + unsaved // t + masks * h * len(adapted & GATE_UP_LINEARS)
+    return (2 * norm + post_attention + unsaved // t + masks * h * len(adapted & GATE_UP_LINEARS)
+            + sdpa_mask)
 
 
 def _merged_output_kept(adapted: frozenset[str], lora_dropout: float) -> bool:
@@ -599,7 +609,7 @@ def activation_bytes(
     b, s, t = tc.micro_batch, tc.seq_len, pc.tp
     terms = layer_terms(m, tc, dt, b, s)
     replicated = terms["replicated"] // t if pc.sp else terms["replicated"]
-    full_layer = replicated + (terms["sharded"] + terms["scores"]) // t
+    full_layer = replicated + (terms["sharded"] + terms["scores"]) // t + terms["unsplit"]
     ckpt_input = checkpointed_layer_input(m, tc, dt, b, s) // (t if pc.sp else 1)
     if tc.checkpointing == "full":
         kept = -(-layers_per_stage // tc.checkpoint_every)  # layers checkpointed

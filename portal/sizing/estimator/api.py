@@ -43,10 +43,12 @@ DEFAULT_HOST = HostSpec()  # the node's CPU side when none is given (config.Host
 # where they are views (activations._attention_core; bytes of such eager plans only), and sizes
 # Qwen3's per-head q/k norms (activations.qk_norms) and Phi-3's fused projections with the head
 # merge its rotary forces (activations.phi3_head_merge_copy): model types no earlier version read.
-# Gemma's unit-offset norms (activations.rms_norm) and Gemma 3's post-norms and sliding-window layers
-# (activations.sliding_window_masks, compute.attention_layers) came later within 10: model types that
-# version refused before, so no stored plan's bytes or times moved.
-ESTIMATOR_VERSION = 10
+# 11 runs sliding-window attention as transformers does (config.json's sliding_window: Mistral,
+# Phi-3-mini, Mixtral and Qwen with a window): under SDPA, from the window's length on, each
+# sliding layer keeps a mask and repeated k and v (activations.sliding_window_masks; bytes) and
+# computes the whole square (compute.attention_layers; times); FlashAttention-2 attends within the
+# window (times). It also sizes Gemma and Gemma 3 (unit-offset and post-norms), new model types.
+ESTIMATOR_VERSION = 11
 
 
 @dataclass(frozen=True)
@@ -399,8 +401,8 @@ def unmodelled_knobs(model: ModelSpec, training: TrainingConfig, parallel: Paral
         out.append("activation offloading under pipeline parallelism")
     torchtitan_only = parallel.cp > 1 or training.compile or training.checkpointing == "selective-op"
     if model.sliding_layers and torchtitan_only:
-        out.append("sliding-window attention layers (Gemma 3) under context parallelism, torch.compile or"
-                   " op-level recompute: timed and sized as the Hugging Face layers run in eager mode")
+        out.append("sliding-window attention layers under context parallelism, torch.compile or op-level"
+                   " recompute: timed and sized as the Hugging Face layers run in eager mode")
     return tuple(out)
 
 

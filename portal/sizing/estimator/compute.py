@@ -123,6 +123,8 @@ def hardware_flops_per_token(model: ModelSpec, training: TrainingConfig) -> floa
     checkpointed layers (not the output head); op-level SAC re-runs the matmuls it does not
     save (wk, wo, w3)."""
     base = model_flops_per_token(model, training.seq_len)
+    # the attention its kernels run: sliding-window layers take their own share (attention_layers)
+    base += 12 * (attention_layers(model, training) - model.num_layers) * model.q_dim * training.seq_len
     flops = base * (4 / 6 if training.finetune != "full" else 1)
     if training.checkpointing == "full":
         # the checkpointed decoder layers run their forward again; the output head does not
@@ -343,9 +345,9 @@ def attention_flops_per_token(model: ModelSpec, training: TrainingConfig) -> flo
 
 
 def attention_layers(model: ModelSpec, training: TrainingConfig) -> float:
-    """The layers' attention in causal layers' worth. A sliding-window layer (Gemma 3) under
-    FlashAttention-2 skips the blocks outside its window: each query sees at most the window, where
-    a causal query sees s / 2 on average. Under SDPA, once the sequence reaches the window the layer
+    """The layers' attention in causal layers' worth. A sliding-window layer (Mistral, Gemma 3 …)
+    under FlashAttention-2 skips the blocks outside its window: each query sees at most the window, where
+    a causal one sees all before it. Under SDPA, once the sequence reaches the window the layer
     runs on transformers' mask, not is_causal, so the kernel computes the whole s x s square,
     twice a causal layer's blocks (activations.sliding_window_masks). Eager computes the square
     for every layer already."""
@@ -353,8 +355,8 @@ def attention_layers(model: ModelSpec, training: TrainingConfig) -> float:
     s, window = training.seq_len, model.sliding_window
     if not model.sliding_layers or s < window or training.attention == "eager":
         return float(model.num_layers)
-    if training.attention == "flash":
-        return full + model.sliding_layers * min(1.0, 2 * window / s)
+    if training.attention == "flash":  # keys seen: w s - w^2 / 2 of a causal layer's s^2 / 2
+        return full + model.sliding_layers * (2 * window * s - window * window) / (s * s)
     return full + 2.0 * model.sliding_layers
 
 

@@ -18,6 +18,8 @@ LLAMA_TYPES = tuple(t for t, family in MODEL_TYPES.items() if family == "llama")
 GEMMA3_TEXT_DEFAULTS = {"vocab_size": 262_208, "hidden_size": 2304, "intermediate_size": 9216,
                         "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4,
                         "head_dim": 256, "max_position_embeddings": 131_072}
+# The model types whose layers transformers gives a sliding window when config.json sets one
+SLIDING_TYPES = ("mistral", "mixtral", "phi3", "qwen2", "qwen3", "qwen3_moe")
 NOT_SIZED = {
     "gemma2": "Gemma 2 soft-caps its attention scores and logits (eager attention, the scores kept in"
               " fp32), which no model family here counts",
@@ -71,7 +73,14 @@ def _llama(cfg: dict[str, Any], name: str, model_type: str) -> ModelSpec:
     elif model_type == "phi3" and any(cfg.get(k) for k in ("resid_pdrop", "embd_pdrop")):
         raise ValueError("a Phi-3 config with residual or embedding dropout (resid_pdrop, embd_pdrop > 0) is"
                          " not one the estimator sizes: its dropout masks are not counted")
-    window, sliding = _sliding_layers(cfg, shape["num_layers"]) if model_type == "gemma3_text" else (0, 0)
+    if cfg.get("use_bidirectional_attention"):
+        raise ValueError(f"a {model_type} config with use_bidirectional_attention is not one the estimator"
+                         " sizes: it is an encoder, not the causal model trained here")
+    layers = shape["num_layers"]
+    layers = int(layers) if isinstance(layers, float) and layers.is_integer() else layers
+    # a count of another type: ModelSpec refuses it in words
+    counted = isinstance(layers, int) and not isinstance(layers, bool)
+    window, sliding = _sliding_window(cfg, model_type, layers) if counted else (0, 0)
     return ModelSpec(
         **shape,
         num_kv_heads=cfg.get("num_key_value_heads") or 0,
@@ -96,32 +105,62 @@ def _llama(cfg: dict[str, Any], name: str, model_type: str) -> ModelSpec:
     )
 
 
-def _sliding_layers(cfg: dict[str, Any], layers: int) -> tuple[int, int]:
-    """Gemma 3's (sliding_window, how many layers use it), as Gemma3TextConfig reads its config.json:
-    ``layer_types`` where given, else every layer but each ``sliding_window_pattern``-th (6).
-    What it would compute otherwise is refused: soft-capped logits and bidirectional attention."""
+def _sliding_window(cfg: dict[str, Any], model_type: str, layers: int) -> tuple[int, int]:
+    """(sliding_window, how many layers attend within it) as transformers 5.24 reads config.json.
+    Mistral (4096 where the key is absent), Mixtral, Phi-3 and Qwen3-MoE (with use_sliding_window)
+    slide on every layer once a window is set; Qwen2 and Qwen3 (with use_sliding_window) on the
+    layers from max_window_layers on; Gemma 3 on every layer but each sliding_window_pattern-th
+    (_gemma3_sliding). The layers the estimator counts start with a sliding one where any slides
+    (activations.frozen_prefix reads the first layer so): a Qwen whose first layers attend fully
+    and slide after is refused."""
+    if model_type == "gemma3_text":
+        return _gemma3_sliding(cfg, layers)
+    if model_type in ("qwen2", "qwen3", "qwen3_moe") and not cfg.get("use_sliding_window"):
+        return 0, 0
+    default = 4096 if model_type in ("mistral", "qwen2", "qwen3", "qwen3_moe") else None
+    window = cfg.get("sliding_window", default) if model_type in SLIDING_TYPES else None
+    if window is None:
+        return 0, 0
+    if model_type in ("qwen2", "qwen3"):
+        first = cfg.get("max_window_layers", 28)
+        if isinstance(first, bool) or not isinstance(first, int) or first < 0:
+            raise ValueError(f"max_window_layers must be a whole number >= 0, got {first!r}")
+        if 0 < first < layers:
+            raise ValueError(f"a {model_type} config that attends fully on its first {first} layers and"
+                             " within sliding_window after is not one the estimator sizes (use_sliding_window"
+                             " with max_window_layers below num_hidden_layers)")
+        return (window, layers) if first == 0 else (0, 0)
+    return window, layers
+
+
+def _gemma3_sliding(cfg: dict[str, Any], layers: int) -> tuple[int, int]:
+    """Gemma 3's window and sliding layers, as Gemma3TextConfig reads its config.json: ``layer_types``
+    where given, else every layer but each ``sliding_window_pattern``-th (6). What it would compute
+    otherwise is refused: soft-capped logits, bidirectional attention, no window (transformers
+    builds the sliding mask regardless), a first layer that attends fully."""
     for key in ("attn_logit_softcapping", "final_logit_softcapping"):
         if cfg.get(key) is not None:
             raise ValueError(f"a Gemma 3 config with {key} is not one the estimator sizes: Gemma 3 has none"
                              " (Gemma 2 had), and its soft-capped scores or logits are not counted")
-    if cfg.get("use_bidirectional_attention"):
-        raise ValueError("a Gemma 3 config with use_bidirectional_attention is not one the estimator sizes:"
-                         " it is an encoder, not the causal model trained here")
     window = cfg.get("sliding_window", 4096)  # Gemma3TextConfig's default
     if window is None:
-        return 0, 0
+        raise ValueError("a Gemma 3 config needs a sliding_window (transformers builds its sliding layers'"
+                         " mask from it)")
     types = cfg.get("layer_types")
     if types is not None:
         if not isinstance(types, list) or len(types) != layers \
-                or set(types) - {"sliding_attention", "full_attention"}:
+                or not all(t in ("sliding_attention", "full_attention") for t in types):
             raise ValueError(f"layer_types must list sliding_attention or full_attention for each of the"
                              f" {layers} layers")
+        if types[0] == "full_attention" and "sliding_attention" in types:
+            raise ValueError("a Gemma 3 config whose first layer attends fully is not one the estimator"
+                             " sizes (Gemma 3's own start with sliding layers)")
         sliding = types.count("sliding_attention")
-    else:
-        pattern = cfg.get("sliding_window_pattern", 6)
-        if isinstance(pattern, bool) or not isinstance(pattern, int) or pattern < 1:
-            raise ValueError(f"sliding_window_pattern must be a whole number >= 1, got {pattern!r}")
-        sliding = layers - layers // pattern
+        return (window, sliding) if sliding else (0, 0)
+    pattern = cfg.get("sliding_window_pattern", 6)
+    if isinstance(pattern, bool) or not isinstance(pattern, int) or pattern < 1:
+        raise ValueError(f"sliding_window_pattern must be a whole number >= 1, got {pattern!r}")
+    sliding = layers - layers // pattern
     return (window, sliding) if sliding else (0, 0)
 
 

@@ -313,6 +313,8 @@ def regime_from(data: Any) -> tuple[tuple[tuple[str, Any], ...], tuple[tuple[str
             raise ValueError(f"In the sizing plan, estimator_regime.{part} must be an object.")
         items = []
         for key, value in knobs.items():
+            if value is None and key in ("lora_targets", "lora_dropout"):
+                continue  # null is unset: the stack's defaults
             known = _REGIME_FIELDS[part].get(key)
             if known is None or key == "mfu" or key in _PLAN_OWN:
                 raise ValueError(f"In the sizing plan, estimator_regime.{part}.{key} is not an estimator"

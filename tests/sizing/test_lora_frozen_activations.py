@@ -107,7 +107,9 @@ def _lora_saved_bytes_match(family: str, mode: str, targets: tuple[str, ...], ck
 @pytest.mark.torch
 @pytest.mark.parametrize("mode", ["fp32", "bf16-model", "autocast"])
 @pytest.mark.parametrize("targets", [("q_proj", "v_proj"), ("o_proj",), ("k_proj", "down_proj"), MLP, ALL,
-                                     ("q_proj", "v_proj", "lm_head"), ("o_proj", "lm_head")])
+                                     ("q_proj", "v_proj", "lm_head"), ("o_proj", "lm_head"),
+                                     # the first MLP keeps only what its adapters' gradients need
+                                     ("down_proj",), ("gate_proj",), ("up_proj", "down_proj")])
 @pytest.mark.parametrize("ckpt", ["none", "full"])
 def test_saved_bytes_match_peft_style_lora_on_hf_llama(mode, targets, ckpt):
     _lora_saved_bytes_match("llama", mode, targets, ckpt)
@@ -116,6 +118,7 @@ def test_saved_bytes_match_peft_style_lora_on_hf_llama(mode, targets, ckpt):
 @pytest.mark.torch
 @pytest.mark.parametrize("mode", ["fp32", "bf16-model", "autocast"])
 @pytest.mark.parametrize("targets", [("qkv_proj",), ("o_proj",), ("gate_up_proj", "down_proj"),
+                                     ("down_proj",),
                                      ("qkv_proj", "o_proj", "gate_up_proj", "down_proj", "lm_head")])
 @pytest.mark.parametrize("ckpt", ["none", "full"])
 def test_saved_bytes_match_peft_style_lora_on_hf_phi3s_fused_projections(mode, targets, ckpt):

@@ -498,8 +498,27 @@ def frozen_prefix(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int, t: i
         return norm + (unsaved - kept) // t + masks * m.q_dim + sdpa_mask
     # the attention's output norm (Gemma 3) reads an output no adapter made: it keeps nothing either
     post_attention = norm if m.post_norms else 0
+    unsaved += first_mlp_unsaved(m, tc, dt, T, adapted, fused)
     return (2 * norm + post_attention + unsaved // t + masks * h * len(adapted & GATE_UP_LINEARS)
             + sdpa_mask)
+
+
+def first_mlp_unsaved(m: ModelSpec, tc: TrainingConfig, dt: Dt, T: int, adapted: frozenset[str],
+                      fused: bool) -> int:
+    """What _llama_mlp counts for the first layer's MLP that it does not save when its input needs
+    no gradient (no attention linear adapted there): SiLU keeps gate only for gate's adapter, and
+    the product keeps each factor only for the other's gradient (silu(gate) for up's, up for
+    gate's), so of gate, silu(gate) and up it keeps 2 with gate adapted and 1 more with up; a
+    product that needs no gradient (neither adapted) leaves down_proj's adapter dropout no mask.
+    Routed experts and a compiled MLP: not told apart."""
+    if m.is_moe or fused:
+        return 0
+    gate = bool(adapted & {"gate_proj", "gate_up_proj"})
+    up = bool(adapted & {"up_proj", "gate_up_proj"})
+    unsaved = (3 - 2 * gate - up) * dt.act * T * m.intermediate_size
+    if "down_proj" in adapted and tc.lora_dropout > 0 and not (gate or up):
+        unsaved += DROPOUT_MASK_BYTES * T * m.intermediate_size
+    return unsaved
 
 
 def _merged_output_kept(adapted: frozenset[str], lora_dropout: float) -> bool:

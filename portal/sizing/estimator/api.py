@@ -47,7 +47,9 @@ DEFAULT_HOST = HostSpec()  # the node's CPU side when none is given (config.Host
 # Phi-3-mini, Mixtral and Qwen with a window): under SDPA, from the window's length on, each
 # sliding layer keeps a mask and repeated k and v (activations.sliding_window_masks; bytes) and
 # computes the whole square (compute.attention_layers; times); FlashAttention-2 attends within the
-# window (times). It also sizes Gemma and Gemma 3 (unit-offset and post-norms), new model types.
+# window (times). It also sizes Gemma and Gemma 3 (unit-offset and post-norms), new model types, and
+# keeps in a LoRA plan's first MLP only what its adapters' gradients need where no attention linear
+# is adapted (activations.first_mlp_unsaved; bytes of LoRA on part of the MLP only).
 ESTIMATOR_VERSION = 11
 
 

@@ -138,6 +138,17 @@ class ModelSpec:
             raise ValueError(
                 f"experts_per_token must be between 1 and num_experts={self.num_experts}"
             )
+        self._check_layer()
+        if self.implementation not in IMPLEMENTATIONS:
+            raise ValueError(f"implementation {self.implementation!r} is unknown; use one of"
+                             f" {', '.join(IMPLEMENTATIONS)}")
+        if self.implementation == "trainyard-smoke" and (self.family != "llama" or self.is_moe):
+            raise ValueError("the Trainyard smoke model is a dense Llama: implementation='trainyard-smoke'"
+                             " needs family='llama' without experts")
+
+    def _check_layer(self) -> None:
+        """The layer's flags agree with its model_type and belong to a Hugging Face llama-family
+        layer; a sliding window comes with the layers that use it."""
         if self.model_type and MODEL_TYPES.get(self.model_type) != self.family:
             types = ", ".join(t for t, f in MODEL_TYPES.items() if f == self.family)
             raise ValueError(f"model_type {self.model_type!r} is not of the {self.family} family;"
@@ -154,12 +165,10 @@ class ModelSpec:
             raise ValueError(f"sliding_window {self.sliding_window} and sliding_layers {self.sliding_layers}"
                              f" go together: both 0, or a window and how many of the {self.num_layers}"
                              " layers use it")
-        if self.qk_norm and (self.family != "llama" or self.implementation != "hf"):
-            raise ValueError("qk_norm (an RMSNorm over each head's q and k, as Qwen3's) is a Hugging Face"
-                             " llama-family layer: it needs family='llama' and implementation='hf'")
-        for flag, what in (("unit_offset_norm", "an RMSNorm scaled by 1 + weight in fp32, as Gemma's"),
+        for flag, what in (("qk_norm", "an RMSNorm over each head's q and k, as Qwen3's"),
+                           ("unit_offset_norm", "an RMSNorm scaled by 1 + weight in fp32, as Gemma's"),
                            ("post_norms", "norms on the attention's and the MLP's outputs, as Gemma 3's"),
-                           ("sliding_layers", "sliding-window attention layers, as Gemma 3's")):
+                           ("sliding_layers", "sliding-window attention layers, as Mistral's")):
             if getattr(self, flag) and (self.family != "llama" or self.implementation != "hf"):
                 raise ValueError(f"{flag} ({what}) is a Hugging Face llama-family layer: it needs"
                                  " family='llama' and implementation='hf'")
@@ -167,12 +176,6 @@ class ModelSpec:
             raise ValueError("fused_projections (one qkv_proj and one gate_up_proj, as Phi-3's) is a dense"
                              " Hugging Face llama-family layer: family='llama', implementation='hf', no"
                              " experts")
-        if self.implementation not in IMPLEMENTATIONS:
-            raise ValueError(f"implementation {self.implementation!r} is unknown; use one of"
-                             f" {', '.join(IMPLEMENTATIONS)}")
-        if self.implementation == "trainyard-smoke" and (self.family != "llama" or self.is_moe):
-            raise ValueError("the Trainyard smoke model is a dense Llama: implementation='trainyard-smoke'"
-                             " needs family='llama' without experts")
 
     def _check_types(self) -> None:
         """Shapes are whole numbers (an integral float such as 4096.0 is taken as 4096), flags

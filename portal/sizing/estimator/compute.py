@@ -346,11 +346,11 @@ def attention_flops_per_token(model: ModelSpec, training: TrainingConfig) -> flo
 
 def attention_layers(model: ModelSpec, training: TrainingConfig) -> float:
     """The layers' attention in causal layers' worth. A sliding-window layer (Mistral, Gemma 3 …)
-    under FlashAttention-2 skips the blocks outside its window: each query sees at most the window, where
-    a causal one sees all before it. Under SDPA, once the sequence reaches the window the layer
-    runs on transformers' mask, not is_causal, so the kernel computes the whole s x s square,
-    twice a causal layer's blocks (activations.sliding_window_masks). Eager computes the square
-    for every layer already."""
+    under FlashAttention-2 skips the blocks outside its window: each query sees at most the
+    window, where a causal one sees all before it. Under SDPA, once the sequence reaches the
+    window, the layer runs on transformers' mask, not is_causal, so the kernel computes the whole
+    s x s square, twice a causal layer's blocks (activations.sliding_window_masks). Eager computes
+    the square for every layer already."""
     full = model.num_layers - model.sliding_layers
     s, window = training.seq_len, model.sliding_window
     if not model.sliding_layers or s < window or training.attention == "eager":

@@ -94,7 +94,7 @@ class ModelSpec:
     fused_projections: bool = False  # q/k/v in one qkv_proj, gate/up in one gate_up_proj (Phi-3)
     unit_offset_norm: bool = False  # RMSNorm as (x_normed * (1 + weight)) in fp32, then cast (Gemma)
     post_norms: bool = False  # RMSNorms on the attention's and the MLP's outputs as well (Gemma 3)
-    sliding_window: int = 0  # the keys a sliding-window layer's query sees (0: none; Gemma 3)
+    sliding_window: int = 0  # the keys a sliding-window layer's query sees (0: none; Mistral, Gemma 3)
     sliding_layers: int = 0  # how many of the layers attend within sliding_window
     num_experts: int = 0  # 0: dense MLP
     experts_per_token: int = 0

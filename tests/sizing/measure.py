@@ -199,6 +199,12 @@ def model_states_after_step(model, optimizer_cls=torch.optim.AdamW, batch=2, seq
     }
 
 
+MODES = {  # how a Hugging Face model is measured: (estimator precision, torch dtype, autocast)
+    "fp32": ("fp32", "float32", False),
+    "bf16-model": ("bf16", "bfloat16", False),
+    "autocast": ("bf16-mixed", "float32", True),
+}
+
 SMOKE_MODES = {  # how train_smoke.py's Llama runs: estimator (precision, mixed_layout, sharding)
     "fsdp2": ("bf16-mixed", "fsdp2", "fsdp-full-shard"),  # bench/stack_gpu.py's worker
     "autocast": ("bf16-mixed", "autocast", "none"),  # the node memory probe (node_checks.py)

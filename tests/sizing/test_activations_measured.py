@@ -21,7 +21,7 @@ pytest.importorskip("transformers")
 
 from portal.sizing.estimator import TrainingConfig, estimate  # noqa: E402
 
-from .measure import build, hf_config, saved_for_backward, spec_of  # noqa: E402
+from .measure import MODES, build, hf_config, saved_for_backward, spec_of  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -30,11 +30,6 @@ SHAPES = [  # (model shape, micro-batch, sequence length)
     ({"hidden": 64, "heads": 2, "kv_heads": 1, "layers": 3, "inter": 160}, 1, 96),
     ({"hidden": 256, "heads": 8, "kv_heads": 4, "layers": 2, "inter": 704}, 3, 32),
 ]
-MODES = {  # name: (precision, torch dtype, autocast)
-    "fp32": ("fp32", "float32", False),
-    "bf16-model": ("bf16", "bfloat16", False),
-    "autocast": ("bf16-mixed", "float32", True),
-}
 
 
 def _cases():

@@ -11,12 +11,10 @@ pytest.importorskip("transformers")
 
 from portal.sizing.estimator import TrainingConfig, estimate  # noqa: E402
 
-from .measure import build, hf_config, saved_for_backward, spec_of  # noqa: E402
+from .measure import MODES, build, hf_config, saved_for_backward, spec_of  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
-MODES = {"fp32": ("fp32", "float32", False), "bf16-model": ("bf16", "bfloat16", False),
-         "autocast": ("bf16-mixed", "float32", True)}
 CASES = [  # (family, shape, micro-batch, sequence)
     ("mistral", {"hidden": 128, "heads": 4, "kv_heads": 2, "window": 32}, 2, 64),  # past the window
     ("mistral", {"hidden": 128, "heads": 4, "kv_heads": 2, "window": 64}, 2, 64),  # at it: a mask

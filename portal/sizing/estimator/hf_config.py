@@ -18,8 +18,11 @@ LLAMA_TYPES = tuple(t for t, family in MODEL_TYPES.items() if family == "llama")
 GEMMA3_TEXT_DEFAULTS = {"vocab_size": 262_208, "hidden_size": 2304, "intermediate_size": 9216,
                         "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4,
                         "head_dim": 256, "max_position_embeddings": 131_072}
-# The model types whose layers transformers gives a sliding window when config.json sets one
-SLIDING_TYPES = ("mistral", "mixtral", "phi3", "qwen2", "qwen3", "qwen3_moe")
+# The model types whose layers transformers gives a sliding window, and its config class's
+# sliding_window where config.json leaves the key out (Qwen's apply only with use_sliding_window)
+SLIDING_DEFAULTS = {"mistral": 4096, "mixtral": None, "phi3": None, "qwen2": 4096, "qwen3": 4096,
+                    "qwen3_moe": 4096}
+OPT_IN_SLIDING_TYPES = ("qwen2", "qwen3", "qwen3_moe")
 NOT_SIZED = {
     "gemma2": "Gemma 2 soft-caps its attention scores and logits (eager attention, the scores kept in"
               " fp32), which no model family here counts",
@@ -56,7 +59,7 @@ def model_from_hf_config(cfg: dict[str, Any], name: str = "") -> ModelSpec:
 def _llama(cfg: dict[str, Any], name: str, model_type: str) -> ModelSpec:
     if model_type == "gemma3_text":
         cfg = {**cfg, **{k: v for k, v in GEMMA3_TEXT_DEFAULTS.items() if cfg.get(k) is None}}
-    qwen3 = model_type in QK_NORM_TYPES
+    qk_norm = model_type in QK_NORM_TYPES
     gemma = model_type in UNIT_OFFSET_NORM_TYPES
     shape = _hf_shape(cfg, name, "llama", model_type)
     experts, routed = 0, 0
@@ -88,12 +91,12 @@ def _llama(cfg: dict[str, Any], name: str, model_type: str) -> ModelSpec:
         head_dim=cfg.get("head_dim") or (256 if gemma else 0),
         max_position_embeddings=cfg.get("max_position_embeddings") or 0,
         tie_word_embeddings=bool(cfg.get("tie_word_embeddings", gemma)),
-        # Qwen2 always has q/k/v biases; Llama, Qwen3 and Gemma have them only with attention_bias,
-        # and then on o_proj too.
+        # Qwen2 always has q/k/v biases; Llama, Qwen3, Qwen3-MoE and the Gemmas have them only with
+        # attention_bias, and then on o_proj too.
         qkv_bias=model_type == "qwen2" or bool(cfg.get("attention_bias", False)),
-        o_bias=(model_type == "llama" or qwen3 or gemma) and bool(cfg.get("attention_bias", False)),
+        o_bias=(model_type == "llama" or qk_norm or gemma) and bool(cfg.get("attention_bias", False)),
         mlp_bias=model_type == "llama" and bool(cfg.get("mlp_bias", False)),
-        qk_norm=qwen3,
+        qk_norm=qk_norm,
         fused_projections=model_type in FUSED_TYPES,
         unit_offset_norm=gemma,
         post_norms=model_type in POST_NORM_TYPES,
@@ -115,10 +118,10 @@ def _sliding_window(cfg: dict[str, Any], model_type: str, layers: int) -> tuple[
     and slide after is refused."""
     if model_type == "gemma3_text":
         return _gemma3_sliding(cfg, layers)
-    if model_type in ("qwen2", "qwen3", "qwen3_moe") and not cfg.get("use_sliding_window"):
+    if model_type not in SLIDING_DEFAULTS or (model_type in OPT_IN_SLIDING_TYPES
+                                               and not cfg.get("use_sliding_window")):
         return 0, 0
-    default = 4096 if model_type in ("mistral", "qwen2", "qwen3", "qwen3_moe") else None
-    window = cfg.get("sliding_window", default) if model_type in SLIDING_TYPES else None
+    window = cfg.get("sliding_window", SLIDING_DEFAULTS[model_type])
     if window is None:
         return 0, 0
     if model_type in ("qwen2", "qwen3"):

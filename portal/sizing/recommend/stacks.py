@@ -91,9 +91,8 @@ def model_type_of(model: Any, spec: Any = None) -> str | None:
     family's, told apart within the llama family by what the spec's numbers say (config.json
     parsing gives experts only to Mixtral, q/k/v biases without an output bias only to Qwen2,
     per-head q/k norms only to Qwen3 and Qwen3-MoE, fused projections only to Phi-3, unit-offset
-    norms only to Gemma, post-norms only to Gemma 3). This is the
-    one fallback; stored quotes and orders got their model_type written by quotes migration 0004 /
-    orders migration 0009."""
+    norms only to Gemma, post-norms only to Gemma 3). This is the one fallback; stored quotes and
+    orders got their model_type written by quotes migration 0004 / orders migration 0009."""
     spec = spec if isinstance(spec, dict) else {}
     own = spec.get("model_type")
     if isinstance(own, str) and own and MODEL_TYPES.get(own) == spec.get("family"):

@@ -94,3 +94,17 @@ def test_the_plan_option_lists_are_the_estimators():
         assert training_settings({"checkpointing": value}, "fsdp").checkpointing == value
     with pytest.raises(ValueError, match="checkpointing must be one of"):
         training_settings({"checkpointing": "sometimes"}, "fsdp")
+
+
+@pytest.mark.parametrize("model_type", sorted(LAYER_CLASSES))
+def test_every_layer_class_is_one_the_nodes_transformers_defines(model_type):
+    """The class FSDP wraps must exist in the transformers the nodes install (the stacks pin the
+    version the test environment has: provisioning/stack/packages.py, pyproject.toml)."""
+    import importlib
+
+    pytest.importorskip("transformers")
+    from transformers.models.auto.configuration_auto import model_type_to_module_name
+
+    module = model_type_to_module_name(model_type)
+    modeling = importlib.import_module(f"transformers.models.{module}.modeling_{module}")
+    assert hasattr(modeling, LAYER_CLASSES[model_type])

@@ -24,7 +24,7 @@ import json
 import re
 import statistics
 import sys
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -698,17 +698,18 @@ LITGPT_NOT_EXPRESSED = {  # architectures no model family of the estimator has
              " family of the estimator",
     "stablelm-base-alpha-3b": "StableLM-Alpha's GPT-NeoX parallel residual (partial rotary, LayerNorm,"
                               " GELU MLP): no model family of the estimator",
-    "gemma-2-9b": "Gemma 2's attention logit soft-capping (litgpt's own attention math, not SDPA),"
-                  " sliding-window layers and post-norms: no model family of the estimator",
 }
+# Gemma 2 by the config's folder (the README's model column says gemma-2b for gemma2-2b), untied
+# like every litgpt model here
+LITGPT_GEMMA2 = {"gemma2-2b": "gemma-2-2b", "gemma2b": "gemma-2-2b", "gemma2-9b": "gemma-2-9b"}
 LITGPT_LORA = {"query": ("q_proj",), "key": ("k_proj",), "value": ("v_proj",), "projection": ("o_proj",),
                "mlp": ("gate_proj", "up_proj", "down_proj"), "head": ("lm_head",)}
 
 
 def litgpt_model(config: str, name: str) -> ModelSpec | str:
     """The model of a config hub row, or why the estimator cannot express it."""
-    if config.startswith("gemma2"):  # the README's model column says gemma-2b for gemma-2-2b
-        return LITGPT_NOT_EXPRESSED["gemma-2-9b"]
+    if (folder := config.split("/")[0]) in LITGPT_GEMMA2:
+        return replace(get_preset(LITGPT_GEMMA2[folder]), tie_word_embeddings=False)
     if name in LITGPT_NOT_EXPRESSED:
         return LITGPT_NOT_EXPRESSED[name]
     if name in LITGPT_PRESETS:
@@ -771,8 +772,11 @@ def litgpt_rows(case: dict) -> list[Row]:
                 training["nf4_double_quant"] = LIGHTNING_NF4[y["quantize"]]
             else:
                 unmodelled.append(f"quantize {y['quantize']}: not bitsandbytes' NF4")
+        if model.softcap_scores:  # litgpt computes capped scores by hand (q @ k.mT, tanh, mask, softmax)
+            assumed.append("Gemma 2's soft-capped attention as eager attention (litgpt's own math)")
         training |= {"precision": "bf16", "micro_batch": mbs, "seq_len": seq,
-                     "grad_accum": max(1, y["global_batch_size"] // (mbs * gpus)), "attention": "sdpa",
+                     "grad_accum": max(1, y["global_batch_size"] // (mbs * gpus)),
+                     "attention": "eager" if model.softcap_scores else "sdpa",
                      "checkpointing": "full" if gpus > 1 else "none", "loss": "chunked"}
         parallel = {}
         if gpus > 1:  # Fabric's FSDPStrategy under bf16-true: bf16 params, reductions and buffers
@@ -780,7 +784,7 @@ def litgpt_rows(case: dict) -> list[Row]:
             # micro-batches accumulate under fabric.no_backward_sync, which is FSDP1's no_sync()
             parallel["fsdp_no_sync"] = True
         assumed.append("cross-entropy on bf16 chunks (the estimator's chunked loss keeps fp32 log-softmax)")
-        if name.startswith("gemma"):
+        if name.startswith("gemma") and not model.softcap_scores:
             assumed.append("Gemma's GeGLU as SwiGLU (both keep the gate input and the up output)")
         rows.append(Row(case["id"], label, model, training, parallel, A10G, Interconnect.pcie(4),
                         memory_gib=peak_gb * 1e9 / GIB, memory_metric="active", unmodelled=unmodelled,

@@ -45,6 +45,7 @@ MODEL_FAMILIES: dict[str, str] = {
     "qwen3_moe": "Qwen3-MoE (mixture of experts)",
     "phi3": "Phi-3 / Phi-4",
     "gemma": "Gemma (2B / 7B)",
+    "gemma2": "Gemma 2",
     "gemma3_text": "Gemma 3 (text)",
     "gpt2": "GPT-2",
     "bert": "BERT",

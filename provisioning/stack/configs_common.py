@@ -7,7 +7,8 @@ from __future__ import annotations
 LAYER_CLASSES = {"llama": "LlamaDecoderLayer", "mistral": "MistralDecoderLayer",
                  "qwen2": "Qwen2DecoderLayer", "qwen3": "Qwen3DecoderLayer",
                  "qwen3_moe": "Qwen3MoeDecoderLayer", "phi3": "Phi3DecoderLayer",
-                 "gemma": "GemmaDecoderLayer", "gemma3_text": "Gemma3DecoderLayer",
+                 "gemma": "GemmaDecoderLayer", "gemma2": "Gemma2DecoderLayer",
+                 "gemma3_text": "Gemma3DecoderLayer",
                  "mixtral": "MixtralDecoderLayer",
                  "gpt2": "GPT2Block", "bert": "BertLayer"}
 

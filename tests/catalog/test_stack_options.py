@@ -136,6 +136,9 @@ def test_the_family_migration_declares_families_on_existing_rows(transactional_d
     # Gemma and Gemma 3 after Phi-3
     ("0008_stackoption_qwen3_phi3", "0009_stackoption_gemma", ["llama", "qwen2", "phi3", "bert"],
      ["llama", "qwen2", "phi3", "gemma", "gemma3_text", "bert"], True),
+    # Gemma 2 after Gemma
+    ("0009_stackoption_gemma", "0010_stackoption_gemma2", ["llama", "qwen2", "gemma", "bert"],
+     ["llama", "qwen2", "gemma", "gemma2", "bert"], True),
 ])
 def test_a_family_migration_adds_them_in_place_where_a_stack_builds_the_one_beside(
         transactional_db, before, after, built, grown, cleared_everywhere):

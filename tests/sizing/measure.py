@@ -72,6 +72,15 @@ def hf_config(family: str, attn: str = "sdpa", **shape):
             num_key_value_heads=shape.get("kv_heads", heads // 2), max_position_embeddings=512,
             attn_implementation=attn)
         return cfg, transformers.GemmaForCausalLM
+    if family == "gemma2":  # Gemma's layer with post-norms, every other layer sliding, soft-capped
+        cfg = transformers.Gemma2Config(  # scores and logits (transformers runs it eager: no SDPA path)
+            vocab_size=vocab, hidden_size=h, intermediate_size=shape.get("inter", 352),
+            num_hidden_layers=layers, num_attention_heads=heads,
+            head_dim=shape.get("head_dim", h // heads),
+            num_key_value_heads=shape.get("kv_heads", heads // 2), max_position_embeddings=512,
+            sliding_window=shape.get("window", 16), attn_logit_softcapping=shape.get("score_cap", 50.0),
+            final_logit_softcapping=shape.get("logit_cap", 30.0), attn_implementation=attn)
+        return cfg, transformers.Gemma2ForCausalLM
     if family == "gemma3_text":  # Gemma's layer with q/k norms, post-norms and sliding-window layers
         cfg = transformers.Gemma3TextConfig(
             vocab_size=vocab, hidden_size=h, intermediate_size=shape.get("inter", 352),

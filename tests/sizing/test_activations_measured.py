@@ -33,9 +33,9 @@ SHAPES = [  # (model shape, micro-batch, sequence length)
 
 
 def _cases():
-    for family in ("llama", "qwen2", "qwen3", "phi3", "gemma", "gemma3_text", "mixtral", "qwen3_moe", "gpt2",
-                   "bert"):
-        for attn in ("eager", "sdpa"):
+    for family in ("llama", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3_text", "mixtral",
+                   "qwen3_moe", "gpt2", "bert"):
+        for attn in ("eager",) if family == "gemma2" else ("eager", "sdpa"):  # Gemma 2 has no SDPA path
             for mode in MODES:
                 for ckpt in ("none", "full"):
                     if family in ("bert", "mixtral", "qwen3_moe") and mode == "autocast":

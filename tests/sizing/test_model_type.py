@@ -35,6 +35,7 @@ CONFIGS = {
     "qwen3": {"model_type": "qwen3", **LLAMA_SHAPE, "head_dim": 256},
     "phi3": {"model_type": "phi3", **LLAMA_SHAPE, "resid_pdrop": 0.0, "embd_pdrop": 0.0},
     "gemma": {"model_type": "gemma", **LLAMA_SHAPE, "head_dim": 256},
+    "gemma2": {"model_type": "gemma2", **LLAMA_SHAPE, "head_dim": 256},
     "gemma3_text": {"model_type": "gemma3_text", **LLAMA_SHAPE, "head_dim": 256, "sliding_window": 512},
     "qwen3_moe": {"model_type": "qwen3_moe", **LLAMA_SHAPE, "moe_intermediate_size": 512, "num_experts": 8,
                   "num_experts_per_tok": 2},
@@ -47,7 +48,8 @@ CONFIGS = {
 PRESET_TYPES = {"llama-2-7b": "llama", "llama-3.1-8b": "llama", "mistral-7b": "mistral",
                 "mixtral-8x7b": "mixtral", "qwen2.5-7b": "qwen2", "qwen2.5-72b": "qwen2", "qwen3-8b": "qwen3",
                 "qwen3-30b-a3b": "qwen3_moe", "phi-3-mini": "phi3", "phi-4": "phi3",
-                "gemma-2b": "gemma", "gemma-7b": "gemma", "gemma-3-1b": "gemma3_text",
+                "gemma-2b": "gemma", "gemma-7b": "gemma", "gemma-2-2b": "gemma2", "gemma-2-9b": "gemma2",
+                "gemma-2-27b": "gemma2", "gemma-3-1b": "gemma3_text",
                 "gpt2-124m": "gpt2", "bert-base": "bert"}
 
 
@@ -173,6 +175,7 @@ def test_every_model_type_is_a_stack_family_with_a_layer_class():
     ("qwen3-8b", "lora", {"qk_norm": True}),
     ("gemma-7b", "lora", {"unit_offset_norm": True}),
     ("gemma-3-1b", "full", {"qk_norm": True, "post_norms": True, "sliding_layers": 22}),
+    ("gemma-2-9b", "lora", {"softcap_scores": True, "softcap_logits": True, "sliding_layers": 21}),
 ])
 def test_the_recommender_sells_a_server_for_a_newer_model_type_on_a_stack_that_builds_it(
         preset, finetune, flags):

@@ -67,9 +67,9 @@ def test_torchtitan_and_its_op_level_checkpointing_are_for_llamas_own_layer():
     """torchtitan's op-level policy counts the seven separate linears of Llama's layer."""
     from portal.sizing.recommend.regimes import REGIMES
 
-    for preset in ("phi-4", "qwen3-8b"):
+    for preset in ("phi-4", "qwen3-8b", "gemma-7b", "gemma-2-2b", "gemma-3-1b"):
         assert not REGIMES["torchtitan"].runs(get_preset(preset))
-        with pytest.raises(ValueError, match="not for experts, fused projections or q/k norms"):
+        with pytest.raises(ValueError, match="not for experts, fused projections, q/k norms or Gemma's"):
             estimate(get_preset(preset), TrainingConfig(checkpointing="selective-op"))
     assert REGIMES["torchtitan"].runs(get_preset("llama-3.1-8b"))
 

@@ -158,6 +158,8 @@ def _attention_core(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int, p:
         probs = 4 + (2 if dt.act == 2 else 0)  # fp32 softmax (+ its half copy)
     else:
         probs = dt.act  # GPT-2 / BERT softmax in the model dtype
+    if m.softcap_scores:  # Gemma 2: tanh keeps its output (the divide and multiply by the cap nothing)
+        probs += dt.act
     if p > 0:
         probs += DROPOUT_MASK_BYTES + dt.act
     return {"qkvo": qkvo, "scores": probs * b * n * s * s}
@@ -196,8 +198,9 @@ def sliding_window_masks(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: in
 
 
 def rope_tables(m: ModelSpec) -> int:
-    """Gemma 3 keeps a cos/sin pair per layer type (local and global rotary bases) where it has both."""
-    return 2 if 0 < m.sliding_layers < m.num_layers else 1
+    """Gemma 3 keeps a cos/sin pair per layer type (local and global rotary bases) where it has both;
+    Gemma 2's layers share one (shared_rope)."""
+    return 2 if 0 < m.sliding_layers < m.num_layers and not m.shared_rope else 1
 
 
 def smoke_norm_upcast(m: ModelSpec, dt: Dt, T: int) -> int:
@@ -481,7 +484,8 @@ def frozen_prefix(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int, t: i
     q_norm, k_norm = qk_norm_parts(m, dt, T, trained=False, fused=fused)
     if qkv := len(adapted & QKV_LINEARS):
         frozen_norms = q_norm * ("q_proj" not in adapted) + k_norm * ("k_proj" not in adapted)
-        return norm + masks * qkv * h + frozen_norms // t
+        eager = first_eager_attention_unsaved(m, tc, dt, b, s, adapted)
+        return norm + masks * qkv * h + (frozen_norms + eager) // t
     core = _attention_core(m, tc, dt, b, s, tc.dropout_for(m))
     unsaved = core["qkvo"] + q_norm + k_norm + (core["scores"] if tc.checkpointing == "none" else 0)
     sdpa_mask = 0  # the first layer slides where any does (hf_config refuses other layouts)
@@ -501,6 +505,32 @@ def frozen_prefix(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int, t: i
     unsaved += first_mlp_unsaved(m, tc, dt, T, adapted, fused)
     return (2 * norm + post_attention + unsaved // t + masks * h * len(adapted & GATE_UP_LINEARS)
             + sdpa_mask)
+
+
+def first_eager_attention_unsaved(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int,
+                                  adapted: frozenset[str]) -> int:
+    """What _attention_core counts for eager attention in the first layer that it does not save
+    when only some of q, k and v need a gradient there (their projections adapted). Each matmul
+    keeps a factor only for the other's gradient: q for k's, repeated k for q's; the scores need
+    one when q's or k's does, and then softmax keeps its fp32 output, tanh its own (soft-capped
+    scores) and the second matmul the repeated v; that matmul keeps the half probabilities (in
+    fp32 the softmax output itself) for v's gradient. Under attention dropout: not told apart."""
+    if tc.attention != "eager" or m.family != "llama" or tc.dropout_for(m) > 0 or m.fused_projections:
+        return 0
+    q, k, v = ("q_proj" in adapted), ("k_proj" in adapted), ("v_proj" in adapted)
+    T, scores = b * s, b * m.num_heads * s * s
+    views = m.num_kv_heads == 1 and b == 1  # repeat_kv's expand-reshape stays a view (_attention_core)
+    repeated_k = dt.act * T * (m.kv_dim if views and not dt.autocast else m.q_dim)
+    repeated_v = dt.act * T * (m.kv_dim if views else m.q_dim)
+    unsaved = (0 if k else dt.act * T * m.q_dim) + (0 if q else repeated_k)
+    if not (q or k):
+        unsaved += repeated_v
+    if tc.checkpointing == "none":  # selective recompute keeps no scores in any layer
+        if not (q or k):  # in fp32 the softmax output is the probabilities v's gradient needs
+            unsaved += (4 if dt.act == 2 else 0) * scores + (dt.act * scores if m.softcap_scores else 0)
+        if dt.act == 2 and not v:
+            unsaved += 2 * scores
+    return unsaved
 
 
 def first_mlp_unsaved(m: ModelSpec, tc: TrainingConfig, dt: Dt, T: int, adapted: frozenset[str],
@@ -584,14 +614,16 @@ def logits_and_loss(m: ModelSpec, dt: Dt, b: int, s: int, tp: int, loss: str = "
     """Vocabulary-sized tensors saved by the loss + the int64 targets.
 
     full / chunked: the fp32 log-softmax output (chunked keeps every chunk's); fused linear
-    cross-entropy keeps an fp32 log-sum-exp per token only."""
+    cross-entropy keeps an fp32 log-sum-exp per token only. Soft-capped logits (Gemma 2) add the
+    output tanh keeps, in the logits' dtype, but under a fused loss (it caps inside its chunks)."""
     T = b * s
     if loss == "fused":
         return 4 * T + INDEX_BYTES * T
+    capped = dt.act * T * m.vocab_size // tp if m.softcap_logits else 0
     if compiled:  # the fused kernel recomputes softmax from the half logits and the lse
-        return dt.act * T * m.vocab_size // tp + (4 + INDEX_BYTES) * T
+        return dt.act * T * m.vocab_size // tp + (4 + INDEX_BYTES) * T + capped
     per = 2 if (m.family == "bert" and dt.half_model) else 4
-    return per * T * m.vocab_size // tp + INDEX_BYTES * T
+    return per * T * m.vocab_size // tp + INDEX_BYTES * T + capped
 
 
 def fused_loss_chunk_tokens(m: ModelSpec, tokens: int) -> int:

@@ -49,8 +49,11 @@ DEFAULT_HOST = HostSpec()  # the node's CPU side when none is given (config.Host
 # computes the whole square (compute.attention_layers; times); FlashAttention-2 attends within the
 # window (times). It also sizes Gemma and Gemma 3 (unit-offset and post-norms), new model types, and
 # keeps in a LoRA plan's first MLP only what its adapters' gradients need where no attention linear
-# is adapted (activations.first_mlp_unsaved; bytes of LoRA on part of the MLP only).
-ESTIMATOR_VERSION = 11
+# is adapted (activations.first_mlp_unsaved; bytes of LoRA on part of the MLP only). 12 sizes
+# Gemma 2, a new model type: its soft-capped scores and logits keep tanh's output (bytes) and move
+# more through eager kernels (compute.SOFTCAP_BYTES; times); selective-op recompute refuses Gemma's
+# norms, which its policy does not count (no stack renders it for them).
+ESTIMATOR_VERSION = 12
 
 
 @dataclass(frozen=True)
@@ -165,11 +168,14 @@ def validate(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfi
         pass  # allowed
     if training.mixed_layout == "fsdp2" and parallel.sharding not in mem.FSDP_SHARDING:
         raise ValueError("mixed_layout='fsdp2' is FSDP2's MixedPrecisionPolicy: use an fsdp-* sharding")
-    if training.checkpointing == "selective-op" and (model.family != "llama" or model.is_moe
-                                                     or model.fused_projections or model.qk_norm):
+    if training.checkpointing == "selective-op" and not model.llama_layer:
         raise ValueError("selective-op checkpointing is modelled for the dense llama family's own layer"
                          " (torchtitan's policy counts the aten.mm calls of Llama's seven linears), not"
-                         " for experts, fused projections or q/k norms; use full or selective")
+                         " for experts, fused projections, q/k norms or Gemma's norms; use full or selective")
+    if model.softcap_scores and training.attention == "sdpa":
+        raise ValueError("transformers has no SDPA path for soft-capped attention scores (Gemma 2): it runs"
+                         " them in eager attention (its default for the model) or FlashAttention-2; use"
+                         " attention='eager' or 'flash'")
     if training.precision == "fp8" and training.finetune == "qlora":
         raise ValueError("qlora trains in bf16 on top of NF4 weights; use bf16-mixed")
     if training.nf4_quantizer == "lightning":
@@ -183,6 +189,13 @@ def validate(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfi
                          " parallelism (load-balanced ring attention)")
     if model.implementation == "trainyard-smoke":
         _validate_smoke(training, parallel)
+
+
+def attention_for(model: ModelSpec, attention: str) -> str:
+    """The attention a Hugging Face model runs when asked for this one without naming its
+    implementation: transformers has no SDPA path for soft-capped scores (Gemma 2) and picks eager
+    for them instead; every other ask runs as asked."""
+    return "eager" if model.softcap_scores and attention == "sdpa" else attention
 
 
 def _validate_lightning_nf4(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig) -> None:

@@ -259,6 +259,10 @@ def _fp8_time_factor(stack: str, seq_len: int, model: ModelSpec, gpu, tp: int, r
 # recomputation runs the forward passes again.
 SOFTMAX_BYTES = (4, 6)  # (forward, backward) per score element
 ATTENTION_DROPOUT_BYTES = (5, 5)
+# Soft-capping, cap * tanh(x / cap) in three eager kernels (Gemma 2's scores and logits): forward
+# divide, tanh and multiply read and write a half element each (12); backward the multiply's and
+# divide's gradients (4 each) and tanh's, which reads its output too (6)
+SOFTCAP_BYTES = (12, 14)
 HBM_EFFICIENCY = 0.80  # sustained / datasheet memory bandwidth on streaming kernels
 
 
@@ -271,6 +275,8 @@ def attention_score_bytes(model: ModelSpec, training: TrainingConfig, tp: int = 
     fwd, bwd = SOFTMAX_BYTES
     if p:
         fwd, bwd = fwd + ATTENTION_DROPOUT_BYTES[0], bwd + ATTENTION_DROPOUT_BYTES[1]
+    if model.softcap_scores:
+        fwd, bwd = fwd + SOFTCAP_BYTES[0], bwd + SOFTCAP_BYTES[1]
     if training.checkpointing == "selective":  # it recomputes exactly the attention core
         fwd *= 2
     elif training.checkpointing == "full":  # the forward again in the checkpointed layers
@@ -295,6 +301,8 @@ def loss_bytes_per_token(model: ModelSpec, training: TrainingConfig, tp: int = 1
         per_logit = LOSS_BYTES_PER_LOGIT["compiled"]
     else:
         per_logit = LOSS_BYTES_PER_LOGIT["eager"]
+    if model.softcap_logits and training.loss != "fused":  # the model's own eager kernels cap them
+        per_logit += sum(SOFTCAP_BYTES)
     return per_logit * model.vocab_size / tp
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .models import (
@@ -9,23 +10,37 @@ from .models import (
     MODEL_TYPES,
     POST_NORM_TYPES,
     QK_NORM_TYPES,
+    SHARED_ROPE_TYPES,
+    SOFTCAP_TYPES,
     UNIT_OFFSET_NORM_TYPES,
     ModelSpec,
 )
 
 LLAMA_TYPES = tuple(t for t, family in MODEL_TYPES.items() if family == "llama")
-# Gemma3TextConfig's defaults: the text_config of a hub Gemma 3 states only what differs from them
-GEMMA3_TEXT_DEFAULTS = {"vocab_size": 262_208, "hidden_size": 2304, "intermediate_size": 9216,
-                        "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4,
-                        "head_dim": 256, "max_position_embeddings": 131_072}
+# Gemma2Config's and Gemma3TextConfig's shape defaults, for a config.json that leaves a key out (the
+# text_config of a hub Gemma 3 states only what differs from them)
+SHAPE_DEFAULTS = {
+    "gemma2": {"vocab_size": 256_000, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+               "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+               "max_position_embeddings": 8192},
+    "gemma3_text": {"vocab_size": 262_208, "hidden_size": 2304, "intermediate_size": 9216,
+                    "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4,
+                    "head_dim": 256, "max_position_embeddings": 131_072},
+}
+# The types whose layer_types mix sliding and full layers: (their name, their config class's
+# sliding_window, and every how many layers one attends fully where config.json gives no
+# layer_types: Gemma 2 alternates, Gemma 3 reads sliding_window_pattern)
+LAYER_TYPE_SLIDING = {"gemma2": ("Gemma 2", 4096, 2), "gemma3_text": ("Gemma 3", 4096, 6)}
+# The types whose config class reads soft-caps (other types' code ignores the keys), and its caps where
+# config.json leaves a key out (None: no cap): Gemma 2 caps by default; a Gemma 3 cap is refused
+SOFTCAP_KEYS = ("attn_logit_softcapping", "final_logit_softcapping")
+SOFTCAP_DEFAULTS = {"gemma2": (50.0, 30.0), "gemma3_text": (None, None)}
 # The model types whose layers transformers gives a sliding window, and its config class's
 # sliding_window where config.json leaves the key out (Qwen's apply only with use_sliding_window)
 SLIDING_DEFAULTS = {"mistral": 4096, "mixtral": None, "phi3": None, "qwen2": 4096, "qwen3": 4096,
                     "qwen3_moe": 4096}
 OPT_IN_SLIDING_TYPES = ("qwen2", "qwen3", "qwen3_moe")
 NOT_SIZED = {
-    "gemma2": "Gemma 2 soft-caps its attention scores and logits (eager attention, the scores kept in"
-              " fp32), which no model family here counts",
     "gemma3": "this is Gemma 3 with its vision tower (SigLIP) and projector; to size text-only"
               " training, upload its text_config as the config.json (model_type gemma3_text)",
 }
@@ -39,7 +54,7 @@ def _need(cfg: dict[str, Any], *keys: str) -> Any:
 
 
 def model_from_hf_config(cfg: dict[str, Any], name: str = "") -> ModelSpec:
-    """Llama/Mistral/Qwen2/Qwen3/Phi-3/Gemma/Gemma 3 (incl. grouped-query attention), Mixtral and
+    """Llama/Mistral/Qwen2/Qwen3/Phi-3/Gemma/Gemma 2/Gemma 3 (incl. grouped-query attention), Mixtral and
     Qwen3-MoE, GPT-2 and BERT; the spec keeps config.json's ``model_type`` (what the stacks read for
     the architecture). Types the estimator knows it does not size are refused with the reason."""
     if not isinstance(cfg, dict):
@@ -57,8 +72,8 @@ def model_from_hf_config(cfg: dict[str, Any], name: str = "") -> ModelSpec:
 
 
 def _llama(cfg: dict[str, Any], name: str, model_type: str) -> ModelSpec:
-    if model_type == "gemma3_text":
-        cfg = {**cfg, **{k: v for k, v in GEMMA3_TEXT_DEFAULTS.items() if cfg.get(k) is None}}
+    if model_type in SHAPE_DEFAULTS:
+        cfg = {**cfg, **{k: v for k, v in SHAPE_DEFAULTS[model_type].items() if cfg.get(k) is None}}
     qk_norm = model_type in QK_NORM_TYPES
     gemma = model_type in UNIT_OFFSET_NORM_TYPES
     shape = _hf_shape(cfg, name, "llama", model_type)
@@ -100,6 +115,8 @@ def _llama(cfg: dict[str, Any], name: str, model_type: str) -> ModelSpec:
         fused_projections=model_type in FUSED_TYPES,
         unit_offset_norm=gemma,
         post_norms=model_type in POST_NORM_TYPES,
+        shared_rope=model_type in SHARED_ROPE_TYPES,
+        **_softcaps(cfg, model_type),
         sliding_window=window,
         sliding_layers=sliding,
         num_experts=experts,
@@ -113,11 +130,11 @@ def _sliding_window(cfg: dict[str, Any], model_type: str, layers: int) -> tuple[
     Mistral (4096 where the key is absent), Mixtral, Phi-3 and Qwen3-MoE (with use_sliding_window)
     slide on every layer once a window is set; Qwen2 and Qwen3 (with use_sliding_window) on the
     layers from max_window_layers on; Gemma 3 on every layer but each sliding_window_pattern-th
-    (_gemma3_sliding). The layers the estimator counts start with a sliding one where any slides
-    (activations.frozen_prefix reads the first layer so): a Qwen whose first layers attend fully
-    and slide after is refused."""
-    if model_type == "gemma3_text":
-        return _gemma3_sliding(cfg, layers)
+    and Gemma 2 and 3 on the layers their layer_types name (_layer_type_sliding). The layers the
+    estimator counts start with a sliding one where any slides (activations.frozen_prefix reads the
+    first layer so): a Qwen whose first layers attend fully and slide after is refused."""
+    if model_type in LAYER_TYPE_SLIDING:
+        return _layer_type_sliding(cfg, layers, model_type)
     if model_type not in SLIDING_DEFAULTS or (model_type in OPT_IN_SLIDING_TYPES
                                                and not cfg.get("use_sliding_window")):
         return 0, 0
@@ -136,19 +153,35 @@ def _sliding_window(cfg: dict[str, Any], model_type: str, layers: int) -> tuple[
     return window, layers
 
 
-def _gemma3_sliding(cfg: dict[str, Any], layers: int) -> tuple[int, int]:
-    """Gemma 3's window and sliding layers, as Gemma3TextConfig reads its config.json: ``layer_types``
-    where given, else every layer but each ``sliding_window_pattern``-th (6). What it would compute
-    otherwise is refused: soft-capped logits, bidirectional attention, no window (transformers
-    builds the sliding mask regardless), a first layer that attends fully."""
-    for key in ("attn_logit_softcapping", "final_logit_softcapping"):
-        if cfg.get(key) is not None:
-            raise ValueError(f"a Gemma 3 config with {key} is not one the estimator sizes: Gemma 3 has none"
-                             " (Gemma 2 had), and its soft-capped scores or logits are not counted")
-    window = cfg.get("sliding_window", 4096)  # Gemma3TextConfig's default
+def _softcaps(cfg: dict[str, Any], model_type: str) -> dict[str, bool]:
+    """Gemma 2's soft-capped attention scores and logits, as Gemma2Config reads config.json (50 and
+    30 where a key is absent, none where it is null). Gemma 3 has none: a cap there is refused."""
+    if model_type not in SOFTCAP_DEFAULTS:  # its code ignores the keys
+        return {"softcap_scores": False, "softcap_logits": False}
+    caps = {key: cfg.get(key, default) for key, default in zip(SOFTCAP_KEYS, SOFTCAP_DEFAULTS[model_type],
+                                                                strict=True)}
+    for key, cap in caps.items():
+        if cap is None:
+            continue
+        if model_type not in SOFTCAP_TYPES:
+            raise ValueError(f"a {model_type} config with {key} is not one the estimator sizes: only"
+                             f" {', '.join(SOFTCAP_TYPES)} soft-caps its scores or logits here")
+        if isinstance(cap, bool) or not isinstance(cap, int | float) or not 0 < cap < math.inf:
+            raise ValueError(f"{key} must be a finite number above 0 (or null: no cap), got {cap!r}")
+    return {"softcap_scores": caps["attn_logit_softcapping"] is not None,
+            "softcap_logits": caps["final_logit_softcapping"] is not None}
+
+
+def _layer_type_sliding(cfg: dict[str, Any], layers: int, model_type: str) -> tuple[int, int]:
+    """Gemma 2's and Gemma 3's window and sliding layers, as their config classes read config.json:
+    ``layer_types`` where given, else every layer but each n-th (Gemma 2: every other one; Gemma 3:
+    each ``sliding_window_pattern``-th, 6). What they would compute otherwise is refused: no
+    window (transformers builds the sliding mask regardless), a first layer that attends fully."""
+    model, default_window, default_pattern = LAYER_TYPE_SLIDING[model_type]
+    window = cfg.get("sliding_window", default_window)
     if window is None:
-        raise ValueError("a Gemma 3 config needs a sliding_window (transformers builds its sliding layers'"
-                         " mask from it)")
+        raise ValueError(f"a {model} config needs a sliding_window (transformers builds its sliding"
+                         " layers' mask from it)")
     types = cfg.get("layer_types")
     if types is not None:
         if not isinstance(types, list) or len(types) != layers \
@@ -156,11 +189,12 @@ def _gemma3_sliding(cfg: dict[str, Any], layers: int) -> tuple[int, int]:
             raise ValueError(f"layer_types must list sliding_attention or full_attention for each of the"
                              f" {layers} layers")
         if types[0] == "full_attention" and "sliding_attention" in types:
-            raise ValueError("a Gemma 3 config whose first layer attends fully is not one the estimator"
-                             " sizes (Gemma 3's own start with sliding layers)")
+            raise ValueError(f"a {model} config whose first layer attends fully is not one the"
+                             f" estimator sizes ({model}'s own start with sliding layers)")
         sliding = types.count("sliding_attention")
         return (window, sliding) if sliding else (0, 0)
-    pattern = cfg.get("sliding_window_pattern", 6)
+    pattern = cfg.get("sliding_window_pattern", default_pattern) if model_type == "gemma3_text" \
+        else default_pattern
     if isinstance(pattern, bool) or not isinstance(pattern, int) or pattern < 1:
         raise ValueError(f"sliding_window_pattern must be a whole number >= 1, got {pattern!r}")
     sliding = layers - layers // pattern

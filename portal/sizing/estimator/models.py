@@ -17,25 +17,28 @@ FAMILIES = ("llama", "gpt2", "bert")
 # The Hugging Face architectures this estimator counts: config.json's ``model_type`` -> the family
 # whose tensors it has. The stacks read the model_type (the stack family, the decoder-layer class).
 MODEL_TYPES = {"llama": "llama", "mistral": "llama", "qwen2": "llama", "qwen3": "llama", "mixtral": "llama",
-               "qwen3_moe": "llama", "phi3": "llama", "gemma": "llama",
+               "qwen3_moe": "llama", "phi3": "llama", "gemma": "llama", "gemma2": "llama",
                "gemma3_text": "llama",
                "gpt2": "gpt2", "bert": "bert"}
 # A layer with fused_projections (Phi-3): each fused linear and the separate ones it stands for
 FUSED_MODULES = {"qkv_proj": ("q_proj", "k_proj", "v_proj"), "gate_up_proj": ("gate_proj", "up_proj")}
 # The model types whose layer has per-head q/k norms, those that fuse q/k/v and gate/up, those
-# whose RMSNorm scales by 1 + weight in fp32, and those that norm the attention's and the MLP's
-# outputs too
+# whose RMSNorm scales by 1 + weight in fp32, those that norm the attention's and the MLP's
+# outputs too, those whose sliding and full layers rotate with one cos/sin table, and those that
+# may soft-cap their attention scores and logits (config.json says whether they do)
 QK_NORM_TYPES = ("qwen3", "qwen3_moe", "gemma3_text")
 FUSED_TYPES = ("phi3",)
-UNIT_OFFSET_NORM_TYPES = ("gemma", "gemma3_text")
-POST_NORM_TYPES = ("gemma3_text",)
+UNIT_OFFSET_NORM_TYPES = ("gemma", "gemma2", "gemma3_text")
+POST_NORM_TYPES = ("gemma2", "gemma3_text")
+SHARED_ROPE_TYPES = ("gemma2",)
+SOFTCAP_TYPES = ("gemma2",)
 # The model_type of a model known only by its family (model_from_params: no config.json).
 FAMILY_MODEL_TYPES = {"llama": "llama", "gpt2": "gpt2", "bert": "bert"}
 INT_FIELDS = ("vocab_size", "hidden_size", "num_layers", "num_heads", "intermediate_size", "num_kv_heads",
               "head_dim", "max_position_embeddings", "num_experts", "experts_per_token", "type_vocab_size",
               "params_override", "sliding_window", "sliding_layers")
 BOOL_FIELDS = ("tie_word_embeddings", "qkv_bias", "o_bias", "mlp_bias", "qk_norm", "fused_projections",
-               "unit_offset_norm", "post_norms")
+               "unit_offset_norm", "post_norms", "shared_rope", "softcap_scores", "softcap_logits")
 # The code that runs the model, for what its ops save for backward (activations.py):
 # "hf": the Hugging Face transformers modules; "trainyard-smoke": the Llama of
 # provisioning/acceptance/node/train_smoke.py, as its loops (train_smoke.train, the node
@@ -93,7 +96,12 @@ class ModelSpec:
     qk_norm: bool = False  # an RMSNorm over each head's q and k before RoPE (Qwen3, Qwen3-MoE)
     fused_projections: bool = False  # q/k/v in one qkv_proj, gate/up in one gate_up_proj (Phi-3)
     unit_offset_norm: bool = False  # RMSNorm as (x_normed * (1 + weight)) in fp32, then cast (Gemma)
-    post_norms: bool = False  # RMSNorms on the attention's and the MLP's outputs as well (Gemma 3)
+    post_norms: bool = False  # RMSNorms on the attention's and the MLP's outputs as well (Gemma 2, 3)
+    # sliding and full layers share one rotary table (Gemma 2); a model with both kinds of layer
+    # otherwise keeps one per kind (Gemma 3's local and global rotary bases)
+    shared_rope: bool = False
+    softcap_scores: bool = False  # attention scores soft-capped, cap * tanh(scores / cap) (Gemma 2)
+    softcap_logits: bool = False  # output logits soft-capped the same way (Gemma 2)
     sliding_window: int = 0  # the keys a sliding-window layer's query sees (0: none; Mistral, Gemma 3)
     sliding_layers: int = 0  # how many of the layers attend within sliding_window
     num_experts: int = 0  # 0: dense MLP
@@ -156,11 +164,15 @@ class ModelSpec:
         if self.model_type and (self.qk_norm != (self.model_type in QK_NORM_TYPES)
                                 or self.fused_projections != (self.model_type in FUSED_TYPES)
                                 or self.unit_offset_norm != (self.model_type in UNIT_OFFSET_NORM_TYPES)
-                                or self.post_norms != (self.model_type in POST_NORM_TYPES)):
+                                or self.post_norms != (self.model_type in POST_NORM_TYPES)
+                                or self.shared_rope != (self.model_type in SHARED_ROPE_TYPES)
+                                or (self.softcap_scores or self.softcap_logits)
+                                and self.model_type not in SOFTCAP_TYPES):
             raise ValueError(f"model_type {self.model_type!r} and its layer disagree: qk_norm is"
                              f" {', '.join(QK_NORM_TYPES)}'s, fused_projections {', '.join(FUSED_TYPES)}'s,"
                              f" unit_offset_norm {', '.join(UNIT_OFFSET_NORM_TYPES)}'s, post_norms"
-                             f" {', '.join(POST_NORM_TYPES)}'s")
+                             f" {', '.join(POST_NORM_TYPES)}'s, shared_rope {', '.join(SHARED_ROPE_TYPES)}'s,"
+                             f" soft-capping only {', '.join(SOFTCAP_TYPES)}'s")
         if (self.sliding_window > 0) != (self.sliding_layers > 0) or self.sliding_layers > self.num_layers:
             raise ValueError(f"sliding_window {self.sliding_window} and sliding_layers {self.sliding_layers}"
                              f" go together: both 0, or a window and how many of the {self.num_layers}"
@@ -168,6 +180,9 @@ class ModelSpec:
         for flag, what in (("qk_norm", "an RMSNorm over each head's q and k, as Qwen3's"),
                            ("unit_offset_norm", "an RMSNorm scaled by 1 + weight in fp32, as Gemma's"),
                            ("post_norms", "norms on the attention's and the MLP's outputs, as Gemma 3's"),
+                           ("shared_rope", "one rotary table for sliding and full layers, as Gemma 2's"),
+                           ("softcap_scores", "soft-capped attention scores, as Gemma 2's"),
+                           ("softcap_logits", "soft-capped logits, as Gemma 2's"),
                            ("sliding_layers", "sliding-window attention layers, as Mistral's")):
             if getattr(self, flag) and (self.family != "llama" or self.implementation != "hf"):
                 raise ValueError(f"{flag} ({what}) is a Hugging Face llama-family layer: it needs"
@@ -203,6 +218,13 @@ class ModelSpec:
         return self.num_experts > 0
 
     @property
+    def llama_layer(self) -> bool:
+        """Llama's own dense layer: seven separate linears and plain RMSNorms (no experts, fused
+        projections, q/k norms or Gemma's norms), what torchtitan's llama3 builds."""
+        return (self.family == "llama" and not self.is_moe and not self.fused_projections and not self.qk_norm
+                and not self.unit_offset_norm)
+
+    @property
     def q_dim(self) -> int:
         return self.num_heads * self.head_dim
 
@@ -236,7 +258,7 @@ def _llama_tensors(m: ModelSpec):
         yield Tensor("k_norm", (m.head_dim,), L, "norm", "layer")
     yield Tensor("input_layernorm", (h,), L, "norm", "layer")
     yield Tensor("post_attention_layernorm", (h,), L, "norm", "layer")
-    if m.post_norms:  # Gemma 3: post_attention_layernorm norms the attention's output, these the MLP's
+    if m.post_norms:  # Gemma 2, 3: post_attention_layernorm norms the attention's output, these the MLP's
         yield Tensor("pre_feedforward_layernorm", (h,), L, "norm", "layer")
         yield Tensor("post_feedforward_layernorm", (h,), L, "norm", "layer")
     if m.is_moe:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_right
+from dataclasses import replace
 from decimal import Decimal
 
 from portal.sizing.estimator import (
@@ -10,6 +11,7 @@ from portal.sizing.estimator import (
     ModelSpec,
     ParallelConfig,
     TrainingConfig,
+    attention_for,
     estimate_memory,
     get_preset,
 )
@@ -92,6 +94,8 @@ def recommend(workload: Workload, goal: Goal, catalog: CatalogData,
 def _recommend(workload: Workload, goal: Goal, catalog: CatalogData, options: SearchOptions,
                exhaustive: bool) -> Recommendation:
     model = resolve_model(workload.model)
+    # the plan says the attention its stack's transformers runs (eager for Gemma 2's soft-capped scores)
+    workload = replace(workload, attention=attention_for(model, workload.attention))
     full_state, model_only = _probe(model, workload, catalog)
 
     nvme_need = infra.nvme_need_bytes(workload, full_state, model_only)

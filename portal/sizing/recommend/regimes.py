@@ -97,8 +97,7 @@ class StackRegime:
         """Whether the stack's config can train this model at this precision at all."""
         if self.precision(precision) is None:
             return False
-        return not self.dense_llama_only or (model.family == "llama" and not model.is_moe
-                                             and not model.fused_projections and not model.qk_norm)
+        return not self.dense_llama_only or model.llama_layer
 
     def precision(self, precision: str) -> str | None:
         """The precision a plan of this precision trains in under this stack (None: not offered)."""

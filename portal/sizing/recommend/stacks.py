@@ -90,9 +90,10 @@ def model_type_of(model: Any, spec: Any = None) -> str | None:
     ``model_type``) reads the preset's of that name (of the same family); else its estimator
     family's, told apart within the llama family by what the spec's numbers say (config.json
     parsing gives experts only to Mixtral, q/k/v biases without an output bias only to Qwen2,
-    per-head q/k norms only to Qwen3 and Qwen3-MoE, fused projections only to Phi-3, unit-offset
-    norms only to Gemma, post-norms only to Gemma 3). This is the one fallback; stored quotes and
-    orders got their model_type written by quotes migration 0004 / orders migration 0009."""
+    per-head q/k norms only to Qwen3, Qwen3-MoE and Gemma 3, fused projections only to Phi-3, one
+    rotary table for sliding and full layers only to Gemma 2, post-norms only to Gemma 2 and 3,
+    unit-offset norms only to the Gemmas). This is the one fallback; stored quotes and orders got
+    their model_type written by quotes migration 0004 / orders migration 0009."""
     spec = spec if isinstance(spec, dict) else {}
     own = spec.get("model_type")
     if isinstance(own, str) and own and MODEL_TYPES.get(own) == spec.get("family"):
@@ -105,6 +106,8 @@ def model_type_of(model: Any, spec: Any = None) -> str | None:
         return "qwen3_moe" if spec.get("qk_norm") else "mixtral"
     if family == "llama" and spec.get("qkv_bias") and not spec.get("o_bias"):
         return "qwen2"
+    if family == "llama" and spec.get("shared_rope"):
+        return "gemma2"
     if family == "llama" and spec.get("post_norms"):
         return "gemma3_text"
     if family == "llama" and spec.get("qk_norm"):

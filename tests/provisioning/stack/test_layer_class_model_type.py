@@ -28,7 +28,8 @@ BEFORE = {"bert-base": "BertLayer", "bert-large": "BertLayer", "gpt2-124m": "GPT
           "qwen3-8b": "Qwen3DecoderLayer", "qwen3-30b-a3b": "Qwen3MoeDecoderLayer",
           "phi-3-mini": "Phi3DecoderLayer", "phi-4": "Phi3DecoderLayer",
           "gemma-2b": "GemmaDecoderLayer", "gemma-7b": "GemmaDecoderLayer",
-          "gemma-3-1b": "Gemma3DecoderLayer"}
+          "gemma-3-1b": "Gemma3DecoderLayer", "gemma-2-2b": "Gemma2DecoderLayer",
+          "gemma-2-9b": "Gemma2DecoderLayer", "gemma-2-27b": "Gemma2DecoderLayer"}
 
 
 def wrapped_class(plan: dict) -> str:
@@ -43,6 +44,7 @@ def wrapped_class(plan: dict) -> str:
                                          ("qwen3-30b-a3b", "Qwen3MoeDecoderLayer"),
                                          ("phi-4", "Phi3DecoderLayer"),
                                          ("gemma-7b", "GemmaDecoderLayer"),
+                                         ("gemma-2-9b", "Gemma2DecoderLayer"),
                                          ("gemma-3-1b", "Gemma3DecoderLayer"),
                                          ("mixtral-8x7b", "MixtralDecoderLayer")])
 def test_the_accelerate_config_wraps_the_decoder_layer_of_the_presets_model_type(preset, cls):
@@ -80,7 +82,7 @@ def test_the_name_is_not_read_the_model_type_is():
 
 def test_an_unknown_model_type_has_no_layer_class():
     with pytest.raises(ValueError, match="no decoder-layer class"):
-        layer_class("gemma2")
+        layer_class("falcon")
 
 
 def test_the_plan_option_lists_are_the_estimators():

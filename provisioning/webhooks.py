@@ -9,6 +9,7 @@ from portal.orders.webhooks import order_summary
 from portal.webhooks.events import EventType
 from portal.webhooks.publish import event_publish
 from provisioning.models import HealthCheck, Node
+from provisioning.storage.states import BucketState
 
 UNREACHABLE = "health check failed: "
 # What customers read of an unreachable node (server page, API, health.degraded): never the
@@ -62,9 +63,9 @@ def health_degraded_publish(*, node: Node, check: HealthCheck, was_ok: bool | No
 def bucket_event_publish(*, bucket, transition: str) -> None:
     """storage.retained (kept until a date; also when staff move the date) and storage.deleted
     (its retention ended, or staff dropped it), from the bucket's transition."""
-    if bucket.state == "retained":
+    if bucket.state == BucketState.RETAINED:
         kind = EventType.STORAGE_RETAINED
-    elif bucket.state == "deleted":
+    elif bucket.state == BucketState.DELETED:
         kind = EventType.STORAGE_DELETED
     else:
         return

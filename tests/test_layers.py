@@ -47,18 +47,23 @@ def _imports_in(source: str, *, package: str, module_level_only: bool):
     tree = ast.parse(source)
     nodes = tree.body if module_level_only else ast.walk(tree)
     for node in nodes:
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield node.lineno, alias.name
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")
-                parts = parts[: len(parts) - node.level + 1]
-                base = ".".join([*parts, base] if base else parts)
-            yield node.lineno, base
-            for alias in node.names:  # `from portal.quotes import models` names a module
-                yield node.lineno, f"{base}.{alias.name}"
+        yield from _targets(node, package)
+
+
+def _targets(node: ast.AST, package: str):
+    """(line, module) for each module an import statement names (none for another node)."""
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            yield node.lineno, alias.name
+    elif isinstance(node, ast.ImportFrom):
+        base = node.module or ""
+        if node.level:
+            parts = package.split(".")
+            parts = parts[: len(parts) - node.level + 1]
+            base = ".".join([*parts, base] if base else parts)
+        yield node.lineno, base
+        for alias in node.names:  # `from portal.quotes import models` names a module
+            yield node.lineno, f"{base}.{alias.name}"
 
 
 def _upward_imports(module: str, source: str) -> list[str]:
@@ -111,6 +116,32 @@ def test_the_module_level_import_graph_has_no_cycle():
                        if target in modules and not name.startswith(target + ".")}
     cycles = _cycles(graph)
     assert not cycles, "module-level import cycles:\n" + "\n".join(" → ".join(c) for c in cycles)
+
+
+def _tucked_imports(source: str, *, package: str) -> list[str]:
+    """First-party imports inside a function body, but for ``AppConfig.ready``'s."""
+    tucked = {id(node): node for fn in ast.walk(ast.parse(source))
+              if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) and fn.name != "ready"
+              for node in ast.walk(fn) if isinstance(node, ast.Import | ast.ImportFrom)}
+    return [f"{lineno} imports {target}" for node in tucked.values()
+            for lineno, target in _targets(node, package)
+            if target.split(".")[0] in ("portal", "provisioning")]
+
+
+def test_no_import_is_tucked_into_a_function():
+    """The house's rule (docs/architecture.md): a module says what it depends on at its top; only
+    ``AppConfig.ready`` imports late (models load after apps; Django's own rule). A third-party
+    import may wait for its first use (an optional extra)."""
+    wrong = [f"{path.relative_to(ROOT)}:{line}" for path in _sources()
+             for line in _tucked_imports(path.read_text(), package=_module_name(path).rpartition(".")[0])]
+    assert not wrong, "imports inside functions:\n" + "\n".join(wrong)
+
+
+def test_the_tucked_import_check_finds_one_and_spares_ready():
+    source = ("import json\n\nclass C:\n    def ready(self):\n        from . import signals\n\n"
+              "def f():\n    import torch\n    from portal.catalog.cache import catalog_rows\n")
+    assert [line.split(" ", 1)[1] for line in _tucked_imports(source, package="portal.sizing")] == [
+        "imports portal.catalog.cache", "imports portal.catalog.cache.catalog_rows"]
 
 
 def test_no_cycle_even_through_imports_inside_functions():

@@ -24,7 +24,7 @@ from portal.core.forms import add_service_errors
 from portal.core.shown_once import keep_for_next_page, pop_shown_once
 from portal.core.units import usd
 from portal.quotes.pricing import unit_price
-from portal.sizing.catalog_data import price_list_for
+from portal.sizing.catalog_live import price_list_for
 from provisioning.fulfilment import ssh_keys
 
 

@@ -8,12 +8,13 @@ is for binary figures.
 
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 
 GB = 10**9
 TB = 10**12
 GiB = 2**30
 MISSING = "—"  # what a page shows for a figure it does not have
+WHOLE_DOLLAR, CENT = Decimal("1"), Decimal("0.01")
 
 
 def gb(n_bytes: float) -> str:
@@ -52,10 +53,13 @@ def usd(value) -> str:
     return f"${Decimal(str(value)):,.2f}"
 
 
-def usd_approx(value: float) -> str:
-    """An estimate of what a job costs: whole dollars from $1,000 up, cents below."""
-    value = float(value)
-    return f"${value:,.0f}" if value >= 1000 else f"${value:,.2f}"
+def usd_approx(value) -> str:
+    """An estimate of what a job costs: whole dollars from $1,000 up, cents below, rounded half up
+    as money is (portal.catalog.pricing): Decimal("1002.50") → "$1,003"."""
+    cents = Decimal(str(value)).quantize(CENT, rounding=ROUND_HALF_UP)
+    if abs(cents) >= 1000:
+        return f"${Decimal(str(value)).quantize(WHOLE_DOLLAR, rounding=ROUND_HALF_UP):,}"
+    return f"${cents:,}"
 
 
 def usd_compact(value: float) -> str:

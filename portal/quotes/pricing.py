@@ -12,7 +12,7 @@ from portal.quotes.configuration import Configuration, prices_a_bucket
 
 def price(config: Configuration, price_list: PriceList | None = None) -> Price:
     """Price per hour and per month: SKU × nodes, NVMe and network per node, storage per TB;
-    ``price_list``: what the organisation pays (``portal.sizing.catalog_data.price_list_for``)."""
+    ``price_list``: what the organisation pays (``portal.sizing.catalog_live.price_list_for``)."""
     sku, nvme, network = config.sku, config.nvme, config.network
     per_node = [Priced(f"NVMe {nvme.size_tb} TB, {_raid_label(nvme)}", nvme.price_monthly,
                        key=_key("nvme", nvme))]

@@ -7,7 +7,7 @@ from portal.catalog.selectors import price_basis, sku_list
 from portal.quotes.models import Quote
 from portal.quotes.pricing import shown_price
 from portal.quotes.rules import stock_text
-from portal.sizing.catalog_data import price_list_for
+from portal.sizing.catalog_live import price_list_for
 
 
 def price_list_of_user(user) -> PriceList | None:

@@ -11,7 +11,7 @@ from portal.quotes.models import QUOTE_VALID_DAYS, Quote
 from portal.quotes.plans import plan_check, plan_nvme_tb
 from portal.quotes.rules import Evaluation, Message, evaluate, stack_message
 from portal.quotes.selectors import sku_stock, strategy_stacks
-from portal.sizing.catalog_data import price_list_for
+from portal.sizing.catalog_live import price_list_for
 
 
 class ConfigurationError(ValueError):

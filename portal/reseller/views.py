@@ -17,7 +17,7 @@ from portal.catalog.selectors import resale_list_of, resale_markup, resale_rows
 from portal.catalog.services import resale_prices_drop, resale_prices_set
 from portal.core.forms import add_service_errors
 from portal.reseller.forms import CustomerForm, CustomerRenameForm, ResalePricesForm
-from portal.sizing.catalog_data import price_list_for
+from portal.sizing.catalog_live import price_list_for
 
 
 def _reseller(request, slug: str, *, what: str) -> Organisation:

@@ -1,8 +1,7 @@
-"""Builds the recommender's pure CatalogData from the database or from the seed JSON.
+"""Builds the recommender's pure CatalogData from the seed JSON or from catalog rows.
 
-`catalog_from_seed()` needs no database (tests, bench); `catalog_from_db()` reads the active
-catalog with its prices (and node stock once inventory exists). Django is imported lazily so
-the seed path works without settings.
+`catalog_from_seed()` needs no database and no Django set-up (tests, bench); the catalog as the
+database holds it, cached and priced per organisation, is `portal.sizing.catalog_live`'s.
 """
 
 from __future__ import annotations
@@ -94,13 +93,6 @@ def catalog_from_seed(path: Path | str = SEED_PATH) -> CatalogData:
         return catalog_from_dict(json.load(fh))
 
 
-def catalog_from_db() -> CatalogData:
-    """The active catalog as stored (prices as the operator set them), read now, with stock."""
-    from portal.catalog.cache import catalog_rows_now, sku_stock
-
-    return catalog_from_rows(catalog_rows_now(), stock=sku_stock())
-
-
 def catalog_from_rows(rows, *, stock: dict[str, int] | None = None) -> CatalogData:
     """From ``portal.catalog.cache.CatalogRows``; ``stock``: ready nodes per SKU slug."""
     def row(obj, *fields):
@@ -127,22 +119,6 @@ def catalog_from_rows(rows, *, stock: dict[str, int] | None = None) -> CatalogDa
                        checkpoints_kept=settings.STORAGE_KEEP_VERSIONS)
 
 
-# --- cached per process (portal.catalog.cache), priced per organisation ----------------------
-def catalog_cached(*, stock: bool = True, price_list: PriceList | None = None) -> CatalogData:
-    """The catalog as kept in memory until it changes; ``stock``: with ready nodes per SKU read
-    now (one query); ``price_list``: prices as that organisation pays them."""
-    from portal.catalog.cache import catalog_cached as cached
-    from portal.catalog.cache import catalog_rows, sku_stock
-
-    data = cached("sizing.catalog_data", lambda: catalog_from_rows(catalog_rows()))
-    if price_list is not None:
-        data = cached(("sizing.catalog_data", price_list), lambda: catalog_priced(data, price_list))
-    if stock:
-        counts = sku_stock()
-        data = replace(data, skus=tuple(replace(s, stock_nodes=counts.get(s.slug, 0)) for s in data.skus))
-    return data
-
-
 def catalog_priced(data: CatalogData, price_list: PriceList) -> CatalogData:
     """Every unit price as ``price_list`` charges it (the recommender then prices plans with
     the same numbers the configurator multiplies)."""
@@ -159,23 +135,3 @@ def catalog_priced(data: CatalogData, price_list: PriceList) -> CatalogData:
                        for o in data.networks),
         storage=tuple(replace(o, price_per_tb_monthly_usd=unit("storage", o.slug, o.price_per_tb_monthly_usd))
                       for o in data.storage))
-
-
-def _price_lists() -> dict[int, PriceList]:
-    from portal.catalog.cache import catalog_rows
-
-    return {row.organisation_id: PriceList(
-        percent=row.percent, name=row.organisation.slug,
-        items=tuple((item.key, item.percent) for item in row.items.all()))
-        for row in catalog_rows().price_lists}
-
-
-def price_list_for(organisation) -> PriceList | None:
-    """What ``organisation`` pays: its own price list, else its reseller's (a reseller's customer
-    pays the reseller's list); None: the list prices."""
-    if organisation is None:
-        return None
-    from portal.catalog.cache import catalog_cached as cached
-
-    lists = cached("sizing.price_lists", _price_lists)
-    return lists.get(organisation.pk) or lists.get(getattr(organisation, "parent_id", None))

@@ -18,7 +18,7 @@ from django.urls import reverse
 
 from portal.catalog.pricing import resold
 from portal.catalog.selectors import price_basis
-from portal.sizing.catalog_data import catalog_cached, price_list_for
+from portal.sizing.catalog_live import catalog_cached, price_list_for
 from portal.sizing.config_json import load_config_json, shape_problem
 from portal.sizing.estimator import (
     ESTIMATOR_VERSION,

@@ -23,13 +23,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from provisioning.acceptance.markers import JOB_MARKER
+from provisioning.stack.paths import STATE
 from provisioning.stack.shell import assignments, node_script
 from provisioning.storage.node import SYNC_TOOL
 
 NODE_DIR = Path(__file__).with_name("node")
 TRAIN_SMOKE = NODE_DIR / "train_smoke.py"
 NODE_CHECKS = NODE_DIR / "node_checks.py"
-ACCEPTANCE_DIR = "/var/lib/trainyard/acceptance"
+ACCEPTANCE_DIR = f"{STATE}/acceptance"
 JOB_DIR = f"{ACCEPTANCE_DIR}/job"
 CHECKS_DIR = f"{ACCEPTANCE_DIR}/checks"
 REPORT_FILE = "report.json"  # train_smoke.py's rank 0 writes it in the job directory
@@ -53,8 +54,8 @@ def job_script(*, prefix: str, steps: int = 30, bucket: bool = False) -> str:
     """The training job on this node (one torchrun of the cluster's rendezvous); ``bucket``: the
     order has one, so the checkpoint round trip goes through it."""
     return node_script("acceptance_job", libs=("acceptance_workdir",), values={
-        "TRAINYARD_ACCEPTANCE_PREFIX": prefix, "TRAINYARD_ACCEPTANCE_STEPS": int(steps),
-        "TRAINYARD_ACCEPTANCE_BUCKET": "1" if bucket else "0",
+        "TRAINYARD_ACCEPTANCE_DIR": JOB_DIR, "TRAINYARD_ACCEPTANCE_PREFIX": prefix,
+        "TRAINYARD_ACCEPTANCE_STEPS": int(steps), "TRAINYARD_ACCEPTANCE_BUCKET": "1" if bucket else "0",
         "TRAINYARD_TRAIN_SMOKE": _text(TRAIN_SMOKE), "TRAINYARD_SYNC_TOOL": _text(SYNC_TOOL),
         "TRAINYARD_PRINT_REPORT": _PRINT_REPORT, "TRAINYARD_JOB_MARKER": JOB_MARKER,
         "TRAINYARD_STACK_MISSING_STATUS": STACK_MISSING})
@@ -64,7 +65,7 @@ def checks_script(*, gpus: int, baseline_busbw_gbps: float | None = None, probe_
                   probe_skip_reason: str = "") -> str:
     """This node's own checks (nccl-tests, DCGM, the memory probe)."""
     return node_script("acceptance_checks", libs=("acceptance_workdir",), values={
-        "TRAINYARD_GPUS": int(gpus),
+        "TRAINYARD_ACCEPTANCE_DIR": CHECKS_DIR, "TRAINYARD_GPUS": int(gpus),
         "TRAINYARD_BASELINE_BUSBW_GBPS": f"{float(baseline_busbw_gbps or 0):g}",
         "TRAINYARD_PROBE": probe_json, "TRAINYARD_PROBE_SKIP_REASON": probe_skip_reason,
         "TRAINYARD_TRAIN_SMOKE": _text(TRAIN_SMOKE),  # the memory probe builds its model

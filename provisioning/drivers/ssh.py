@@ -99,6 +99,7 @@ from provisioning.drivers.base import (
 from provisioning.power import bmc_kind
 from provisioning.power.ipmi import ipmi_power
 from provisioning.power.redfish import RedfishBmc, RedfishPower
+from provisioning.stack.paths import STATE
 from provisioning.stack.shell import assignments, body, node_script
 
 logger = logging.getLogger(__name__)
@@ -111,17 +112,13 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # "ubuntu-24.04", "debian-12", "ubuntu-24.04-cuda-12.8" (a variant after the version)
 _IMAGE = re.compile(r"^(?P<id>[a-z]+)[-_: ]?(?P<version>\d+(?:\.\d+)*)(?:[-_+](?P<variant>.+))?$")
 _NVIDIA_QUERY = "index,name,temperature.gpu,ecc.errors.uncorrected.volatile.total,memory.total"
-_HEALTH_COMMAND = (
-    "command -v {smi} >/dev/null 2>&1 || exit {missing}; "
-    "{smi} --query-gpu={query} --format=csv,noheader,nounits"
-)
-# Receives the script on stdin into a 0600 temp file, runs it with stdin closed, cleans up.
-_RUN_WRAPPER = (
-    'f=$(mktemp "${{TMPDIR:-/tmp}}/trainyard-XXXXXXXX") || exit 126; '
-    'trap \'rm -f "$f"\' EXIT; cat > "$f" || exit 126; {prefix}bash "$f" {fence_dir} </dev/null 2>&1'
-)
+# One CSV line per GPU ($1: nvidia-smi, $2: the status when it is missing, $3: the fields).
+_HEALTH_COMMAND = body("gpu_health")
+# Receives the script on stdin into a 0600 temp file, runs it with stdin closed, cleans up
+# ($1: the fence directory; the rest: what runs it).
+_RUN_STAGED = body("run_staged")
 # Where the node keeps its fence; expanded by the login shell, passed to the (sudo) script.
-_FENCE_DIR = '"${TRAINYARD_ROOT:-}/var/lib/trainyard"'
+_FENCE_DIR = f'"${{TRAINYARD_ROOT:-}}{STATE}"'
 # Checks and takes the fence, then runs the command ($1: fence dir, $2: token).
 _FENCE_CHECK = assignments({"TRAINYARD_FENCED_STATUS": FENCED_EXIT_STATUS}) + body("fence_check")
 # Kills the process group of execution $2 if it is still the one running ($1: fence dir).
@@ -201,8 +198,8 @@ class SshDriver:
             env: Mapping[str, str] | None = None, timeout_s: float = 1800) -> RunResult:
         fence = self.target.fence
         staged = staged_script(script, env or {}, token=None if fence is None else int(fence.token))
-        prefix = "sudo -n " if self.sudo else ""
-        command = _RUN_WRAPPER.format(prefix=prefix, fence_dir=_FENCE_DIR)
+        runner = "sudo -n bash" if self.sudo else "bash"
+        command = f"sh -c {shlex.quote(_RUN_STAGED)} _ {_FENCE_DIR} {runner}"
         logger.info("ssh run %s on %s (%d bytes)", name, self.target.hostname, len(script))
         with self._session() as transport:
             status, tail = self._exec(transport, command, stdin=staged.encode(), on_line=on_line,
@@ -262,8 +259,8 @@ class SshDriver:
     def health(self) -> HealthReport:
         lines: list[str] = []
         with self._session() as transport:
-            command = _HEALTH_COMMAND.format(smi=shlex.quote(self.nvidia_smi), query=_NVIDIA_QUERY,
-                                             missing=NO_NVIDIA_SMI_STATUS)
+            command = (f"sh -c {shlex.quote(_HEALTH_COMMAND)} _ {shlex.quote(self.nvidia_smi)} "
+                       f"{NO_NVIDIA_SMI_STATUS} {_NVIDIA_QUERY}")
             status, _ = self._exec(transport, command, stdin=b"", on_line=lines.append,
                                    timeout_s=60, label="health")
         raw = "\n".join(lines)

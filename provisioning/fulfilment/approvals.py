@@ -65,11 +65,6 @@ def approval_queue_items(orders) -> list[ApprovalQueueItem]:
         for order in orders]
 
 
-def approval_queue(limit: int = QUEUE_PAGE_SIZE) -> list[ApprovalQueueItem]:
-    """The first ``limit`` orders of the queue with fit, stock and suggested nodes."""
-    return approval_queue_items(approval_queue_orders()[:limit])
-
-
 def order_approve(*, order: Order, by, node_ids=None, note: str = "") -> Order:
     """Staff: approve, reserving ``node_ids`` or the suggested nodes; provisioning starts on commit.
 

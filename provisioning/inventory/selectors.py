@@ -21,7 +21,7 @@ from provisioning.drivers import (
     options_schema,
 )
 from provisioning.drivers.ssh import host_key_fingerprints
-from provisioning.models import HealthCheck, Node, NodeEvent
+from provisioning.models import HealthCheck, Node
 from provisioning.power import bmc_label
 from provisioning.states import (
     NODE_FAILED,
@@ -92,10 +92,6 @@ def node_engine_word(node: Node) -> str | None:
     if check is None:
         return "declared test host: checked over SSH, not through the engine"
     return f"{check.text} ({'free to deploy' if check.available else 'not free to deploy'})"
-
-
-def node_history(node: Node) -> QuerySet[NodeEvent]:
-    return node.events.select_related("actor", "order").order_by("at", "pk")
 
 
 NODE_EVENTS_PER_PAGE = 25

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -140,11 +140,6 @@ def _resolve(node: Node, alert: IncomingAlert) -> bool:
                                  to_state=node.state, order=node.order,
                                  note=f"{row.name} resolved")
     return True
-
-
-def nodes_needing_attention() -> QuerySet[Node]:
-    """Nodes with an open alert: derived from the alerts, nothing stored on the node."""
-    return Node.objects.filter(Exists(NodeAlert.objects.filter(node=OuterRef("pk"), resolved_at=None)))
 
 
 def open_alerts() -> QuerySet[NodeAlert]:

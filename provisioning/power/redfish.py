@@ -20,7 +20,6 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
 
 import sushy
 from sushy import exceptions as sushy_errors
@@ -29,8 +28,6 @@ from provisioning.drivers.base import DriverError, ExecutionStopped, Fence
 
 logger = logging.getLogger(__name__)
 
-RedfishAction = Literal["on", "off", "cycle", "status"]
-REDFISH_ACTIONS: tuple[str, ...] = ("on", "off", "cycle", "status")
 BOOT_DEVICES = {"pxe": sushy.BootSource.PXE, "disk": sushy.BootSource.HDD}
 _SYSTEMS_PREFIX = "/redfish/v1/Systems/"
 # Preferred reset types per action, first the one a BMC is asked for when it allows it.

@@ -25,6 +25,7 @@ import hashlib
 
 from provisioning.stack.inputs import StackInputs
 from provisioning.stack.launch import stack_command
+from provisioning.stack.paths import STATE
 from provisioning.stack.render import CONSTRAINTS_PATH, RenderedFile
 from provisioning.stack.shell import node_script
 
@@ -35,6 +36,7 @@ MIN_VERSIONS = (("B200", "570", "12.8"), ("B100", "570", "12.8"), ("GB200", "570
 MIN_DRIVER = "550"
 MIN_CUDA = "12.4"
 # nccl-tests, built on GPU nodes for acceptance's all_reduce_perf: tag v2.19.6 at this commit.
+BOOTSTRAP_STATE = f"{STATE}/bootstrap"  # each step's done marker
 NCCL_TESTS_REPO = "https://github.com/NVIDIA/nccl-tests.git"
 NCCL_TESTS_TAG = "v2.19.6"
 NCCL_TESTS_COMMIT = "a0b82b2260cf5152b9f8c061bbf7eaf0ba096432"
@@ -73,6 +75,7 @@ def render_bootstrap_script(inputs: StackInputs, files: tuple[RenderedFile, ...]
     min_driver, min_cuda = min_versions(inputs.gpu_name)
     return node_script("bootstrap", values={
         "TRAINYARD_BOOTSTRAP_HOST": inputs.hostname, "TRAINYARD_BOOTSTRAP_ORDER": inputs.order,
+        "TRAINYARD_BOOTSTRAP_STATE": BOOTSTRAP_STATE,
         "TRAINYARD_GPUS": inputs.gpus_per_node, "TRAINYARD_GPU_MODEL": gpu_model(inputs.gpu_name),
         "TRAINYARD_MIN_DRIVER": min_driver, "TRAINYARD_MIN_CUDA": min_cuda,
         "TRAINYARD_INTERCONNECT": inputs.interconnect,

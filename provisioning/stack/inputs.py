@@ -39,6 +39,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from portal.catalog.models import StackOption
 from portal.sizing.estimator.config import (
     ATTENTION,
     CHECKPOINTING_POLICIES,
@@ -383,10 +384,13 @@ def check_stack_runs(stack, training: TrainingSettings) -> None:
                          f"again")
 
 
-def _default_stack():
-    from portal.sizing.catalog_data import catalog_from_seed
-
-    return next(s for s in catalog_from_seed().stack if s.slug == "ddp")
+def _default_stack() -> StackOption:
+    """What an order that names no stack runs: the catalog's ddp stack, as the operator keeps it."""
+    stack = StackOption.objects.filter(kind="strategy", slug="ddp").first()
+    if stack is None:
+        raise ValueError("this order names no training stack and the catalog has no 'ddp' stack to run"
+                         " it: choose a stack for the order (the configurator names one)")
+    return stack
 
 
 def stack_inputs(*, order, node, nodes, facts: NodeFacts | None = None) -> StackInputs:

@@ -14,7 +14,7 @@ VENV = f"{OPT}/venv"  # the training stack's environment
 # customer's training venv, never whatever python3 is first on the PATH.
 TOOLS = f"{OPT}/tools"
 TOOLS_PYTHON = f"{TOOLS}/bin/python"
-STATE = "/var/lib/trainyard"  # the fencing token (drivers.ssh)
+STATE = "/var/lib/trainyard"  # the fencing token (drivers.ssh), the acceptance runs' directories
 UNITS = "/etc/systemd/system"
 
 AUTHORIZED_KEYS = f"{ETC}/authorized_keys"

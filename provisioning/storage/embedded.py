@@ -14,6 +14,8 @@ import logging
 import urllib.request
 from dataclasses import dataclass, field
 
+from provisioning.storage.s3ops import make_client
+
 ADMIN_USER = "trainyard-admin"
 ADMIN_POLICY = {"Version": "2012-10-17",
                 "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
@@ -63,8 +65,6 @@ def start_embedded_s3(*, host: str = "127.0.0.1", port: int = 0, enforce_auth: b
 
 
 def _bootstrap_admin(endpoint: str) -> tuple[str, str]:
-    from provisioning.storage.s3ops import make_client
-
     iam = make_client("iam", endpoint_url=endpoint, region="us-east-1",
                       access_key="bootstrap", secret_key="bootstrap")
     iam.create_user(UserName=ADMIN_USER)

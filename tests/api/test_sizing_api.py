@@ -4,7 +4,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from portal.accounts.services import api_key_issue
-from portal.sizing.catalog_data import catalog_from_db
+from portal.sizing.catalog_live import catalog_from_db
 from portal.sizing.estimator import ParallelConfig, TrainingConfig, estimate, get_preset
 from portal.sizing.plan_tokens import plan_unsign
 from portal.sizing.recommend import Goal, Workload, recommend

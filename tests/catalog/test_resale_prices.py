@@ -12,7 +12,7 @@ from portal.catalog.models import ResalePriceList
 from portal.catalog.pricing import PriceList, resale
 from portal.catalog.selectors import resale_markup_for
 from portal.catalog.services import resale_prices_set
-from portal.sizing.catalog_data import price_list_for
+from portal.sizing.catalog_live import price_list_for
 from tests.factories import H100_SKU, OrganisationFactory
 
 D = Decimal

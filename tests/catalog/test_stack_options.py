@@ -10,7 +10,8 @@ from packaging.requirements import Requirement
 
 from portal.catalog.models import StackOption
 from portal.catalog.services import catalog_seed, load_seed
-from portal.sizing.catalog_data import catalog_from_db, catalog_from_seed
+from portal.sizing.catalog_data import catalog_from_seed
+from portal.sizing.catalog_live import catalog_from_db
 
 BEFORE = ("catalog", "0002_storageprovider_region_addressing")
 AFTER = ("catalog", "0003_stackoption_capabilities")

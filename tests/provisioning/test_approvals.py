@@ -10,7 +10,12 @@ from portal.catalog.models import ServerSKU
 from portal.core.states import DomainError
 from portal.orders.models import OrderEvent
 from portal.orders.states import OrderState
-from provisioning.fulfilment.approvals import approval_queue, order_approve, order_reject
+from provisioning.fulfilment.approvals import (
+    approval_queue_items,
+    approval_queue_orders,
+    order_approve,
+    order_reject,
+)
 from provisioning.inventory.allocation import OutOfStock, reservations_expire
 from provisioning.models import Node, ProvisioningRun
 from provisioning.states import NodeState, RunStatus
@@ -139,13 +144,13 @@ class TestApprove:
         with pytest.raises(OutOfStock) as exc:
             order_approve(order=order, by=people.sam)
         assert str(exc.value) == "Only 1 ready node of 8× H100 SXM5 80GB (NVSwitch); this order needs 2."
-        item = approval_queue()[0]
+        item = approval_queue_items(approval_queue_orders())[0]
         assert (item.ready_nodes, item.suggested, item.stock_problem) == (1, (), str(exc.value))
 
     def test_the_queue_shows_fit_stock_and_suggestions(self, catalog, people, sim_dir):
         node = make_node(sku=H100_SKU, state_dir=sim_dir)
         order = submitted_order(people)
-        [item] = approval_queue()
+        [item] = approval_queue_items(approval_queue_orders())
         assert item.order == order and item.suggested == (node,) and item.ready_nodes == 1
         assert item.fit.fits is True and "12.0 GB headroom" in item.fit.summary
         assert item.decision.automatic is False

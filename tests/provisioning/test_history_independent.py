@@ -57,7 +57,7 @@ def test_the_approval_queue_runs_the_same_queries_for_2_and_10_orders(login, peo
 
 
 def test_the_queue_suggests_what_approval_takes(people, catalog, sim_dir):
-    from provisioning.fulfilment.approvals import approval_queue, order_approve
+    from provisioning.fulfilment.approvals import approval_queue_items, approval_queue_orders, order_approve
 
     make_node(sku=H100_SKU, state_dir=sim_dir, fabric_group="big")
     for _ in range(2):
@@ -65,7 +65,7 @@ def test_the_queue_suggests_what_approval_takes(people, catalog, sim_dir):
     small = [make_node(sku=H100_SKU, state_dir=sim_dir, fabric_group="small") for _ in range(2)]
     [single] = _queue(people, 1)
     [cluster] = _queue(people, 1, node_count=2)
-    items = {item.order.pk: item for item in approval_queue()}
+    items = {item.order.pk: item for item in approval_queue_items(approval_queue_orders())}
     assert items[cluster.pk].suggested == tuple(small)  # the smallest group that fits
     first = Node.objects.filter(state=NodeState.READY).order_by("hostname").first()
     assert items[single.pk].suggested == (first,)

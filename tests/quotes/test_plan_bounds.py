@@ -11,7 +11,7 @@ from portal.accounts.services import api_key_issue
 from portal.orders.services import order_place
 from portal.quotes.models import Quote
 from portal.quotes.plans import plan_check, plan_readable
-from portal.sizing.catalog_data import catalog_from_db
+from portal.sizing.catalog_live import catalog_from_db
 from portal.sizing.plan_tokens import plan_sign
 from portal.sizing.recommend import Goal, SearchOptions, Workload, recommend
 from provisioning.fulfilment.orders import order_submit

@@ -3,7 +3,7 @@
 import pytest
 
 from portal.quotes.plans import plan_check, plan_to_configuration
-from portal.sizing.catalog_data import catalog_from_db
+from portal.sizing.catalog_live import catalog_from_db
 from portal.sizing.recommend import Goal, SearchOptions, Workload, recommend
 
 

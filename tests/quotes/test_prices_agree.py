@@ -9,8 +9,9 @@ from portal.catalog.models import NetworkOption, NvmeOption, ServerSKU, StorageP
 from portal.catalog.pricing import HOURS_PER_MONTH
 from portal.quotes.configuration import Configuration
 from portal.quotes.pricing import price
-from portal.sizing.catalog_data import catalog_from_db, catalog_from_seed
-from portal.sizing.recommend.search import size_price_hourly
+from portal.sizing.catalog_data import catalog_from_seed
+from portal.sizing.catalog_live import catalog_from_db
+from portal.sizing.recommend.search import size_price
 
 STORAGE_TB = 7
 
@@ -32,9 +33,9 @@ def test_recommender_and_configurator_agree_on_every_sku_and_option(catalog, sou
                         quoted = price(Configuration(sku=sku_row, nvme=nvme_row, network=network_row,
                                                      node_count=nodes, storage_provider=provider_row,
                                                      storage_tb=tb)).hourly
-                        recommended = size_price_hourly(
+                        recommended = size_price(
                             sku, nodes, networks[network_row.slug], nvme[nvme_row.slug],
-                            storage[provider_row.slug] if provider_row else None, tb)
+                            storage[provider_row.slug] if provider_row else None, tb).hourly
                         assert Decimal(str(recommended)) == quoted, (sku.slug, nodes, nvme_row.slug,
                                                                      network_row.slug, provider_row)
                         checked += 1

@@ -6,10 +6,11 @@ from decimal import Decimal
 import pytest
 
 from portal.catalog.pricing import HOURS_PER_MONTH
-from portal.sizing.catalog_data import catalog_from_db, catalog_from_dict, catalog_from_seed
+from portal.sizing.catalog_data import catalog_from_dict, catalog_from_seed
+from portal.sizing.catalog_live import catalog_from_db
 from portal.sizing.recommend import Goal, Workload, get_strategy, infra, recommend
 from portal.sizing.recommend.catalog import NetworkOptionSpec
-from portal.sizing.recommend.search import size_price_hourly
+from portal.sizing.recommend.search import size_price
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +132,7 @@ def test_the_bucket_holds_the_kept_checkpoint_versions_and_the_plan_says_so(seed
     sku = next(s for s in seed.skus if s.slug == three.sku)
     network = next((n for n in seed.networks if n.slug == three.network), None)
     nvme = next((o for o in seed.nvme if o.slug == three.nvme_option), None)
-    without_bucket = size_price_hourly(sku, three.nodes, network, nvme, None, 0)
+    without_bucket = size_price(sku, three.nodes, network, nvme, None, 0).hourly
     bucket_hourly = three.storage_tb * provider.price_per_tb_monthly_usd / HOURS_PER_MONTH
     assert abs(three.price_hourly_usd - without_bucket - bucket_hourly) <= Decimal("0.005")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
+from .activations import op_sac_recompute_matmul_params
 from .config import FSDP_SHARDING, WEIGHT_SHARDING, Interconnect, ParallelConfig, TrainingConfig
 from .models import ModelSpec, arch_scale, param_tensors
 
@@ -131,7 +132,6 @@ def hardware_flops_per_token(model: ModelSpec, training: TrainingConfig) -> floa
         share = math.ceil(model.num_layers / training.checkpoint_every) / model.num_layers
         flops += (base - 6 * model.vocab_size * model.hidden_size * arch_scale(model)) / 3 * share
     elif training.checkpointing == "selective-op":
-        from .activations import op_sac_recompute_matmul_params
         flops += 2 * op_sac_recompute_matmul_params(model) * model.num_layers * arch_scale(model)
     return flops
 

@@ -1079,12 +1079,6 @@ def _naive_frugal_fit(searcher: Searcher, size: Size, lay: Layout) -> bool:
     return not est.unmodelled and searcher.fits(size, est)
 
 
-def size_price_hourly(sku: SkuSpec, nodes: int, network: NetworkOptionSpec | None,
-                      nvme: NvmeOptionSpec | None, storage: StorageProviderSpec | None,
-                      storage_tb: int) -> Decimal:
-    return size_price(sku, nodes, network, nvme, storage, storage_tb).hourly
-
-
 def size_price(sku: SkuSpec, nodes: int, network: NetworkOptionSpec | None, nvme: NvmeOptionSpec | None,
                storage: StorageProviderSpec | None, storage_tb: int) -> Price:
     """The hourly price the configurator quotes for this size (``pricing.server_price``)."""

@@ -8,7 +8,7 @@
 # the stack's pinned TRAINYARD_REQUIREMENTS and TRAINYARD_CONSTRAINTS; the pinned nccl-tests
 # (TRAINYARD_NCCL_TESTS_*); the steps' keys (TRAINYARD_PREFLIGHT_KEY, TRAINYARD_FILES_KEY,
 # TRAINYARD_REQUIREMENTS_KEY); TRAINYARD_BOOTSTRAP_HOST, TRAINYARD_BOOTSTRAP_ORDER,
-# TRAINYARD_TRAIN_COMMAND. Environment: TRAINYARD_TEST_HOST, TRAINYARD_DEPLOY_ID; TRAINYARD_ROOT.
+# TRAINYARD_BOOTSTRAP_STATE (where the done markers go, under the root), TRAINYARD_TRAIN_COMMAND. Environment: TRAINYARD_TEST_HOST, TRAINYARD_DEPLOY_ID; TRAINYARD_ROOT.
 set -euo pipefail
 
 root="${TRAINYARD_ROOT:-}"
@@ -23,7 +23,7 @@ tracker="$TRAINYARD_TRACKER"
 storage="$TRAINYARD_STORAGE"
 prune="$TRAINYARD_PRUNE"
 requirements=("${TRAINYARD_REQUIREMENTS[@]}")
-state="$root/var/lib/trainyard/bootstrap"
+state="$root$TRAINYARD_BOOTSTRAP_STATE"
 logdir="$root/var/log/trainyard"
 mkdir -p "$state" "$logdir"
 exec > >(tee -a "$logdir/bootstrap.log") 2>&1

@@ -11,7 +11,7 @@ from django.core import mail
 
 from portal.accounts.tasks import staff_notify_task
 from provisioning.models import NodeEvent
-from provisioning.monitoring.alerts import nodes_needing_attention
+from provisioning.monitoring.alerts import alerted_node_ids
 from provisioning.monitoring.models import NodeAlert
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -39,7 +39,7 @@ def test_an_xid_fires_through_alertmanager_marks_the_node_and_clears(fleet, aler
     assert alert.fingerprint == held["fingerprint"]  # Alertmanager's own fingerprint: it posted it
     assert (alert.node, alert.name, alert.resolved_at) == (fleet.alice_node, "GpuXidError", None)
     assert alert.summary == "gpu-alice-01: GPU 3 reported an XID error in the last 10 minutes"
-    assert list(nodes_needing_attention()) == [fleet.alice_node]
+    assert alerted_node_ids([fleet.alice_node.pk, fleet.charlie_node.pk]) == {fleet.alice_node.pk}
     [sent] = [m for m in mail.outbox if m.subject.startswith("[Trainyard staff]")]
     assert "gpu-alice-01 needs attention: GpuXidError" in sent.subject and people.olga.email in sent.to
     assert f"/ops/nodes/{fleet.alice_node.pk}/" in sent.body
@@ -49,7 +49,7 @@ def test_an_xid_fires_through_alertmanager_marks_the_node_and_clears(fleet, aler
     alertmanager.wait_for("the resolved alert at the portal",
                           lambda: NodeAlert.objects.filter(resolved_at__isnull=False).exists(), timeout=90)
     assert not _xid_alerts(prometheus, "firing")
-    assert NodeAlert.objects.count() == 1 and not nodes_needing_attention().exists()
+    assert NodeAlert.objects.count() == 1 and not alerted_node_ids([fleet.alice_node.pk])
     audit = NodeEvent.objects.filter(node=fleet.alice_node, transition__startswith="alert_")
     assert [(e.transition, e.note) for e in audit.order_by("pk")] == [
         ("alert_open", "GpuXidError: gpu-alice-01: GPU 3 reported an XID error in the last 10 minutes"),

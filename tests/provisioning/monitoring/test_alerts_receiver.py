@@ -10,7 +10,7 @@ from django.core import mail
 
 from portal.accounts.tasks import staff_notify_task
 from provisioning.models import Node, NodeEvent
-from provisioning.monitoring.alerts import nodes_needing_attention
+from provisioning.monitoring.alerts import alerted_node_ids
 from provisioning.monitoring.models import NodeAlert
 from tests.provisioning.monitoring.alertmanager import webhook_payload
 from tests.provisioning.monitoring.conftest import ALERT_TOKEN
@@ -70,7 +70,7 @@ def test_a_firing_alert_marks_the_node_once_and_tells_the_operators(
     alert = NodeAlert.objects.get()
     assert (alert.node, alert.name, alert.severity) == (node, "GpuXidError", "warning")
     assert alert.resolved_at is None
-    assert list(nodes_needing_attention()) == [node]
+    assert alerted_node_ids([node.pk]) == {node.pk}
     event = NodeEvent.objects.get(node=node, transition="alert_open")
     assert event.note == "GpuXidError: gpu-alice-01: GPU 3 reported an XID error"
     [sent] = [m for m in mail.outbox if m.subject.startswith("[Trainyard staff]")]
@@ -83,7 +83,7 @@ def test_a_resolved_alert_clears_the_node(client, monitoring_tokens, node):
     response = _post(client, webhook_payload([XID], status="resolved"))
     assert response.json() == {"opened": 0, "resolved": 1, "ignored": 0}
     assert NodeAlert.objects.get().resolved_at is not None
-    assert not nodes_needing_attention().exists()
+    assert alerted_node_ids([node.pk]) == set()
     assert NodeEvent.objects.filter(node=node, transition="alert_resolve").count() == 1
     # The same alert firing later is a new alert.
     assert _post(client, webhook_payload([XID], status="firing")).json()["opened"] == 1

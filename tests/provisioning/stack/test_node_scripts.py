@@ -42,10 +42,13 @@ AS_RUN = {
     "acceptance_checks": lambda: acceptance.checks_script(gpus=8, baseline_busbw_gbps=380.5,
                                                           probe_json='{"layers": 2}'),
     # The ssh driver's: the guard sits after the exports in the staged file (no shebang of its
-    # own there); the power check and the cancel are passed to sh -c.
+    # own there); the power check, the cancel, the staging wrapper and the health check are passed
+    # to sh -c.
     "fence_guard": lambda: "#!/usr/bin/env bash\n" + ssh.fence_guard(12, first_line=60),
     "fence_check": lambda: "#!/bin/sh\n" + ssh._FENCE_CHECK,
     "fence_cancel": lambda: "#!/bin/sh\n" + ssh._CANCEL_COMMAND,
+    "run_staged": lambda: "#!/bin/sh\n" + ssh._RUN_STAGED,
+    "gpu_health": lambda: "#!/bin/sh\n" + ssh._HEALTH_COMMAND,
     "deploy_os": lambda: ssh._deploy_script("ubuntu", "24.04", ("curl", "python3"),
                                             variant="cuda-12.8"),
 }

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from portal.celery import app
+from provisioning.storage.embedded import start_embedded_s3
 
 
 class Command(BaseCommand):
@@ -89,7 +90,6 @@ class Command(BaseCommand):
         if env.get("STORAGE_MINIO_ACCESS_KEY") or env.get("STORAGE_MINIO_ACCESS_KEY_FILE"):
             return None
         try:
-            from provisioning.storage.embedded import start_embedded_s3
             s3 = start_embedded_s3(enforce_auth=True)
         except (ImportError, OSError) as exc:
             self.stderr.write(f"embedded S3 not started ({exc}); orders with a bucket will fail "

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from portal.catalog.models import GPUModel
 from portal.sizing.estimator import (
     GPUSpec,
     Interconnect,
@@ -44,8 +45,6 @@ GIB = 2**30
 
 def gpu_from_catalog(slug: str) -> tuple[GPUSpec, Interconnect]:
     """The catalog's GPUModel as the estimator's GPUSpec and a single-node interconnect."""
-    from portal.catalog.models import GPUModel
-
     try:
         g = GPUModel.objects.get(slug=slug)
     except GPUModel.DoesNotExist:

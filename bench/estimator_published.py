@@ -723,6 +723,23 @@ def litgpt_model(config: str, name: str) -> ModelSpec | str:
 LIGHTNING_NF4 = {"bnb.nf4": False, "bnb.nf4-dq": True}
 
 
+def litgpt_not_compared(y: dict | None, key: str, gpu: str, gpus: int, peak_gb: float | None,
+                        model: ModelSpec | str, method: str) -> str | None:
+    """Why a config hub row is not compared (None: it is)."""
+    return next((w for cond, w in (
+        (y is None, f"the case has no yaml settings for {key!r}"),
+        (gpu != "A10G", f"no configuration for the GPU {gpu!r}"),
+        (peak_gb is None, "the run went out of memory on the A10G: no peak to compare"),
+        (y is not None and gpus != y["devices"] and y["devices"] == 1,
+         "the same run as the 1xA10G row (the yaml says devices: 1; the same peak, runtime within 1 %):"
+         " not a 4-GPU run, not counted twice"),
+        (y is not None and gpus != y["devices"], f"the README's {gpus} GPUs against the yaml's devices:"
+                                                 f" {y and y['devices']}"),
+        (isinstance(model, str), model),
+        (method not in ("full", "lora", "qlora"), f"no configuration for the method {method!r}"),
+    ) if cond), None)
+
+
 def litgpt_rows(case: dict) -> list[Row]:
     """litgpt's config hub on A10Gs: each row as its yaml (read at the commit of the README line) and
     litgpt's finetune scripts ran it; memory as the scripts print it (max_memory_allocated / 1e9)."""
@@ -731,19 +748,7 @@ def litgpt_rows(case: dict) -> list[Row]:
         label = f"{config} {gpus}x{gpu}"
         y, method = yamls.get(key), config.split("/")[-1].removesuffix(".yaml")
         model = litgpt_model(config, name)
-        why = next((w for cond, w in (
-            (y is None, f"the case has no yaml settings for {key!r}"),
-            (gpu != "A10G", f"no configuration for the GPU {gpu!r}"),
-            (peak_gb is None, "the run went out of memory on the A10G: no peak to compare"),
-            (y is not None and gpus != y["devices"] and y["devices"] == 1,
-             "the same run as the 1xA10G row (the yaml says devices: 1; the same peak, runtime within 1 %):"
-             " not a 4-GPU run, not counted twice"),
-            (y is not None and gpus != y["devices"], f"the README's {gpus} GPUs against the yaml's devices:"
-                                                     f" {y and y['devices']}"),
-            (isinstance(model, str), model),
-            (method not in ("full", "lora", "qlora"), f"no configuration for the method {method!r}"),
-        ) if cond), None)
-        if why:
+        if why := litgpt_not_compared(y, key, gpu, gpus, peak_gb, model, method):
             rows.append(unconfigured(case["id"], label, why))
             continue
         mbs, seq = y["micro_batch_size"], y["max_seq_length"]

@@ -12,91 +12,33 @@ transformers.logging.set_verbosity_error()
 VOCAB = 1000
 
 
+# The decoder families measured: their config class, model class and MLP width by default
+DECODERS = {
+    "llama": ("LlamaConfig", "LlamaForCausalLM", 352),
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", 320),
+    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", 320),
+    "qwen3_moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", 96),
+    "phi3": ("Phi3Config", "Phi3ForCausalLM", 320),
+    "mistral": ("MistralConfig", "MistralForCausalLM", 352),
+    "gemma": ("GemmaConfig", "GemmaForCausalLM", 352),
+    "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", 352),
+    "gemma3_text": ("Gemma3TextConfig", "Gemma3ForCausalLM", 352),
+    "mixtral": ("MixtralConfig", "MixtralForCausalLM", 96),
+}
+
+
 def hf_config(family: str, attn: str = "sdpa", **shape):
     """A small transformers config (random init, no downloads) and its model class."""
     h, layers, heads = shape.get("hidden", 128), shape.get("layers", 2), shape.get("heads", 4)
     vocab = shape.get("vocab", VOCAB)
-    if family == "llama":
-        cfg = transformers.LlamaConfig(
-            vocab_size=vocab, hidden_size=h, intermediate_size=shape.get("inter", 352),
-            num_hidden_layers=layers, num_attention_heads=heads,
-            num_key_value_heads=shape.get("kv_heads", heads // 2), max_position_embeddings=512,
-            attn_implementation=attn)
-        return cfg, transformers.LlamaForCausalLM
-    if family == "qwen2":
-        cfg = transformers.Qwen2Config(
-            vocab_size=vocab, hidden_size=h, intermediate_size=shape.get("inter", 320),
-            num_hidden_layers=layers, num_attention_heads=heads,
-            num_key_value_heads=shape.get("kv_heads", 1), max_position_embeddings=512,
-            tie_word_embeddings=shape.get("tie", True), attn_implementation=attn)
-        return cfg, transformers.Qwen2ForCausalLM
-    if family == "qwen3":  # q/k norms per head; head_dim given, as Qwen3's configs give it
-        cfg = transformers.Qwen3Config(
-            vocab_size=vocab, hidden_size=h, intermediate_size=shape.get("inter", 320),
-            num_hidden_layers=layers, num_attention_heads=heads,
-            head_dim=shape.get("head_dim", 2 * h // heads),
-            num_key_value_heads=shape.get("kv_heads", heads // 2), max_position_embeddings=512,
-            tie_word_embeddings=shape.get("tie", False), attn_implementation=attn)
-        return cfg, transformers.Qwen3ForCausalLM
-    if family == "qwen3_moe":  # q/k norms, every layer sparse, experts of their own width
-        cfg = transformers.Qwen3MoeConfig(
-            vocab_size=vocab, hidden_size=h, moe_intermediate_size=shape.get("inter", 96),
-            intermediate_size=4 * h, num_hidden_layers=layers, num_attention_heads=heads,
-            head_dim=shape.get("head_dim", 2 * h // heads),
-            num_key_value_heads=shape.get("kv_heads", heads // 2),
-            num_experts=shape.get("experts", 4), num_experts_per_tok=2,
-            norm_topk_prob=shape.get("norm", True),
-            max_position_embeddings=512, tie_word_embeddings=False, attn_implementation=attn)
-        return cfg, transformers.Qwen3MoeForCausalLM
-    if family == "phi3":  # q/k/v in one qkv_proj, gate/up in one gate_up_proj
-        cfg = transformers.Phi3Config(
-            vocab_size=vocab, hidden_size=h, intermediate_size=shape.get("inter", 320),
-            num_hidden_layers=layers, num_attention_heads=heads,
-            num_key_value_heads=shape.get("kv_heads", heads // 2), max_position_embeddings=512,
-            resid_pdrop=0.0, embd_pdrop=0.0, attention_dropout=0.0, pad_token_id=0, bos_token_id=1,
-            eos_token_id=2, sliding_window=shape.get("window"),
-            tie_word_embeddings=shape.get("tie", False), attn_implementation=attn)
-        return cfg, transformers.Phi3ForCausalLM
-    if family == "mistral":  # Llama's layer; every layer attends within sliding_window (None: causal)
-        cfg = transformers.MistralConfig(
-            vocab_size=vocab, hidden_size=h, intermediate_size=shape.get("inter", 352),
-            num_hidden_layers=layers, num_attention_heads=heads,
-            num_key_value_heads=shape.get("kv_heads", heads // 2), max_position_embeddings=512,
-            sliding_window=shape.get("window"), attn_implementation=attn)
-        return cfg, transformers.MistralForCausalLM
-    if family == "gemma":  # GeGLU (tanh GELU), RMSNorm scaled by 1 + weight in fp32, tied head
-        cfg = transformers.GemmaConfig(
-            vocab_size=vocab, hidden_size=h, intermediate_size=shape.get("inter", 352),
-            num_hidden_layers=layers, num_attention_heads=heads,
-            head_dim=shape.get("head_dim", h // heads),
-            num_key_value_heads=shape.get("kv_heads", heads // 2), max_position_embeddings=512,
-            attn_implementation=attn)
-        return cfg, transformers.GemmaForCausalLM
-    if family == "gemma2":  # Gemma's layer with post-norms, every other layer sliding, soft-capped
-        cfg = transformers.Gemma2Config(  # scores and logits (transformers runs it eager: no SDPA path)
-            vocab_size=vocab, hidden_size=h, intermediate_size=shape.get("inter", 352),
-            num_hidden_layers=layers, num_attention_heads=heads,
-            head_dim=shape.get("head_dim", h // heads),
-            num_key_value_heads=shape.get("kv_heads", heads // 2), max_position_embeddings=512,
-            sliding_window=shape.get("window", 16), attn_logit_softcapping=shape.get("score_cap", 50.0),
-            final_logit_softcapping=shape.get("logit_cap", 30.0), attn_implementation=attn)
-        return cfg, transformers.Gemma2ForCausalLM
-    if family == "gemma3_text":  # Gemma's layer with q/k norms, post-norms and sliding-window layers
-        cfg = transformers.Gemma3TextConfig(
-            vocab_size=vocab, hidden_size=h, intermediate_size=shape.get("inter", 352),
-            num_hidden_layers=layers, num_attention_heads=heads,
-            head_dim=shape.get("head_dim", h // heads),
-            num_key_value_heads=shape.get("kv_heads", heads // 2), max_position_embeddings=512,
-            sliding_window=shape.get("window", 16), sliding_window_pattern=shape.get("pattern", 2),
-            attn_implementation=attn)
-        return cfg, transformers.Gemma3ForCausalLM
-    if family == "mixtral":
-        cfg = transformers.MixtralConfig(
-            vocab_size=vocab, hidden_size=h, intermediate_size=shape.get("inter", 96),
-            num_hidden_layers=layers, num_attention_heads=heads,
-            num_key_value_heads=shape.get("kv_heads", heads // 2), num_local_experts=4,
-            num_experts_per_tok=2, max_position_embeddings=512, attn_implementation=attn)
-        return cfg, transformers.MixtralForCausalLM
+    if family in DECODERS:
+        config_cls, model_cls, inter = DECODERS[family]
+        cfg = getattr(transformers, config_cls)(**{
+            "vocab_size": vocab, "hidden_size": h, "intermediate_size": shape.get("inter", inter),
+            "num_hidden_layers": layers, "num_attention_heads": heads,
+            "num_key_value_heads": shape.get("kv_heads", heads // 2), "max_position_embeddings": 512,
+            "attn_implementation": attn, **_decoder_fields(family, shape, h, heads)})
+        return cfg, getattr(transformers, model_cls)
     if family == "gpt2":
         cfg = transformers.GPT2Config(
             vocab_size=vocab, n_embd=h, n_layer=layers, n_head=heads, n_positions=256,
@@ -110,6 +52,38 @@ def hf_config(family: str, attn: str = "sdpa", **shape):
             hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, attn_implementation=attn)
         return cfg, transformers.BertForMaskedLM
     raise ValueError(family)
+
+
+def _decoder_fields(family: str, shape: dict, h: int, heads: int) -> dict:
+    """What a decoder family's config sets beyond the shape every family shares."""
+    head_dim = {"head_dim": shape.get("head_dim", (2 * h if family.startswith("qwen3") else h) // heads)}
+    if family == "qwen2":
+        return {"num_key_value_heads": shape.get("kv_heads", 1),
+                "tie_word_embeddings": shape.get("tie", True)}
+    if family == "qwen3":  # q/k norms per head; head_dim given, as Qwen3's configs give it
+        return {**head_dim, "tie_word_embeddings": shape.get("tie", False)}
+    if family == "qwen3_moe":  # q/k norms, every layer sparse, experts of their own width
+        return {**head_dim, "moe_intermediate_size": shape.get("inter", 96), "intermediate_size": 4 * h,
+                "num_experts": shape.get("experts", 4), "num_experts_per_tok": 2,
+                "norm_topk_prob": shape.get("norm", True), "tie_word_embeddings": False}
+    if family == "phi3":  # q/k/v in one qkv_proj, gate/up in one gate_up_proj
+        return {"resid_pdrop": 0.0, "embd_pdrop": 0.0, "attention_dropout": 0.0, "pad_token_id": 0,
+                "bos_token_id": 1, "eos_token_id": 2, "sliding_window": shape.get("window"),
+                "tie_word_embeddings": shape.get("tie", False)}
+    if family == "mistral":  # Llama's layer; every layer attends within sliding_window (None: causal)
+        return {"sliding_window": shape.get("window")}
+    if family == "gemma":  # GeGLU (tanh GELU), RMSNorm scaled by 1 + weight in fp32, tied head
+        return head_dim
+    if family == "gemma2":  # Gemma's layer with post-norms, every other layer sliding, soft-capped
+        return {**head_dim, "sliding_window": shape.get("window", 16),  # (transformers runs it eager)
+                "attn_logit_softcapping": shape.get("score_cap", 50.0),
+                "final_logit_softcapping": shape.get("logit_cap", 30.0)}
+    if family == "gemma3_text":  # Gemma's layer with q/k norms, post-norms and sliding-window layers
+        return {**head_dim, "sliding_window": shape.get("window", 16),
+                "sliding_window_pattern": shape.get("pattern", 2)}
+    if family == "mixtral":
+        return {"num_local_experts": 4, "num_experts_per_tok": 2}
+    return {}
 
 
 def spec_of(cfg) -> ModelSpec:

@@ -15,9 +15,10 @@ from dataclasses import replace
 import pytest
 
 from portal.sizing.estimator import ParallelConfig, TrainingConfig, estimate, get_preset
-from portal.sizing.estimator.activations import logits_backward_transient
+from portal.sizing.estimator.activations import frozen_weight_casts, logits_backward_transient
 
 MLP = ("gate_proj", "up_proj", "down_proj")
+LAYER_1 = "model.layers.1."  # a layer past the first (whose inputs may need no gradient)
 ALL = ("q_proj", "k_proj", "v_proj", "o_proj", *MLP)
 
 
@@ -89,7 +90,7 @@ def _lora_saved_bytes_match(family: str, mode: str, targets: tuple[str, ...], ck
         for name, child in list(module.named_children()):
             if isinstance(child, nn.Linear) and name in targets:
                 setattr(module, name, LoraLinear(child, 4))
-    measured, _ = saved_for_backward(model, 2, 40, autocast=autocast)
+    measured, weight_casts = saved_for_backward(model, 2, 40, autocast=autocast)
     est = estimate(
         spec_of(cfg),
         TrainingConfig(
@@ -104,6 +105,13 @@ def _lora_saved_bytes_match(family: str, mode: str, targets: tuple[str, ...], ck
         ),
     )
     assert est.per_gpu.activations + est.per_gpu.logits_and_loss == pytest.approx(measured, rel=0.005)
+    # autocast: the half casts of frozen weights kept for their inputs' gradients (and the adapters')
+    if ckpt == "none":
+        assert est.per_gpu.gathered_buffers == (weight_casts if autocast else 0)
+    elif autocast:  # the forward keeps the head's; the recomputed layer's come back in backward
+        one_layer = sum(w.numel() for name, w in model.named_parameters()
+                        if name.startswith(LAYER_1) and w.dim() == 2)
+        assert est.per_gpu.gathered_buffers == weight_casts + 2 * one_layer
 
 
 @pytest.mark.torch
@@ -287,3 +295,25 @@ def test_a_4bit_head_on_old_bitsandbytes_and_its_adapter_keep_one_copy_of_the_in
     layers = estimate(m, TrainingConfig(**config, lora_targets=("q_proj",)), ParallelConfig())
     head = estimate(m, TrainingConfig(**config, lora_targets=("q_proj", "lm_head")), ParallelConfig())
     assert head.per_gpu.activations - layers.per_gpu.activations == 1024 * 8 * 2  # the middle only
+
+
+def test_autocast_lora_keeps_a_half_cast_of_each_frozen_weight_until_its_backward():
+    """Autocast caches the casts of weights that need a gradient only: a frozen one is cast at every
+    call and its matmul keeps the cast for its input's gradient. Llama 3.1 8B (fp32 weights, the
+    DDP stack's autocast): about half the weights' own bytes again without recompute; with it, the
+    head's and the recomputed layer's only; none where the weights are already half or 4-bit."""
+    from portal.sizing.estimator.models import param_tensors
+
+    m = get_preset("llama-3.1-8b")
+    tc = TrainingConfig(precision="bf16-mixed", finetune="lora", lora_targets=("q_proj", "v_proj"),
+                        micro_batch=1, seq_len=2048, checkpointing="none")
+    linears = sum(t.total for t in param_tensors(m) if t.group == "layer" and t.kind == "linear")
+    head = m.vocab_size * m.hidden_size
+    casts = estimate(m, tc).per_gpu.gathered_buffers
+    assert 2 * (linears * (m.num_layers - 1) / m.num_layers + head) < casts < 2 * (linears + head) * 1.01
+    recomputed = estimate(m, replace(tc, checkpointing="full")).per_gpu.gathered_buffers
+    assert 2 * (linears / m.num_layers + head) < recomputed < 2 * (linears / m.num_layers + head) * 1.01
+    assert estimate(m, replace(tc, precision="bf16")).per_gpu.gathered_buffers == 0
+    assert estimate(m, replace(tc, finetune="qlora")).per_gpu.gathered_buffers == 0
+    sharded = ParallelConfig(dp=2, sharding="fsdp-full-shard")  # gathered in the compute dtype: no cast
+    assert frozen_weight_casts(m, replace(tc, mixed_layout="fsdp2"), sharded, "fsdp2", True) == 0

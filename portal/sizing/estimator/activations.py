@@ -533,6 +533,52 @@ def first_eager_attention_unsaved(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: i
     return unsaved
 
 
+def frozen_weight_casts(m: ModelSpec, tc: TrainingConfig, pc: ParallelConfig, layout: str,
+                        shard_weights: bool) -> int:
+    """Bytes of the half casts of weights a LoRA plan keeps under autocast (fp32 weights, half
+    compute). Autocast caches the casts of leaf tensors that require a gradient only (the
+    adapters': kept for the step, like a full fine-tune's whole cache); a frozen weight is cast at
+    every call, and its matmul keeps the cast for its input's gradient wherever that input needs
+    one: every layer's frozen linears but those of the first layer before its first adapter
+    (first_layer_uncast), and the head. Under full recompute the checkpointed layers keep none in
+    forward; the recomputed one's come back in its backward (counted, as one layer's). QLoRA's
+    4-bit linears keep their packed codes (bitsandbytes), not a cast; sharded weights are
+    gathered in the compute dtype (no cast)."""
+    if layout != "autocast" or tc.finetune != "lora" or shard_weights:
+        return 0
+    layers = -(-m.num_layers // pc.pp)
+    head_adapter = tc.lora_rank * (m.hidden_size + m.vocab_size) if tc.adapts_head else 0
+    adapters = (mem.trainable_elems(m, tc) - head_adapter) / m.num_layers  # one layer's
+    layer = sum(x.total for x in param_tensors(m)
+                if x.group == "layer" and x.kind in ("linear", "router")) / m.num_layers + adapters
+    kept = layers
+    if tc.checkpointing == "full":  # the layers not checkpointed, and the one recomputed
+        kept = layers - -(-layers // tc.checkpoint_every) + 1
+    elems = kept * layer - (first_layer_uncast(m, tc) if kept == layers else 0)
+    elems += m.vocab_size * m.hidden_size + head_adapter
+    return int(2 * elems / pc.tp)
+
+
+def first_layer_uncast(m: ModelSpec, tc: TrainingConfig) -> int:
+    """Weight elements of the first layer whose input needs no gradient (nothing before its first
+    adapter does), so no cast of theirs is kept: q, k and v always (they read the frozen
+    embedding's norm), o_proj unless q, k or v is adapted there, the MLP's inputs unless the
+    attention's output needs one; and the lora_A (rank x in) of each adapter among them. Dense
+    llama family only (0 otherwise: an over-estimate)."""
+    adapted = adapted_linears(m, tc)
+    if adapted is None or m.is_moe:
+        return 0
+    attention = bool(adapted & QKV_LINEARS)
+    mlp = attention or "o_proj" in adapted
+    down = mlp or bool(adapted & GATE_UP_LINEARS)
+    uncast = {"q_proj", "k_proj", "v_proj", "qkv_proj"}
+    uncast |= set() if attention else {"o_proj"}
+    uncast |= set() if mlp else {"gate_proj", "up_proj", "gate_up_proj"}
+    uncast |= set() if down else {"down_proj"}
+    return sum(x.numel + (tc.lora_rank * x.shape[1] if x.name in adapted else 0) for x in param_tensors(m)
+               if x.group == "layer" and x.kind == "linear" and x.name in uncast)
+
+
 def first_mlp_unsaved(m: ModelSpec, tc: TrainingConfig, dt: Dt, T: int, adapted: frozenset[str],
                       fused: bool) -> int:
     """What _llama_mlp counts for the first layer's MLP that it does not save when its input needs

@@ -52,7 +52,10 @@ DEFAULT_HOST = HostSpec()  # the node's CPU side when none is given (config.Host
 # is adapted (activations.first_mlp_unsaved; bytes of LoRA on part of the MLP only). 12 sizes
 # Gemma 2, a new model type: its soft-capped scores and logits keep tanh's output (bytes) and move
 # more through eager kernels (compute.SOFTCAP_BYTES; times); selective-op recompute refuses Gemma's
-# norms, which its policy does not count (no stack renders it for them).
+# norms, which its policy does not count (no stack renders it for them). It also counts the half
+# casts of frozen weights a LoRA plan keeps under autocast (activations.frozen_weight_casts; bytes
+# of LoRA plans in the autocast layout, the ddp stack's) and keeps in a LoRA plan's first eager
+# attention only what its adapters' gradients need (activations.first_eager_attention_unsaved).
 ESTIMATOR_VERSION = 12
 
 
@@ -468,6 +471,7 @@ def estimate_memory(
         training.nf4_double_quant or training.finetune != "qlora", training.nf4_quantizer)
     if mem.accumulates_unsharded(training, parallel):
         grads = mem.unsharded_gradient_bytes(model, training, parallel, p)
+    gathered += act.frozen_weight_casts(model, training, parallel, p.layout, p.shard_weights)
     activations, logits, backward, offloaded, held = _activations(
         model, training, parallel.tp, parallel.sp, parallel.pp, parallel.pp_microbatches, p.layout,
         parallel.cp, parallel.pp_interleave)

@@ -313,10 +313,8 @@ def torchtune_rows(case: dict) -> list[Row]:
 
 PEFT_LORA = re.compile(r"LoRA r=(?P<rank>\d+) on (?P<targets>[\w,]+)(?: \((?P<variant>[\w-]+)\))?")
 # LoRA variants of PEFT's results: rsLoRA only rescales (alpha / sqrt(r)): the same tensors
-PEFT_VARIANTS = {
-    None: None, "rsLoRA": None,
-    "DoRA": "DoRA (use_dora): each adapted layer's magnitude vector and the weight norm it recomputes"
-            " every step are not modelled",
+PEFT_VARIANTS = {  # a variant's knobs, or why it is not modelled
+    None: {}, "rsLoRA": {}, "DoRA": {"use_dora": True},
     "LoRA-FA": "the LoRA-FA optimizer (frozen A, projected gradients) is no optimizer of the estimator",
 }
 PEFT_TARGETS = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj"}  # short names in the rows
@@ -338,8 +336,10 @@ def peft_rows(case: dict) -> list[Row]:
                 why = f"no configuration for the LoRA variant {variant!r}"
                 rows.append(unconfigured(case["id"], method, why))
                 continue
-            if PEFT_VARIANTS[variant]:
+            if isinstance(PEFT_VARIANTS[variant], str):
                 unmodelled.append(PEFT_VARIANTS[variant])
+            else:
+                training |= PEFT_VARIANTS[variant]
         elif method.startswith("IA3"):
             unmodelled.append("IA3 adapters (finetune=ia3)")
         elif not method.startswith("full fine-tuning"):

@@ -14,7 +14,7 @@ GB = 10**9
 TB = 10**12
 GiB = 2**30
 MISSING = "—"  # what a page shows for a figure it does not have
-WHOLE_DOLLAR, CENT = Decimal("1"), Decimal("0.01")
+CENT = Decimal("0.01")
 
 
 def gb(n_bytes: float) -> str:
@@ -56,10 +56,12 @@ def usd(value) -> str:
 def usd_approx(value) -> str:
     """An estimate of what a job costs: whole dollars from $1,000 up, cents below, rounded half up
     as money is (portal.catalog.pricing): Decimal("1002.50") → "$1,003"."""
-    cents = Decimal(str(value)).quantize(CENT, rounding=ROUND_HALF_UP)
-    if abs(cents) >= 1000:
-        return f"${Decimal(str(value)).quantize(WHOLE_DOLLAR, rounding=ROUND_HALF_UP):,}"
-    return f"${cents:,}"
+    amount = Decimal(str(value))
+    if not amount.is_finite():
+        return MISSING
+    if abs(amount) < 1000 and abs(cents := amount.quantize(CENT, rounding=ROUND_HALF_UP)) < 1000:
+        return f"${cents:,}"
+    return f"${int(amount.to_integral_value(rounding=ROUND_HALF_UP)):,}"
 
 
 def usd_compact(value: float) -> str:

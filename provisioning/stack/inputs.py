@@ -39,7 +39,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from portal.catalog.models import StackOption
+from portal.sizing.catalog_data import catalog_from_seed
 from portal.sizing.estimator.config import (
     ATTENTION,
     CHECKPOINTING_POLICIES,
@@ -384,13 +384,11 @@ def check_stack_runs(stack, training: TrainingSettings) -> None:
                          f"again")
 
 
-def _default_stack() -> StackOption:
-    """What an order that names no stack runs: the catalog's ddp stack, as the operator keeps it."""
-    stack = StackOption.objects.filter(kind="strategy", slug="ddp").first()
-    if stack is None:
-        raise ValueError("this order names no training stack and the catalog has no 'ddp' stack to run"
-                         " it: choose a stack for the order (the configurator names one)")
-    return stack
+def _default_stack():
+    """What an order that names no stack runs: DDP as the seed declares it, as it installs it
+    (packages.FALLBACK_PACKAGES); this module reads no database (bench/stack_gpu.py renders
+    without Django)."""
+    return next(s for s in catalog_from_seed().stack if s.slug == "ddp")
 
 
 def stack_inputs(*, order, node, nodes, facts: NodeFacts | None = None) -> StackInputs:

@@ -22,6 +22,11 @@ def test_an_estimated_cost_rounds_half_up_like_money(value, shown):
     assert usd_approx(value) == shown
 
 
+def test_any_size_or_a_missing_figure_reads_without_an_error():
+    assert usd_approx(Decimal("1e30")) == "$1,000,000,000,000,000,000,000,000,000,000"
+    assert usd_approx(float("inf")) == usd_approx(float("nan")) == "—"
+
+
 def test_below_a_thousand_it_agrees_with_the_money_module_to_the_cent():
     for amount in (Decimal("0.005"), Decimal("2.675"), Decimal("999.994")):
         assert usd_approx(amount) == f"${money(amount):,}"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import torch
 import transformers
 
@@ -125,10 +128,12 @@ def storage_bytes(tensors) -> int:
 
 
 def saved_for_backward(model, batch: int, seq: int, autocast: bool = False,
-                       vocab: int = VOCAB) -> tuple[int, int]:
+                       vocab: int = VOCAB, alive_only: bool = False) -> tuple[int, int]:
     """Bytes saved for backward by one forward pass with the loss: (activations,
     autocast half copies of parameters). Storages deduplicated, parameters excluded; autocast
-    follows CUDA's cast lists (CudaAutocastRules)."""
+    follows CUDA's cast lists (CudaAutocastRules). ``alive_only``: what is still saved when the
+    forward returns, not what a graph no gradient flows through saved and dropped on the way
+    (DoRA's BA through its adapter: dora.py get_lora_weight)."""
     g = torch.Generator().manual_seed(1)
     ids = torch.randint(0, vocab, (batch, seq), generator=g)
     labels = ids.clone()
@@ -139,6 +144,7 @@ def saved_for_backward(model, batch: int, seq: int, autocast: bool = False,
         half_params.setdefault(tuple(p.shape), []).append(p)
     seen: dict[int, int] = {}
     casts: dict[int, int] = {}
+    packed: list[tuple[weakref.ref, bool]] = []
 
     def is_param_cast(t) -> bool:
         if not autocast or t.dtype != torch.bfloat16:
@@ -155,13 +161,19 @@ def saved_for_backward(model, batch: int, seq: int, autocast: bool = False,
     def pack(t):
         st = t.untyped_storage()
         ptr = st.data_ptr()
-        if ptr not in param_ptrs and ptr not in seen and ptr not in casts:
+        if alive_only and ptr not in param_ptrs:
+            packed.append((weakref.ref(t), is_param_cast(t.detach())))
+        elif ptr not in param_ptrs and ptr not in seen and ptr not in casts:
             (casts if is_param_cast(t.detach()) else seen)[ptr] = st.nbytes()
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), CudaAutocastRules():
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
             out = model(input_ids=ids, labels=labels)
+    gc.collect()
+    for ref, is_cast in packed:  # alive_only: the storages the graph from the loss still holds
+        if (t := ref()) is not None:
+            (casts if is_cast else seen)[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
     del out
     return sum(seen.values()), sum(casts.values())
 

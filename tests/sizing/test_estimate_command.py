@@ -131,6 +131,17 @@ def test_lora_dropout_adds_each_adapters_dropped_copy():
         _run(*lora, "--lora-dropout", "1.5")
 
 
+def test_dora_keeps_each_adapted_linears_outputs_and_is_named():
+    lora = [*FLAGS, "--finetune", "lora", "--lora-targets", "q_proj,v_proj", "--json"]
+    plain = json.loads(_run(*lora))
+    dora = json.loads(_run(*lora, "--dora"))
+    assert dora["per_gpu_bytes"]["activations"] > plain["per_gpu_bytes"]["activations"]
+    assert dora["params"]["trainable"] > plain["params"]["trainable"]  # the magnitude vectors
+    assert "finetune=lora r=16 DoRA" in dora["represents"]
+    with pytest.raises(CommandError, match="use_dora is PEFT's DoRA on LoRA adapters"):
+        _run(*FLAGS, "--finetune", "qlora", "--dora", "--json")
+
+
 def test_a_paged_optimizers_states_outside_the_allocator_are_shown():
     """bitsandbytes pages the states of tensors of 1e5 elements or more (LoRA r=32 on q_proj of
     Llama 2 7B: 131,072): the JSON and the table say how much of the total lies outside

@@ -68,9 +68,13 @@ def test_a_llama_config_with_soft_cap_keys_is_llama_its_code_ignores_them():
 
 def test_sdpa_is_refused_and_the_recommender_plans_the_eager_attention_transformers_runs():
     model = get_preset("gemma-2-2b")
-    with pytest.raises(ValueError, match="no SDPA path for soft-capped attention scores"):
+    with pytest.raises(ValueError, match="no SDPA path for Gemma 2"):
         estimate(model, replace(EAGER, attention="sdpa"))
     assert attention_for(model, "sdpa") == "eager"
+    uncapped = model_from_hf_config({**GEMMA2_9B, "attn_logit_softcapping": None}, name="g")  # still Gemma 2
+    with pytest.raises(ValueError, match="no SDPA path for Gemma 2"):
+        estimate(uncapped, replace(EAGER, attention="sdpa"))
+    assert attention_for(uncapped, "sdpa") == "eager"
     assert attention_for(model, "flash") == "flash"
     assert attention_for(get_preset("gemma-3-1b"), "sdpa") == "sdpa"
     work = Workload(model="gemma-2-2b", finetune="lora", dataset_tokens=10**8, seq_len=4096,

@@ -56,23 +56,13 @@ def test_lora_saves_less_than_full_finetuning_and_full_recompute_keeps_layer_inp
 
 
 def _lora_saved_bytes_match(family: str, mode: str, targets: tuple[str, ...], ckpt: str,
-                            attention: str = "sdpa", **extra) -> None:
+                            attention: str = "sdpa", dora: bool = False, **extra) -> None:
     torch = pytest.importorskip("torch")
     pytest.importorskip("transformers")
     from torch import nn
 
     from .measure import build, hf_config, saved_for_backward, spec_of
-
-    class LoraLinear(nn.Module):  # peft/tuners/lora/layer.py Linear.forward, one adapter
-        def __init__(self, base: nn.Linear, r: int):
-            super().__init__()
-            self.base_layer = base
-            self.lora_A = nn.Linear(base.in_features, r, bias=False, dtype=base.weight.dtype)
-            self.lora_B = nn.Linear(r, base.out_features, bias=False, dtype=base.weight.dtype)
-            self.scaling = 2.0
-
-        def forward(self, x):
-            return self.base_layer(x) + self.lora_B(self.lora_A(x)) * self.scaling
+    from .peft_replica import DoraLinear, LoraLinear
 
     precision, dtype, autocast = {
         "fp32": ("fp32", torch.float32, False),
@@ -89,8 +79,9 @@ def _lora_saved_bytes_match(family: str, mode: str, targets: tuple[str, ...], ck
     for module in list(model.modules()):
         for name, child in list(module.named_children()):
             if isinstance(child, nn.Linear) and name in targets:
-                setattr(module, name, LoraLinear(child, 4))
-    measured, weight_casts = saved_for_backward(model, 2, 40, autocast=autocast)
+                setattr(module, name, (DoraLinear if dora else LoraLinear)(child, 4))
+    # DoRA runs BA through its adapter on the way (no gradient flows there): what stays saved counts
+    measured, weight_casts = saved_for_backward(model, 2, 40, autocast=autocast, alive_only=dora)
     est = estimate(
         spec_of(cfg),
         TrainingConfig(
@@ -102,6 +93,7 @@ def _lora_saved_bytes_match(family: str, mode: str, targets: tuple[str, ...], ck
             finetune="lora",
             lora_rank=4,
             lora_targets=targets,
+            use_dora=dora,
         ),
     )
     assert est.per_gpu.activations + est.per_gpu.logits_and_loss == pytest.approx(measured, rel=0.005)
@@ -129,13 +121,26 @@ def test_saved_bytes_match_peft_style_lora_on_hf_llama(mode, targets, ckpt):
 @pytest.mark.parametrize("mode", ["fp32", "bf16-model", "autocast"])
 @pytest.mark.parametrize("targets", [("q_proj",), ("k_proj",), ("v_proj",), ("q_proj", "v_proj"),
                                      ("k_proj", "down_proj"), ("o_proj",), ALL])
-@pytest.mark.parametrize("ckpt", ["none", "full"])
 @pytest.mark.parametrize("kv_heads", [1, 2])
-def test_saved_bytes_match_peft_style_lora_on_hf_llamas_eager_attention(mode, targets, ckpt, kv_heads):
+def test_saved_bytes_match_peft_style_lora_on_hf_llamas_eager_attention(mode, targets, kv_heads):
     """The first layer's eager attention keeps each matmul factor only for the other's gradient:
     with q, k or v adapted alone there, the rest of q, the repeated k and v, the scores' softmax
-    and the half probabilities are kept only where a gradient needs them (over by 1 to 7 % before)."""
-    _lora_saved_bytes_match("llama", mode, targets, ckpt, attention="eager", kv_heads=kv_heads)
+    and the half probabilities are kept only where a gradient needs them (over by 1 to 7 % before).
+    Without recompute: under it the first layer keeps its input only, as any layer."""
+    _lora_saved_bytes_match("llama", mode, targets, "none", attention="eager", kv_heads=kv_heads)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("mode", ["fp32", "bf16-model", "autocast"])
+@pytest.mark.parametrize("family, targets", [("llama", ("q_proj", "v_proj")), ("llama", ("o_proj",)),
+                                             ("llama", MLP), ("llama", ALL), ("gemma2", ALL)])
+@pytest.mark.parametrize("ckpt", ["none", "full"])
+def test_saved_bytes_match_peft_style_dora(family, mode, targets, ckpt):
+    """DoRA (use_dora) keeps each adapted linear's base output and its adapter's output for the
+    magnitude's gradient, in every layer, and three vectors of its width (the first layer's third
+    where its input needs no gradient is left out: a vector)."""
+    _lora_saved_bytes_match(family, mode, targets, ckpt, attention="eager" if family == "gemma2" else "sdpa",
+                            dora=True)
 
 
 @pytest.mark.torch

@@ -161,7 +161,7 @@ def test_a_full_finetuning_plan_of_an_older_version_is_marked_older_and_keeps_it
     Hopper), version 9 the bytes of LoRA on the output head only, version 10 those of eager
     attention with one kv head at micro-batch 1 and of Qwen3's q/k norms only, version 11 those of
     sliding-window layers (Mistral, Phi-3) under SDPA only, version 12 those of Gemma 2 and of LoRA
-    plans (autocast weight casts, eager attention's first layer) only: a full
+    plans (autocast weight casts and o_proj's input copy, eager attention's first layer) only: a full
     fine-tuning plan of Llama 3.1 that version 2 to 11 sized reads as from an older model (its time
     may differ today) and still re-estimates to the bytes it stored, term by term."""
     assert ESTIMATOR_VERSION == 12

@@ -300,6 +300,8 @@ def layer_terms(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> dic
                 core["qkvo"] -= dt.act * T * m.q_dim  # the head-merged output: no linear keeps it
             if "o_proj" in adapted and pd > 0:
                 core["qkvo"] += _dropped_copy(dt) * T * m.q_dim
+            elif "o_proj" in adapted and o_proj_input_copied(m, tc, dt):
+                core["qkvo"] += 2 * T * m.q_dim
         # Gemma 3 norms the attention's and the MLP's outputs too: two more norms a layer
         norms = 4 if m.post_norms else 2
         replicated = norms * norm + inputs * T * h + smoke_rope_casts(m, tc, dt, s)
@@ -313,6 +315,7 @@ def layer_terms(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> dic
         core["qkvo"] += kept_shard
         if adapted is not None:  # each adapter's lora_A output, saved by lora_B
             replicated += len(adapted) * tc.lora_rank * dt.act * T
+        core["qkvo"] += dora_saved(m, tc, dt, T, adapted)
         mlp = _llama_mlp(m, tc, dt, T, adapted, fused)
     elif m.family == "gpt2":
         ln = (dt.residual * h + STATS_BYTES) * T
@@ -497,7 +500,7 @@ def frozen_prefix(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int, t: i
         unsaved -= dt.act * T * m.q_dim  # layer_terms already leaves the merged output out
     if "o_proj" in adapted:  # o_proj's adapter input (or its dropped copy) needs a gradient
         # its input is the kernel's output, kept; Phi-3's is a copy of it, counted apart
-        copied = phi3_head_merge_copy(m, tc, dt, T, adapted)
+        copied = phi3_head_merge_copy(m, tc, dt, T, adapted) or o_proj_input_copied(m, tc, dt)
         kept = 0 if tc.lora_dropout > 0 or copied else dt.act * T * m.q_dim
         return norm + (unsaved - kept) // t + masks * m.q_dim + sdpa_mask
     # the attention's output norm (Gemma 3) reads an output no adapter made: it keeps nothing either
@@ -533,50 +536,104 @@ def first_eager_attention_unsaved(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: i
     return unsaved
 
 
+def dora_saved(m: ModelSpec, tc: TrainingConfig, dt: Dt, T: int, adapted: frozenset[str] | None) -> int:
+    """PEFT's DoRA (use_dora), per layer: result + (mag / norm - 1) * base + mag / norm * lora * s
+    (tuners/lora/dora.py), so each adapted linear keeps its base output and its adapter's (lora_B's)
+    for the magnitude's gradient, in every layer, the first too (the magnitude always trains), and
+    three vectors of its width in the magnitude's dtype (the norm, mag / norm and mag / norm - 1;
+    the last not where the linear's input needs no gradient, left out: a vector)."""
+    if not tc.use_dora or adapted is None:
+        return 0
+    outs = sum(x.shape[0] for x in param_tensors(m) if x.group == "layer" and x.name in adapted)
+    magnitude = 4 if dt.autocast or dt.act == 4 else 2
+    return (2 * dt.act * T + 3 * magnitude) * outs
+
+
+def dora_weight_transient(m: ModelSpec, tc: TrainingConfig, dt: Dt, tp: int) -> int:
+    """DoRA works out its weight norm, ||W + s * BA|| per output feature, at every call: for the
+    widest adapted linear the identity it runs through the adapter (in x in, the adapters' dtype),
+    BA, and s * BA and W + s * BA in the input's dtype exist for a moment (dora.py get_lora_weight,
+    get_weight_norm; in the recomputed layer's backward under full recompute)."""
+    adapted = adapted_linears(m, tc) if tc.use_dora else None
+    if not adapted:
+        return 0
+    adapter = 4 if dt.autocast or dt.act == 4 else 2
+    x_bytes = 4 if dt.autocast else dt.act
+    return max(adapter * x.shape[1] ** 2 + (dt.act + 2 * x_bytes) * x.numel // tp
+               for x in param_tensors(m) if x.group == "layer" and x.name in adapted)
+
+
 def frozen_weight_casts(m: ModelSpec, tc: TrainingConfig, pc: ParallelConfig, layout: str,
                         shard_weights: bool) -> int:
     """Bytes of the half casts of weights a LoRA plan keeps under autocast (fp32 weights, half
     compute). Autocast caches the casts of leaf tensors that require a gradient only (the
     adapters': kept for the step, like a full fine-tune's whole cache); a frozen weight is cast at
     every call, and its matmul keeps the cast for its input's gradient wherever that input needs
-    one: every layer's frozen linears but those of the first layer before its first adapter
-    (first_layer_uncast), and the head. Under full recompute the checkpointed layers keep none in
-    forward; the recomputed one's come back in its backward (counted, as one layer's). QLoRA's
-    4-bit linears keep their packed codes (bitsandbytes), not a cast; sharded weights are
-    gathered in the compute dtype (no cast)."""
+    one: every layer's frozen linears but those of the first layer that read no gradient
+    (first_layer_without_gradient), and the head. DoRA with LoRA dropout computes each adapted
+    linear's base output again from the dropped input (dora.py): a second cast of its weight.
+    Routed experts cast none (transformers 5.24's grouped_mm casts the input to the weight's
+    dtype). Each micro-batch in flight on a pipeline stage keeps its own; under full recompute the
+    checkpointed layers keep none in forward and the recomputed one's come back in its backward
+    (counted, as one layer's). QLoRA's 4-bit linears keep their packed codes (bitsandbytes), not a
+    cast; sharded weights are gathered in the compute dtype (no cast)."""
     if layout != "autocast" or tc.finetune != "lora" or shard_weights:
         return 0
+    per_layer = _cast_per_layer(m, tc)
     layers = -(-m.num_layers // pc.pp)
-    head_adapter = tc.lora_rank * (m.hidden_size + m.vocab_size) if tc.adapts_head else 0
-    adapters = (mem.trainable_elems(m, tc) - head_adapter) / m.num_layers  # one layer's
-    layer = sum(x.total for x in param_tensors(m)
-                if x.group == "layer" and x.kind in ("linear", "router")) / m.num_layers + adapters
-    kept = layers
-    if tc.checkpointing == "full":  # the layers not checkpointed, and the one recomputed
-        kept = layers - -(-layers // tc.checkpoint_every) + 1
-    elems = kept * layer - (first_layer_uncast(m, tc) if kept == layers else 0)
-    elems += m.vocab_size * m.hidden_size + head_adapter
+    kept = layers - -(-layers // tc.checkpoint_every) if tc.checkpointing == "full" else layers
+    in_flight = min(pc.pp, pc.pp_microbatches or tc.grad_accum) if pc.pp > 1 else 1
+    without = first_layer_without_gradient(m, tc) if kept == layers else frozenset()
+    first_layer = sum(n for name, n in per_layer.items()
+                      if name.split(".")[0] in without and not name.endswith(".lora_B"))
+    layer = sum(per_layer.values())
+    recomputed = layer if tc.checkpointing == "full" else 0
+    first_stage = in_flight * (kept * layer - first_layer) + recomputed
+    head = m.vocab_size * m.hidden_size + sum(x.total for x in mem.trainable_tensors(m, tc)
+                                              if x.group == "head")
+    last_stage = kept * layer + recomputed + head
+    elems = first_stage + head if pc.pp == 1 else max(first_stage, last_stage)
     return int(2 * elems / pc.tp)
 
 
-def first_layer_uncast(m: ModelSpec, tc: TrainingConfig) -> int:
-    """Weight elements of the first layer whose input needs no gradient (nothing before its first
-    adapter does), so no cast of theirs is kept: q, k and v always (they read the frozen
-    embedding's norm), o_proj unless q, k or v is adapted there, the MLP's inputs unless the
-    attention's output needs one; and the lora_A (rank x in) of each adapter among them. Dense
-    llama family only (0 otherwise: an over-estimate)."""
+def _cast_per_layer(m: ModelSpec, tc: TrainingConfig) -> dict[str, int]:
+    """Elements of one layer's weights a cast of which its matmuls keep under autocast LoRA, by
+    name: the frozen linears and router, the adapters (cached), DoRA's second base cast."""
+    per_layer = {x.name: x.total // m.num_layers for x in param_tensors(m)
+                 if x.group == "layer" and x.kind in ("linear", "router") and not x.expert}
+    per_layer.update({x.name: x.total // m.num_layers for x in mem.trainable_tensors(m, tc)
+                      if x.group == "layer" and x.kind == "linear" and not x.expert})
+    if tc.use_dora and tc.lora_dropout > 0:
+        adapted = adapted_linears(m, tc) or frozenset()
+        per_layer.update({name + ".dora_base": n for name, n in list(per_layer.items()) if name in adapted})
+    return per_layer
+
+
+def first_layer_without_gradient(m: ModelSpec, tc: TrainingConfig) -> frozenset[str]:
+    """The first layer's linears whose input needs no gradient (nothing before the first adapter
+    does), so their matmuls keep no cast of their weights, nor their adapters' lora_A: q, k and v
+    always (they read the frozen embedding's norm), o_proj unless q, k or v is adapted there, the
+    MLP's inputs unless the attention's output needs one. Dense llama family only (none
+    otherwise: an over-estimate)."""
     adapted = adapted_linears(m, tc)
-    if adapted is None or m.is_moe:
-        return 0
+    if adapted is None:
+        return frozenset()
     attention = bool(adapted & QKV_LINEARS)
     mlp = attention or "o_proj" in adapted
     down = mlp or bool(adapted & GATE_UP_LINEARS)
-    uncast = {"q_proj", "k_proj", "v_proj", "qkv_proj"}
-    uncast |= set() if attention else {"o_proj"}
-    uncast |= set() if mlp else {"gate_proj", "up_proj", "gate_up_proj"}
-    uncast |= set() if down else {"down_proj"}
-    return sum(x.numel + (tc.lora_rank * x.shape[1] if x.name in adapted else 0) for x in param_tensors(m)
-               if x.group == "layer" and x.kind == "linear" and x.name in uncast)
+    without = {"q_proj", "k_proj", "v_proj", "qkv_proj"}
+    without |= set() if attention else {"o_proj"}
+    without |= set() if mlp else {"gate_proj", "up_proj", "gate_up_proj"}
+    without |= set() if down else {"down_proj"}
+    return frozenset(without)
+
+
+def o_proj_input_copied(m: ModelSpec, tc: TrainingConfig, dt: Dt) -> bool:
+    """Under autocast PEFT casts the fused kernel's half output to its fp32 adapter
+    (``_cast_input_dtype``) and autocast casts that back to half: o_proj's lora_A keeps a copy of
+    its own, not the output the kernel keeps. (Eager's merged output and Phi-3's merge copy are
+    kept by nothing else: the copy takes their place.)"""
+    return dt.autocast and tc.attention != "eager" and not m.fused_projections and tc.lora_dropout == 0
 
 
 def first_mlp_unsaved(m: ModelSpec, tc: TrainingConfig, dt: Dt, T: int, adapted: frozenset[str],

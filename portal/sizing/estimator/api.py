@@ -54,8 +54,10 @@ DEFAULT_HOST = HostSpec()  # the node's CPU side when none is given (config.Host
 # more through eager kernels (compute.SOFTCAP_BYTES; times); selective-op recompute refuses Gemma's
 # norms, which its policy does not count (no stack renders it for them). It also counts the half
 # casts of frozen weights a LoRA plan keeps under autocast (activations.frozen_weight_casts; bytes
-# of LoRA plans in the autocast layout, the ddp stack's) and keeps in a LoRA plan's first eager
-# attention only what its adapters' gradients need (activations.first_eager_attention_unsaved).
+# of LoRA plans in the autocast layout, the ddp stack's) and o_proj's adapter's own copy of its
+# input there (PEFT casts it to the fp32 adapter: activations.o_proj_input_copied), keeps in a LoRA
+# plan's first eager attention only what its adapters' gradients need
+# (activations.first_eager_attention_unsaved), and sizes DoRA (use_dora, a new knob: dora_saved).
 ESTIMATOR_VERSION = 12
 
 
@@ -175,9 +177,12 @@ def validate(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfi
         raise ValueError("selective-op checkpointing is modelled for the dense llama family's own layer"
                          " (torchtitan's policy counts the aten.mm calls of Llama's seven linears), not"
                          " for experts, fused projections, q/k norms or Gemma's norms; use full or selective")
-    if model.softcap_scores and training.attention == "sdpa":
-        raise ValueError("transformers has no SDPA path for soft-capped attention scores (Gemma 2): it runs"
-                         " them in eager attention (its default for the model) or FlashAttention-2; use"
+    if training.use_dora and (model.family != "llama" or model.is_moe):
+        raise ValueError("use_dora (PEFT's DoRA) is modelled on the dense llama family's linears (Llama,"
+                         " Mistral, Qwen, Phi-3, Gemma), not on experts, GPT-2 or BERT")
+    if not model.runs_sdpa and training.attention == "sdpa":
+        raise ValueError("transformers has no SDPA path for Gemma 2 (its soft-capped attention scores): it"
+                         " runs it in eager attention (its default for the model) or FlashAttention-2; use"
                          " attention='eager' or 'flash'")
     if training.precision == "fp8" and training.finetune == "qlora":
         raise ValueError("qlora trains in bf16 on top of NF4 weights; use bf16-mixed")
@@ -196,9 +201,9 @@ def validate(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfi
 
 def attention_for(model: ModelSpec, attention: str) -> str:
     """The attention a Hugging Face model runs when asked for this one without naming its
-    implementation: transformers has no SDPA path for soft-capped scores (Gemma 2) and picks eager
-    for them instead; every other ask runs as asked."""
-    return "eager" if model.softcap_scores and attention == "sdpa" else attention
+    implementation: transformers has no SDPA path for Gemma 2 (ModelSpec.runs_sdpa) and picks eager
+    for it instead; every other ask runs as asked."""
+    return "eager" if not model.runs_sdpa and attention == "sdpa" else attention
 
 
 def _validate_lightning_nf4(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig) -> None:
@@ -339,7 +344,7 @@ def _training_knobs(training: TrainingConfig, parallel: ParallelConfig, layout: 
     if training.finetune != "full":
         out.append(f"finetune={training.finetune} r={training.lora_rank}"
                    + (f" lora_dropout={training.lora_dropout:g}" if training.lora_dropout else "")
-                   + (" +head" if training.adapts_head else ""))
+                   + (" DoRA" if training.use_dora else "") + (" +head" if training.adapts_head else ""))
     if training.finetune == "qlora":
         out.append(f"quant_storage={mem.nf4_storage(training, parallel)}")
         if not training.nf4_double_quant:
@@ -468,7 +473,7 @@ def estimate_memory(
         model, training.precision, training.mixed_layout, training.optimizer_kind, training.finetune,
         training.lora_rank, training.lora_targets, training.float8_all_gather, parallel,
         training.quant_storage if training.finetune == "qlora" else "auto",
-        training.nf4_double_quant or training.finetune != "qlora", training.nf4_quantizer)
+        training.nf4_double_quant or training.finetune != "qlora", training.nf4_quantizer, training.use_dora)
     if mem.accumulates_unsharded(training, parallel):
         grads = mem.unsharded_gradient_bytes(model, training, parallel, p)
     gathered += act.frozen_weight_casts(model, training, parallel, p.layout, p.shard_weights)
@@ -543,7 +548,8 @@ def _activations(model: ModelSpec, training: TrainingConfig, tp: int, sp: bool, 
     # a 4-bit base dequantises one weight at a time: a layer's during its (recomputed) backward,
     # the head's next to the logits (act.bnb_dequantised)
     layer_weight, head_weight = act.bnb_dequantised(model, training, tp)
-    backward = max(recompute + layer_weight, head_weight + act.logits_backward_transient(
+    backward = max(recompute + layer_weight + act.dora_weight_transient(model, training, dt, tp),
+                   head_weight + act.logits_backward_transient(
         model, b, s, tp, training.loss, training.loss_chunks, training.compile_loss, training.adapts_head,
         dt.act))
     if cp > 1:
@@ -556,7 +562,7 @@ def _activations(model: ModelSpec, training: TrainingConfig, tp: int, sp: bool, 
 def _model_states(model: ModelSpec, precision: str, mixed_layout: str | None, optimizer: str,
                   finetune: str, lora_rank: int, lora_targets: tuple[str, ...], float8_all_gather: bool,
                   parallel: ParallelConfig, quant_storage: str = "auto", nf4_double_quant: bool = True,
-                  nf4_quantizer: str = "transformers"):
+                  nf4_quantizer: str = "transformers", use_dora: bool = False):
     """Weights, gradients, optimizer states, gathered buffers, host RAM, parameter counts and
     checkpoint sizes: they depend on the model, the parallel layout and the training settings
     named here, not on the micro-batch, sequence length or checkpointing. Cached (per-model
@@ -564,7 +570,8 @@ def _model_states(model: ModelSpec, precision: str, mixed_layout: str | None, op
     training = TrainingConfig(precision=precision, mixed_layout=mixed_layout, optimizer=optimizer,
                               finetune=finetune, lora_rank=lora_rank, lora_targets=lora_targets,
                               float8_all_gather=float8_all_gather, quant_storage=quant_storage,
-                              nf4_double_quant=nf4_double_quant, nf4_quantizer=nf4_quantizer)
+                              nf4_double_quant=nf4_double_quant, nf4_quantizer=nf4_quantizer,
+                              use_dora=use_dora)
     p = mem.placement(training, parallel)
     weights = mem.weights_bytes(model, training, parallel, p)
     grads = mem.gradient_bytes(model, training, parallel, p)

@@ -27,9 +27,9 @@ def full_state_bytes(model: ModelSpec, training: TrainingConfig, p: Placement) -
 
 
 @lru_cache(maxsize=1024)
-def _full_state_bytes(model: ModelSpec, full: bool, targets: tuple[str, ...], rank: int, optimizer: str,
-                      weight_bytes: float, state_bytes: float, master_bytes: float) -> int:
+def _full_state_bytes(model: ModelSpec, full: bool, targets: tuple[str, ...], rank: int, dora: bool,
+                      optimizer: str, weight_bytes: float, state_bytes: float, master_bytes: float) -> int:
     total = 0.0
-    for t in _trainable(model, full, targets, rank):
+    for t in _trainable(model, full, targets, rank, dora):
         total += t.total * (weight_bytes + _optimizer_elem(t, optimizer, state_bytes, master_bytes))
     return int(total * arch_scale(model))

@@ -169,6 +169,7 @@ class TrainingConfig:
     lora_rank: int = 16
     lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
     lora_dropout: float = 0.0  # PEFT LoraConfig.lora_dropout: each adapter drops its own input copy
+    use_dora: bool = False  # PEFT LoraConfig.use_dora: DoRA's magnitude vectors and what they keep
     dropout: float | None = None  # None: the model's own dropout probability
     mfu: float | None = None  # None: the MFU model in compute.py
     checkpoint_every: int = 1  # full checkpointing on every N-th layer
@@ -187,6 +188,16 @@ class TrainingConfig:
     bnb_version: str = "current"  # QLoRA on bitsandbytes: which MatMul4Bit saves (BNB_VERSIONS)
     nf4_double_quant: bool = True  # QLoRA on bitsandbytes: the absmax quantised too (8-bit)
     nf4_quantizer: str = "transformers"  # QLoRA on bitsandbytes: who made the 4-bit linears
+
+    def _check_dora(self) -> None:
+        if not isinstance(self.use_dora, bool):
+            raise ValueError("use_dora must be true or false")
+        if self.use_dora and self.finetune != "lora":
+            raise ValueError("use_dora is PEFT's DoRA on LoRA adapters (finetune='lora'); on 4-bit"
+                             " weights (qlora) it dequantises each at every call, which is not modelled")
+        if self.use_dora and self.adapts_head:
+            raise ValueError("DoRA on the output head (lm_head in lora_targets) is not modelled: adapt the"
+                             " layers' linears")
 
     def __post_init__(self) -> None:
         _choice("precision", self.precision, PRECISIONS)
@@ -231,6 +242,7 @@ class TrainingConfig:
                                  " 'chunked' with lm_head in lora_targets")
         if not 0 <= self.lora_dropout < 1:
             raise ValueError(f"lora_dropout must be in [0, 1), got {self.lora_dropout}")
+        self._check_dora()
         if self.dropout is not None and not 0 <= self.dropout < 1:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
         if self.mfu is not None and not 0 < self.mfu <= 1:

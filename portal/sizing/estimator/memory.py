@@ -97,9 +97,11 @@ _SPLIT_NAMES = frozenset(name for split in FUSED_MODULES.values() for name in sp
 
 
 @lru_cache(maxsize=256)
-def _lora_tensors(model: ModelSpec, lora_targets: tuple[str, ...], r: int) -> tuple[Tensor, ...]:
+def _lora_tensors(model: ModelSpec, lora_targets: tuple[str, ...], r: int, dora: bool = False
+                  ) -> tuple[Tensor, ...]:
     """Per-model constant (cached on the frozen ModelSpec, targets and rank). An adapter on the
-    output head (LORA_HEAD) has the head's shape, whether the head is tied to the embedding or not."""
+    output head (LORA_HEAD) has the head's shape, whether the head is tied to the embedding or not.
+    DoRA (PEFT's use_dora) adds a magnitude vector, one element per output feature, to each."""
     if model.fused_projections and (split := sorted(set(lora_targets) & _SPLIT_NAMES)):
         raise ValueError(f"lora_targets {split} name part of a linear this model fuses: Phi-3 has one"
                          f" qkv_proj and one gate_up_proj (and o_proj, down_proj), and an adapter"
@@ -118,6 +120,8 @@ def _lora_tensors(model: ModelSpec, lora_targets: tuple[str, ...], r: int) -> tu
     for t in targets:
         out.append(Tensor(t.name + ".lora_A", (r, t.shape[1]), t.count, "linear", t.group, t.expert))
         out.append(Tensor(t.name + ".lora_B", (t.shape[0], r), t.count, "linear", t.group, t.expert))
+        if dora:
+            out.append(Tensor(t.name + ".lora_magnitude", (t.shape[0],), t.count, "norm", t.group, t.expert))
     return tuple(out)
 
 
@@ -160,26 +164,28 @@ def _sum_shares(tensors, model, tp, ep, pp, per_elem) -> float:
 # and GPUs sums each model's tensors once.
 
 
-def _trainable(model: ModelSpec, full: bool, targets: tuple[str, ...], rank: int) -> tuple[Tensor, ...]:
-    return param_tensors(model) if full else _lora_tensors(model, targets, rank)
+def _trainable(model: ModelSpec, full: bool, targets: tuple[str, ...], rank: int,
+               dora: bool) -> tuple[Tensor, ...]:
+    return param_tensors(model) if full else _lora_tensors(model, targets, rank, dora)
 
 
-def _trainable_key(training: TrainingConfig) -> tuple[bool, tuple[str, ...], int]:
+def _trainable_key(training: TrainingConfig) -> tuple[bool, tuple[str, ...], int, bool]:
     if training.finetune == "full":
-        return True, (), 0
-    return False, training.lora_targets, training.lora_rank
+        return True, (), 0, False
+    return False, training.lora_targets, training.lora_rank, training.use_dora
 
 
 @lru_cache(maxsize=4096)
-def _trainable_sum(model: ModelSpec, full: bool, targets: tuple[str, ...], rank: int, tp: int, ep: int,
-                   pp: int, elem_bytes: float) -> float:
-    return _sum_shares(_trainable(model, full, targets, rank), model, tp, ep, pp, lambda t: elem_bytes)
+def _trainable_sum(model: ModelSpec, full: bool, targets: tuple[str, ...], rank: int, dora: bool,
+                   tp: int, ep: int, pp: int, elem_bytes: float) -> float:
+    return _sum_shares(_trainable(model, full, targets, rank, dora), model, tp, ep, pp, lambda t: elem_bytes)
 
 
 @lru_cache(maxsize=4096)
-def _optimizer_sum(model: ModelSpec, full: bool, targets: tuple[str, ...], rank: int, tp: int, ep: int,
-                   pp: int, optimizer: str, state_bytes: float, master_bytes: float) -> float:
-    return _sum_shares(_trainable(model, full, targets, rank), model, tp, ep, pp,
+def _optimizer_sum(model: ModelSpec, full: bool, targets: tuple[str, ...], rank: int, dora: bool,
+                   tp: int, ep: int, pp: int, optimizer: str, state_bytes: float,
+                   master_bytes: float) -> float:
+    return _sum_shares(_trainable(model, full, targets, rank, dora), model, tp, ep, pp,
                        lambda t: _optimizer_elem(t, optimizer, state_bytes, master_bytes))
 
 
@@ -225,11 +231,11 @@ def trainable_local_elems(model: ModelSpec, training: TrainingConfig, parallel: 
 
 
 @lru_cache(maxsize=4096)
-def _trainable_local(model: ModelSpec, full: bool, targets: tuple[str, ...], rank: int, tp: int, ep: int,
-                     pp: int) -> float:
+def _trainable_local(model: ModelSpec, full: bool, targets: tuple[str, ...], rank: int, dora: bool,
+                     tp: int, ep: int, pp: int) -> float:
     outside, inside = _shares(model, tp, ep, pp)
     return sum(t.total * (inside if t.group == "layer" else outside)[t.expert]
-               for t in _trainable(model, full, targets, rank))
+               for t in _trainable(model, full, targets, rank, dora))
 
 
 @lru_cache(maxsize=4096)
@@ -498,8 +504,8 @@ def trainable_elems(model: ModelSpec, training: TrainingConfig) -> int:
 
 
 @lru_cache(maxsize=1024)
-def _trainable_elems(model: ModelSpec, full: bool, targets: tuple[str, ...], rank: int) -> int:
-    return sum(t.total for t in _trainable(model, full, targets, rank))
+def _trainable_elems(model: ModelSpec, full: bool, targets: tuple[str, ...], rank: int, dora: bool) -> int:
+    return sum(t.total for t in _trainable(model, full, targets, rank, dora))
 
 
 def gathered_bytes(model, training, parallel, p: Placement, layer_params: int,

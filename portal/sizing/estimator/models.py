@@ -32,6 +32,9 @@ UNIT_OFFSET_NORM_TYPES = ("gemma", "gemma2", "gemma3_text")
 POST_NORM_TYPES = ("gemma2", "gemma3_text")
 SHARED_ROPE_TYPES = ("gemma2",)
 SOFTCAP_TYPES = ("gemma2",)
+# The model types transformers 5.24 gives no SDPA path, whatever their config says
+# (Gemma2PreTrainedModel._supports_sdpa = False): it runs them eager unless told flash
+NO_SDPA_TYPES = ("gemma2",)
 # The model_type of a model known only by its family (model_from_params: no config.json).
 FAMILY_MODEL_TYPES = {"llama": "llama", "gpt2": "gpt2", "bert": "bert"}
 INT_FIELDS = ("vocab_size", "hidden_size", "num_layers", "num_heads", "intermediate_size", "num_kv_heads",
@@ -216,6 +219,12 @@ class ModelSpec:
     @property
     def is_moe(self) -> bool:
         return self.num_experts > 0
+
+    @property
+    def runs_sdpa(self) -> bool:
+        """Whether transformers runs this model's attention in SDPA when asked (not Gemma 2's, nor
+        soft-capped scores)."""
+        return not self.softcap_scores and self.model_type not in NO_SDPA_TYPES
 
     @property
     def llama_layer(self) -> bool:

@@ -5,7 +5,8 @@
 # exported first; an order without one never reads that file. Rank 0's report.json is printed as
 # ONE line "TRAINYARD_ACCEPTANCE_REPORT <json>" in one write, once the launcher has exited.
 # The exit status is not the verdict: the step reads the marker lines.
-# Header: TRAINYARD_ACCEPTANCE_DIR (the job's directory under the root), TRAINYARD_ACCEPTANCE_PREFIX, TRAINYARD_ACCEPTANCE_STEPS, TRAINYARD_ACCEPTANCE_BUCKET
+# Header: TRAINYARD_ACCEPTANCE_DIR (the job's directory under the root),
+# TRAINYARD_ACCEPTANCE_PREFIX, TRAINYARD_ACCEPTANCE_STEPS, TRAINYARD_ACCEPTANCE_BUCKET
 # (1: ordered), TRAINYARD_TRAIN_SMOKE and TRAINYARD_SYNC_TOOL (the files' text),
 # TRAINYARD_PRINT_REPORT (Python), TRAINYARD_JOB_MARKER, TRAINYARD_STACK_MISSING_STATUS.
 # Environment: TRAINYARD_NODE, TRAINYARD_NODE_RANK; TRAINYARD_ROOT (tests: a scratch root).

@@ -116,6 +116,7 @@ class Command(BaseCommand):
             checkpointing=o["checkpointing"], attention=o["attention"], finetune=o["finetune"],
             lora_rank=o["lora_rank"],
             lora_targets=tuple(x for x in o["lora_targets"].split(",") if x), lora_dropout=o["lora_dropout"],
+            use_dora=o["use_dora"],
             compile=o["compile"], compile_loss=o["compile_loss"], loss=o["loss"],
             float8_recipe=o["float8_recipe"], float8_all_gather=o["float8_all_gather"],
             optimizer_impl=o["optimizer_impl"], quant_storage=o["quant_storage"],
@@ -216,6 +217,9 @@ def _training_arguments(parser) -> None:
                              " lm_head adds an adapter on the output head")
     parser.add_argument("--lora-dropout", type=float, default=0.0,
                         help="PEFT's lora_dropout: each adapter keeps its own dropped input copy")
+    parser.add_argument("--dora", dest="use_dora", action="store_true",
+                        help="PEFT's use_dora: a magnitude vector per adapted linear, which keeps its base"
+                             " and adapter outputs for backward")
     parser.add_argument("--quant-storage", choices=QUANT_STORAGES, default="auto",
                         help="QLoRA: bnb_4bit_quant_storage (a half type lets FSDP/ZeRO-3 shard the 4-bit"
                              " weights; auto: the half type under weight sharding), or torchao-nf4")

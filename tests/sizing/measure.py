@@ -170,7 +170,8 @@ def saved_for_backward(model, batch: int, seq: int, autocast: bool = False,
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), CudaAutocastRules():
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
             out = model(input_ids=ids, labels=labels)
-    gc.collect()
+    if alive_only:
+        gc.collect()
     for ref, is_cast in packed:  # alive_only: the storages the graph from the loss still holds
         if (t := ref()) is not None:
             (casts if is_cast else seen)[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()

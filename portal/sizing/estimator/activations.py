@@ -63,6 +63,12 @@ class Dt:
     autocast: bool  # linear inputs are cast per consumer
     half_model: bool
 
+    @property
+    def param(self) -> int:
+        """Bytes of an element in the model's own dtype (its weights, the adapters'; fp32 under
+        autocast)."""
+        return 2 if self.half_model else 4
+
 
 DT_FP32 = Dt(4, 4, 4, False, False)
 DT_AUTOCAST = Dt(2, 4, 4, True, False)
@@ -326,7 +332,7 @@ def layer_terms(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> dic
         if p > 0:
             replicated += 2 * DROPOUT_MASK_BYTES * T * h
     else:  # bert (post-LN)
-        ln_in = 2 if dt.half_model else 4
+        ln_in = dt.param
         replicated = (_lin_in(dt, 3) + _lin_in(dt, 1)) * T * h
         replicated += 2 * (ln_in * h + STATS_BYTES) * T
         mlp = 2 * dt.act * T * inter
@@ -545,8 +551,7 @@ def dora_saved(m: ModelSpec, tc: TrainingConfig, dt: Dt, T: int, adapted: frozen
     if not tc.use_dora or adapted is None:
         return 0
     outs = sum(x.shape[0] for x in param_tensors(m) if x.group == "layer" and x.name in adapted)
-    magnitude = 4 if dt.autocast or dt.act == 4 else 2
-    return (2 * dt.act * T + 3 * magnitude) * outs
+    return (2 * dt.act * T + 3 * dt.param) * outs
 
 
 def dora_weight_transient(m: ModelSpec, tc: TrainingConfig, dt: Dt, tp: int) -> int:
@@ -557,12 +562,12 @@ def dora_weight_transient(m: ModelSpec, tc: TrainingConfig, dt: Dt, tp: int) -> 
     adapted = adapted_linears(m, tc) if tc.use_dora else None
     if not adapted:
         return 0
-    adapter = 4 if dt.autocast or dt.act == 4 else 2
-    x_bytes = 4 if dt.autocast else dt.act
-    return max(adapter * x.shape[1] ** 2 + (dt.act + 2 * x_bytes) * x.numel // tp
+    # the identity and the weight sums in the adapter's dtype (PEFT casts the input to it)
+    return max(dt.param * x.shape[1] ** 2 + (dt.act + 2 * dt.param) * x.numel // tp
                for x in param_tensors(m) if x.group == "layer" and x.name in adapted)
 
 
+@lru_cache(maxsize=8192)  # on the estimate's hot path: per setup, as _activations
 def frozen_weight_casts(m: ModelSpec, tc: TrainingConfig, pc: ParallelConfig, layout: str,
                         shard_weights: bool) -> int:
     """Bytes of the half casts of weights a LoRA plan keeps under autocast (fp32 weights, half
@@ -663,7 +668,7 @@ def _merged_output_kept(adapted: frozenset[str], lora_dropout: float) -> bool:
 def checkpointed_layer_input(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> int:
     """Full recompute keeps only each layer's input."""
     if m.family == "bert":
-        return (2 if dt.half_model else 4) * b * s * m.hidden_size
+        return dt.param * b * s * m.hidden_size
     return dt.residual * b * s * m.hidden_size
 
 
@@ -674,7 +679,7 @@ def outside_layers(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> 
     ids = INDEX_BYTES * T
     if m.family == "llama":
         # cos and sin, saved by the rotary multiply (inside the layers: gone with full recompute)
-        rope = 0 if tc.checkpointing == "full" else 2 * s * m.head_dim * (2 if dt.half_model else 4)
+        rope = 0 if tc.checkpointing == "full" else 2 * s * m.head_dim * dt.param
         rope *= rope_tables(m)
         if m.implementation == "trainyard-smoke":  # its tables are buffers, cast per layer
             rope = smoke_rope_tables(m, tc, dt, s)
@@ -686,7 +691,7 @@ def outside_layers(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> 
         if tc.attention == "eager" and tc.checkpointing == "full":
             emb += dt.residual * b * s * s  # the causal mask, expanded to the batch, input of every block
         return emb + (dt.residual * h + STATS_BYTES) * T + _lin_in(dt, 1) * T * h
-    ln_in = 2 if dt.half_model else 4
+    ln_in = dt.param
     emb = 2 * ids + INDEX_BYTES * m.max_position_embeddings + (ln_in * h + STATS_BYTES) * T
     if p > 0:
         emb += DROPOUT_MASK_BYTES * T * h

@@ -177,7 +177,7 @@ def validate(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfi
         raise ValueError("selective-op checkpointing is modelled for the dense llama family's own layer"
                          " (torchtitan's policy counts the aten.mm calls of Llama's seven linears), not"
                          " for experts, fused projections, q/k norms or Gemma's norms; use full or selective")
-    if training.use_dora and (model.family != "llama" or model.is_moe):
+    if training.use_dora and act.adapted_linears(model, training) is None:  # what dora_saved counts
         raise ValueError("use_dora (PEFT's DoRA) is modelled on the dense llama family's linears (Llama,"
                          " Mistral, Qwen, Phi-3, Gemma), not on experts, GPT-2 or BERT")
     if not model.runs_sdpa and training.attention == "sdpa":
@@ -844,7 +844,7 @@ def clear_caches() -> None:
                    cmp._utilisation, cmp._fp8_time_factor, cmp._link_rates, cmp._call_latencies,
                    cmp._latency_seconds, cmp._narrowing,
                    mem._lora_tensors, mem._trainable_sum, mem._optimizer_sum, mem._frozen_sum,
-                   act._llama_adapted,
+                   act._llama_adapted, act.frozen_weight_casts,
                    mem._trainable_local, mem.linear_param_elems, mem.root_param_elems, mem._trainable_elems,
                    mem._all_local, mem.layer_linear_elems,
                    param_tensors, count_params, arch_scale, layer_params):

@@ -28,9 +28,11 @@ SHAPE_DEFAULTS = {
                     "head_dim": 256, "max_position_embeddings": 131_072},
 }
 # The types whose layer_types mix sliding and full layers: (their name, their config class's
-# sliding_window, and every how many layers one attends fully where config.json gives no
-# layer_types: Gemma 2 alternates, Gemma 3 reads sliding_window_pattern)
-LAYER_TYPE_SLIDING = {"gemma2": ("Gemma 2", 4096, 2), "gemma3_text": ("Gemma 3", 4096, 6)}
+# sliding_window, and where config.json gives no layer_types, the key that says every how many
+# layers one attends fully and its default: Gemma 2 alternates, Gemma 3 reads
+# sliding_window_pattern)
+LAYER_TYPE_SLIDING = {"gemma2": ("Gemma 2", 4096, None, 2),
+                      "gemma3_text": ("Gemma 3", 4096, "sliding_window_pattern", 6)}
 # The types whose config class reads soft-caps (other types' code ignores the keys), and its caps where
 # config.json leaves a key out (None: no cap): Gemma 2 caps by default; a Gemma 3 cap is refused
 SOFTCAP_KEYS = ("attn_logit_softcapping", "final_logit_softcapping")
@@ -177,7 +179,7 @@ def _layer_type_sliding(cfg: dict[str, Any], layers: int, model_type: str) -> tu
     ``layer_types`` where given, else every layer but each n-th (Gemma 2: every other one; Gemma 3:
     each ``sliding_window_pattern``-th, 6). What they would compute otherwise is refused: no
     window (transformers builds the sliding mask regardless), a first layer that attends fully."""
-    model, default_window, default_pattern = LAYER_TYPE_SLIDING[model_type]
+    model, default_window, pattern_key, default_pattern = LAYER_TYPE_SLIDING[model_type]
     window = cfg.get("sliding_window", default_window)
     if window is None:
         raise ValueError(f"a {model} config needs a sliding_window (transformers builds its sliding"
@@ -193,8 +195,7 @@ def _layer_type_sliding(cfg: dict[str, Any], layers: int, model_type: str) -> tu
                              f" estimator sizes ({model}'s own start with sliding layers)")
         sliding = types.count("sliding_attention")
         return (window, sliding) if sliding else (0, 0)
-    pattern = cfg.get("sliding_window_pattern", default_pattern) if model_type == "gemma3_text" \
-        else default_pattern
+    pattern = cfg.get(pattern_key, default_pattern) if pattern_key else default_pattern
     if isinstance(pattern, bool) or not isinstance(pattern, int) or pattern < 1:
         raise ValueError(f"sliding_window_pattern must be a whole number >= 1, got {pattern!r}")
     sliding = layers - layers // pattern

@@ -94,7 +94,7 @@ def recommend(workload: Workload, goal: Goal, catalog: CatalogData,
 def _recommend(workload: Workload, goal: Goal, catalog: CatalogData, options: SearchOptions,
                exhaustive: bool) -> Recommendation:
     model = resolve_model(workload.model)
-    # the plan says the attention its stack's transformers runs (eager for Gemma 2's soft-capped scores)
+    # the plan says the attention its stack's transformers runs (eager for Gemma 2: no SDPA path)
     workload = replace(workload, attention=attention_for(model, workload.attention))
     full_state, model_only = _probe(model, workload, catalog)
 

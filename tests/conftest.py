@@ -168,6 +168,9 @@ def browser():
 # How long a page may take to answer: generous, because the live server shares 2 cores with
 # test processes that train models (the wizard's plans took over 15 s once under that load).
 PAGE_TIMEOUT_MS = 45_000
+# How long a page may wait for a whole pipeline to finish: its acceptance step trains for real
+# (DDP, then FSDP2, on CPU) on those same 2 cores, which took over 60 s once under CI's load.
+PIPELINE_TIMEOUT_MS = 240_000
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from portal.accounts.models import User
 from tests.browser_login import log_in
-from tests.conftest import PAGE_TIMEOUT_MS
+from tests.conftest import PAGE_TIMEOUT_MS, PIPELINE_TIMEOUT_MS
 from tests.factories import H100_SKU, OrganisationFactory, make_node, make_quote, member_of, staff
 
 
@@ -59,7 +59,7 @@ def test_order_approve_and_watch_it_come_up(live_server, page, catalog, require_
     page.goto(f"{base}/orders/{reference}/")
     expect(page.get_by_role("progressbar")).to_be_visible()
     expect(page.get_by_text("updates live")).to_be_visible()  # still working: htmx polls
-    expect(page.locator("#order-state")).to_have_text("Active", timeout=60_000)
+    expect(page.locator("#order-state")).to_have_text("Active", timeout=PIPELINE_TIMEOUT_MS)
     expect(page.get_by_role("progressbar")).to_have_attribute("aria-valuenow", "100")
     expect(page.get_by_text("All steps finished.")).to_be_visible()
     page.get_by_role("link", name="Open server page").click()

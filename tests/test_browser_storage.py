@@ -13,6 +13,7 @@ from portal.accounts.models import User
 from portal.core.management.commands.devserver import embedded_s3_env
 from provisioning.storage.models import Credential
 from tests.browser_login import log_in
+from tests.conftest import PIPELINE_TIMEOUT_MS
 from tests.factories import OrganisationFactory, make_node, member_of, staff
 
 SHOTS = Path("/tmp/shots")
@@ -87,7 +88,7 @@ def test_wizard_to_an_active_server_with_a_bucket_and_its_key_revealed_once(
         staff_context.close()
 
     page.goto(f"{base}/orders/{reference}/")
-    expect(page.locator("#order-state")).to_have_text("Active", timeout=90_000)
+    expect(page.locator("#order-state")).to_have_text("Active", timeout=PIPELINE_TIMEOUT_MS)
     page.get_by_role("link", name="Open server page").click()
     cred = Credential.objects.get(bucket__order__reference=reference, active=True)
     card = page.locator("#storage")

@@ -352,6 +352,26 @@ def peft_rows(case: dict) -> list[Row]:
     return rows
 
 
+def peft_time_rows(case: dict) -> list[Row]:
+    """LoRA and DoRA on the same data: tokens/s of the training steps, samples at their mean
+    length (a batch pads to its longest sample, so more tokens run than the run counts)."""
+    model = model_from_hf_config(LLAMA_32_3B, name="llama-3.2-3b")
+    rows = []
+    for method, tokens, samples, seconds in case["published"]["rows"]:
+        lora = PEFT_LORA.fullmatch(method)
+        if lora is None or lora["variant"] not in (None, "DoRA"):
+            rows.append(unconfigured(case["id"], method, f"no configuration for {method!r}"))
+            continue
+        targets = tuple(PEFT_TARGETS[t] for t in lora["targets"].split(","))
+        training = {"precision": "bf16", "micro_batch": 4, "seq_len": round(tokens / samples),
+                    "attention": "sdpa", "checkpointing": "none", "finetune": "lora",
+                    "lora_rank": int(lora["rank"]), "lora_targets": targets, **PEFT_VARIANTS[lora["variant"]]}
+        rows.append(Row(case["id"], method, model, training, {}, L40S, SINGLE,
+                        tokens_per_gpu=tokens / seconds, split=case.get("split", "held-out"),
+                        assumed="samples at their mean length, batches of 4 without padding"))
+    return rows
+
+
 # --- Extra cases (bench/published_cases_extra.json) ---------------------------------------------
 
 H200_SXM = GPUSpec("H200 SXM", 141 * 10**9, 989.4, 1979, 67, 4800)
@@ -815,6 +835,7 @@ BUILDERS = {
     "peft_docs_llama2_70b_fsdp_deepspeed": peft_70b_rows,
     "llm_foundry_mpt_throughput_readme": foundry_rows,
     "peft_metamathqa_llama3.2_3B_variants": peft_rows,
+    "peft_metamathqa_llama3.2_3B_step_times": peft_time_rows,
     "philschmid_fsdp_qlora_llama3_70b": philschmid_qlora_rows,
     "litgpt_config_hub_finetune_a10g": litgpt_rows,
 }

@@ -7,6 +7,8 @@ import weakref
 
 import torch
 import transformers
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 from portal.sizing.estimator import ModelSpec, model_from_hf_config
 
@@ -269,3 +271,19 @@ def smoke_saved_for_backward(cfg, batch: int, mode: str, checkpointing: bool = F
         if own_group:
             dist.destroy_process_group()
     return sum(seen.values()), logits.untyped_storage().nbytes(), sum(casts.values())
+
+
+class MovedBytes(TorchDispatchMode):
+    """The bytes every eager kernel run inside it reads and writes, forward and backward: its
+    tensor inputs and outputs (views move none; _unsafe_view is one its schema does not flag)."""
+
+    def __init__(self):
+        super().__init__()
+        self.bytes = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if not (func.is_view or func is torch.ops.aten._unsafe_view.default):
+            self.bytes += sum(t.numel() * t.element_size() for t in tree_leaves((args, kwargs, out))
+                              if isinstance(t, torch.Tensor))
+        return out

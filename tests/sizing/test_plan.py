@@ -152,7 +152,7 @@ def test_a_qlora_plan_sized_by_the_older_model_is_marked_so_and_a_new_one_re_est
     assert plan_estimate(older).per_gpu.total == old["per_gpu_total_bytes"]  # today's model: auto = bf16
 
 
-@pytest.mark.parametrize("version", [2, 3, 4, 5, 6, 7, 8, 9, 10, 11])
+@pytest.mark.parametrize("version", [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12])
 def test_a_full_finetuning_plan_of_an_older_version_is_marked_older_and_keeps_its_bytes(catalog, version):
     """Version 3 (attention at its kernel's rate on Hopper) changes step times, not bytes; version
     4 changes LoRA/QLoRA activations only, version 5 QLoRA under parameter offload only, version 6
@@ -161,10 +161,11 @@ def test_a_full_finetuning_plan_of_an_older_version_is_marked_older_and_keeps_it
     Hopper), version 9 the bytes of LoRA on the output head only, version 10 those of eager
     attention with one kv head at micro-batch 1 and of Qwen3's q/k norms only, version 11 those of
     sliding-window layers (Mistral, Phi-3) under SDPA only, version 12 those of Gemma 2 and of LoRA
-    plans (autocast weight casts and o_proj's input copy, eager attention's first layer) only: a full
-    fine-tuning plan of Llama 3.1 that version 2 to 11 sized reads as from an older model (its time
-    may differ today) and still re-estimates to the bytes it stored, term by term."""
-    assert ESTIMATOR_VERSION == 12
+    plans (autocast weight casts and o_proj's input copy, eager attention's first layer) only,
+    version 13 the times of DoRA plans only: a full fine-tuning plan of Llama 3.1 that version 2 to
+    12 sized reads as from an older model (its time may differ today) and still re-estimates to the
+    bytes it stored, term by term."""
+    assert ESTIMATOR_VERSION == 13
     for plan in plans_for("llama-3.1-8b", catalog)[:3]:
         data = stored(plan)
         data["estimator_regime"] = {**data["estimator_regime"], "version": version}

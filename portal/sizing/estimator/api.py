@@ -58,7 +58,11 @@ DEFAULT_HOST = HostSpec()  # the node's CPU side when none is given (config.Host
 # input there (PEFT casts it to the fp32 adapter: activations.o_proj_input_copied), keeps in a LoRA
 # plan's first eager attention only what its adapters' gradients need
 # (activations.first_eager_attention_unsaved), and sizes DoRA (use_dora, a new knob: dora_saved).
-ESTIMATOR_VERSION = 12
+# 13 times DoRA: its weight norm at every forward and its output scaling as memory-bound traffic
+# (compute.dora_bytes_per_microbatch), the frozen matmul it runs again under LoRA dropout
+# (compute.dora_dropout_flops_per_token); times of DoRA plans only. It refuses DoRA under tensor
+# parallelism, which PEFT refuses.
+ESTIMATOR_VERSION = 13
 
 
 @dataclass(frozen=True)
@@ -180,6 +184,9 @@ def validate(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfi
     if training.use_dora and act.adapted_linears(model, training) is None:  # what dora_saved counts
         raise ValueError("use_dora (PEFT's DoRA) is modelled on the dense llama family's linears (Llama,"
                          " Mistral, Qwen, Phi-3, Gemma), not on experts, GPT-2 or BERT")
+    if training.use_dora and parallel.tp > 1:
+        raise ValueError("PEFT's DoRA does not run under tensor parallelism (its tensor-parallel LoRA"
+                         " layer, tuners/lora/tp_layer.py, refuses use_dora); use tp=1")
     if not model.runs_sdpa and training.attention == "sdpa":
         raise ValueError("transformers has no SDPA path for Gemma 2 (its soft-capped attention scores): it"
                          " runs it in eager attention (its default for the model) or FlashAttention-2; use"

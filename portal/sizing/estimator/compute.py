@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-from .activations import op_sac_recompute_matmul_params
+from .activations import adapted_linears, dtype_facts, op_sac_recompute_matmul_params
 from .config import FSDP_SHARDING, WEIGHT_SHARDING, Interconnect, ParallelConfig, TrainingConfig
+from .memory import mixed_layout
 from .models import ModelSpec, arch_scale, param_tensors
 
 # MFU = achieved model FLOPs / dense peak. Planning values from public reports: GPT-NeoX
@@ -133,7 +134,59 @@ def hardware_flops_per_token(model: ModelSpec, training: TrainingConfig) -> floa
         flops += (base - 6 * model.vocab_size * model.hidden_size * arch_scale(model)) / 3 * share
     elif training.checkpointing == "selective-op":
         flops += 2 * op_sac_recompute_matmul_params(model) * model.num_layers * arch_scale(model)
-    return flops
+    return flops + dora_dropout_flops_per_token(model, training)
+
+
+def forward_runs(model: ModelSpec, training: TrainingConfig) -> float:
+    """How many times a layer's forward runs per micro-batch, on average over the layers (full
+    recompute runs the checkpointed layers' again)."""
+    if training.checkpointing != "full":
+        return 1.0
+    return 1 + math.ceil(model.num_layers / training.checkpoint_every) / model.num_layers
+
+
+@lru_cache(maxsize=512)
+def _dora_linears(model: ModelSpec, training: TrainingConfig) -> tuple[tuple[int, int], ...]:
+    """(output, input) features of each linear of a layer DoRA adapts."""
+    adapted = adapted_linears(model, training) or ()
+    return tuple((t.shape[0], t.shape[1]) for t in param_tensors(model)
+                 if t.group == "layer" and t.name in adapted)
+
+
+def dora_dropout_flops_per_token(model: ModelSpec, training: TrainingConfig) -> float:
+    """With LoRA dropout, PEFT's DoRA runs each adapted linear's frozen matmul again on the
+    dropped input (variants.py DoraLinearVariant.forward passes no base_result; dora.py
+    F.linear(x, W)): 2 FLOPs a weight per forward run, and 2 for the input's gradient."""
+    if not training.use_dora or training.lora_dropout == 0:
+        return 0.0
+    weights = sum(d_out * d_in for d_out, d_in in _dora_linears(model, training))
+    return 2 * weights * (forward_runs(model, training) + 1) * model.num_layers
+
+
+# PEFT's DoRA in eager kernels, beyond LoRA's (tuners/lora/dora.py and variants.py at 5d602fd),
+# per adapted linear and forward, in elements of the adapters' dtype (counted op by op in
+# tests/sizing/test_dora.py): the weight norm ||W + s * BA|| worked out anew, through the
+# identity run through the adapter (written, then read: 2 d_in^2) and seven weight-sized passes
+# (BA written; s * BA read and written; W + s * BA two read, one written; the norm's read); the
+# magnitude scaling the base and adapter outputs: seven output-sized passes forward, fifteen
+# backward (the magnitude's gradient from both outputs, the base output's gradient added twice).
+DORA_WEIGHT_PASSES = 7
+DORA_OUTPUT_PASSES = (7, 15)
+
+
+def dora_bytes_per_microbatch(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig) -> float:
+    """DoRA's memory traffic per micro-batch on one GPU (the layers of its pipeline stage, the
+    tokens of its context-parallel share); 0 without use_dora."""
+    linears = _dora_linears(model, training) if training.use_dora else ()
+    if not linears:
+        return 0.0
+    runs = forward_runs(model, training)
+    tokens = training.micro_batch * training.seq_len / parallel.cp
+    fwd, bwd = DORA_OUTPUT_PASSES
+    elems = sum(runs * (2 * d_in ** 2 + DORA_WEIGHT_PASSES * d_out * d_in)
+                + (runs * fwd + bwd) * d_out * tokens for d_out, d_in in linears)
+    adapter_bytes = dtype_facts(training, mixed_layout(training, parallel)).param
+    return elems * math.ceil(model.num_layers / parallel.pp) * adapter_bytes
 
 
 def matmul_efficiency(gpu_name: str) -> float:
@@ -280,7 +333,7 @@ def attention_score_bytes(model: ModelSpec, training: TrainingConfig, tp: int = 
     if training.checkpointing == "selective":  # it recomputes exactly the attention core
         fwd *= 2
     elif training.checkpointing == "full":  # the forward again in the checkpointed layers
-        fwd *= 1 + math.ceil(model.num_layers / training.checkpoint_every) / model.num_layers
+        fwd *= forward_runs(model, training)
     s = training.seq_len
     return (fwd + bwd) * model.num_heads / tp * s * s / cp * model.num_layers
 
@@ -464,7 +517,8 @@ def memory_bound_seconds(model: ModelSpec, training: TrainingConfig, parallel: P
     sequences = tokens_per_gpu_group // training.seq_len
     moved = (attention_score_bytes(model, training, parallel.tp, parallel.cp) * sequences / parallel.pp
              + loss_bytes_per_token(model, training, parallel.tp) * tokens_per_gpu_group / parallel.cp
-             + cp_memory_bound_bytes(model, training, parallel) * sequences)
+             + cp_memory_bound_bytes(model, training, parallel) * sequences
+             + dora_bytes_per_microbatch(model, training, parallel) * sequences / training.micro_batch)
     return moved / (gpu.memory_bandwidth_gbps * 1e9 * HBM_EFFICIENCY)
 
 

@@ -15,6 +15,13 @@ def test_size_configure_and_price_in_chromium(live_server, page, catalog):
     page.get_by_role("button", name="Next: training setup").click()
     expect(page.get_by_role("heading", name="2. Training setup")).to_be_visible()
     expect(page.get_by_label("Full fine-tuning / pre-training")).to_be_checked()
+    dora = page.get_by_label("DoRA (weight-decomposed LoRA)")  # shown for LoRA adapters only
+    expect(dora).to_be_hidden()
+    page.get_by_label("LoRA adapters").check()
+    expect(dora).to_be_visible()
+    page.get_by_label("QLoRA (4-bit base)").check()
+    expect(dora).to_be_hidden()
+    page.get_by_label("Full fine-tuning / pre-training").check()
     page.get_by_role("button", name="Next: data").click()
     expect(page.get_by_role("heading", name="3. Data")).to_be_visible()
     page.get_by_role("button", name="Next: goal").click()

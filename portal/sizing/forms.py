@@ -15,7 +15,8 @@ from portal.sizing.recommend.types import CHECKPOINTING, MAX_TOKENS, NODE_COUNTS
 STEPS = (
     ("model", "Model", ("model_source", "preset", "config_file", "hf_model_id", "model_config")),
     ("training", "Training setup", ("finetune", "precision", "seq_len", "global_batch_seqs", "optimizer",
-                                    "lora_rank", "strategy", "tp", "pp", "checkpointing", "max_nodes")),
+                                    "lora_rank", "use_dora", "strategy", "tp", "pp", "checkpointing",
+                                    "max_nodes")),
     ("data", "Data", ("dataset_tokens", "dataset_gb", "dataset_files", "epochs", "train_tokens")),
     ("goal", "Goal", ("goal", "deadline_hours", "budget_usd")),
     ("results", "Results", ()),
@@ -107,6 +108,10 @@ class WizardForm(VisibleTextMixin, forms.Form):
     optimizer = forms.ChoiceField(label="Optimizer", initial="adamw",
                                   choices=option_choices(OPTIMIZERS, OPTIMIZER_LABELS))
     lora_rank = forms.IntegerField(label="LoRA rank", initial=16, min_value=1, max_value=1024)
+    use_dora = forms.BooleanField(
+        label="DoRA (weight-decomposed LoRA)", required=False,
+        help_text="A trained magnitude per output feature on top of the adapters: often closer to a full "
+                  "fine-tune, and slower, since it recomputes each adapted weight's norm at every step.")
     strategy = forms.ChoiceField(label="Parallel strategy", initial=ANY, required=False,
                                  choices=STRATEGY_CHOICES)
     tp = forms.TypedChoiceField(label="Tensor parallel", initial=ANY, required=False, coerce=int,
@@ -248,7 +253,11 @@ class WizardForm(VisibleTextMixin, forms.Form):
             dataset_files=d["dataset_files"], finetune=d["finetune"], precision=d["precision"],
             optimizer=d["optimizer"], seq_len=d["seq_len"],
             global_batch_tokens=d["global_batch_seqs"] * d["seq_len"], epochs=float(d["epochs"]),
-            train_tokens=d.get("train_tokens") or 0, lora_rank=d["lora_rank"])
+            train_tokens=d.get("train_tokens") or 0, lora_rank=d["lora_rank"], use_dora=self.dora())
+
+    def dora(self) -> bool:
+        """DoRA applies to LoRA adapters only (the box is hidden for the other methods)."""
+        return bool(self.cleaned_data.get("use_dora")) and self.cleaned_data.get("finetune") == "lora"
 
     def goal_spec(self) -> Goal:
         d = self.cleaned_data
@@ -273,6 +282,8 @@ class WizardForm(VisibleTextMixin, forms.Form):
                "global_batch_tokens": d["global_batch_seqs"] * d["seq_len"],
                "dataset_tokens": d["dataset_tokens"], "dataset_files": d["dataset_files"],
                "epochs": d["epochs"], "train_tokens": d.get("train_tokens") or 0, "goal": d["goal"]}
+        if self.dora():
+            out["use_dora"] = True
         if d["goal"] == "deadline":
             out["deadline_hours"] = d["deadline_hours"]
         if d["goal"] == "budget":

@@ -312,6 +312,8 @@ def wizard_url(workload: dict | None) -> str:
             params[key] = workload[key]
     if workload.get("train_tokens"):
         params["train_tokens"] = workload["train_tokens"]
+    if workload.get("use_dora") is True:
+        params["use_dora"] = "on"
     batch, seq_len = workload.get("global_batch_tokens"), workload.get("seq_len")
     if isinstance(batch, int) and isinstance(seq_len, int) and seq_len > 0:
         params["global_batch_seqs"] = batch // seq_len

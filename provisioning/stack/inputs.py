@@ -93,6 +93,7 @@ class TrainingSettings:
     # the adapters the plan was sized with (its estimator_regime); empty: the stack's for the family
     lora_targets: tuple[str, ...] = ()
     lora_dropout: float = LORA_DROPOUT
+    use_dora: bool = False  # PEFT's DoRA, as the plan was sized (its estimator_regime)
     tp: int = 1
     pp: int = 1
     cp: int = 1
@@ -217,11 +218,11 @@ def training_settings(plan: Any, strategy: str, *, world_size: int = 1) -> Train
 
 
 def _sized_adapters(plan: dict) -> dict[str, Any]:
-    """The LoRA targets and dropout the plan's estimate counted (``estimator_regime.training``),
+    """The LoRA targets, dropout and DoRA the plan's estimate counted (``estimator_regime.training``),
     so the adapters deployed are the ones sized; none given: the stack's defaults."""
     training, _ = regime_from(plan.get("estimator_regime"))
     return {key: float(value) if key == "lora_dropout" else value
-            for key, value in training if key in ("lora_targets", "lora_dropout")}
+            for key, value in training if key in ("lora_targets", "lora_dropout", "use_dora")}
 
 
 def _titan_flavour(model: str, spec: dict | None) -> str | None:

@@ -264,3 +264,28 @@ def test_a_represented_estimate_and_a_recommended_plan_say_what_they_represent(a
     assert stored.status_code == 200, stored.content
     assert stored.json()["per_gpu_bytes"]["total"] == plans[0]["per_gpu_total_bytes"]
     assert stored.json()["represents"] == plans[0]["represents"]
+
+
+def test_the_api_takes_use_dora_for_recommendations_and_estimates(api):
+    body = {"model": "llama-3.1-8b", "finetune": "lora", "use_dora": True, "dataset_tokens": 10**8,
+            "options": {"top_n": 2}}
+    response = api.post("/api/v1/recommendations", body, format="json")
+    assert response.status_code == 200, response.content
+    assert all(p["estimator_regime"]["training"]["use_dora"] is True for p in response.json()["plans"])
+    training = {"finetune": "lora", "lora_rank": 16, "seq_len": 1024}
+    lora, dora = (api.post("/api/v1/estimates", {"model": "llama-3.1-8b", "training": {**training, **extra}},
+                           format="json").json() for extra in ({}, {"use_dora": True}))
+    assert dora["params"]["trainable"] > lora["params"]["trainable"]
+    assert dora["per_gpu_bytes"]["activations"] > lora["per_gpu_bytes"]["activations"]
+
+
+@pytest.mark.parametrize(("body", "text"), [
+    ({"finetune": "qlora", "use_dora": True}, "decomposes LoRA adapters over a 16-bit base"),
+    ({"finetune": "lora", "use_dora": "yes"}, "Must be a valid boolean"),
+])
+def test_the_api_refuses_dora_it_cannot_size_with_a_400(api, body, text):
+    response = api.post("/api/v1/recommendations", {"model": "llama-3.1-8b", "dataset_tokens": 10**8, **body},
+                        format="json")
+    assert response.status_code == 400, response.content
+    assert response["Content-Type"].startswith("application/problem+json")
+    assert text in str(response.json())

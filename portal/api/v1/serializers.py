@@ -306,6 +306,10 @@ def tokens(**kwargs):
     return serializers.IntegerField(min_value=0, max_value=rec_types.MAX_TOKENS, **kwargs)
 
 
+DORA_HELP = ("PEFT's DoRA (LoraConfig.use_dora) on the LoRA adapters: finetune 'lora' only, on the dense"
+             " llama family's linears; it is sized and timed, and the stacks render it.")
+
+
 class TrainingInputSerializer(serializers.Serializer):
     """Where the wizard asks the same question, its default (``_wizard``)."""
 
@@ -318,6 +322,7 @@ class TrainingInputSerializer(serializers.Serializer):
     attention = serializers.ChoiceField(choices=est_config.ATTENTION, default="sdpa")
     finetune = serializers.ChoiceField(choices=est_config.FINETUNE, default=_wizard("finetune"))
     lora_rank = limited("lora_rank", default=_wizard("lora_rank"))
+    use_dora = StrictBooleanField(default=False, help_text=DORA_HELP)
     quant_storage = serializers.ChoiceField(
         choices=est_config.QUANT_STORAGES, default="auto",
         help_text="QLoRA: bitsandbytes' bnb_4bit_quant_storage; a half type lets FSDP and ZeRO-3 shard the"
@@ -425,6 +430,7 @@ class RecommendationInputSerializer(ModelInputMixin):
     epochs = limited("epochs", number=serializers.FloatField, default=float(_wizard("epochs")))
     train_tokens = tokens(default=0)
     lora_rank = limited("lora_rank", default=_wizard("lora_rank"))
+    use_dora = StrictBooleanField(default=False, help_text=DORA_HELP)
     goal = GoalField(required=False,
                      help_text=f'"fastest", "cheapest", or {{"kind": …, "deadline_hours" | "budget_usd": '
                                f'…}}; default {WIZARD_GOAL}, as in the wizard.')

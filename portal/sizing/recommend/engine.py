@@ -43,7 +43,7 @@ def _probe(model: ModelSpec, workload: Workload, catalog: CatalogData) -> tuple[
         raise ValueError(f"no GPU in the catalog supports precision={workload.precision!r}; pick bf16-mixed")
     tc = TrainingConfig(precision=workload.precision, optimizer=workload.optimizer, seq_len=workload.seq_len,
                         attention=workload.attention, finetune=workload.finetune,
-                        lora_rank=workload.lora_rank or 16,
+                        lora_rank=workload.lora_rank or 16, use_dora=workload.use_dora,
                         **REGIMES["ddp"].adapter_knobs(model, workload.finetune))  # every stack's adapters
     states = [estimate_memory(model, tc, ParallelConfig(dp=2, sharding=sh)).checkpoint
               for sh in ("none", "zero3")]

@@ -276,7 +276,7 @@ class Searcher:
                      **regime.adapter_knobs(self.model, w.finetune)}
             base = dict(precision=w.precision, optimizer=w.optimizer, micro_batch=mb, seq_len=w.seq_len,
                         grad_accum=ga, checkpointing=ckpt, attention=w.attention, finetune=w.finetune,
-                        lora_rank=w.lora_rank or 16)
+                        lora_rank=w.lora_rank or 16, use_dora=w.use_dora)
             tc = self.configs[key] = _config(TrainingConfig, tuple({**base, **knobs}.items()))
         return tc
 

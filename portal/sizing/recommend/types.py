@@ -64,6 +64,7 @@ class Workload:
     epochs: float = 1.0
     train_tokens: int = 0
     lora_rank: int = 16
+    use_dora: bool = False  # PEFT's DoRA on the LoRA adapters (LoraConfig.use_dora)
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, str | ModelSpec) or not self.model:
@@ -85,6 +86,11 @@ class Workload:
                 raise ValueError(f"{label} must be a whole number >= 0, got {value!r}")
         if self.finetune != "full":
             require_whole("lora_rank", self.lora_rank)
+        if not isinstance(self.use_dora, bool):
+            raise ValueError(f"use_dora must be true or false, got {self.use_dora!r}")
+        if self.use_dora and self.finetune != "lora":
+            raise ValueError(f"use_dora (DoRA) decomposes LoRA adapters over a 16-bit base: it needs"
+                             f" finetune='lora', not {self.finetune!r}")
         if self.global_batch_tokens % self.seq_len:
             raise ValueError(
                 f"global_batch_tokens={self.global_batch_tokens} is not a multiple of seq_len={self.seq_len};"

@@ -320,6 +320,15 @@ PEFT_VARIANTS = {  # a variant's knobs, or why it is not modelled
 PEFT_TARGETS = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj"}  # short names in the rows
 
 
+def peft_lora(lora: re.Match) -> tuple[dict, list[str]]:
+    """The knobs of a LoRA method of PEFT's results (a PEFT_LORA match of a known variant) and
+    what of it is not modelled."""
+    targets = tuple(PEFT_TARGETS.get(t.strip(), t.strip()) for t in lora["targets"].split(","))
+    knobs = {"finetune": "lora", "lora_rank": int(lora["rank"]), "lora_targets": targets}
+    variant = PEFT_VARIANTS[lora["variant"]]
+    return (knobs, [variant]) if isinstance(variant, str) else ({**knobs, **variant}, [])
+
+
 def peft_rows(case: dict) -> list[Row]:
     model = model_from_hf_config(LLAMA_32_3B, name="llama-3.2-3b")
     rows = []
@@ -329,17 +338,12 @@ def peft_rows(case: dict) -> list[Row]:
         unmodelled = []
         lora = PEFT_LORA.fullmatch(method)
         if lora:
-            targets = tuple(PEFT_TARGETS.get(t.strip(), t.strip()) for t in lora["targets"].split(","))
-            training |= {"finetune": "lora", "lora_rank": int(lora["rank"]), "lora_targets": targets}
-            variant = lora["variant"]
-            if variant not in PEFT_VARIANTS:
-                why = f"no configuration for the LoRA variant {variant!r}"
+            if lora["variant"] not in PEFT_VARIANTS:
+                why = f"no configuration for the LoRA variant {lora['variant']!r}"
                 rows.append(unconfigured(case["id"], method, why))
                 continue
-            if isinstance(PEFT_VARIANTS[variant], str):
-                unmodelled.append(PEFT_VARIANTS[variant])
-            else:
-                training |= PEFT_VARIANTS[variant]
+            knobs, unmodelled = peft_lora(lora)
+            training |= knobs
         elif method.startswith("IA3"):
             unmodelled.append("IA3 adapters (finetune=ia3)")
         elif not method.startswith("full fine-tuning"):
@@ -354,21 +358,22 @@ def peft_rows(case: dict) -> list[Row]:
 
 def peft_time_rows(case: dict) -> list[Row]:
     """LoRA and DoRA on the same data: tokens/s of the training steps, samples at their mean
-    length (a batch pads to its longest sample, so more tokens run than the run counts)."""
+    length (a batch pads to its longest sample, so more tokens run than the run counts). The
+    runs' adapters were fp32 over the bf16 model (PEFT's autocast_adapter_dtype), which the
+    estimator's pure-bf16 layout does not say: it counts half adapters."""
     model = model_from_hf_config(LLAMA_32_3B, name="llama-3.2-3b")
     rows = []
     for method, tokens, samples, seconds in case["published"]["rows"]:
         lora = PEFT_LORA.fullmatch(method)
-        if lora is None or lora["variant"] not in (None, "DoRA"):
+        if lora is None or lora["variant"] not in PEFT_VARIANTS:
             rows.append(unconfigured(case["id"], method, f"no configuration for {method!r}"))
             continue
-        targets = tuple(PEFT_TARGETS[t] for t in lora["targets"].split(","))
+        knobs, unmodelled = peft_lora(lora)
         training = {"precision": "bf16", "micro_batch": 4, "seq_len": round(tokens / samples),
-                    "attention": "sdpa", "checkpointing": "none", "finetune": "lora",
-                    "lora_rank": int(lora["rank"]), "lora_targets": targets, **PEFT_VARIANTS[lora["variant"]]}
-        rows.append(Row(case["id"], method, model, training, {}, L40S, SINGLE,
+                    "attention": "sdpa", "checkpointing": "none", **knobs}
+        rows.append(Row(case["id"], method, model, training, {}, L40S, SINGLE, unmodelled=unmodelled,
                         tokens_per_gpu=tokens / seconds, split=case.get("split", "held-out"),
-                        assumed="samples at their mean length, batches of 4 without padding"))
+                        assumed="samples at their mean length, batches of 4 without padding; half adapters"))
     return rows
 
 

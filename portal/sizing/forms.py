@@ -212,6 +212,9 @@ class WizardForm(VisibleTextMixin, forms.Form):
             elif model.intermediate_size % tp:
                 self.add_error("tp", f"Tensor parallel {tp} does not divide the MLP width "
                                      f"{model.intermediate_size}.")
+        if tp and tp > 1 and data.get("use_dora") and data.get("finetune") == "lora":
+            self.add_error("tp", "DoRA runs at tensor parallel 1 only (PEFT's tensor-parallel LoRA layer "
+                                 "refuses it).")
         if pp and pp > model.num_layers:
             self.add_error("pp", f"{pp} pipeline stages are more than the model's {model.num_layers} layers.")
         if data.get("strategy") and (tp or pp) and not services.strategy_runs(data["strategy"], tp=tp or 1,
@@ -282,6 +285,8 @@ class WizardForm(VisibleTextMixin, forms.Form):
                "global_batch_tokens": d["global_batch_seqs"] * d["seq_len"],
                "dataset_tokens": d["dataset_tokens"], "dataset_files": d["dataset_files"],
                "epochs": d["epochs"], "train_tokens": d.get("train_tokens") or 0, "goal": d["goal"]}
+        if d["finetune"] != "full":
+            out["lora_rank"] = d["lora_rank"]
         if self.dora():
             out["use_dora"] = True
         if d["goal"] == "deadline":

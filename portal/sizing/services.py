@@ -306,8 +306,8 @@ def wizard_url(workload: dict | None) -> str:
     if not isinstance(workload, dict) or workload.get("model_source") != "preset":
         return base  # plans from the API carry what the reseller sent
     params = {"preset": workload.get("model")}
-    for key in ("finetune", "precision", "seq_len", "dataset_tokens", "dataset_files", "epochs", "goal",
-                "deadline_hours", "budget_usd"):
+    for key in ("finetune", "lora_rank", "precision", "seq_len", "dataset_tokens", "dataset_files", "epochs",
+                "goal", "deadline_hours", "budget_usd"):
         if workload.get(key) not in (None, ""):
             params[key] = workload[key]
     if workload.get("train_tokens"):

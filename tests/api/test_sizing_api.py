@@ -273,14 +273,17 @@ def test_the_api_takes_use_dora_for_recommendations_and_estimates(api):
     assert response.status_code == 200, response.content
     assert all(p["estimator_regime"]["training"]["use_dora"] is True for p in response.json()["plans"])
     training = {"finetune": "lora", "lora_rank": 16, "seq_len": 1024}
-    lora, dora = (api.post("/api/v1/estimates", {"model": "llama-3.1-8b", "training": {**training, **extra}},
-                           format="json").json() for extra in ({}, {"use_dora": True}))
+    lora, dora = (api.post("/api/v1/estimates", {"model": "llama-3.1-8b", "sku": "8x-h100-sxm-80gb",
+                                                 "training": {**training, **extra}}, format="json").json()
+                  for extra in ({}, {"use_dora": True}))
     assert dora["params"]["trainable"] > lora["params"]["trainable"]
     assert dora["per_gpu_bytes"]["activations"] > lora["per_gpu_bytes"]["activations"]
+    assert dora["compute"]["step_seconds"] > lora["compute"]["step_seconds"]
 
 
 @pytest.mark.parametrize(("body", "text"), [
-    ({"finetune": "qlora", "use_dora": True}, "decomposes LoRA adapters over a 16-bit base"),
+    ({"finetune": "qlora", "use_dora": True}, "use_dora needs finetune='lora'"),
+    ({"finetune": "lora", "use_dora": True, "options": {"tp_sizes": [4]}}, "tensor parallel 1 only"),
     ({"finetune": "lora", "use_dora": "yes"}, "Must be a valid boolean"),
 ])
 def test_the_api_refuses_dora_it_cannot_size_with_a_400(api, body, text):

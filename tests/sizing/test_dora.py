@@ -17,12 +17,7 @@ from portal.sizing.estimator import (
     get_preset,
 )
 from portal.sizing.estimator.activations import DT_HALF, dora_weight_transient
-from portal.sizing.estimator.compute import (
-    DORA_OUTPUT_PASSES,
-    DORA_WEIGHT_PASSES,
-    HBM_EFFICIENCY,
-    hardware_flops_per_token,
-)
+from portal.sizing.estimator.compute import DORA_BYTES, DORA_DROPOUT_BYTES, hardware_flops_per_token
 from tests.sizing.measure import MovedBytes
 from tests.sizing.peft_replica import DoraLinear, LoraLinear
 
@@ -67,62 +62,94 @@ def test_what_it_is_not_modelled_for_is_refused_in_words(knobs, model, why):
         estimate(get_preset(model), replace(LORA, use_dora=True, **knobs))
 
 
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
-@pytest.mark.parametrize("d_in, d_out, tokens, rank", [(1024, 512, 256, 8), (512, 1536, 128, 16)])
-def test_its_eager_traffic_beyond_lora_is_counted_op_by_op(dtype, d_in, d_out, tokens, rank):
-    """What PEFT's DoRA reads and writes beyond LoRA in one forward and backward of a linear (the
-    replica of dora.py and variants.py, every kernel counted as it runs): the identity through
-    the adapter, seven weight-sized and 7 + 15 output-sized passes, within the rank's and the
+LAYOUTS = {"half": (torch.bfloat16, False), "fp32": (torch.float32, False), "autocast": (torch.float32, True)}
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+@pytest.mark.parametrize("dropout", [0.0, 0.05])
+@pytest.mark.parametrize("d_in, d_out, tokens", [(1024, 512, 256), (512, 1536, 128)])
+def test_its_eager_traffic_beyond_lora_is_counted_op_by_op(layout, dropout, d_in, d_out, tokens):
+    """What PEFT's DoRA reads and writes beyond LoRA in one forward and one backward of a linear
+    (the replica of dora.py and variants.py, every kernel counted as it runs; autocast as CPU
+    autocast runs it): DORA_BYTES, and DORA_DROPOUT_BYTES with LoRA dropout, whose second frozen
+    matmul moves its own operands besides (its time is its FLOPs), within the rank's and the
     vectors' small terms."""
-    def moved(cls) -> int:
+    dtype, autocast = LAYOUTS[layout]
+
+    def moved(cls) -> tuple[int, int]:
         torch.manual_seed(0)
         base = torch.nn.Linear(d_in, d_out, bias=False, dtype=dtype).requires_grad_(False)
-        layer, x = cls(base, rank), torch.randn(tokens, d_in, dtype=dtype, requires_grad=True)
-        with MovedBytes() as counter:
-            layer(x).sum().backward()
-        return counter.bytes
+        layer, x = cls(base, 8, dropout), torch.randn(tokens, d_in, dtype=dtype, requires_grad=True)
+        with MovedBytes() as forward, torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            y = layer(x)
+        with MovedBytes() as backward:
+            y.sum().backward()
+        return forward.bytes, backward.bytes
 
-    fwd, bwd = DORA_OUTPUT_PASSES
-    elems = 2 * d_in ** 2 + DORA_WEIGHT_PASSES * d_out * d_in + (fwd + bwd) * d_out * tokens
-    counted = moved(DoraLinear) - moved(LoraLinear)
-    assert counted == pytest.approx(elems * torch.tensor([], dtype=dtype).element_size(), rel=0.01)
+    identity, weight, fwd, bwd = DORA_BYTES[layout]
+    weight_d, fwd_in, bwd_d, bwd_in = DORA_DROPOUT_BYTES[layout] if dropout else (0, 0, 0, 0)
+    # the second frozen matmul's own operands, forward and for the input's gradient
+    matmul = (2 if autocast else dtype.itemsize) * (d_in * tokens + d_out * d_in + d_out * tokens)
+    matmul = matmul if dropout else 0
+    forward = (identity * d_in ** 2 + (weight + weight_d) * d_out * d_in
+               + (fwd * d_out + fwd_in * d_in) * tokens)
+    backward = ((bwd + bwd_d) * d_out + bwd_in * d_in) * tokens
+    (dora_f, dora_b), (lora_f, lora_b) = moved(DoraLinear), moved(LoraLinear)
+    assert dora_f - lora_f == pytest.approx(forward + matmul, rel=0.01)
+    assert dora_b - lora_b == pytest.approx(backward + matmul, rel=0.01)
 
 
-def test_it_costs_step_time_per_micro_batch_and_per_token():
+def test_its_traffic_is_step_time_per_micro_batch_per_token_and_per_stage():
     """DoRA's traffic is memory-bound time on top of LoRA's step: the weight norm once per
-    micro-batch (fewer, larger micro-batches pay it less often), the output scaling per token."""
+    micro-batch (fewer, larger micro-batches pay it less often) and again in the layers full
+    recompute runs twice; a pipeline stage pays for its own layers; fp32 adapters under autocast
+    move more than half ones."""
     m, gpu = get_preset("llama-3.1-8b"), H100
 
-    def extra(micro_batch: int, grad_accum: int) -> float:
-        t = replace(LORA, micro_batch=micro_batch, grad_accum=grad_accum, use_dora=True)
-        dora, lora = (estimate(m, t, gpu=gpu, interconnect=Interconnect.nvlink(900)).compute
-                      for t in (t, replace(t, use_dora=False)))
+    def extra(training: TrainingConfig, parallel: ParallelConfig | None = None) -> float:
+        parallel = parallel or ParallelConfig()
+        dora, lora = (estimate(m, t, parallel, gpu=gpu, interconnect=Interconnect.nvlink(900)).compute
+                      for t in (replace(training, use_dora=True), training))
         assert dora.model_flops_per_token == lora.model_flops_per_token
+        assert dora.step_seconds > lora.step_seconds
         return dora.memory_bound_seconds - lora.memory_bound_seconds
 
-    bandwidth = gpu.memory_bandwidth_gbps * 1e9 * HBM_EFFICIENCY
-    widths = {"q_proj": m.q_dim, "v_proj": m.kv_dim}
-    weight = sum(2 * m.hidden_size ** 2 + DORA_WEIGHT_PASSES * w * m.hidden_size for w in widths.values())
-    per_token = sum(DORA_OUTPUT_PASSES) * sum(widths.values())
-    for micro_batch, grad_accum in ((1, 8), (8, 1)):
-        expected = 2 * m.num_layers * (grad_accum * weight + 8 * 1024 * per_token) / bandwidth
-        assert extra(micro_batch, grad_accum) == pytest.approx(expected, rel=1e-9)
-    assert extra(1, 8) > extra(8, 1)
+    base = replace(LORA, micro_batch=1, grad_accum=8)
+    assert extra(base) > extra(replace(base, micro_batch=8, grad_accum=1)) > 0
+    every_layer = extra(replace(base, checkpointing="full"))
+    assert every_layer > extra(replace(base, checkpointing="full", checkpoint_every=2)) > extra(base)
+    assert extra(base, ParallelConfig(pp=2)) == pytest.approx(extra(base) / 2, rel=1e-12)
+    assert extra(replace(base, precision="bf16-mixed")) > extra(base)  # the ddp stack's autocast
 
 
 def test_with_lora_dropout_it_runs_the_frozen_matmul_again():
     """PEFT passes DoRA no base output when dropout drops the input: F.linear(x, W) runs again, a
-    forward (twice under full recompute) and the input's gradient."""
+    forward (again in the layers full recompute checkpoints) and the input's gradient."""
     m = get_preset("llama-3.1-8b")
     weights = m.num_layers * (m.q_dim + m.kv_dim) * m.hidden_size
-    for checkpointing, runs in (("none", 1), ("full", 2)):
-        t = replace(LORA, use_dora=True, lora_dropout=0.05, checkpointing=checkpointing)
+    for checkpointing, every, runs in (("none", 1, 1), ("full", 1, 2), ("full", 4, 1.25)):
+        t = replace(LORA, use_dora=True, lora_dropout=0.05, checkpointing=checkpointing,
+                    checkpoint_every=every)
         dropped = hardware_flops_per_token(m, t) - hardware_flops_per_token(m, replace(t, use_dora=False))
-        assert dropped == 2 * weights * (runs + 1)
+        assert dropped == pytest.approx(2 * weights * (runs + 1), rel=1e-12)
         assert hardware_flops_per_token(m, replace(t, lora_dropout=0.0)) == hardware_flops_per_token(
             m, replace(t, use_dora=False, lora_dropout=0.0))
 
 
-def test_tensor_parallelism_is_refused_as_peft_refuses_it():
+def test_a_time_the_caller_fixes_with_an_mfu_is_kept_and_fp32_still_pays_for_it():
+    m = get_preset("llama-3.1-8b")
+
+    def step(training: TrainingConfig) -> float:
+        return estimate(m, training, gpu=H100, interconnect=Interconnect.nvlink(900)).compute.step_seconds
+
+    given = replace(LORA, mfu=0.4)
+    assert step(replace(given, use_dora=True)) == step(given)
+    fp32 = replace(LORA, precision="fp32")  # a planning MFU that knows nothing of DoRA
+    assert step(replace(fp32, use_dora=True)) > step(fp32)
+
+
+def test_tensor_parallelism_and_op_level_recompute_are_refused_in_words():
     with pytest.raises(ValueError, match="tp_layer.py, refuses use_dora"):
         estimate(get_preset("llama-3.1-8b"), replace(LORA, use_dora=True), ParallelConfig(tp=2))
+    with pytest.raises(ValueError, match="not counted under op-level recompute"):
+        estimate(get_preset("llama-3.1-8b"), replace(LORA, use_dora=True, checkpointing="selective-op"))

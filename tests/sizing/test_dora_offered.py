@@ -55,8 +55,8 @@ def test_adapters_json_renders_use_dora_only_for_a_plan_sized_with_it():
 
 
 @pytest.mark.parametrize(("workload", "text"), [
-    ({"finetune": "qlora"}, "decomposes LoRA adapters over a 16-bit base"),
-    ({"finetune": "full"}, "it needs finetune='lora', not 'full'"),
+    ({"finetune": "qlora"}, "use_dora needs finetune='lora' .DoRA decomposes LoRA adapters"),
+    ({"finetune": "full"}, "over a 16-bit base., not 'full'"),
     ({"use_dora": "yes"}, "use_dora must be true or false"),
 ])
 def test_dora_outside_lora_is_refused_in_words(workload, text):
@@ -64,22 +64,26 @@ def test_dora_outside_lora_is_refused_in_words(workload, text):
         Workload(model="llama-3.1-8b", **{**SMALL_JOB, "use_dora": True, **workload})
 
 
-def test_dora_on_a_model_it_is_not_modelled_for_says_so():
+def test_dora_on_a_model_or_a_layout_it_is_not_modelled_for_says_so():
     with pytest.raises(ValueError, match="modelled on the dense llama family's linears"):
         plans("mixtral-8x7b", use_dora=True)
+    work = Workload(model="llama-3.1-8b", use_dora=True, **SMALL_JOB)
+    with pytest.raises(ValueError, match="DoRA runs at tensor parallel 1 only"):
+        recommend(work, Goal("cheapest"), catalog_from_seed(), SearchOptions(tp_sizes=(2,)))
 
 
 def test_the_wizard_box_reaches_the_plan_and_the_link_back(client, catalog):
-    html = client.post("/sizing/", inputs(finetune="lora", use_dora="on", go="results")).content.decode()
+    html = client.post("/sizing/", inputs(finetune="lora", use_dora="on", lora_rank=64,
+                                          go="results")).content.decode()
     plan = plan_unsign(_first_token(html))
     assert plan["estimator_regime"]["training"]["use_dora"] is True
-    assert plan["workload"]["use_dora"] is True
+    assert plan["workload"]["use_dora"] is True and plan["lora_rank"] == plan["workload"]["lora_rank"] == 64
     configured = client.get("/configure/", {"plan": _first_token(html)}).content.decode()
     assert "lora + DoRA" in configured
     back = configured.split('class="btn" href="')[1].split('"')[0].replace("&amp;", "&")
-    assert "use_dora=on" in back
+    assert "use_dora=on" in back and "lora_rank=64" in back
     again = plan_unsign(_first_token(client.get(back).content.decode()))
-    assert again["estimator_regime"]["training"]["use_dora"] is True
+    assert again["estimator_regime"]["training"]["use_dora"] is True and again["lora_rank"] == 64
 
 
 def test_the_wizard_box_does_nothing_for_other_methods(client, catalog):
@@ -90,7 +94,10 @@ def test_the_wizard_box_does_nothing_for_other_methods(client, catalog):
     assert "use_dora" not in plan["workload"]
 
 
-def test_the_wizard_names_a_model_dora_is_not_modelled_for(client, catalog):
+def test_the_wizard_names_a_model_or_a_layout_dora_is_not_modelled_for(client, catalog):
     html = client.post("/sizing/", inputs(preset="mixtral-8x7b", finetune="lora", use_dora="on",
                                           go="results")).content.decode()
     assert "modelled on the dense llama family" in html
+    html = client.post("/sizing/", inputs(finetune="lora", use_dora="on", tp=2, go="results"))
+    errors = html.content.decode().split('id="err-tp"')[1].split("</div>")[0]
+    assert "DoRA runs at tensor parallel 1 only" in errors

@@ -181,12 +181,8 @@ def validate(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfi
         raise ValueError("selective-op checkpointing is modelled for the dense llama family's own layer"
                          " (torchtitan's policy counts the aten.mm calls of Llama's seven linears), not"
                          " for experts, fused projections, q/k norms or Gemma's norms; use full or selective")
-    if training.use_dora and act.adapted_linears(model, training) is None:  # what dora_saved counts
-        raise ValueError("use_dora (PEFT's DoRA) is modelled on the dense llama family's linears (Llama,"
-                         " Mistral, Qwen, Phi-3, Gemma), not on experts, GPT-2 or BERT")
-    if training.use_dora and parallel.tp > 1:
-        raise ValueError("PEFT's DoRA does not run under tensor parallelism (its tensor-parallel LoRA"
-                         " layer, tuners/lora/tp_layer.py, refuses use_dora); use tp=1")
+    if training.use_dora:
+        _validate_dora(model, training, parallel)
     if not model.runs_sdpa and training.attention == "sdpa":
         raise ValueError("transformers has no SDPA path for Gemma 2 (its soft-capped attention scores): it"
                          " runs it in eager attention (its default for the model) or FlashAttention-2; use"
@@ -211,6 +207,18 @@ def attention_for(model: ModelSpec, attention: str) -> str:
     implementation: transformers has no SDPA path for Gemma 2 (ModelSpec.runs_sdpa) and picks eager
     for it instead; every other ask runs as asked."""
     return "eager" if not model.runs_sdpa and attention == "sdpa" else attention
+
+
+def _validate_dora(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig) -> None:
+    if act.adapted_linears(model, training) is None:  # what dora_saved counts
+        raise ValueError("use_dora (PEFT's DoRA) is modelled on the dense llama family's linears (Llama,"
+                         " Mistral, Qwen, Phi-3, Gemma), not on experts, GPT-2 or BERT")
+    if parallel.tp > 1:
+        raise ValueError("PEFT's DoRA does not run under tensor parallelism (its tensor-parallel LoRA"
+                         " layer, tuners/lora/tp_layer.py, refuses use_dora); use tp=1")
+    if training.checkpointing == "selective-op":
+        raise ValueError("DoRA's ops are not counted under op-level recompute (torchtitan's SAC, which"
+                         " runs no PEFT adapters); use full or selective checkpointing")
 
 
 def _validate_lightning_nf4(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig) -> None:
@@ -684,6 +692,7 @@ def _compute_seconds(memory: MemoryEstimate, gpu: GPUSpec, rate: float, *,
     compute_s = max(compute_s, launch)
     memory_bound_s = (cmp.memory_bound_seconds(memory.spec, training, parallel, f.tokens_per_gpu_group, gpu)
                       if memory_bound else 0.0)
+    memory_bound_s += cmp.dora_seconds(memory.spec, training, parallel, f.tokens_per_gpu_group, gpu)
     compute_s += memory_bound_s
     if parallel.pp > 1:
         compute_s += cmp.PIPELINE_MICROBATCH_SECONDS * microbatches

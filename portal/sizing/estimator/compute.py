@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-from .activations import adapted_linears, dtype_facts, op_sac_recompute_matmul_params
+from .activations import adapted_linears, op_sac_recompute_matmul_params
 from .config import FSDP_SHARDING, WEIGHT_SHARDING, Interconnect, ParallelConfig, TrainingConfig
 from .memory import mixed_layout
 from .models import ModelSpec, arch_scale, param_tensors
@@ -145,48 +145,72 @@ def forward_runs(model: ModelSpec, training: TrainingConfig) -> float:
     return 1 + math.ceil(model.num_layers / training.checkpoint_every) / model.num_layers
 
 
-@lru_cache(maxsize=512)
-def _dora_linears(model: ModelSpec, training: TrainingConfig) -> tuple[tuple[int, int], ...]:
+@lru_cache(maxsize=64)
+def _dora_linears(model: ModelSpec, adapted: frozenset[str]) -> tuple[tuple[int, int], ...]:
     """(output, input) features of each linear of a layer DoRA adapts."""
-    adapted = adapted_linears(model, training) or ()
     return tuple((t.shape[0], t.shape[1]) for t in param_tensors(model)
                  if t.group == "layer" and t.name in adapted)
+
+
+def dora_linears(model: ModelSpec, training: TrainingConfig) -> tuple[tuple[int, int], ...]:
+    adapted = adapted_linears(model, training) if training.use_dora else None
+    return _dora_linears(model, adapted) if adapted else ()
 
 
 def dora_dropout_flops_per_token(model: ModelSpec, training: TrainingConfig) -> float:
     """With LoRA dropout, PEFT's DoRA runs each adapted linear's frozen matmul again on the
     dropped input (variants.py DoraLinearVariant.forward passes no base_result; dora.py
     F.linear(x, W)): 2 FLOPs a weight per forward run, and 2 for the input's gradient."""
-    if not training.use_dora or training.lora_dropout == 0:
+    if training.lora_dropout == 0:
         return 0.0
-    weights = sum(d_out * d_in for d_out, d_in in _dora_linears(model, training))
+    weights = sum(d_out * d_in for d_out, d_in in dora_linears(model, training))
     return 2 * weights * (forward_runs(model, training) + 1) * model.num_layers
 
 
-# PEFT's DoRA in eager kernels, beyond LoRA's (tuners/lora/dora.py and variants.py at 5d602fd),
-# per adapted linear and forward, in elements of the adapters' dtype (counted op by op in
-# tests/sizing/test_dora.py): the weight norm ||W + s * BA|| worked out anew, through the
-# identity run through the adapter (written, then read: 2 d_in^2) and seven weight-sized passes
-# (BA written; s * BA read and written; W + s * BA two read, one written; the norm's read); the
-# magnitude scaling the base and adapter outputs: seven output-sized passes forward, fifteen
-# backward (the magnitude's gradient from both outputs, the base output's gradient added twice).
-DORA_WEIGHT_PASSES = 7
-DORA_OUTPUT_PASSES = (7, 15)
+# PEFT's DoRA in eager kernels, beyond LoRA's (tuners/lora/dora.py and variants.py at 5d602fd), per
+# adapted linear: the bytes its kernels read and write per element of the identity it runs
+# through the adapter (d_in^2) and of the weight, at every forward (the weight norm ||W + s * BA||
+# worked out anew: BA; s * BA; W + s * BA; the norm's read), and per output element and token,
+# forward and backward (the magnitude scaling the base and adapter outputs; its gradient from
+# both; the base output's gradient added twice). By the adapters' layout: one half dtype
+# throughout; fp32; fp32 under autocast, which casts the identity and BA to the half type and back
+# and promotes the output ops to fp32. Counted op by op in tests/sizing/test_dora.py.
+DORA_BYTES = {"half": (4, 14, 14, 30), "fp32": (8, 28, 28, 60), "autocast": (12, 32, 38, 78)}
+# With LoRA dropout DoRA gets no base output: it runs the frozen matmul again on the dropped input
+# (its FLOPs: dora_dropout_flops_per_token). What that changes in the bytes above, per element of
+# the weight and of the input per token (forward: the half casts autocast makes for that matmul),
+# of the output and of the input per token (backward: the base output's gradient is no longer
+# added twice, the input's gradient is added from the second matmul).
+DORA_DROPOUT_BYTES = {"half": (0, 0, -6, 6), "fp32": (0, 0, -12, 12), "autocast": (6, 6, -6, 18)}
 
 
 def dora_bytes_per_microbatch(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig) -> float:
     """DoRA's memory traffic per micro-batch on one GPU (the layers of its pipeline stage, the
     tokens of its context-parallel share); 0 without use_dora."""
-    linears = _dora_linears(model, training) if training.use_dora else ()
+    linears = dora_linears(model, training)
     if not linears:
         return 0.0
+    layout = mixed_layout(training, parallel)
+    layout = layout if layout in ("fp32", "autocast") else "half"
+    identity, weight, fwd, bwd = DORA_BYTES[layout]
+    weight_d, fwd_in, bwd_d, bwd_in = DORA_DROPOUT_BYTES[layout] if training.lora_dropout else (0, 0, 0, 0)
     runs = forward_runs(model, training)
     tokens = training.micro_batch * training.seq_len / parallel.cp
-    fwd, bwd = DORA_OUTPUT_PASSES
-    elems = sum(runs * (2 * d_in ** 2 + DORA_WEIGHT_PASSES * d_out * d_in)
-                + (runs * fwd + bwd) * d_out * tokens for d_out, d_in in linears)
-    adapter_bytes = dtype_facts(training, mixed_layout(training, parallel)).param
-    return elems * math.ceil(model.num_layers / parallel.pp) * adapter_bytes
+    per_layer = sum(runs * (identity * d_in ** 2 + (weight + weight_d) * d_out * d_in
+                            + tokens * (fwd * d_out + fwd_in * d_in))
+                    + tokens * ((bwd + bwd_d) * d_out + bwd_in * d_in) for d_out, d_in in linears)
+    return per_layer * math.ceil(model.num_layers / parallel.pp)
+
+
+def dora_seconds(model: ModelSpec, training: TrainingConfig, parallel: ParallelConfig,
+                 tokens_per_gpu_group: int, gpu) -> float:
+    """DoRA's traffic per step at the GPU's sustained memory bandwidth. It counts under a planning
+    MFU too (fp32), which was set on steps without it; not under an MFU the caller gives."""
+    if training.mfu is not None or gpu is None or not gpu.memory_bandwidth_gbps:
+        return 0.0
+    microbatches = tokens_per_gpu_group / (training.micro_batch * training.seq_len)
+    moved = dora_bytes_per_microbatch(model, training, parallel) * microbatches
+    return moved / (gpu.memory_bandwidth_gbps * 1e9 * HBM_EFFICIENCY)
 
 
 def matmul_efficiency(gpu_name: str) -> float:
@@ -517,8 +541,7 @@ def memory_bound_seconds(model: ModelSpec, training: TrainingConfig, parallel: P
     sequences = tokens_per_gpu_group // training.seq_len
     moved = (attention_score_bytes(model, training, parallel.tp, parallel.cp) * sequences / parallel.pp
              + loss_bytes_per_token(model, training, parallel.tp) * tokens_per_gpu_group / parallel.cp
-             + cp_memory_bound_bytes(model, training, parallel) * sequences
-             + dora_bytes_per_microbatch(model, training, parallel) * sequences / training.micro_batch)
+             + cp_memory_bound_bytes(model, training, parallel) * sequences)
     return moved / (gpu.memory_bandwidth_gbps * 1e9 * HBM_EFFICIENCY)
 
 

@@ -94,6 +94,9 @@ def recommend(workload: Workload, goal: Goal, catalog: CatalogData,
 def _recommend(workload: Workload, goal: Goal, catalog: CatalogData, options: SearchOptions,
                exhaustive: bool) -> Recommendation:
     model = resolve_model(workload.model)
+    if workload.use_dora and 1 not in options.tp_sizes:
+        raise ValueError("DoRA runs at tensor parallel 1 only (PEFT's tensor-parallel LoRA layer refuses"
+                         " it): leave tensor parallelism to the recommender or set it to 1")
     # the plan says the attention its stack's transformers runs (eager for Gemma 2: no SDPA path)
     workload = replace(workload, attention=attention_for(model, workload.attention))
     full_state, model_only = _probe(model, workload, catalog)

@@ -89,8 +89,8 @@ class Workload:
         if not isinstance(self.use_dora, bool):
             raise ValueError(f"use_dora must be true or false, got {self.use_dora!r}")
         if self.use_dora and self.finetune != "lora":
-            raise ValueError(f"use_dora (DoRA) decomposes LoRA adapters over a 16-bit base: it needs"
-                             f" finetune='lora', not {self.finetune!r}")
+            raise ValueError(f"use_dora needs finetune='lora' (DoRA decomposes LoRA adapters over a 16-bit"
+                             f" base), not {self.finetune!r}")
         if self.global_batch_tokens % self.seq_len:
             raise ValueError(
                 f"global_batch_tokens={self.global_batch_tokens} is not a multiple of seq_len={self.seq_len};"

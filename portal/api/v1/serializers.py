@@ -484,8 +484,8 @@ class ComputeSerializer(serializers.Serializer):
     train_tokens = serializers.FloatField(allow_null=True)
     time_to_train_seconds = serializers.FloatField(allow_null=True)
     memory_bound_seconds = serializers.FloatField(
-        help_text="Part of compute_seconds: memory-bound attention scores (eager attention), loss and ring"
-                  " attention's merges")
+        help_text="Part of compute_seconds: memory-bound attention scores (eager attention), loss, ring"
+                  " attention's merges and DoRA's weight norm and output scaling")
     comm_latency_seconds = serializers.DictField(
         child=serializers.FloatField(), required=False,
         help_text="Part of comm_seconds, by kind: the latency of the collectives launched (NCCL's model)")

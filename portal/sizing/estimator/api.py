@@ -61,7 +61,7 @@ DEFAULT_HOST = HostSpec()  # the node's CPU side when none is given (config.Host
 # 13 times DoRA: its weight norm at every forward and its output scaling as memory-bound traffic
 # (compute.dora_bytes_per_microbatch), the frozen matmul it runs again under LoRA dropout
 # (compute.dora_dropout_flops_per_token); times of DoRA plans only. It refuses DoRA under tensor
-# parallelism, which PEFT refuses.
+# parallelism, which PEFT refuses, and under op-level recompute, which it does not count.
 ESTIMATOR_VERSION = 13
 
 
@@ -96,6 +96,7 @@ class ComputeEstimate:
     train_tokens: float | None
     time_to_train_seconds: float | None
     # part of compute_seconds: memory-bound attention scores and loss (compute.memory_bound_seconds)
+    # and DoRA's traffic (compute.dora_seconds)
     memory_bound_seconds: float = 0.0
     # part of comm_seconds: NCCL's latency of the collectives launched, per kind (compute.latency_seconds)
     comm_latency_seconds: dict = field(default_factory=dict)

@@ -8,7 +8,7 @@ from django import forms
 from portal.catalog.pricing import usd_json
 from portal.core.forms import VisibleTextMixin
 from portal.sizing import services
-from portal.sizing.estimator.config import FINETUNE, LIMITS, OPTIMIZERS, PRECISIONS
+from portal.sizing.estimator.config import DORA_TP_REFUSAL, FINETUNE, LIMITS, OPTIMIZERS, PRECISIONS
 from portal.sizing.recommend import Goal, SearchOptions, Workload
 from portal.sizing.recommend.types import CHECKPOINTING, MAX_TOKENS, NODE_COUNTS, PP_SIZES, TP_SIZES
 
@@ -212,9 +212,8 @@ class WizardForm(VisibleTextMixin, forms.Form):
             elif model.intermediate_size % tp:
                 self.add_error("tp", f"Tensor parallel {tp} does not divide the MLP width "
                                      f"{model.intermediate_size}.")
-        if tp and tp > 1 and data.get("use_dora") and data.get("finetune") == "lora":
-            self.add_error("tp", "DoRA runs at tensor parallel 1 only (PEFT's tensor-parallel LoRA layer "
-                                 "refuses it).")
+        if tp and tp > 1 and self.dora():
+            self.add_error("tp", f"{DORA_TP_REFUSAL}.")
         if pp and pp > model.num_layers:
             self.add_error("pp", f"{pp} pipeline stages are more than the model's {model.num_layers} layers.")
         if data.get("strategy") and (tp or pp) and not services.strategy_runs(data["strategy"], tp=tp or 1,

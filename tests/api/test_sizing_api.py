@@ -282,7 +282,7 @@ def test_the_api_takes_use_dora_for_recommendations_and_estimates(api):
 
 
 @pytest.mark.parametrize(("body", "text"), [
-    ({"finetune": "qlora", "use_dora": True}, "use_dora needs finetune='lora'"),
+    ({"finetune": "qlora", "use_dora": True}, "it needs finetune='lora', not 'qlora'"),
     ({"finetune": "lora", "use_dora": True, "options": {"tp_sizes": [4]}}, "tensor parallel 1 only"),
     ({"finetune": "lora", "use_dora": "yes"}, "Must be a valid boolean"),
 ])

@@ -55,8 +55,8 @@ def test_adapters_json_renders_use_dora_only_for_a_plan_sized_with_it():
 
 
 @pytest.mark.parametrize(("workload", "text"), [
-    ({"finetune": "qlora"}, "use_dora needs finetune='lora' .DoRA decomposes LoRA adapters"),
-    ({"finetune": "full"}, "over a 16-bit base., not 'full'"),
+    ({"finetune": "qlora"}, "PEFT's DoRA on LoRA adapters: it needs finetune='lora', not 'qlora'"),
+    ({"finetune": "full"}, "it needs finetune='lora', not 'full'"),
     ({"use_dora": "yes"}, "use_dora must be true or false"),
 ])
 def test_dora_outside_lora_is_refused_in_words(workload, text):

@@ -321,7 +321,7 @@ def layer_terms(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: int, s: int) -> dic
         core["qkvo"] += kept_shard
         if adapted is not None:  # each adapter's lora_A output, saved by lora_B
             replicated += len(adapted) * tc.lora_rank * dt.act * T
-        core["qkvo"] += dora_saved(m, tc, dt, T, adapted)
+        core["qkvo"] += dora_saved(m, tc, dt, T)
         mlp = _llama_mlp(m, tc, dt, T, adapted, fused)
     elif m.family == "gpt2":
         ln = (dt.residual * h + STATS_BYTES) * T
@@ -542,15 +542,25 @@ def first_eager_attention_unsaved(m: ModelSpec, tc: TrainingConfig, dt: Dt, b: i
     return unsaved
 
 
-def dora_saved(m: ModelSpec, tc: TrainingConfig, dt: Dt, T: int, adapted: frozenset[str] | None) -> int:
+@lru_cache(maxsize=64)
+def _dora_linears(m: ModelSpec, adapted: frozenset[str]) -> tuple[tuple[int, int], ...]:
+    return tuple((t.shape[0], t.shape[1]) for t in param_tensors(m)
+                 if t.group == "layer" and t.name in adapted)
+
+
+def dora_linears(m: ModelSpec, tc: TrainingConfig) -> tuple[tuple[int, int], ...]:
+    """(output, input) features of each linear of a layer DoRA adapts; none without use_dora."""
+    adapted = adapted_linears(m, tc) if tc.use_dora else None
+    return _dora_linears(m, adapted) if adapted else ()
+
+
+def dora_saved(m: ModelSpec, tc: TrainingConfig, dt: Dt, T: int) -> int:
     """PEFT's DoRA (use_dora), per layer: result + (mag / norm - 1) * base + mag / norm * lora * s
     (tuners/lora/dora.py), so each adapted linear keeps its base output and its adapter's (lora_B's)
     for the magnitude's gradient, in every layer, the first too (the magnitude always trains), and
     three vectors of its width in the magnitude's dtype (the norm, mag / norm and mag / norm - 1;
     the last not where the linear's input needs no gradient, left out: a vector)."""
-    if not tc.use_dora or adapted is None:
-        return 0
-    outs = sum(x.shape[0] for x in param_tensors(m) if x.group == "layer" and x.name in adapted)
+    outs = sum(d_out for d_out, _ in dora_linears(m, tc))
     return (2 * dt.act * T + 3 * dt.param) * outs
 
 
@@ -559,12 +569,9 @@ def dora_weight_transient(m: ModelSpec, tc: TrainingConfig, dt: Dt, tp: int) -> 
     widest adapted linear the identity it runs through the adapter (in x in, the adapters' dtype),
     BA, and s * BA and W + s * BA in the input's dtype exist for a moment (dora.py get_lora_weight,
     get_weight_norm; in the recomputed layer's backward under full recompute)."""
-    adapted = adapted_linears(m, tc) if tc.use_dora else None
-    if not adapted:
-        return 0
     # the identity and the weight sums in the adapter's dtype (PEFT casts the input to it)
-    return max(dt.param * x.shape[1] ** 2 + (dt.act + 2 * dt.param) * x.numel // tp
-               for x in param_tensors(m) if x.group == "layer" and x.name in adapted)
+    return max((dt.param * d_in ** 2 + (dt.act + 2 * dt.param) * d_out * d_in // tp
+                for d_out, d_in in dora_linears(m, tc)), default=0)
 
 
 @lru_cache(maxsize=8192)  # on the estimate's hot path: per setup, as _activations

@@ -10,7 +10,15 @@ from . import activations as act
 from . import checkpoint as ckpt
 from . import compute as cmp
 from . import memory as mem
-from .config import PAGED_OPTIMIZERS, GPUSpec, HostSpec, Interconnect, ParallelConfig, TrainingConfig
+from .config import (
+    DORA_TP_REFUSAL,
+    PAGED_OPTIMIZERS,
+    GPUSpec,
+    HostSpec,
+    Interconnect,
+    ParallelConfig,
+    TrainingConfig,
+)
 from .models import (
     FUSED_MODULES,
     ModelSpec,
@@ -215,8 +223,7 @@ def _validate_dora(model: ModelSpec, training: TrainingConfig, parallel: Paralle
         raise ValueError("use_dora (PEFT's DoRA) is modelled on the dense llama family's linears (Llama,"
                          " Mistral, Qwen, Phi-3, Gemma), not on experts, GPT-2 or BERT")
     if parallel.tp > 1:
-        raise ValueError("PEFT's DoRA does not run under tensor parallelism (its tensor-parallel LoRA"
-                         " layer, tuners/lora/tp_layer.py, refuses use_dora); use tp=1")
+        raise ValueError(f"{DORA_TP_REFUSAL}: use tp=1")
     if training.checkpointing == "selective-op":
         raise ValueError("DoRA's ops are not counted under op-level recompute (torchtitan's SAC, which"
                          " runs no PEFT adapters); use full or selective checkpointing")
@@ -861,7 +868,7 @@ def clear_caches() -> None:
                    cmp._utilisation, cmp._fp8_time_factor, cmp._link_rates, cmp._call_latencies,
                    cmp._latency_seconds, cmp._narrowing,
                    mem._lora_tensors, mem._trainable_sum, mem._optimizer_sum, mem._frozen_sum,
-                   act._llama_adapted, act.frozen_weight_casts,
+                   act._llama_adapted, act.frozen_weight_casts, act._dora_linears,
                    mem._trainable_local, mem.linear_param_elems, mem.root_param_elems, mem._trainable_elems,
                    mem._all_local, mem.layer_linear_elems,
                    param_tensors, count_params, arch_scale, layer_params):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-from .activations import adapted_linears, op_sac_recompute_matmul_params
+from .activations import dora_linears, op_sac_recompute_matmul_params
 from .config import FSDP_SHARDING, WEIGHT_SHARDING, Interconnect, ParallelConfig, TrainingConfig
 from .memory import mixed_layout
 from .models import ModelSpec, arch_scale, param_tensors
@@ -130,8 +130,8 @@ def hardware_flops_per_token(model: ModelSpec, training: TrainingConfig) -> floa
     flops = base * (4 / 6 if training.finetune != "full" else 1)
     if training.checkpointing == "full":
         # the checkpointed decoder layers run their forward again; the output head does not
-        share = math.ceil(model.num_layers / training.checkpoint_every) / model.num_layers
-        flops += (base - 6 * model.vocab_size * model.hidden_size * arch_scale(model)) / 3 * share
+        flops += ((base - 6 * model.vocab_size * model.hidden_size * arch_scale(model)) / 3
+                  * (forward_runs(model, training) - 1))
     elif training.checkpointing == "selective-op":
         flops += 2 * op_sac_recompute_matmul_params(model) * model.num_layers * arch_scale(model)
     return flops + dora_dropout_flops_per_token(model, training)
@@ -143,18 +143,6 @@ def forward_runs(model: ModelSpec, training: TrainingConfig) -> float:
     if training.checkpointing != "full":
         return 1.0
     return 1 + math.ceil(model.num_layers / training.checkpoint_every) / model.num_layers
-
-
-@lru_cache(maxsize=64)
-def _dora_linears(model: ModelSpec, adapted: frozenset[str]) -> tuple[tuple[int, int], ...]:
-    """(output, input) features of each linear of a layer DoRA adapts."""
-    return tuple((t.shape[0], t.shape[1]) for t in param_tensors(model)
-                 if t.group == "layer" and t.name in adapted)
-
-
-def dora_linears(model: ModelSpec, training: TrainingConfig) -> tuple[tuple[int, int], ...]:
-    adapted = adapted_linears(model, training) if training.use_dora else None
-    return _dora_linears(model, adapted) if adapted else ()
 
 
 def dora_dropout_flops_per_token(model: ModelSpec, training: TrainingConfig) -> float:
@@ -206,7 +194,7 @@ def dora_seconds(model: ModelSpec, training: TrainingConfig, parallel: ParallelC
                  tokens_per_gpu_group: int, gpu) -> float:
     """DoRA's traffic per step at the GPU's sustained memory bandwidth. It counts under a planning
     MFU too (fp32), which was set on steps without it; not under an MFU the caller gives."""
-    if training.mfu is not None or gpu is None or not gpu.memory_bandwidth_gbps:
+    if not training.use_dora or training.mfu is not None or gpu is None or not gpu.memory_bandwidth_gbps:
         return 0.0
     microbatches = tokens_per_gpu_group / (training.micro_batch * training.seq_len)
     moved = dora_bytes_per_microbatch(model, training, parallel) * microbatches

@@ -111,6 +111,23 @@ def require_whole(label: str, value: int) -> None:
         raise ValueError(f"{label} must be a whole number {allowed}, got {value!r}")
 
 
+# PEFT's tensor-parallel LoRA layer (tuners/lora/tp_layer.py) refuses use_dora: the estimator, the
+# recommender and the wizard say so in these words
+DORA_TP_REFUSAL = ("DoRA runs at tensor parallel 1 only (PEFT's tensor-parallel LoRA layer,"
+                   " tuners/lora/tp_layer.py, refuses use_dora)")
+
+
+def check_dora_finetune(use_dora, finetune: str) -> None:
+    """DoRA is a flag of LoRA adapters over a 16-bit base (the training config's and the
+    recommender's workload's rule); ValueError else."""
+    if not isinstance(use_dora, bool):
+        raise ValueError(f"use_dora must be true or false, got {use_dora!r}")
+    if use_dora and finetune != "lora":
+        raise ValueError(f"use_dora is PEFT's DoRA on LoRA adapters: it needs finetune='lora', not"
+                         f" {finetune!r} (on 4-bit weights, qlora, it dequantises each at every call,"
+                         f" which is not modelled)")
+
+
 @hash_once
 @dataclass(frozen=True)
 class TrainingConfig:
@@ -190,11 +207,7 @@ class TrainingConfig:
     nf4_quantizer: str = "transformers"  # QLoRA on bitsandbytes: who made the 4-bit linears
 
     def _check_dora(self) -> None:
-        if not isinstance(self.use_dora, bool):
-            raise ValueError("use_dora must be true or false")
-        if self.use_dora and self.finetune != "lora":
-            raise ValueError("use_dora is PEFT's DoRA on LoRA adapters (finetune='lora'); on 4-bit"
-                             " weights (qlora) it dequantises each at every call, which is not modelled")
+        check_dora_finetune(self.use_dora, self.finetune)
         if self.use_dora and self.adapts_head:
             raise ValueError("DoRA on the output head (lm_head in lora_targets) is not modelled: adapt the"
                              " layers' linears")

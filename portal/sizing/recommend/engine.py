@@ -15,6 +15,7 @@ from portal.sizing.estimator import (
     estimate_memory,
     get_preset,
 )
+from portal.sizing.estimator.config import DORA_TP_REFUSAL
 
 from . import explain, infra
 from .catalog import CatalogData, NvmeOptionSpec, StorageProviderSpec
@@ -95,8 +96,7 @@ def _recommend(workload: Workload, goal: Goal, catalog: CatalogData, options: Se
                exhaustive: bool) -> Recommendation:
     model = resolve_model(workload.model)
     if workload.use_dora and 1 not in options.tp_sizes:
-        raise ValueError("DoRA runs at tensor parallel 1 only (PEFT's tensor-parallel LoRA layer refuses"
-                         " it): leave tensor parallelism to the recommender or set it to 1")
+        raise ValueError(f"{DORA_TP_REFUSAL}: leave tensor parallelism to the recommender or set it to 1")
     # the plan says the attention its stack's transformers runs (eager for Gemma 2: no SDPA path)
     workload = replace(workload, attention=attention_for(model, workload.attention))
     full_state, model_only = _probe(model, workload, catalog)

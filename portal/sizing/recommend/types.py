@@ -14,6 +14,7 @@ from portal.sizing.estimator.config import (  # noqa: F401  (re-exported)
     FINETUNE,
     LIMITS,
     PRECISIONS,
+    check_dora_finetune,
     limit_text,
     require_whole,
 )
@@ -86,11 +87,7 @@ class Workload:
                 raise ValueError(f"{label} must be a whole number >= 0, got {value!r}")
         if self.finetune != "full":
             require_whole("lora_rank", self.lora_rank)
-        if not isinstance(self.use_dora, bool):
-            raise ValueError(f"use_dora must be true or false, got {self.use_dora!r}")
-        if self.use_dora and self.finetune != "lora":
-            raise ValueError(f"use_dora needs finetune='lora' (DoRA decomposes LoRA adapters over a 16-bit"
-                             f" base), not {self.finetune!r}")
+        check_dora_finetune(self.use_dora, self.finetune)
         if self.global_batch_tokens % self.seq_len:
             raise ValueError(
                 f"global_batch_tokens={self.global_batch_tokens} is not a multiple of seq_len={self.seq_len};"

@@ -3,8 +3,9 @@
 # node_checks.py (nccl-tests, DCGM, the memory probe, which builds train_smoke.py's model), which
 # prints "TRAINYARD_NODE_CHECKS <json>". The exit status is not the verdict.
 # Header: TRAINYARD_ACCEPTANCE_DIR (the checks' directory under the root), TRAINYARD_GPUS,
-# TRAINYARD_BASELINE_BUSBW_GBPS, TRAINYARD_PROBE (JSON), TRAINYARD_PROBE_SKIP_REASON, TRAINYARD_TRAIN_SMOKE and TRAINYARD_NODE_CHECKS_PY (the files'
-# text), TRAINYARD_STACK_MISSING_STATUS.
+# TRAINYARD_BASELINE_BUSBW_GBPS, TRAINYARD_PROBE (JSON), TRAINYARD_PROBE_SKIP_REASON,
+# TRAINYARD_TRAIN_SMOKE and TRAINYARD_NODE_CHECKS_PY (the files' text),
+# TRAINYARD_STACK_MISSING_STATUS.
 # Environment: TRAINYARD_NODE; TRAINYARD_ROOT (tests: a scratch root).
 set -u
 
